@@ -1,0 +1,39 @@
+"""agent-kernel: a working LLM agent inside a Jupyter kernel.
+
+``%load_ext agent_kernel`` adds the ``%agent`` magics; ``Agent`` is the
+Python API; ``@tool`` turns a typed function into a tool and ``@state``
+registers a state provider for ``query_state``. Heavy libraries (litellm,
+lancedb, ipywidgets) are imported only when first needed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .agent import Agent, RunResult, ToolCallRecord
+from .config import Settings
+from .ledger import Ledger
+from .tools.base import Field, Tool, ToolContext, ToolError, tool
+from .tools.core import state
+from .workspace import Workspace
+
+__version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Called by ``%load_ext agent_kernel``."""
+    from .magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Called by ``%unload_ext agent_kernel``."""
+    from .magics import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
+__all__ = ["Agent", "Field", "Ledger", "RunResult", "Settings", "Tool", "ToolCallRecord",
+           "ToolContext", "ToolError", "Workspace", "load_ipython_extension", "state", "tool",
+           "unload_ipython_extension"]

@@ -1,0 +1,354 @@
+"""The agent loop: messages → model → tool calls → results → model, until an answer.
+
+One :class:`Agent` holds a conversation, a tool registry, a ledger and an
+event bus. :meth:`Agent.arun` is the loop; it runs on whatever asyncio loop
+calls it (in a kernel, the kernel's own), runs the tool calls of one response
+concurrently, and turns every failure a model can cause (bad JSON, unknown
+tool, invalid arguments, a timeout, a refused approval) into a tool result the
+model can read, recorded in the ledger before the model sees it. Provider
+failures end the run with a :class:`~agent_kernel.events.RunError`. The loop
+imports no IPython and draws nothing: views listen to the bus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from . import llm
+from .approvals import Approvals
+from .config import DEMO_MODEL, Settings
+from .events import (
+    EventBus,
+    LedgerRecorded,
+    ModelCallStarted,
+    Notice,
+    RunError,
+    RunFinished,
+    RunStarted,
+    StreamReset,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from .ledger import LEDGER_FILE, Ledger, new_id
+from .questions import QuestionChannel
+from .tools.base import USER_TOOLS, Tool, ToolArgumentError, ToolContext, ToolRegistry
+from .workspace import Workspace
+
+SYSTEM_PROMPT = (
+    "You are an agent running inside a Jupyter kernel (agent-kernel). Use the tools "
+    "when they help, ask the user with ask_user when you need a decision, and answer "
+    "concisely in Markdown. The current time is {now}."
+)
+
+
+@dataclass
+class ToolCallRecord:
+    """One tool call of a run, as the result reports it."""
+
+    call_id: str
+    tool_name: str
+    arguments: Any
+    result: Any
+    success: bool
+    error: str | None
+    duration_ms: int
+
+
+@dataclass
+class RunResult:
+    """What a run produced: the reply, its tool calls, usage and how it ended."""
+
+    run_id: str
+    model: str
+    reply: str = ""
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    cost: float | None = None
+    status: str = "running"
+    error: str | None = None
+    duration_ms: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """True when the run ended with an answer."""
+        return self.status == "ok"
+
+    def __str__(self) -> str:
+        return self.reply if self.ok else f"[{self.status}] {self.error or self.reply}"
+
+
+def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:
+    for key, value in usage.items():
+        total[key] = total.get(key, 0) + int(value)
+
+
+class Agent:
+    """An LLM agent with tools, a ledger and a conversation that goes on across runs."""
+
+    def __init__(
+        self,
+        model: str = DEMO_MODEL,
+        workspace: str | Workspace | None = None,
+        tools: Iterable[Tool | Any] | None = None,
+        *,
+        agent_id: str = "agent",
+        role: str | None = None,
+        settings: Settings | None = None,
+        system_prompt: str | None = SYSTEM_PROMPT,
+        builtin_tools: bool = True,
+    ) -> None:
+        from .tools import default_tools
+
+        self.model = model
+        self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+        self.agent_id = agent_id
+        self.role = role
+        self.settings = settings or Settings()
+        self.system_prompt = system_prompt
+        self.bus = EventBus()
+        self.ledger = Ledger(self.workspace.root / LEDGER_FILE)
+        self.questions = QuestionChannel(self.bus, self.workspace)
+        self.approvals = Approvals(self)
+        self.registry = ToolRegistry(default_tools() if builtin_tools else ())
+        for user_tool in USER_TOOLS.values():
+            self.registry.add(user_tool)
+        for extra in tools or ():
+            self.registry.add(extra)
+        self.messages: list[dict[str, Any]] = []
+        self.services: dict[str, Any] = {}
+        self._runs: dict[str, asyncio.Task[Any]] = {}
+        self._conversation_lock: asyncio.Lock | None = None
+
+    # -- conversation -------------------------------------------------------
+    def new_conversation(self) -> None:
+        """Forget the conversation (memory and ledger stay)."""
+        self.messages = []
+
+    def _system_message(self) -> dict[str, Any] | None:
+        if not self.system_prompt:
+            return None
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        return {"role": "system", "content": self.system_prompt.format(now=now)}
+
+    # -- running ------------------------------------------------------------
+    def run(self, prompt: str, **kwargs: Any) -> RunResult:
+        """Run to the end and return the result; works with or without a running loop."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(prompt, **kwargs))
+        import nest_asyncio2
+
+        nest_asyncio2.apply(loop)
+        return loop.run_until_complete(self.arun(prompt, **kwargs))
+
+    async def arun(
+        self,
+        prompt: str,
+        *,
+        new: bool = False,
+        model: str | None = None,
+        trigger: dict[str, Any] | None = None,
+        isolated: bool = False,
+        run_id: str | None = None,
+    ) -> RunResult:
+        """Run the loop for ``prompt``; ``isolated`` keeps it out of the conversation."""
+        if self._conversation_lock is None:
+            self._conversation_lock = asyncio.Lock()
+        run_id = run_id or new_id("run")
+        task = asyncio.current_task()
+        if task is not None:
+            self._runs[run_id] = task
+        try:
+            if isolated:
+                return await self._run(prompt, run_id, model or self.model, trigger, [])
+            async with self._conversation_lock:
+                if new:
+                    self.new_conversation()
+                return await self._run(prompt, run_id, model or self.model, trigger,
+                                       self.messages)
+        finally:
+            self._runs.pop(run_id, None)
+
+    def stop(self, run_id: str | None = None) -> int:
+        """Cancel one run (or all); safe from any thread. Returns how many were asked."""
+        targets = [t for r, t in self._runs.items() if run_id is None or r == run_id]
+        for task in targets:
+            task.get_loop().call_soon_threadsafe(task.cancel)
+        return len(targets)
+
+    @property
+    def running(self) -> list[str]:
+        """Ids of runs in progress."""
+        return list(self._runs)
+
+    async def _run(
+        self,
+        prompt: str,
+        run_id: str,
+        model: str,
+        trigger: dict[str, Any] | None,
+        messages: list[dict[str, Any]],
+    ) -> RunResult:
+        emit = self.bus.emit
+        started = time.perf_counter()
+        result = RunResult(run_id=run_id, model=model)
+        emit(RunStarted(run_id, prompt=prompt, model=model, agent_id=self.agent_id,
+                        trigger=trigger))
+        if not messages and (system := self._system_message()):
+            messages.append(system)
+        messages.append({"role": "user", "content": prompt})
+        calls_made = 0
+        pending_ids: list[str] = []
+        try:
+            while True:
+                emit(ModelCallStarted(run_id))
+                turn = await llm.complete(
+                    model, messages, self.registry.schemas(self.role), self.settings,
+                    on_text=lambda text: emit(TextDelta(run_id, text)),
+                    on_retry=lambda n, delay, why: (
+                        emit(StreamReset(run_id, reason=why)),
+                        emit(Notice(run_id, f"Provider problem ({why}); retry {n} "
+                                            f"in {delay:.1f} s", level="warning")),
+                    ),
+                )
+                _add_usage(result.usage, turn.usage)
+                if turn.cost is not None:
+                    result.cost = (result.cost or 0.0) + turn.cost
+                messages.append(turn.as_message())
+                if not turn.tool_calls:
+                    result.reply = turn.text
+                    result.status = "ok"
+                    break
+                context = {"trigger": trigger}
+                pending_ids = [c.id for c in turn.tool_calls]
+                room = self.settings.max_tool_calls - calls_made
+                allowed, refused = turn.tool_calls[:room], turn.tool_calls[room:]
+                records = await asyncio.gather(
+                    *(self._execute(call, run_id, context) for call in allowed)
+                )
+                calls_made += len(allowed)
+                for call in refused:
+                    records.append(await self._refuse(call, run_id, (
+                        f"Tool call limit reached: at most {self.settings.max_tool_calls} "
+                        "tool calls per run")))
+                for record in records:
+                    result.tool_calls.append(record)
+                    messages.append(_tool_message(record))
+                pending_ids = []
+                if refused or calls_made >= self.settings.max_tool_calls:
+                    result.status = "limit"
+                    result.error = (f"Stopped after {calls_made} tool calls: the limit is "
+                                    f"{self.settings.max_tool_calls} per run.")
+                    emit(RunError(run_id, result.error, kind="limit"))
+                    break
+        except asyncio.CancelledError:
+            for call_id in pending_ids:
+                messages.append({"role": "tool", "tool_call_id": call_id,
+                                 "content": "Error: cancelled by the user"})
+            result.status = "cancelled"
+            result.error = "The run was stopped."
+            record = await asyncio.to_thread(
+                self.ledger.record_event, "run_cancelled", agent_id=self.agent_id,
+                run_id=run_id, tool_calls=len(result.tool_calls))
+            emit(LedgerRecorded(run_id, record))
+            emit(RunError(run_id, result.error, kind="cancelled"))
+        except llm.ProviderError as exc:
+            result.status = "error"
+            result.error = str(exc)
+            emit(RunError(run_id, result.error, kind="provider"))
+        result.duration_ms = int((time.perf_counter() - started) * 1000)
+        emit(RunFinished(run_id, result))
+        return result
+
+    async def _refuse(self, call: llm.ToolCallRequest, run_id: str, error: str) -> ToolCallRecord:
+        return await self._finish(call, run_id, call.arguments, None, error, 0)
+
+    async def _execute(
+        self, call: llm.ToolCallRequest, run_id: str, context: dict[str, Any]
+    ) -> ToolCallRecord:
+        """Validate, approve, run with a timeout, and record one tool call."""
+        emit = self.bus.emit
+        try:
+            arguments: Any = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError as exc:
+            emit(ToolCallStarted(run_id, call.id, call.name, call.arguments))
+            return await self._finish(call, run_id, call.arguments, None,
+                                      f"Invalid JSON arguments for tool '{call.name}': {exc}", 0)
+        emit(ToolCallStarted(run_id, call.id, call.name, arguments))
+        tool_obj = self.registry.get(call.name)
+        if tool_obj is None:
+            known = ", ".join(self.registry.names())
+            return await self._finish(call, run_id, arguments, None,
+                                      f"Unknown tool: {call.name}. Available tools: {known}", 0)
+        if not self.registry.allowed(self.role, tool_obj):
+            return await self._finish(call, run_id, arguments, None,
+                                      f"Tool '{call.name}' is not permitted for role "
+                                      f"'{self.role}'", 0)
+        try:
+            values = tool_obj.validate(arguments)
+        except ToolArgumentError as exc:
+            return await self._finish(call, run_id, arguments, None, str(exc), 0)
+        ctx = ToolContext(agent=self, run_id=run_id, agent_id=self.agent_id,
+                          workspace=self.workspace, trigger=context.get("trigger"),
+                          call_id=call.id)
+        verdict = await self.approvals.check(ctx, tool_obj, values)
+        if verdict is not None:
+            return await self._finish(call, run_id, arguments, None, verdict, 0)
+        timeout = tool_obj.timeout or self.settings.tool_timeout
+        started = time.perf_counter()
+        try:
+            value = await asyncio.wait_for(tool_obj.invoke(values, ctx), timeout)
+        except asyncio.TimeoutError:
+            return await self._finish(call, run_id, arguments, None,
+                                      f"Tool '{call.name}' execution exceeded {timeout:g}s "
+                                      "timeout", llm.monotonic_ms(started))
+        except asyncio.CancelledError:
+            await self._finish(call, run_id, arguments, None, "cancelled by the user",
+                               llm.monotonic_ms(started))
+            raise
+        except Exception as exc:
+            message = str(exc) or type(exc).__name__
+            if not isinstance(exc, (ValueError, RuntimeError, PermissionError, LookupError)):
+                message = f"{type(exc).__name__}: {message}"
+            return await self._finish(call, run_id, arguments, None,
+                                      f"Tool '{call.name}' execution failed: {message}",
+                                      llm.monotonic_ms(started))
+        return await self._finish(call, run_id, arguments, value, None, llm.monotonic_ms(started))
+
+    async def _finish(
+        self,
+        call: llm.ToolCallRequest,
+        run_id: str,
+        arguments: Any,
+        result: Any,
+        error: str | None,
+        duration_ms: int,
+    ) -> ToolCallRecord:
+        """Write the ledger record (to disk first), then tell the views."""
+        record = await asyncio.to_thread(
+            self.ledger.record_tool_call, agent_id=self.agent_id, run_id=run_id,
+            tool_name=call.name, arguments=arguments, result=result, success=error is None,
+            error=error, duration_ms=duration_ms,
+        )
+        self.bus.emit(LedgerRecorded(run_id, record))
+        self.bus.emit(ToolCallFinished(run_id, call.id, call.name, arguments, result,
+                                       error is None, error, duration_ms))
+        return ToolCallRecord(call.id, call.name, arguments, result, error is None, error,
+                              duration_ms)
+
+
+def _tool_message(record: ToolCallRecord) -> dict[str, Any]:
+    if record.success:
+        content = record.result if isinstance(record.result, str) else json.dumps(
+            record.result, ensure_ascii=False, default=repr)
+    else:
+        content = f"Error: {record.error}"
+    return {"role": "tool", "tool_call_id": record.call_id, "content": content}

@@ -1,0 +1,44 @@
+"""Run settings shared by the Python API, the magics and the CLI.
+
+One dataclass holds every limit a run obeys (spec 001: a 30 s tool timeout,
+at most 50 tool calls per run) and how provider errors are retried. The
+magics map their traitlets onto it, so configuration has one meaning
+everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+DEMO_MODEL = "demo"
+
+
+@dataclass
+class Settings:
+    """Limits and provider options for a run."""
+
+    tool_timeout: float = 30.0
+    max_tool_calls: int = 50
+    max_retries: int = 3
+    retry_base_delay: float = 0.5
+    retry_max_delay: float = 8.0
+    request_timeout: float = 120.0
+    stream: bool = True
+    temperature: float | None = None
+    api_base: str | None = None
+    api_key: str | None = None
+    headless_approval: str = "deny"
+    extra_completion_args: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.tool_timeout <= 0:
+            raise ValueError(f"tool_timeout must be positive, got {self.tool_timeout}")
+        if self.max_tool_calls < 1:
+            raise ValueError(f"max_tool_calls must be at least 1, got {self.max_tool_calls}")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be 0 or more, got {self.max_retries}")
+        if self.headless_approval not in ("deny", "allow"):
+            raise ValueError(
+                f"headless_approval must be 'deny' or 'allow', got {self.headless_approval!r}"
+            )

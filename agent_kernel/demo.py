@@ -1,0 +1,263 @@
+"""The offline ``demo`` model: deterministic rules that play a tool-calling LLM.
+
+It exists so a first run needs no API key and so notebooks, Binder and the
+browser tests have a model that behaves the same every time. It reads the
+latest user prompt and the tools it was offered, picks tool calls by plain
+word patterns (echo, ask, remember, recall, schedule, write a file, ...),
+and after the results come back it writes an answer that uses them. Every
+answer says it comes from the offline demo model. It is served to litellm as
+a custom provider (see ``llm.py``), so it runs through the same code path as
+a real model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+LABEL = "(offline demo model)"
+
+
+@dataclass
+class DemoTurn:
+    """What the demo model says in one response."""
+
+    text: str = ""
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content or ""
+
+
+def _split_options(raw: str) -> list[str]:
+    raw = raw.strip().rstrip("?.!")
+    parts = re.split(r"\s*(?:,|/|\bor\b|\band\b)\s*", raw)
+    return [p.strip(" '\"") for p in parts if p.strip(" '\"")]
+
+
+_UNITS = {"second": 1, "sec": 1, "minute": 60, "min": 60, "hour": 3600, "day": 86400}
+
+
+def _seconds(number: str, unit: str) -> int:
+    unit = unit.lower().rstrip("s")
+    return int(float(number) * _UNITS.get(unit, 1))
+
+
+def _strip_polite(text: str) -> str:
+    return re.sub(r"^(please|kindly|could you|can you)\s+", "", text.strip(), flags=re.I)
+
+
+def _task_of(prompt: str, pattern: str) -> str:
+    task = re.sub(pattern, "", prompt, flags=re.I).strip(" ,.:;")
+    task = re.sub(r"^(to|and|,)\s+", "", task, flags=re.I)
+    return task or prompt
+
+
+def _plan_one(prompt: str, tools: set[str]) -> tuple[str, dict[str, Any]] | None:
+    """The one tool call a prompt asks for, if a rule and its tool both exist."""
+    text = _strip_polite(prompt)
+    low = text.lower()
+
+    if "ask_user" in tools and re.search(r"\bplan my (week|day)\b", low):
+        return "ask_user", {
+            "question": "What should this plan put first?",
+            "options": ["deep work", "meetings", "rest"],
+        }
+    if "ask_user" in tools and re.search(r"\bask (me|the user)\b", low):
+        m = re.search(r"\b(?:between|options?:?|choose from|pick from)\s+(.+)$", text, re.I)
+        m = m or re.search(r"\(([^)]+\bor\b[^)]+)\)", text)
+        m = m or re.search(r":\s*([^:]+/[^:]+)$", text)
+        if m and len(_split_options(m.group(1))) >= 2:
+            options = _split_options(m.group(1))
+            return "ask_user", {
+                "question": f"Which do you choose: {', '.join(options)}?",
+                "options": options,
+            }
+        about = re.sub(r"^.*?\bask (?:me|the user)\s*(?:for|about|what|which)?\s*", "", text,
+                       flags=re.I).strip(" ?.")
+        about = re.sub(r"\bmy\b", "your", about or "what you think", flags=re.I)
+        return "ask_user", {"question": f"Please tell me {about}."}
+
+    m = re.match(r"^(?:write|create|save)\s+(?:a\s+)?file\s+(\S+)\s+"
+                 r"(?:with|containing|saying)\s+(.+)$", text, re.I)
+    if m and "write_file" in tools:
+        return "write_file", {"path": m.group(1), "content": m.group(2)}
+    m = re.match(r"^(?:run|execute)\s+(?:the\s+)?(?:shell\s+)?(?:command|shell)\s*:?\s+(.+)$",
+                 text, re.I)
+    if m:
+        for name, key in (("bash", "cmd"), ("run_command", "command")):
+            if name in tools:
+                return name, {key: m.group(1).strip("`")}
+
+    if "schedule_cron" in tools:
+        m = re.search(r"\bcron\s+['\"`]?([\d*/,\- ]+?)['\"`]?\s*(?:to|:)\s+(.+)$", text, re.I)
+        if m:
+            return "schedule_cron", {"cron_expression": m.group(1).strip(), "focus": m.group(2)}
+    m = re.search(r"\bevery\s+(\d+(?:\.\d+)?)\s*(second|sec|minute|min|hour|day)s?\b", low)
+    if m and "schedule" in tools:
+        task = _task_of(text, r"\bevery\s+\d+(?:\.\d+)?\s*\w+")
+        return "schedule", {"prompt": task, "type": "recurring",
+                            "interval": _seconds(m.group(1), m.group(2))}
+    m = re.search(r"\bin\s+(\d+(?:\.\d+)?)\s*(second|sec|minute|min|hour|day)s?\b", low)
+    if m and ("schedule_once" in tools or "schedule" in tools):
+        delay = _seconds(m.group(1), m.group(2))
+        task = _task_of(text, r"\bin\s+\d+(?:\.\d+)?\s*\w+")
+        if "schedule_once" in tools:
+            return "schedule_once", {"delay_seconds": delay, "focus": task}
+        run_at = datetime.now(timezone.utc) + timedelta(seconds=delay)
+        return "schedule", {"prompt": task, "type": "scheduled", "runAt": run_at.isoformat()}
+    m = re.search(r"\bat\s+(\d{1,2}):(\d{2})\b", low)
+    if m and "schedule" in tools and re.search(r"\b(remind|schedule|at)\b", low):
+        now = datetime.now().astimezone()
+        run_at = now.replace(hour=int(m.group(1)), minute=int(m.group(2)), second=0,
+                             microsecond=0)
+        if run_at <= now:
+            run_at += timedelta(days=1)
+        task = _task_of(text, r"\bat\s+\d{1,2}:\d{2}")
+        return "schedule", {"prompt": task, "type": "scheduled", "runAt": run_at.isoformat()}
+    m = re.search(r"\bwhen\s+(.+?)\s*(?:,|\bthen\b)\s*(.+)$", text, re.I)
+    if m and "schedule" in tools:
+        return "schedule", {"prompt": m.group(2), "type": "conditional",
+                            "condition": {"kind": "expression", "expression": m.group(1)}}
+
+    if re.search(r"\b(list|show)\b.*\b(tasks|triggers|schedules)\b", low) and "list_tasks" in tools:
+        return "list_tasks", {"scope": "all"}
+    m = re.search(r"\bcancel\s+(?:task|trigger|schedule)\s+(\S+)", text, re.I)
+    if m and "cancel_task" in tools:
+        return "cancel_task", {"taskId": m.group(1)}
+
+    m = re.match(r"^(?:please\s+)?remember\s+(?:that\s+)?(.+)$", text, re.I)
+    if m and "remember" in tools:
+        content = m.group(1).strip()
+        args: dict[str, Any] = {"content": content}
+        tags = re.findall(r"#(\w+)", content)
+        if tags:
+            args["tags"] = tags
+        if re.search(r"\b(always|long[- ]term|forever)\b", low):
+            args["longTerm"] = True
+        return "remember", args
+    m = re.search(r"\b(?:recall|what do you (?:remember|know) about|do you remember)\s+(.+)$",
+                  text, re.I)
+    if m:
+        query = m.group(1).strip(" ?.")
+        if "recall" in tools:
+            return "recall", {"query": query, "limit": 5}
+        if "search_memory" in tools:
+            return "search_memory", {"query": query}
+
+    m = re.match(r"^(?:echo|repeat|say)\s+(.+)$", text, re.I)
+    if m and "echo" in tools:
+        return "echo", {"value": m.group(1).strip()}
+    m = re.match(r"^print\s+(.+)$", text, re.I)
+    if m and "console_print" in tools:
+        return "console_print", {"text": m.group(1).strip()}
+    m = re.match(r"^reply\s+(?:with\s+)?(.+)$", text, re.I)
+    if m and "reply" in tools:
+        return "reply", {"text": m.group(1).strip()}
+    m = re.search(r"\blog (?:a |the )?decision:?\s+(.+)$", text, re.I)
+    if m and "log_decision" in tools:
+        return "log_decision", {"reasoning": m.group(1).strip(), "decision_type": "other"}
+    m = re.search(r"\b(?:query|check|show)\s+(?:the\s+)?(?:state\s+(?:of\s+)?)?(\w+)\s+state\b",
+                  text, re.I) or re.search(r"\bquery_state\s+(\w+)", text, re.I)
+    if m and "query_state" in tools:
+        return "query_state", {"state_name": m.group(1)}
+    return None
+
+
+def plan_calls(prompt: str, tools: set[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Tool calls for a prompt; ``A and B`` gives two calls in one response."""
+    parts = re.split(r"\s*(?:;|\band then\b|\bthen also\b|\balso\b|\band\b)\s+(?=(?:echo|print|"
+                     r"remember|recall|say|log|query|check)\b)", prompt, flags=re.I)
+    if len(parts) > 1:
+        planned = [_plan_one(part, tools) for part in parts]
+        if all(planned):
+            return [p for p in planned if p]
+    single = _plan_one(prompt, tools)
+    return [single] if single else []
+
+
+def _describe(name: str, args: dict[str, Any], content: str) -> str:
+    if content.startswith("Error"):
+        return f"The `{name}` call did not go through: {content.removeprefix('Error: ')}"
+    try:
+        result = json.loads(content)
+    except ValueError:
+        result = content
+    if name == "ask_user" and isinstance(result, dict):
+        answer, source = result.get("answer", ""), result.get("source", "")
+        if source == "user":
+            return f"You answered **{answer}**, so I will go with {answer}."
+        if source == "default":
+            return f"No one answered, so I used the default: **{answer}**."
+        return "The question timed out with no answer, so I will not assume one."
+    if name == "echo":
+        return f"The echo tool returned: {result}"
+    if name == "remember" and isinstance(result, dict):
+        return f"I will remember that (memory `{result.get('memory_id', '?')}`)."
+    if name in ("recall", "search_memory") and isinstance(result, dict):
+        items = result.get("memories") or result.get("hits") or []
+        if not items:
+            return f"I found nothing in memory about “{args.get('query', '')}”."
+        lines = [f"- {m.get('content', m) if isinstance(m, dict) else m}" for m in items[:5]]
+        return "Here is what I remember:\n" + "\n".join(lines)
+    if name in ("schedule", "schedule_once", "schedule_cron") and isinstance(result, dict):
+        ident = result.get("taskId") or result.get("schedule_id")
+        return f"Scheduled it as `{ident}`: I will run it while this kernel is alive."
+    if name == "write_file":
+        return f"I wrote the file `{args.get('path')}`."
+    if name == "console_print":
+        return "I printed that to the console."
+    if name == "reply":
+        return "I sent that reply."
+    shown = json.dumps(result, ensure_ascii=False) if not isinstance(result, str) else result
+    if len(shown) > 300:
+        shown = shown[:297] + "..."
+    return f"`{name}` returned {shown}."
+
+
+def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> DemoTurn:
+    """The demo model's next response to ``messages`` with ``tools`` on offer."""
+    names = {t.get("function", {}).get("name") for t in tools or []} - {None}
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    prompt = _text_of(messages[last_user]).strip() if last_user >= 0 else ""
+    turn = messages[last_user + 1 :]
+    results = {m.get("tool_call_id"): _text_of(m) for m in turn if m.get("role") == "tool"}
+    if results:
+        calls = [c for m in turn if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
+        lines = []
+        for call in calls:
+            fn = call.get("function", {})
+            try:
+                args = json.loads(fn.get("arguments") or "{}")
+            except ValueError:
+                args = {}
+            lines.append(_describe(fn.get("name", "?"), args, results.get(call.get("id"), "")))
+        return DemoTurn(text=f"{LABEL} " + "\n\n".join(lines))
+
+    asks_help = re.search(r"\b(what can you do|help|who are you|capabilities)\b", prompt.lower())
+    if asks_help or not prompt:
+        listed = ", ".join(f"`{n}`" for n in sorted(names)) or "no tools"
+        return DemoTurn(
+            text=(
+                f"{LABEL} I am the offline demo model: no API key, no network, fixed rules. "
+                f"I can use these tools: {listed}. Try `echo hello`, `ask me to choose "
+                "between tea or coffee`, `remember that the demo works`, or set a real model "
+                "with `%agent_config --model openai/gpt-4o-mini`."
+            )
+        )
+    calls = plan_calls(prompt, names)
+    if calls:
+        return DemoTurn(tool_calls=calls)
+    return DemoTurn(
+        text=(
+            f"{LABEL} I am the offline demo model, so I only follow simple patterns. "
+            f"You said: “{prompt}”. Ask `what can you do?` to see what I understand."
+        )
+    )

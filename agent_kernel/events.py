@@ -1,0 +1,173 @@
+"""Typed events: the one stream a run speaks in.
+
+The loop never draws anything. It emits these dataclasses on an
+:class:`EventBus`, and views (widgets, plain text, MIME transcripts) subscribe
+and render them. A view that raises is reported once and unsubscribed, so a
+broken view can never break a run.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Event:
+    """Base of all events; ``run_id`` ties an event to its run."""
+
+    run_id: str
+    at: float = field(default_factory=time.time, kw_only=True)
+
+
+@dataclass
+class RunStarted(Event):
+    """A run began with this prompt on this model."""
+
+    prompt: str
+    model: str
+    agent_id: str
+    trigger: dict[str, Any] | None = None
+
+
+@dataclass
+class ModelCallStarted(Event):
+    """The model is thinking (a request to the provider is in flight)."""
+
+    attempt: int = 1
+
+
+@dataclass
+class TextDelta(Event):
+    """A piece of the model's streamed answer."""
+
+    text: str
+
+
+@dataclass
+class StreamReset(Event):
+    """A broken stream is being retried: views drop the partial text of this turn."""
+
+    reason: str
+
+
+@dataclass
+class ToolCallStarted(Event):
+    """A tool call is about to run."""
+
+    call_id: str
+    tool_name: str
+    arguments: Any
+
+
+@dataclass
+class ToolCallFinished(Event):
+    """A tool call ended, successfully or not."""
+
+    call_id: str
+    tool_name: str
+    arguments: Any
+    result: Any
+    success: bool
+    error: str | None
+    duration_ms: int
+
+
+@dataclass
+class LedgerRecorded(Event):
+    """A ledger record reached the disk."""
+
+    record: dict[str, Any]
+
+
+@dataclass
+class Question(Event):
+    """The agent asks the person something; ``kind`` is ``ask`` or ``approval``."""
+
+    question_id: str
+    question: str
+    options: list[str] | None
+    timeout: float
+    default: str | None
+    kind: str = "ask"
+    details: dict[str, Any] | None = None
+
+
+@dataclass
+class QuestionAnswered(Event):
+    """A question ended: answered, defaulted or timed out."""
+
+    question_id: str
+    answer: str
+    source: str
+
+
+@dataclass
+class Reply(Event):
+    """The agent replied to the person through the ``reply`` tool."""
+
+    text: str
+
+
+@dataclass
+class ConsoleOutput(Event):
+    """Text the agent printed with ``console_print``."""
+
+    text: str
+
+
+@dataclass
+class Notice(Event):
+    """Something the person should know that is not the model's answer."""
+
+    text: str
+    level: str = "info"
+
+
+@dataclass
+class RunFinished(Event):
+    """A run ended; ``result`` is the :class:`~agent_kernel.agent.RunResult`."""
+
+    result: Any
+
+
+@dataclass
+class RunError(Event):
+    """A run ended with an error the person can act on."""
+
+    message: str
+    kind: str = "error"
+
+
+Subscriber = Callable[[Event], None]
+
+
+class EventBus:
+    """Delivers every event to every subscriber, in order."""
+
+    def __init__(self) -> None:
+        self._subscribers: list[Subscriber] = []
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        """Add a subscriber; returns a function that removes it."""
+        self._subscribers.append(subscriber)
+        return lambda: self.unsubscribe(subscriber)
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        """Remove a subscriber if present."""
+        if subscriber in self._subscribers:
+            self._subscribers.remove(subscriber)
+
+    def emit(self, event: Event) -> None:
+        """Hand ``event`` to each subscriber; a failing subscriber is dropped."""
+        for subscriber in list(self._subscribers):
+            try:
+                subscriber(event)
+            except Exception:
+                log.exception("event subscriber %r failed and was removed", subscriber)
+                self.unsubscribe(subscriber)

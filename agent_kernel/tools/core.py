@@ -1,0 +1,108 @@
+"""The first tools: echo, reply, log_decision, query_state, console_print.
+
+Names, arguments and return shapes are the specs' own: ``echo`` from spec
+003, ``reply`` from spec 000, ``log_decision`` and ``query_state`` from spec
+001 (state providers registered with ``@agent_kernel.state``), and
+``console_print`` from spec 004.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from ..events import ConsoleOutput, LedgerRecorded
+from ..events import Reply as ReplyEvent
+from ..ledger import now_iso
+from .base import Field, Tool, ToolContext
+
+STATE_PROVIDERS: dict[str, Callable[[], Any]] = {}
+_STATE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+def state(name: str) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
+    """Register a function (sync or async, no arguments) as the state provider ``name``."""
+    if not _STATE_NAME.match(name):
+        raise ValueError(f"state name must be letters, digits and underscores, got {name!r}")
+
+    def register(func: Callable[[], Any]) -> Callable[[], Any]:
+        STATE_PROVIDERS[name] = func
+        return func
+
+    return register
+
+
+def echo(value: str) -> str:
+    """Echo a string back; useful for debugging.
+
+    Args:
+        value: The text to echo.
+    """
+    return value
+
+
+async def reply(text: str, ctx: ToolContext) -> None:
+    """Reply to the user with a message shown in the cell.
+
+    Args:
+        text: The reply's content.
+    """
+    ctx.emit(ReplyEvent(ctx.run_id, text))
+    return None
+
+
+async def log_decision(
+    reasoning: Annotated[str, Field(min_length=1, max_length=1000)],
+    ctx: ToolContext,
+    decision_type: Literal[
+        "capability_selection", "schedule_decision", "no_action", "other"
+    ] = "other",
+) -> dict[str, str]:
+    """Log your decision reasoning for audit and analysis.
+
+    Args:
+        reasoning: Explanation of your decision (at most 1000 characters).
+        decision_type: Type of decision being logged.
+    """
+    record = await asyncio.to_thread(
+        ctx.agent.ledger.record_decision, agent_id=ctx.agent_id, run_id=ctx.run_id,
+        reasoning=reasoning, decision_type=decision_type,
+    )
+    ctx.emit(LedgerRecorded(ctx.run_id, record))
+    return {"decision_id": record["decision_id"], "timestamp": record["timestamp"]}
+
+
+async def query_state(state_name: str) -> Any:
+    """Query current state from a registered state provider.
+
+    Args:
+        state_name: Name of the state to query (letters, digits, underscores).
+    """
+    if not _STATE_NAME.match(state_name):
+        raise ValueError(
+            f"state_name may only contain letters, digits and underscores, got {state_name!r}"
+        )
+    provider = STATE_PROVIDERS.get(state_name)
+    if provider is None:
+        raise ValueError(f"No state provider registered for '{state_name}'")
+    value = provider()
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
+async def console_print(text: str, ctx: ToolContext) -> dict[str, Any]:
+    """Print text to the console (shown in the cell).
+
+    Args:
+        text: The text to print.
+    """
+    ctx.emit(ConsoleOutput(ctx.run_id, text))
+    return {"printed": True, "timestamp": now_iso()}
+
+
+TOOLS = [Tool(f, source="builtin") for f in (echo, reply, log_decision, query_state,
+                                             console_print)]
