@@ -104,7 +104,7 @@ class Agent:
         system_prompt: str | None = SYSTEM_PROMPT,
         builtin_tools: bool = True,
     ) -> None:
-        from .tools import default_tools
+        from .tools import tool_modules
 
         self.model = model
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
@@ -116,15 +116,23 @@ class Agent:
         self.ledger = Ledger(self.workspace.root / LEDGER_FILE)
         self.questions = QuestionChannel(self.bus, self.workspace)
         self.approvals = Approvals(self)
-        self.registry = ToolRegistry(default_tools() if builtin_tools else ())
+        self.registry = ToolRegistry()
+        self.services: dict[str, Any] = {}
+        modules = tool_modules() if builtin_tools else []
+        for module in modules:
+            for builtin in module.TOOLS:
+                self.registry.add(builtin)
         for user_tool in USER_TOOLS.values():
             self.registry.add(user_tool)
         for extra in tools or ():
             self.registry.add(extra)
         self.messages: list[dict[str, Any]] = []
-        self.services: dict[str, Any] = {}
         self._runs: dict[str, asyncio.Task[Any]] = {}
         self._conversation_lock: asyncio.Lock | None = None
+        for module in modules:
+            attach = getattr(module, "attach", None)
+            if attach is not None:
+                attach(self)
 
     # -- conversation -------------------------------------------------------
     def new_conversation(self) -> None:

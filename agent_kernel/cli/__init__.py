@@ -1,0 +1,1 @@
+"""Subcommands of ``python -m agent_kernel``; see ``__main__.py``."""
