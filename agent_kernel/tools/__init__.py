@@ -11,7 +11,6 @@ from types import ModuleType
 
 from .base import Field, Tool, ToolArgumentError, ToolContext, ToolError, ToolRegistry, tool
 
-
 # Each module lists its tools in ``TOOLS`` and may define ``attach(agent)``, called
 # once per new Agent (to subscribe to its bus, register services, ...). Attach
 # functions must stay cheap: heavy imports happen on first real use.
