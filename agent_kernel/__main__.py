@@ -12,7 +12,7 @@ import importlib
 import sys
 
 # (module, subcommand) pairs; each module defines add_parser(subparsers) and main(args) -> int.
-COMMANDS = ("agent_kernel.cli.run", "agent_kernel.cli.ledger")
+COMMANDS = ("agent_kernel.cli.run", "agent_kernel.cli.ledger", "agent_kernel.cli.triggers")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -251,7 +251,7 @@ class Agent:
                     result.tool_calls.append(record)
                     messages.append(_tool_message(record))
                 pending_ids = []
-                if refused or calls_made >= self.settings.max_tool_calls:
+                if refused:
                     result.status = "limit"
                     result.error = (f"Stopped after {calls_made} tool calls: the limit is "
                                     f"{self.settings.max_tool_calls} per run.")

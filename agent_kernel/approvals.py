@@ -33,7 +33,10 @@ class Approvals:
 
     async def check(self, ctx: ToolContext, tool: Tool, arguments: dict[str, Any]) -> str | None:
         """None when the call may run, else the refusal to give the model."""
-        if not tool.side_effects or tool.name in self.always_allowed:
+        if not tool.side_effects:
+            return None
+        if tool.name in self.always_allowed:
+            await self._record(ctx.run_id, tool.name, arguments, True, ALWAYS, "always")
             return None
         return await self.request(ctx.run_id, tool.name, arguments)
 
@@ -57,14 +60,18 @@ class Approvals:
         approved = answer in (APPROVE, ALWAYS)
         if answer == ALWAYS:
             self.always_allowed.add(what)
+        await self._record(run_id, what, arguments, approved, answer, source)
+        if approved:
+            return None
+        why = "no one could approve it (headless policy: deny)" if source == "policy" else (
+            "the approval timed out" if source != "user" else "the user denied it")
+        return f"Tool '{what}' was not run: {why}. Do not retry it; carry on without it."
+
+    async def _record(self, run_id: str, what: str, arguments: dict[str, Any], approved: bool,
+                      answer: str, source: str) -> None:
         record = await asyncio.to_thread(
             self.agent.ledger.record_event, "approval", agent_id=self.agent.agent_id,
             run_id=run_id, tool_name=what, arguments=arguments,
             decision="approved" if approved else "denied", answer=answer, source=source,
         )
         self.agent.bus.emit(LedgerRecorded(run_id, record))
-        if approved:
-            return None
-        why = "no one could approve it (headless policy: deny)" if source == "policy" else (
-            "the approval timed out" if source != "user" else "the user denied it")
-        return f"Tool '{what}' was not run: {why}. Do not retry it; carry on without it."

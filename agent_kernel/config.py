@@ -8,6 +8,7 @@ everywhere.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,9 @@ class Settings:
     temperature: float | None = None
     api_base: str | None = None
     api_key: str | None = None
-    headless_approval: str = "deny"
+    # Who decides side-effecting calls when nobody can click (papermill, nbclient, CI).
+    headless_approval: str = field(
+        default_factory=lambda: os.environ.get("AGENT_KERNEL_HEADLESS_APPROVAL", "deny"))
     extra_completion_args: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

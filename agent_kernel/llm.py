@@ -41,6 +41,10 @@ def load_litellm() -> Any:
 
             litellm.suppress_debug_info = True
             litellm.telemetry = False
+            try:  # imported by litellm on the first call with tools (seconds); do it now
+                import litellm.responses.mcp.chat_completions_handler  # noqa: F401
+            except ImportError:
+                pass
             _register_demo(litellm)
             _litellm = litellm
     return _litellm
@@ -112,6 +116,8 @@ def _classify(exc: BaseException) -> tuple[bool, int | None, str]:
         text = text[:297] + "..."
     if isinstance(exc, BrokenStream):
         return True, None, str(exc)
+    if "MidStream" in name or "RemoteProtocol" in name or "ReadError" in name:
+        return True, status, f"the stream broke: {text}"
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "Timeout" in name:
         return True, status, f"the request timed out ({text})"
     if status == 429 or "RateLimit" in name:
@@ -122,8 +128,6 @@ def _classify(exc: BaseException) -> tuple[bool, int | None, str]:
         return True, status, f"connection problem: {text}"
     if isinstance(status, int):
         return False, status, f"request refused ({status}): {text}"
-    if "MidStream" in name or "RemoteProtocol" in name or "ReadError" in name:
-        return True, status, f"the stream broke: {text}"
     return False, status, f"{name}: {text}"
 
 

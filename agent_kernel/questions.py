@@ -52,10 +52,15 @@ class QuestionChannel:
         self._answerers = 0
         self._lock = threading.Lock()
 
+    # Set by agent_kernel.blocking while a cell blocks in a kernel that cannot deliver
+    # clicks to it: then nobody can answer, whatever views are drawn (process-wide,
+    # since one blocked kernel thread silences every view in it).
+    clicks_blocked: str | None = None
+
     @property
     def interactive(self) -> bool:
         """True while some view or terminal can answer questions."""
-        return self._answerers > 0
+        return self._answerers > 0 and QuestionChannel.clicks_blocked is None
 
     def attach_answerer(self) -> None:
         """A view that can answer questions arrived."""

@@ -1,0 +1,108 @@
+"""``python -m agent_kernel triggers --workspace DIR``: run the saved triggers in the foreground.
+
+For the person who wants triggers to outlive the notebook: the same
+scheduler the kernel uses, on this process's own asyncio loop, with one
+agent per ``agent_id`` found in ``DIR/triggers/``. It prints the restore note
+(missed runs are skipped unless ``--missed run_once``), then one line per
+firing and per finished run, until Ctrl-C (or ``--duration`` seconds). Stop
+the notebook's kernel first: two processes running the same workspace would
+both fire its triggers. Conditions over notebook variables have no
+namespace here and report that; file conditions work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+from datetime import datetime
+from typing import Any
+
+from ..events import Event, Notice, RunFinished, RunStarted
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add the ``triggers`` subcommand."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "triggers", help="run the workspace's saved triggers in the foreground until stopped")
+    parser.add_argument("--workspace", default=None,
+                        help="workspace folder (default: $AGENT_KERNEL_WORKSPACE or .agent/)")
+    parser.add_argument("--model", default=None,
+                        help="model for the runs (default: the model the trigger was made with)")
+    parser.add_argument("--missed", choices=("skip", "run_once"), default="skip",
+                        help="runs missed while nothing ran: skip them (default) or run once")
+    parser.add_argument("--headless-approval", choices=("deny", "allow"), default="deny",
+                        help="approvals with nobody to ask (default deny)")
+    parser.add_argument("--duration", type=float, default=None,
+                        help="stop after this many seconds (default: run until Ctrl-C)")
+    return parser
+
+
+def _printer(prompts: dict[str, str]) -> Any:
+    def show(event: Event) -> None:
+        stamp = datetime.now().strftime("%H:%M:%S")
+        if isinstance(event, RunStarted) and event.trigger:
+            prompts[event.run_id] = event.prompt
+            print(f"{stamp} fired {event.trigger.get('trigger_id')}: {event.prompt[:80]}",
+                  flush=True)
+        elif isinstance(event, RunFinished) and event.run_id in prompts:
+            result = event.result
+            text = (result.reply if result.ok else result.error or "").replace("\n", " ")
+            print(f"{stamp} {event.run_id} {result.status}: {text[:200]}", flush=True)
+            prompts.pop(event.run_id, None)
+        elif isinstance(event, Notice) and event.level in ("warning", "error"):
+            print(f"{stamp} {event.level}: {event.text}", flush=True)
+
+    return show
+
+
+async def serve(args: argparse.Namespace) -> int:
+    """Start one scheduler per saved agent and keep them running."""
+    from ..agent import Agent
+    from ..config import Settings
+    from ..triggers import scheduler_for
+    from ..triggers.store import TriggerStore
+    from ..workspace import Workspace
+
+    workspace = Workspace(args.workspace)
+    records, problems = TriggerStore(workspace).load_all()
+    for problem in problems:
+        print(f"problem: {problem}")
+    active = [r for r in records if r.get("status") == "active"]
+    if not active:
+        print(f"No saved triggers in {workspace.root / 'triggers'}.")
+        return 0
+    agents: dict[str, str] = {}
+    for record in active:
+        agents.setdefault(str(record.get("agent_id") or "agent"),
+                          args.model or record.get("model") or "demo")
+    prompts: dict[str, str] = {}
+    schedulers = []
+    for agent_id, model in agents.items():
+        agent = Agent(model=model, workspace=workspace, agent_id=agent_id,
+                      settings=Settings(headless_approval=args.headless_approval))
+        agent.bus.subscribe(_printer(prompts))
+        scheduler = scheduler_for(agent, missed=args.missed, namespace={})
+        print(scheduler.start().text(), flush=True)
+        schedulers.append(scheduler)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    print("Running the triggers; Ctrl-C stops.", flush=True)
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(stop.wait(), args.duration)
+    for scheduler in schedulers:
+        await scheduler.close()
+    print("Stopped; the triggers stay saved in the workspace.")
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run until stopped; exit 0."""
+    try:
+        return asyncio.run(serve(args))
+    except KeyboardInterrupt:
+        return 0

@@ -1,0 +1,350 @@
+"""The IPython magics: ``%agent``, ``%%agent``, ``%agent_config``, ``%agent_wait``.
+
+One :class:`AgentMagics` per IPython session holds one :class:`Agent` (made
+on first use), so the conversation goes on across cells. By default a run is
+a task on the kernel's running loop: the cell returns at once and the live
+widget keeps streaming, leaving the kernel free for button clicks and
+triggers. ``--wait`` blocks the cell until the run ends (``blocking.py``).
+
+Loading must stay fast (well under 300 ms): this module imports no litellm,
+lancedb or ipywidgets; ``%load_ext`` starts litellm's import in a background
+thread and sends the frontend probe (see ``FrontendProbe``) that decides
+whether anyone can click answers to questions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import re
+import sys
+import threading
+import time
+from typing import Any
+
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Bool, Enum, Float, Int, Unicode
+from traitlets.config import Configurable
+
+# Feature modules that add their own magics: each defines load(ipython, agent_magics).
+MAGIC_MODULES = ("agent_kernel.memory.magics", "agent_kernel.triggers.magics")
+
+_TASKS: set[asyncio.Task[Any]] = set()
+_CURRENT: AgentMagics | None = None
+_NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_LEADING_OPTIONS = re.compile(r"^\s*((?:--(?:wait|new)\b\s*|--model(?:=|\s+)\S+\s*)*)(.*)$", re.S)
+_QUESTION_LINE = re.compile(r"^([ \t]*)%agent[ \t]+(.*\?)[ \t]*(\r?\n)?$")
+PROBE_TARGET = "agent_kernel.frontend_probe"
+
+
+def protect_help_syntax(lines: list[str]) -> list[str]:
+    """Input transformer: ``%agent what can you do?`` is a prompt, not IPython's ``?`` help."""
+    out = []
+    for line in lines:
+        match = _QUESTION_LINE.match(line)
+        if match:
+            indent, prompt, end = match.group(1), match.group(2), match.group(3) or ""
+            line = f"{indent}get_ipython().run_line_magic('agent', {prompt!r}){end}"
+        out.append(line)
+    return out
+
+
+def interpolate(prompt: str, namespace: dict[str, Any]) -> str:
+    """Replace ``{name}`` with the user's variable, as jupyter-ai does; unknown names stay."""
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return str(namespace[name]) if name in namespace else match.group(0)
+
+    return _NAME.sub(value, prompt)
+
+
+class FrontendProbe:
+    """Finds out whether a live Jupyter frontend is connected to this kernel.
+
+    It opens a comm to a target no frontend registers. JupyterLab and Notebook 7
+    answer an unknown comm target at once by closing the comm; headless clients
+    (nbclient, papermill) never answer. So "closed within the wait" means someone
+    can click buttons; silence means headless.
+    """
+
+    def __init__(self) -> None:
+        self.answered = threading.Event()
+        self.sent_at: float | None = None
+        self._comm: Any = None
+
+    def send(self) -> None:
+        """Open the probe comm (does nothing outside a kernel)."""
+        try:
+            from comm import create_comm
+
+            self._comm = create_comm(target_name=PROBE_TARGET, data={"probe": True})
+            self._comm.on_close(lambda _msg: self.answered.set())
+            self.sent_at = time.monotonic()
+        except Exception:
+            self._comm, self.sent_at = None, None
+
+    async def result(self, wait: float = 1.0) -> bool:
+        """True once a frontend answered; waits up to ``wait`` s after sending."""
+        if self.sent_at is None:
+            return False
+        while not self.answered.is_set():
+            if time.monotonic() - self.sent_at >= wait:
+                return False
+            await asyncio.sleep(0.02)
+        return True
+
+
+@magics_class
+class AgentMagics(Magics, Configurable):
+    """``%agent`` and friends; configure with ``c.AgentMagics.<trait>`` in ipython_config.py."""
+
+    model = Unicode("demo", help="Model for %agent: 'demo' or any litellm model string."
+                    ).tag(config=True)
+    workspace = Unicode("", help="Workspace folder ('' = $AGENT_KERNEL_WORKSPACE or .agent/)."
+                        ).tag(config=True)
+    tool_timeout = Float(30.0, help="Seconds a tool call may take.").tag(config=True)
+    max_tool_calls = Int(50, help="Tool calls allowed per run.").tag(config=True)
+    headless_approval = Enum(["deny", "allow"], "deny",
+                             help="What approvals do when no one can click.").tag(config=True)
+    api_base = Unicode(None, allow_none=True, help="Provider base URL (api_base).").tag(config=True)
+    interactive = Bool(None, allow_none=True,
+                       help="Can a person answer questions? None = detect the frontend."
+                       ).tag(config=True)
+    probe_wait = Float(1.0, help="Seconds to wait for the frontend probe's answer."
+                       ).tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self._agent: Any = None
+        self.probe = FrontendProbe()
+        self.last_result: Any = None
+        self.views: list[Any] = []
+
+    # -- the agent ------------------------------------------------------------
+    @property
+    def agent(self) -> Any:
+        """This session's Agent, made on first use."""
+        if self._agent is None:
+            from .agent import Agent
+            from .config import Settings
+
+            settings = Settings(tool_timeout=self.tool_timeout, max_tool_calls=self.max_tool_calls,
+                                headless_approval=self.headless_approval,
+                                api_base=self.api_base or None)
+            self._agent = Agent(model=self.model, workspace=self.workspace or None,
+                                settings=settings)
+        return self._agent
+
+    def frontend_live(self) -> bool:
+        """Can a person click answers here? (the ``interactive`` trait, else the probe).
+
+        An unanswered probe younger than ``probe_wait`` is waited for (blocking) first.
+        """
+        if self.interactive is not None:
+            return bool(self.interactive)
+        if getattr(self.shell, "kernel", None) is None or self.probe.sent_at is None:
+            return False
+        if not self.probe.answered.is_set() and (
+                time.monotonic() - self.probe.sent_at < self.probe_wait):
+            from .blocking import wait_blocking
+
+            wait_blocking(self.probe.result(self.probe_wait))
+        return self.probe.answered.is_set()
+
+    # -- magics ---------------------------------------------------------------
+    @magic_arguments()
+    @argument("--model", default=None, help="Model for this run only.")
+    @argument("--wait", action="store_true", help="Block the cell until the run ends.")
+    @argument("--new", action="store_true", help="Start a fresh conversation.")
+    @argument("prompt", nargs="*", help="The prompt (the cell body for %%agent).")
+    @line_cell_magic("agent")
+    @no_var_expand
+    def agent_magic(self, line: str, cell: str | None = None) -> None:
+        """Run the agent: ``%agent PROMPT`` or ``%%agent [--model M] [--wait] [--new]``."""
+        if cell is None:
+            match = _LEADING_OPTIONS.match(line)
+            options, prompt = (match.group(1), match.group(2)) if match else ("", line)
+        else:
+            options, prompt = line, cell
+        args = parse_argstring(self.agent_magic, options)
+        if cell is not None and args.prompt:
+            prompt = " ".join(args.prompt) + "\n" + prompt
+        prompt = interpolate(prompt.strip(), self.shell.user_ns if self.shell else {})
+        if not prompt:
+            print("agent-kernel: nothing to ask. Usage: %agent PROMPT", file=sys.stderr)
+            return
+        self.start(prompt, model=args.model, new=args.new, wait=args.wait)
+
+    def start(self, prompt: str, *, model: str | None = None, new: bool = False,
+              wait: bool = False) -> asyncio.Task[Any] | None:
+        """Start a run shown in this cell; returns its task (None when it ran synchronously)."""
+        from .ledger import new_id
+
+        try:
+            agent = self.agent
+        except Exception as exc:  # a bad workspace or setting: say so, no traceback
+            print(f"agent-kernel: could not create the agent: {exc}", file=sys.stderr)
+            return None
+        from .tools.base import USER_TOOLS
+
+        for user_tool in USER_TOOLS.values():  # @tool functions defined since the agent was made
+            if user_tool.name not in agent.registry:
+                agent.registry.add(user_tool)
+        run_id = new_id("run")
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or getattr(self.shell, "kernel", None) is None:
+            return self._run_in_terminal(agent, prompt, model, new, run_id)
+        from .views.widgets import WidgetView
+
+        live = self.frontend_live()
+        view = WidgetView(agent, run_id, stop=lambda: agent.stop(run_id))
+        view.interactive = live
+        self.views = [*self.views[-20:], view]
+        view.show()
+        task = loop.create_task(self._guarded(agent, view, prompt, model, new, run_id))
+        _TASKS.add(task)
+        task.add_done_callback(_TASKS.discard)
+        if wait or not live:  # headless clients record only the running cell's output
+            from .blocking import wait_blocking
+
+            wait_blocking(task)
+        return task
+
+    async def _guarded(self, agent: Any, view: Any, prompt: str, model: str | None, new: bool,
+                       run_id: str) -> Any:
+        """Run one prompt; any failure ends in the view as a message, never a traceback."""
+        attached = False
+        try:
+            if view.interactive:
+                agent.questions.attach_answerer()
+                attached = True
+            result = await agent.arun(prompt, new=new, model=model, run_id=run_id)
+            self.last_result = result
+            return result
+        except asyncio.CancelledError:
+            view.fail("The run was stopped.", status="stopped")
+            return None
+        except Exception as exc:
+            view.fail(f"{type(exc).__name__}: {exc}")
+            return None
+        finally:
+            if attached:
+                agent.questions.detach_answerer()
+            view.finish()
+
+    def _run_in_terminal(self, agent: Any, prompt: str, model: str | None, new: bool,
+                         run_id: str) -> None:
+        from .blocking import wait_blocking
+        from .views.text import TextView
+
+        view = TextView(agent.bus, run_id=run_id)
+        try:
+            self.last_result = wait_blocking(agent.arun(prompt, new=new, model=model,
+                                                        run_id=run_id))
+        except Exception as exc:
+            print(f"agent-kernel: the run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        finally:
+            view.close()
+        return None
+
+    @magic_arguments()
+    @argument("--model", default=None, help="Set the model (demo or a litellm model string).")
+    @argument("--workspace", default=None, help="Set the workspace folder (a fresh agent).")
+    @line_magic
+    def agent_config(self, line: str) -> None:
+        """Show the configuration, or set ``--model`` / ``--workspace``."""
+        try:
+            args = parse_argstring(self.agent_config, line)
+        except Exception as exc:
+            print(f"agent-kernel: {exc}", file=sys.stderr)
+            return
+        if args.model:
+            self.model = args.model
+            if self._agent is not None:
+                self._agent.model = args.model
+        if args.workspace:
+            if self._agent is not None and self._agent.running:
+                print("agent-kernel: a run is in progress; wait for it before changing the "
+                      "workspace.", file=sys.stderr)
+                return
+            self.workspace = args.workspace
+            self._agent = None
+        print(self.describe())
+
+    def describe(self) -> str:
+        """The current configuration as text."""
+        from .workspace import Workspace
+
+        root = self._agent.workspace.root if self._agent else Workspace(
+            self.workspace or None).root
+        interactive = "auto" if self.interactive is None else self.interactive
+        return (f"model: {self.model}\nworkspace: {root}\ntool_timeout: {self.tool_timeout:g} s\n"
+                f"max_tool_calls: {self.max_tool_calls}\nheadless_approval: "
+                f"{self.headless_approval}\napi_base: {self.api_base or '(provider default)'}\n"
+                f"interactive: {interactive}")
+
+    @line_magic
+    def agent_wait(self, line: str = "") -> None:
+        """Block until every background ``%agent`` run of this session has ended."""
+        from .blocking import wait_blocking
+
+        timeout = float(line) if line.strip() else None
+        wait_blocking(wait_all(timeout))
+
+
+async def wait_all(timeout: float | None = None) -> list[Any]:
+    """Await every background run started by the magics (use ``await`` in a later cell)."""
+    results: list[Any] = []
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        tasks = [t for t in _TASKS if t is not asyncio.current_task()]
+        if not tasks:
+            return results
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        done, _pending = await asyncio.wait(tasks, timeout=left)
+        results.extend(t.result() for t in done if not t.cancelled())
+        if deadline is not None and time.monotonic() >= deadline:
+            return results
+
+
+def current() -> AgentMagics:
+    """The loaded AgentMagics (after ``%load_ext agent_kernel``)."""
+    if _CURRENT is None:
+        raise RuntimeError("agent_kernel is not loaded: run %load_ext agent_kernel first")
+    return _CURRENT
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the magics, warm litellm up in the background, probe the frontend."""
+    global _CURRENT
+    from . import llm
+
+    magics = AgentMagics(shell=ipython, config=ipython.config)
+    ipython.register_magics(magics)
+    cleanup = ipython.input_transformers_cleanup
+    if protect_help_syntax not in cleanup:
+        cleanup.insert(0, protect_help_syntax)
+    _CURRENT = magics
+    llm.warm_up()
+    if getattr(ipython, "kernel", None) is not None and magics.interactive is None:
+        magics.probe.send()
+    for name in MAGIC_MODULES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ModuleNotFoundError:
+            found = False
+        if found:
+            importlib.import_module(name).load(ipython, magics)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Stop listening; runs in progress are left to finish."""
+    global _CURRENT
+    _CURRENT = None
+    if protect_help_syntax in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.remove(protect_help_syntax)

@@ -1,0 +1,265 @@
+"""What the tools, the magic and the Python API ask of memory: remember, search, forget.
+
+:class:`MemoryStore` holds the rules (spec 001's 2000 characters and 10,000
+memories per agent, the oldest short-term ones cleaned first; validated
+filters; the markdown mirrors) and leaves the tables to
+:class:`~agent_kernel.memory.store.LanceTables`. Creating one costs nothing:
+lancedb and the embedding model load on the first real call, which the tools
+make in a worker thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from . import filters, markdown
+from .filters import check_agent_id, check_content, check_memory_id, check_tags, parse_time
+
+MEMORY_COLUMNS = ["id", "agent_id", "content", "tags", "created_at", "run_id", "long_term"]
+_STORES: dict[tuple[str, str | None], MemoryStore] = {}
+_stores_lock = threading.Lock()
+
+
+def new_memory_id(at: datetime) -> str:
+    """``mem_YYYYMMDD_HHMMSS_xxxxxxxx`` (the shape spec 001 shows)."""
+    return f"mem_{at:%Y%m%d_%H%M%S}_{secrets.token_hex(4)}"
+
+
+def iso(moment: Any) -> str:
+    """ISO 8601 in UTC with a trailing Z."""
+    text: str = moment.isoformat(timespec="seconds") if hasattr(moment, "isoformat") else str(
+        moment)
+    return text.replace("+00:00", "Z")
+
+
+def _through(end: datetime | None) -> datetime | None:
+    """An inclusive end: a time given to the second covers that whole second."""
+    if end is not None and end.microsecond == 0:
+        return end + timedelta(microseconds=999_999)
+    return end
+
+
+class MemoryFull(ValueError):
+    """No room for another memory (every one left is long-term)."""
+
+
+class MemoryStore:
+    """Memories and conversation history of every agent in one workspace."""
+
+    def __init__(self, root: str | Path, *, embedding: str | None = None,
+                 api_base: str | None = None, max_memories: int = 10_000,
+                 max_chars: int = filters.MAX_CHARS, index_threshold: int = 10_000,
+                 mirror: bool = True) -> None:
+        from .store import LanceTables
+
+        self.root = Path(root)
+        self.max_memories = max_memories
+        self.max_chars = max_chars
+        self.mirror = mirror
+        self.tables = LanceTables(self.root, embedding, api_base, index_threshold)
+
+    @classmethod
+    def for_workspace(cls, root: str | Path, embedding: str | None = None) -> MemoryStore:
+        """One shared store per workspace folder in this process."""
+        key = (str(Path(root).resolve()), embedding)
+        with _stores_lock:
+            if key not in _STORES:
+                _STORES[key] = cls(root, embedding=embedding)
+            return _STORES[key]
+
+    # -- status -------------------------------------------------------------
+    @property
+    def notice(self) -> str | None:
+        """Why search is keyword-only (or uses another model than configured), if it is."""
+        self.tables.memories()
+        return self.tables.notice
+
+    @property
+    def embedder_name(self) -> str:
+        """The embedding model in use, or ``none (keyword search)``."""
+        self.tables.memories()
+        return self.tables.embedder.name if self.tables.embedder else "none (keyword search)"
+
+    def _embed(self, texts: list[str]) -> Any:
+        self.tables.memories()
+        embedder = self.tables.embedder
+        return None if embedder is None else embedder.embed(texts)
+
+    # -- writing ------------------------------------------------------------
+    def remember(self, content: str, *, agent_id: str, tags: Iterable[str] | None = None,
+                 long_term: bool = False, run_id: str | None = None) -> dict[str, Any]:
+        """Store one memory; returns ``{path, memory_id, timestamp}``."""
+        return self.remember_many([{"content": content, "tags": tags, "long_term": long_term}],
+                                  agent_id=agent_id, run_id=run_id)[0]
+
+    def remember_many(self, items: Sequence[dict[str, Any]], *, agent_id: str,
+                      run_id: str | None = None, vectors: Any = None,
+                      mirror: bool | None = None) -> list[dict[str, Any]]:
+        """Store several memories in one batch (one embedding call, one table write).
+
+        ``vectors`` may carry precomputed embeddings (benchmarks, bulk imports);
+        ``mirror=False`` skips the markdown files for a bulk load.
+        """
+        from .store import utcnow
+
+        check_agent_id(agent_id)
+        rows = []
+        now = utcnow()
+        for offset, item in enumerate(items):
+            content = check_content(item["content"], self.max_chars)
+            at = item.get("created_at") or now + timedelta(microseconds=offset)
+            rows.append({"id": new_memory_id(at), "agent_id": agent_id, "content": content,
+                         "tags": check_tags(item.get("tags")), "created_at": at,
+                         "run_id": item.get("run_id", run_id),
+                         "long_term": bool(item.get("long_term"))})
+        if not rows:
+            return []
+        table = self.tables.memories()
+        if vectors is None:
+            vectors = self._embed([r["content"] for r in rows])
+        if self.tables.embedder is not None and vectors is not None:
+            for row, vector in zip(rows, vectors, strict=True):
+                row["vector"] = vector.tolist() if hasattr(vector, "tolist") else list(vector)
+        self._make_room(agent_id, len(rows))
+        table.add(rows)
+        self.tables.wrote(len(rows))
+        results = []
+        for row in rows:
+            path = markdown.mirror_path(row["content"], row["created_at"], row["long_term"])
+            if self.mirror if mirror is None else mirror:
+                path = markdown.write(self.root, row["id"], row["content"], row["tags"],
+                                      row["created_at"], row["long_term"])
+            results.append({"path": path, "memory_id": row["id"],
+                            "timestamp": iso(row["created_at"])})
+        return results
+
+    def _make_room(self, agent_id: str, incoming: int) -> None:
+        """Keep each agent under the limit: drop its oldest short-term memories first."""
+        if incoming > self.max_memories:
+            raise MemoryFull(f"cannot store {incoming} memories at once: the limit is "
+                             f"{self.max_memories} per agent")
+        table = self.tables.memories()
+        count = table.count_rows(filters.where(agent_id))
+        excess = count + incoming - self.max_memories
+        if excess <= 0:
+            return
+        short = self.tables.scan(table, filters.where(agent_id, long_term=False),
+                                 ["id", "created_at", "content"]).sort_by("created_at")
+        if short.num_rows < excess:
+            raise MemoryFull(
+                f"memory is full: agent {agent_id!r} has {count} memories (the limit is "
+                f"{self.max_memories}) and only {short.num_rows} short-term ones can be "
+                "cleaned; forget some long-term memories first (%agent_memory forget ID)")
+        oldest = short.slice(0, excess).to_pylist()
+        ids = ", ".join(filters.quote(check_memory_id(r["id"])) for r in oldest)
+        table.delete(f"id IN ({ids})")
+        if self.mirror:
+            for row in oldest:
+                markdown.remove(self.root, markdown.mirror_path(
+                    row["content"], row["created_at"], False), row["id"])
+
+    def forget(self, memory_id: str, *, agent_id: str | None = None) -> bool:
+        """Delete one memory (and its markdown entry); False when there is no such memory."""
+        memory_id = check_memory_id(memory_id)
+        table = self.tables.memories()
+        where = f"id = {filters.quote(memory_id)}"
+        if agent_id is not None:
+            where += f" AND {filters.where(agent_id)}"
+        found = self.tables.scan(table, where, ["id", "content", "created_at", "long_term"])
+        if found.num_rows == 0:
+            return False
+        row = found.to_pylist()[0]
+        table.delete(where)
+        self.tables.wrote(1)
+        markdown.remove(self.root, markdown.mirror_path(row["content"], row["created_at"],
+                                                        row["long_term"]), memory_id)
+        return True
+
+    # -- reading ------------------------------------------------------------
+    def search(self, query: str, *, agent_id: str | None, limit: int = 5,
+               after: str | datetime | None = None, before: str | datetime | None = None,
+               tags: Iterable[str] | None = None,
+               long_term: bool | None = None) -> list[dict[str, Any]]:
+        """Memories for ``query``, best first: hybrid vector + keyword search, filtered first."""
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("query cannot be empty")
+        if len(query) > self.max_chars:
+            raise ValueError(f"query exceeds {self.max_chars} characters (got {len(query)})")
+        if not 1 <= int(limit) <= 100:
+            raise ValueError(f"limit must be between 1 and 100, got {limit}")
+        start, end = parse_time(after, "after"), _through(parse_time(before, "before"))
+        if start and end and start > end:
+            raise ValueError(f"after ({iso(start)}) is later than before ({iso(end)})")
+        where = filters.where(agent_id, after=start, before=end, tags=tags, long_term=long_term)
+        vectors = self._embed([query])
+        vector = None if vectors is None else vectors[0]
+        rows = self.tables.search(query, vector, where, int(limit), MEMORY_COLUMNS)
+        return [self._public(r) for r in rows]
+
+    def recent(self, *, agent_id: str | None, days: float = 3, limit: int = 20,
+               long_term: bool | None = None) -> list[dict[str, Any]]:
+        """Memories written in the last ``days`` days, newest first."""
+        from .store import utcnow
+
+        where = filters.where(agent_id, after=utcnow() - timedelta(days=days),
+                              long_term=long_term)
+        return self.list(agent_id=None, limit=limit, where=where)
+
+    def list(self, *, agent_id: str | None, limit: int = 50,
+             where: str | None = None) -> list[dict[str, Any]]:
+        """The newest memories (of one agent, or all), newest first."""
+        if where is None:
+            where = filters.where(agent_id)
+        table = self.tables.memories()
+        found = self.tables.scan(table, where, MEMORY_COLUMNS)
+        found = found.sort_by([("created_at", "descending")]).slice(0, max(0, int(limit)))
+        return [self._public(r) for r in found.to_pylist()]
+
+    def get(self, memory_id: str) -> dict[str, Any] | None:
+        """One memory by id, or None."""
+        where = f"id = {filters.quote(check_memory_id(memory_id))}"
+        found = self.tables.scan(self.tables.memories(), where, MEMORY_COLUMNS).to_pylist()
+        return self._public(found[0]) if found else None
+
+    def count(self, agent_id: str | None = None) -> int:
+        """How many memories an agent (or everyone) has."""
+        return int(self.tables.memories().count_rows(filters.where(agent_id)))
+
+    def _public(self, row: dict[str, Any]) -> dict[str, Any]:
+        out = {"memory_id": row["id"], "agent_id": row["agent_id"], "content": row["content"],
+               "tags": list(row.get("tags") or []), "timestamp": iso(row["created_at"]),
+               "run_id": row.get("run_id"), "long_term": bool(row["long_term"]),
+               "path": markdown.mirror_path(row["content"], row["created_at"],
+                                            bool(row["long_term"]))}
+        if "score" in row:
+            out["score"] = round(float(row["score"]), 6)
+        return out
+
+    # -- history --------------------------------------------------------------
+    def add_history(self, records: list[dict[str, Any]]) -> None:
+        """Append history records (role, text, createdAt, run_id, conversation_id, agent_id)."""
+        if records:
+            self.tables.history().add(records)
+
+    def history(self, *, agent_id: str | None, count: int | None = None, offset: int = 0,
+                after: str | datetime | None = None,
+                before: str | datetime | None = None) -> list[dict[str, str]]:
+        """Messages newest-first by position (``count``/``offset``) or oldest-first in a window."""
+        start, end = parse_time(after, "after"), _through(parse_time(before, "before"))
+        where = filters.where(agent_id, after=start, before=end, time_column="createdAt")
+        found = self.tables.scan(self.tables.history(), where, ["role", "text", "createdAt"])
+        if count is not None:
+            found = found.sort_by([("createdAt", "descending")]).slice(offset, count)
+        else:
+            found = found.sort_by("createdAt")
+        return [{"role": r["role"], "text": r["text"], "createdAt": iso(r["createdAt"])}
+                for r in found.to_pylist()]
+
+    def maintain(self) -> dict[str, Any]:
+        """Run housekeeping now (vector index when due, compaction, old versions)."""
+        return self.tables.maintain()

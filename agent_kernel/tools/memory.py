@@ -1,0 +1,177 @@
+"""Memory tools: remember, recall, search_memory, memory_recently and the two history tools.
+
+Names, arguments and shapes are the specs' own. ``remember`` is one tool for
+spec 000 (``content``, ``longTerm`` → ``{path}``) and spec 001 (``tags``, at
+most 2000 characters → ``{memory_id, timestamp}``) and returns all three.
+``recall`` is spec 001's (``limit`` 1-20 → ``{memories, count}``),
+``search_memory`` and the history tools are spec 000's, ``memory_recently``
+is spec 003's. All of them are sync functions, so the runtime runs them in a
+worker thread: LanceDB and the embedding model never block the event loop.
+
+:func:`attach` puts the workspace's store in ``agent.services["memory"]``
+(nothing is imported or opened until the first call) and subscribes a
+:class:`~agent_kernel.memory.history.HistoryWriter` to the agent's bus.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from ..events import Notice
+from .base import Field, Tool, ToolContext
+
+SNIPPET_CHARS = 300
+HISTORY_CAP = 1000
+
+
+def _store(ctx: ToolContext) -> Any:
+    store = ctx.agent.services.get("memory")
+    if store is None:
+        from ..memory.service import MemoryStore
+
+        store = ctx.agent.services["memory"] = MemoryStore.for_workspace(ctx.workspace.root)
+    notice = store.notice
+    told = ctx.agent.services.setdefault("memory_notices", set())
+    if notice and notice not in told:
+        told.add(notice)
+        ctx.emit(Notice(ctx.run_id, f"Memory: {notice}.", level="warning"))
+    return store
+
+
+def _flush_history(ctx: ToolContext) -> None:
+    writer = ctx.agent.services.get("history_writer")
+    if writer is not None:
+        writer.flush(10.0)
+
+
+def remember(
+    content: Annotated[str, Field(min_length=1, max_length=2000)],
+    ctx: ToolContext,
+    longTerm: bool = False,  # noqa: N803 - spec 000's name
+    tags: list[str] | None = None,
+) -> dict[str, Any]:
+    """Store something worth remembering in memory, for this and later sessions.
+
+    Args:
+        content: What to remember (at most 2000 characters).
+        longTerm: true appends it to memory.md (kept when memory is full); false (default)
+            writes it to memory/YYYY-MM-DD-{slug}.md.
+        tags: Optional tags for categorization, e.g. ["trading", "lesson"].
+    """
+    return _store(ctx).remember(content, agent_id=ctx.agent_id, tags=tags,
+                                long_term=longTerm, run_id=ctx.run_id)
+
+
+def recall(
+    query: Annotated[str, Field(min_length=1, max_length=2000)],
+    ctx: ToolContext,
+    limit: Annotated[int, Field(ge=1, le=20)] = 5,
+) -> dict[str, Any]:
+    """Search memory for relevant past facts and lessons (by meaning and by keywords).
+
+    Args:
+        query: What to search for, e.g. "entry timing lessons".
+        limit: Maximum number of memories to return (1-20, default 5).
+    """
+    memories = _store(ctx).search(query, agent_id=ctx.agent_id, limit=limit)
+    for memory in memories:
+        memory.pop("agent_id", None)
+    return {"memories": memories, "count": len(memories)}
+
+
+def search_memory(
+    query: Annotated[str, Field(min_length=1, max_length=2000)],
+    ctx: ToolContext,
+    after: str | None = None,
+    before: str | None = None,
+    limit: Annotated[int, Field(ge=1, le=50)] = 5,
+) -> dict[str, Any]:
+    """Search memory, optionally within a time range.
+
+    Args:
+        query: Search keywords.
+        after: Only memories written at or after this ISO 8601 time.
+        before: Only memories written at or before this ISO 8601 time.
+        limit: Maximum number of hits (default 5).
+    """
+    found = _store(ctx).search(query, agent_id=ctx.agent_id, limit=limit, after=after,
+                               before=before)
+    return {"hits": [{"source": m["path"], "content": m["content"][:SNIPPET_CHARS],
+                      "score": m["score"]} for m in found]}
+
+
+def memory_recently(
+    ctx: ToolContext,
+    days: Annotated[int, Field(ge=1, le=365)] = 3,
+    limit: Annotated[int, Field(ge=1, le=100)] = 20,
+    include_body: bool = False,
+) -> dict[str, Any]:
+    """Read the most recent memories with a one-line summary and their metadata.
+
+    Args:
+        days: Time window in days (default 3).
+        limit: Maximum number of items (default 20).
+        include_body: Also return each memory's full text.
+    """
+    found = _store(ctx).recent(agent_id=ctx.agent_id, days=days, limit=limit)
+    items = []
+    for memory in found:
+        first = memory["content"].strip().splitlines()[0]
+        item = {"memory_id": memory["memory_id"], "created_at": memory["timestamp"],
+                "summary": first if len(first) <= 120 else first[:117] + "...",
+                "tags": memory["tags"], "long_term": memory["long_term"],
+                "path": memory["path"]}
+        if include_body:
+            item["body"] = memory["content"]
+        items.append(item)
+    return {"items": items, "count": len(items), "days": days}
+
+
+def get_recent_history(
+    count: Annotated[int, Field(ge=1, le=HISTORY_CAP)],
+    ctx: ToolContext,
+    offset: Annotated[int, Field(ge=0)] = 0,
+) -> dict[str, Any]:
+    """Get past conversation messages by position, counting back from the most recent.
+
+    Args:
+        count: How many messages to return.
+        offset: Skip the N most recent messages (default 0).
+    """
+    _flush_history(ctx)
+    messages = _store(ctx).history(agent_id=ctx.agent_id, count=count, offset=offset)
+    return {"messages": list(reversed(messages))}
+
+
+def get_history_by_time(
+    after: Annotated[str, Field(min_length=1, max_length=40)],
+    ctx: ToolContext,
+    before: str | None = None,
+) -> dict[str, Any]:
+    """Get past conversation messages in a time range, oldest first.
+
+    Args:
+        after: Start time, ISO 8601 (inclusive).
+        before: End time, ISO 8601 (inclusive); default now.
+    """
+    _flush_history(ctx)
+    messages = _store(ctx).history(agent_id=ctx.agent_id, after=after, before=before)
+    return {"messages": messages[-HISTORY_CAP:]}
+
+
+TOOLS = [Tool(remember, source="builtin", side_effects=False)] + [
+    Tool(f, source="builtin") for f in (recall, search_memory, memory_recently,
+                                        get_recent_history, get_history_by_time)]
+
+
+def attach(agent: Any) -> None:
+    """Give ``agent`` the workspace's memory store and record its runs in history (cheap)."""
+    from ..memory.history import HistoryWriter
+    from ..memory.service import MemoryStore
+
+    store = agent.services.get("memory")
+    if store is None:
+        store = agent.services["memory"] = MemoryStore.for_workspace(agent.workspace.root)
+    writer = HistoryWriter(agent, store)
+    agent.services["history_writer"] = writer
+    agent.bus.subscribe(writer)

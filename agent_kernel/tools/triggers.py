@@ -1,0 +1,241 @@
+"""Trigger tools: ``schedule``, ``schedule_once``, ``schedule_cron``, ``cancel_schedule``,
+``list_tasks``, ``cancel_task``.
+
+Names, arguments and return shapes are the specs' own: ``schedule``,
+``list_tasks`` and ``cancel_task`` from spec 000 (``cancel_task`` also takes
+spec 002's ``id``), the other three from spec 001 with its limits (100
+active schedules per agent, a cron floor of one minute, ``delay_seconds``
+1..2592000 with spec 001's error text). A condition the model writes is code:
+it is shown to the person and approved before the trigger exists.
+
+The work happens in :mod:`agent_kernel.triggers`; ``attach`` only makes the
+agent's (unstarted) scheduler, so creating an Agent stays cheap. The
+scheduler starts on the first trigger made from a run, or when the notebook
+extension loads.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .base import Field, Tool, ToolContext
+
+if TYPE_CHECKING:
+    from ..triggers.scheduler import TriggerScheduler
+
+PROMPT_LIMIT = 100
+DEFAULT_PRIORITY = 5
+
+
+class ConditionArg(BaseModel):
+    """A condition: ``{"kind": "expression", "expression": "len(df) > 1000"}``,
+    ``{"kind": "file", "path": "out.csv"}`` or ``{"kind": "variable", "name": "df"}``."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["expression", "file", "variable"]
+    expression: str | None = None
+    path: str | None = None
+    name: str | None = None
+
+
+def _scheduler(ctx: ToolContext) -> TriggerScheduler:
+    from ..triggers import scheduler_for
+
+    scheduler = scheduler_for(ctx.agent)
+    scheduler.ensure_started()
+    return scheduler
+
+
+async def schedule(
+    prompt: Annotated[str, Field(min_length=1, max_length=10000)],
+    type: Literal["recurring", "scheduled", "conditional"],  # noqa: A002 - the spec's name
+    ctx: ToolContext,
+    interval: float | None = None,
+    runAt: str | None = None,  # noqa: N803 - the spec's name
+    condition: ConditionArg | None = None,
+    cooldown: float = 0,
+    timeout: float | None = None,
+) -> dict[str, str]:
+    """Create a persistent trigger that starts an agent run later, while the kernel lives.
+
+    Args:
+        prompt: What the triggered run should do.
+        type: recurring (every interval seconds), scheduled (once at runAt) or
+            conditional (each time the condition fires).
+        interval: Seconds between runs; required for recurring (at least 1).
+        runAt: ISO 8601 time of the run; required for scheduled.
+        condition: Required for conditional: {"kind": "expression", "expression":
+            "len(df) > 1000"} (a Python expression over the notebook's variables),
+            {"kind": "file", "path": "out.csv"} (appears or changes) or
+            {"kind": "variable", "name": "df"} (changes). The person approves it first.
+        cooldown: Conditional only: minimum seconds between two runs (default 0).
+        timeout: Seconds a triggered run may take; null for no limit.
+    """
+    from ..triggers.conditions import Condition
+    from ..triggers.make import make_schedule
+
+    scheduler = _scheduler(ctx)
+    shape: dict[str, Any] | None = None
+    if condition is not None:
+        shape = Condition.parse(condition.model_dump(exclude_none=True)).to_dict()
+    if type == "conditional" and shape is not None:
+        scheduler.check_room()
+        approvals = ctx.agent.approvals
+        if "condition" not in approvals.always_allowed:
+            verdict = await approvals.request(ctx.run_id, "condition", {
+                "condition": shape, "prompt": prompt, "cooldown": cooldown})
+            if verdict is not None:
+                raise ValueError(f"The condition was not approved, so no trigger was made. "
+                                 f"{verdict}")
+    trigger = make_schedule(scheduler, prompt=prompt, type=type, interval=interval, runAt=runAt,
+                            condition=shape, cooldown=cooldown, timeout=timeout,
+                            source="schedule", run_id=ctx.run_id)
+    return {"taskId": trigger.id}
+
+
+async def schedule_once(
+    delay_seconds: Annotated[int, Field(json_schema_extra={"minimum": 1, "maximum": 2592000})],
+    focus: Annotated[str, Field(min_length=1, max_length=1000)],
+    ctx: ToolContext,
+) -> dict[str, str]:
+    """Schedule a one-time delayed Agent run. Use this when you need to check something later.
+
+    Args:
+        delay_seconds: Delay in seconds before the next Agent run (minimum: 1, maximum: 2592000).
+        focus: What to focus on in the next run (e.g. 'check the build').
+    """
+    from ..triggers.make import make_once
+
+    trigger = make_once(_scheduler(ctx), delay_seconds=delay_seconds, focus=focus,
+                        source="schedule_once", run_id=ctx.run_id)
+    return {"schedule_id": trigger.id, "scheduled_at": f"in {delay_seconds} seconds",
+            "focus": trigger.prompt}
+
+
+async def schedule_cron(
+    cron_expression: str,
+    focus: Annotated[str, Field(min_length=1, max_length=1000)],
+    ctx: ToolContext,
+) -> dict[str, str]:
+    """Schedule a recurring Agent run using a cron expression (at most once a minute).
+
+    Args:
+        cron_expression: Cron expression (format: 'minute hour day month weekday',
+            e.g. '0 9 * * 1-5' for 9am on weekdays), in the kernel's local time.
+        focus: What to focus on in each run (e.g. 'hourly build check').
+    """
+    from ..triggers.make import make_cron
+
+    trigger = make_cron(_scheduler(ctx), cron_expression=cron_expression, focus=focus,
+                        source="schedule_cron", run_id=ctx.run_id)
+    return {"schedule_id": trigger.id, "cron_expression": str(trigger.cron),
+            "focus": trigger.prompt}
+
+
+async def cancel_schedule(schedule_id: str, ctx: ToolContext) -> dict[str, Any]:
+    """Cancel a previously scheduled Agent run. Use this when it is no longer needed.
+
+    Args:
+        schedule_id: The ID returned by schedule_once or schedule_cron (or schedule's taskId).
+    """
+    if _scheduler(ctx).cancel(schedule_id):
+        return {"success": True, "message": f"Schedule {schedule_id} cancelled successfully"}
+    return {"success": False, "message": f"Schedule {schedule_id} not found or already completed"}
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= PROMPT_LIMIT else text[: PROMPT_LIMIT - 1] + "…"
+
+
+def task_list(scheduler: TriggerScheduler, scope: str = "all",
+              role: str | None = None) -> list[dict[str, Any]]:
+    """The ``list_tasks`` rows (spec 000's TaskSummary) for ``scope``."""
+    agent = scheduler.agent
+    role_ok = role is None or getattr(agent, "role", None) == role
+    rows: list[dict[str, Any]] = []
+    if scope in ("queue", "all") and role_ok:
+        for firing in scheduler.queue:
+            trigger = scheduler.triggers[firing.trigger_id]
+            rows.append({"id": firing.run_id, "type": trigger.kind, "prompt": _cut(trigger.prompt),
+                         "priority": DEFAULT_PRIORITY, "status": "queued",
+                         "createdAt": _iso(firing.fired_at)})
+    if scope in ("running", "all") and role_ok:
+        for run_id in agent.running:
+            firing = scheduler.running.get(run_id)
+            info = scheduler.run_info(run_id)
+            if firing is not None:
+                trigger = scheduler.triggers[firing.trigger_id]
+                kind, prompt, created = trigger.kind, trigger.prompt, _iso(firing.fired_at)
+            elif info is not None:
+                prompt, kind, created = info
+            else:
+                continue
+            rows.append({"id": run_id, "type": kind, "prompt": _cut(prompt),
+                         "priority": DEFAULT_PRIORITY, "status": "running", "createdAt": created})
+    if scope in ("triggers", "all"):
+        for trigger in scheduler.active():
+            rows.append({"id": trigger.id, "type": trigger.kind, "prompt": _cut(trigger.prompt),
+                         "priority": DEFAULT_PRIORITY, "status": "trigger",
+                         "createdAt": trigger.created_at})
+    return rows
+
+
+def _iso(moment: Any) -> str:
+    from ..triggers.model import iso
+
+    return iso(moment) or ""
+
+
+async def list_tasks(
+    ctx: ToolContext,
+    scope: Literal["queue", "running", "triggers", "all"] = "all",
+    role: Literal["planner", "worker"] | None = None,
+) -> dict[str, list[dict[str, Any]]]:
+    """List queued runs, running runs and triggers.
+
+    Args:
+        scope: Which to list: queue, running, triggers or all (default).
+        role: Only tasks of this role (applies to queue and running).
+    """
+    return {"tasks": task_list(_scheduler(ctx), scope, role)}
+
+
+async def cancel_task(ctx: ToolContext, taskId: str | None = None,  # noqa: N803
+                      id: str | None = None) -> dict[str, bool]:  # noqa: A002
+    """Cancel a queued task or remove a trigger. A running task cannot be cancelled.
+
+    Args:
+        taskId: The task or trigger id (spec 000's name).
+        id: The same, under spec 002's name; give one of the two.
+    """
+    if taskId and id and taskId != id:
+        raise ValueError(f"give taskId or id, not two different ids ({taskId!r}, {id!r})")
+    target = taskId or id
+    if not target:
+        raise ValueError("taskId (or id) is required: the id list_tasks shows")
+    scheduler = _scheduler(ctx)
+    if scheduler.cancel(target) or scheduler.cancel_queued(target):
+        return {"success": True}
+    if target in ctx.agent.running:
+        return {"success": False}
+    raise ValueError(f"No queued task, running task or trigger has id {target!r}; "
+                     "list_tasks shows the ids")
+
+
+TOOLS = [
+    Tool(schedule, source="builtin"),
+    Tool(schedule_once, source="builtin"),
+    Tool(schedule_cron, source="builtin"),
+    Tool(cancel_schedule, source="builtin"),
+    Tool(list_tasks, source="builtin"),
+    Tool(cancel_task, source="builtin"),
+]
+
+
+def attach(agent: Any) -> None:
+    """Give the agent its scheduler (made, not started: cheap)."""
+    from ..triggers import scheduler_for
+
+    scheduler_for(agent)

@@ -1,0 +1,38 @@
+"""Triggers: work an agent does later, while the kernel lives, and again in the next kernel.
+
+``scheduler_for(agent)`` gives the agent's :class:`TriggerScheduler` (one per
+agent, kept in ``agent.services["triggers"]``). The model makes triggers with
+the tools in :mod:`agent_kernel.tools.triggers`; people can use the Python API::
+
+    triggers = scheduler_for(agent)
+    triggers.every(3600, "check the build")
+    triggers.when({"kind": "expression", "expression": "len(df) > 1000"}, "summarise df")
+
+See ``docs/triggers.md`` for the kinds, the limits and how restoring works.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .scheduler import TriggerScheduler
+
+SERVICE = "triggers"
+
+
+def scheduler_for(agent: Any, **options: Any) -> TriggerScheduler:
+    """The agent's scheduler, made (not started) on first use; ``options`` go to a new one."""
+    existing = agent.services.get(SERVICE)
+    if existing is not None:
+        for name, value in options.items():
+            setattr(existing, name, value)
+        return existing  # type: ignore[no-any-return]
+    from .scheduler import TriggerScheduler
+
+    made = TriggerScheduler(agent, **options)
+    agent.services[SERVICE] = made
+    return made
+
+
+__all__ = ["SERVICE", "scheduler_for"]

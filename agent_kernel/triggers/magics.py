@@ -1,0 +1,100 @@
+"""The notebook side of triggers: start the scheduler on the kernel's loop, ``%agent_triggers``.
+
+``load(ipython, agent_magics)`` is called by ``%load_ext agent_kernel``. It
+gives the session agent's scheduler the kernel's namespace (conditions read
+``user_ns``), shows a triggers panel in the cell where each new trigger is
+made, starts the scheduler on the kernel's running loop (which restores the
+workspace's saved triggers and prints a note saying so) and registers
+``%agent_triggers``:
+
+- ``%agent_triggers``: the live panel of every trigger (kind, next run, last
+  run and result, a cancel button);
+- ``%agent_triggers --text``: the same as plain text;
+- ``%agent_triggers cancel ID``: cancel one.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+USAGE = "usage: %agent_triggers [--text] | %agent_triggers cancel TRIGGER_ID"
+
+
+def session_scheduler(ipython: Any, agent_magics: Any, *, announce: bool = False) -> Any:
+    """The session agent's scheduler, wired to this kernel and started when a loop runs."""
+    from . import scheduler_for
+
+    scheduler = scheduler_for(agent_magics.agent)
+    scheduler.namespace = ipython.user_ns
+    if not any(getattr(h, "_agent_kernel_card", False) for h in scheduler.on_created):
+        scheduler.on_created.append(_card_hook(scheduler))
+    if not scheduler.started:
+        try:
+            report = scheduler.start()
+        except RuntimeError:
+            _start_later(ipython, agent_magics)
+            return scheduler
+        if announce and (report.restored or report.expired or report.problems):
+            print(report.text())
+    return scheduler
+
+
+def _card_hook(scheduler: Any) -> Any:
+    def show(trigger: Any) -> None:
+        from IPython.display import display
+
+        from .panel import TriggersPanel
+
+        display(TriggersPanel(scheduler, [trigger.id]))
+
+    show._agent_kernel_card = True  # type: ignore[attr-defined]
+    return show
+
+
+def _start_later(ipython: Any, agent_magics: Any) -> None:
+    """No loop runs yet (a startup file): start on the first cell, when the kernel's loop does."""
+    def once(*_args: Any) -> None:
+        ipython.events.unregister("pre_run_cell", once)
+        session_scheduler(ipython, agent_magics, announce=True)
+
+    ipython.events.register("pre_run_cell", once)
+
+
+def agent_triggers(ipython: Any, agent_magics: Any, line: str) -> Any:
+    """``%agent_triggers [--text] | cancel ID``."""
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        print(f"{exc}; {USAGE}")
+        return None
+    scheduler = session_scheduler(ipython, agent_magics, announce=True)
+    if words[:1] == ["cancel"]:
+        if len(words) != 2:
+            print(USAGE)
+        elif scheduler.cancel(words[1]):
+            print(f"Cancelled trigger {words[1]}.")
+        else:
+            print(f"No active trigger {words[1]!r}; %agent_triggers lists them.")
+        return None
+    if words == ["--text"]:
+        from .panel import text_table
+
+        print(text_table(t for t in scheduler.triggers.values() if t.active))
+        return None
+    if words:
+        print(USAGE)
+        return None
+    from IPython.display import display
+
+    from .panel import TriggersPanel
+
+    display(TriggersPanel(scheduler))
+    return None
+
+
+def load(ipython: Any, agent_magics: Any) -> None:
+    """Register ``%agent_triggers`` and start the session's scheduler (restoring saved ones)."""
+    ipython.register_magic_function(lambda line: agent_triggers(ipython, agent_magics, line),
+                                    "line", "agent_triggers")
+    session_scheduler(ipython, agent_magics, announce=True)

@@ -1,0 +1,98 @@
+"""Making triggers from the specs' arguments: one place that checks them all.
+
+The tools (``schedule``, ``schedule_once``, ``schedule_cron``) and the Python
+API (:meth:`TriggerScheduler.every` and friends) both come through here, so
+a limit or an error message has one meaning everywhere. Each function
+validates, builds a :class:`~.model.Trigger` and hands it to the scheduler;
+nothing here evaluates a condition (approval happens before, in the tool).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..ledger import new_id
+from .conditions import Condition
+from .model import (
+    MAX_DELAY,
+    Trigger,
+    check_cron,
+    check_interval,
+    check_text,
+    iso,
+    parse_run_at,
+)
+
+if TYPE_CHECKING:
+    from .scheduler import TriggerScheduler
+
+TYPES = ("recurring", "scheduled", "conditional")
+
+
+def _base(scheduler: TriggerScheduler, kind: str, prompt: str, source: str,
+          run_id: str | None, prefix: str) -> Trigger:
+    scheduler.check_room()
+    return Trigger(id=new_id(prefix), kind=kind, prompt=prompt,
+                   agent_id=scheduler.agent.agent_id, created_at=iso(scheduler.clock()) or "",
+                   source=source, scheduled_by_run_id=run_id,
+                   model=getattr(scheduler.agent, "model", None))
+
+
+def make_schedule(scheduler: TriggerScheduler, *, prompt: str, type: str,
+                  interval: float | None = None, runAt: str | None = None,  # noqa: N803
+                  condition: Any = None, cooldown: float = 0, timeout: float | None = None,
+                  source: str = "api", run_id: str | None = None) -> Trigger:
+    """Spec 000's ``schedule``: validate every argument for its ``type`` and add the trigger."""
+    prompt = check_text("prompt", prompt)
+    if type not in TYPES:
+        raise ValueError(f"type must be one of {', '.join(TYPES)}, got {type!r}")
+    for name, value, wanted in (("interval", interval, "recurring"), ("runAt", runAt, "scheduled"),
+                                ("condition", condition, "conditional")):
+        if value is not None and type != wanted:
+            raise ValueError(f"{name} is only used with type '{wanted}', not '{type}'")
+    if cooldown is None or cooldown < 0:
+        raise ValueError(f"cooldown must be 0 or more seconds, got {cooldown}")
+    if cooldown and type != "conditional":
+        raise ValueError("cooldown is only used with type 'conditional'")
+    if timeout is not None and timeout <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds or null, got {timeout}")
+    trigger = _base(scheduler, type, prompt, source, run_id, "trg")
+    trigger.timeout = float(timeout) if timeout is not None else None
+    first_due: datetime | None = None
+    if type == "recurring":
+        trigger.interval = check_interval(interval)
+    elif type == "scheduled":
+        if not runAt:
+            raise ValueError("runAt (ISO 8601) is required when type is 'scheduled'")
+        first_due = parse_run_at(runAt, scheduler.clock())
+        trigger.run_at = iso(first_due)
+    else:
+        if condition is None:
+            raise ValueError("condition is required when type is 'conditional', e.g. "
+                             "{\"kind\": \"expression\", \"expression\": \"len(df) > 1000\"}")
+        trigger.condition = Condition.parse(condition).to_dict()
+        trigger.cooldown = float(cooldown)
+    return scheduler.add(trigger, first_due=first_due)
+
+
+def make_once(scheduler: TriggerScheduler, *, delay_seconds: int, focus: str,
+              source: str = "api", run_id: str | None = None) -> Trigger:
+    """Spec 001's ``schedule_once``: one run after ``delay_seconds`` (1..2592000)."""
+    focus = check_text("focus", focus)
+    if not 1 <= delay_seconds <= MAX_DELAY:
+        raise ValueError(f"delay_seconds must be between 1 and {MAX_DELAY}, got {delay_seconds}")
+    trigger = _base(scheduler, "once", focus, source, run_id, "sch")
+    due = scheduler.clock() + timedelta(seconds=delay_seconds)
+    trigger.run_at = iso(due)
+    return scheduler.add(trigger, first_due=due)
+
+
+def make_cron(scheduler: TriggerScheduler, *, cron_expression: str, focus: str,
+              source: str = "api", run_id: str | None = None) -> Trigger:
+    """Spec 001's ``schedule_cron``: validated by croniter, at most once a minute."""
+    focus = check_text("focus", focus)
+    expression = check_cron(cron_expression, scheduler.clock())
+    trigger = _base(scheduler, "cron", focus, source, run_id, "sch")
+    trigger.cron = expression
+    return scheduler.add(trigger)

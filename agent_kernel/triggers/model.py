@@ -1,0 +1,167 @@
+"""The trigger record and the rules every new trigger must pass.
+
+One :class:`Trigger` describes any kind the tools can make: ``recurring``
+(every ``interval`` seconds), ``scheduled`` (once at ``runAt``), ``once``
+(spec 001's ``schedule_once``, after ``delay_seconds``), ``cron`` (spec 001's
+``schedule_cron``) and ``conditional`` (a :class:`~.conditions.Condition`).
+It is plain data: what the store saves, what ``list_tasks`` and the panel
+show, and what a fired run receives as its ``trigger`` context. The limits
+live here too, each with an error a model can act on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+KINDS = ("recurring", "scheduled", "once", "cron", "conditional")
+ONE_SHOT = ("scheduled", "once")
+MAX_ACTIVE = 100
+MIN_INTERVAL = 1.0
+MAX_INTERVAL = 366 * 86400.0
+MAX_DELAY = 2592000
+CRON_FLOOR = 60.0
+MAX_PROMPT = 10000
+
+
+def iso(moment: datetime | None) -> str | None:
+    """An aware time as ISO 8601 in UTC with a ``Z`` (None stays None)."""
+    if moment is None:
+        return None
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")
+
+
+def parse_iso(text: str | None) -> datetime | None:
+    """Read an ISO 8601 time; a time without an offset is local time."""
+    if not text:
+        return None
+    moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.astimezone()
+
+
+def parse_run_at(value: str, now: datetime) -> datetime:
+    """Validate ``runAt``: ISO 8601, not in the past."""
+    try:
+        moment = parse_iso(value)
+    except ValueError:
+        raise ValueError(f"runAt must be an ISO 8601 time like 2026-03-01T17:00:00+01:00, "
+                         f"got {value!r}") from None
+    if moment is None:
+        raise ValueError("runAt is required when type is 'scheduled'")
+    if moment < now - timedelta(seconds=1):
+        raise ValueError(f"runAt {value!r} is in the past (now is {iso(now)})")
+    return moment
+
+
+def check_interval(interval: float | None) -> float:
+    """Validate a recurring interval (seconds)."""
+    if interval is None:
+        raise ValueError("interval (seconds) is required when type is 'recurring'")
+    if not MIN_INTERVAL <= float(interval) <= MAX_INTERVAL:
+        raise ValueError(f"interval must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} "
+                         f"seconds, got {interval:g}")
+    return float(interval)
+
+
+def check_cron(expression: str, now: datetime) -> str:
+    """Validate a cron expression with croniter and refuse anything under one minute."""
+    from croniter import croniter
+
+    expression = " ".join(str(expression).split())
+    if not expression or not croniter.is_valid(expression):
+        raise ValueError(f"Invalid cron expression: {expression!r} (expected 'minute hour "
+                         "day month weekday', e.g. '0 9 * * 1-5')")
+    try:
+        runs = croniter(expression, now.astimezone())
+        times = [runs.get_next(datetime) for _ in range(30)]
+    except Exception as exc:  # croniter raises several types for impossible dates
+        raise ValueError(f"Invalid cron expression: {expression!r} ({exc})") from None
+    gap = min((b - a).total_seconds() for a, b in zip(times, times[1:]))
+    if gap < CRON_FLOOR:
+        raise ValueError(f"cron expression {expression!r} runs every {gap:g} s; the minimum "
+                         f"interval is {CRON_FLOOR:g} s (one minute)")
+    return expression
+
+
+def cron_next(expression: str, after: datetime) -> datetime:
+    """The first time ``expression`` matches after ``after`` (cron runs in local time)."""
+    from croniter import croniter
+
+    return croniter(expression, after.astimezone()).get_next(datetime)
+
+
+def check_text(name: str, value: str) -> str:
+    """A prompt or focus: non-empty and of sane length."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string")
+    if len(value) > MAX_PROMPT:
+        raise ValueError(f"{name} must be at most {MAX_PROMPT} characters, got {len(value)}")
+    return value.strip()
+
+
+@dataclass
+class Trigger:
+    """One trigger, as saved, listed and handed to the runs it fires."""
+
+    id: str
+    kind: str
+    prompt: str
+    agent_id: str
+    created_at: str
+    source: str = "api"
+    interval: float | None = None
+    run_at: str | None = None
+    cron: str | None = None
+    condition: dict[str, Any] | None = None
+    cooldown: float = 0.0
+    timeout: float | None = None
+    scheduled_by_run_id: str | None = None
+    model: str | None = None
+    approved: bool = True
+    status: str = "active"
+    next_run: str | None = None
+    last_fired_at: str | None = None
+    last_run_id: str | None = None
+    last_status: str | None = None
+    last_result: str | None = None
+    runs: int = 0
+    errors: int = 0
+    skipped: int = 0
+
+    @property
+    def active(self) -> bool:
+        """True until it is cancelled, done or missed."""
+        return self.status == "active"
+
+    def to_record(self) -> dict[str, Any]:
+        """The JSON the store writes."""
+        return asdict(self)
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Trigger:
+        """Rebuild from a stored record, ignoring fields this version does not know."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in record.items() if k in known})
+
+    def schedule_text(self) -> str:
+        """When it runs, in a few words."""
+        if self.kind == "recurring":
+            return f"every {self.interval:g} s"
+        if self.kind in ONE_SHOT:
+            return f"once at {self.run_at}"
+        if self.kind == "cron":
+            return f"cron {self.cron}"
+        from .conditions import Condition
+
+        text = Condition.parse(self.condition).describe() if self.condition else "when ?"
+        return text + (f" (cooldown {self.cooldown:g} s)" if self.cooldown else "")
+
+    def run_context(self, due_at: str | None, fired_at: str | None) -> dict[str, Any]:
+        """The ``trigger`` field of a fired run's context (spec 001's 工具调用上下文)."""
+        name = {"once": "schedule_once", "cron": "schedule_cron"}.get(self.kind, "schedule")
+        return {"agent_id": self.agent_id, "trigger": name, "type": self.kind,
+                "trigger_id": self.id, "focus": self.prompt,
+                "scheduled_by_run_id": self.scheduled_by_run_id, "due_at": due_at,
+                "fired_at": fired_at}

@@ -1,0 +1,433 @@
+"""The trigger scheduler: the ``schedule`` library, pumped by one task on the kernel's loop.
+
+``schedule`` knows nothing of asyncio, so one task (the *pump*) calls
+``run_pending()``, checks conditions on a fixed cadence, then sleeps until
+the next job is due or a trigger is added or cancelled: an idle kernel
+spends its time asleep, not polling. One-shot and cron jobs return
+``schedule.CancelJob`` after firing (a cron job then books its next
+occurrence, computed by croniter). A job never runs an agent itself: it
+starts the run as its own task, so a slow run never delays the others; a
+trigger whose previous run is still going queues one firing and skips the
+rest. Every firing, run outcome, skip and cancellation is a ledger record;
+an error in a run is shown and recorded and the trigger lives on.
+
+The scheduler starts only inside a running loop (the kernel's, or
+``asyncio.run``'s); starting restores the triggers saved in the workspace
+(see :mod:`.restore`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import schedule
+
+from ..events import LedgerRecorded, Notice, RunFinished, RunStarted
+from ..ledger import new_id
+from .clock import Clock, from_local_naive, system_clock, to_local_naive
+from .conditions import Condition, ConditionWatch
+from .model import MAX_ACTIVE, ONE_SHOT, Trigger, cron_next, iso
+from .store import TriggerStore
+
+log = logging.getLogger(__name__)
+MAX_SLEEP = 30.0
+Listener = Callable[[Trigger], None]
+
+
+@dataclass
+class Firing:
+    """A trigger that fired: running, or queued behind a run still going."""
+
+    run_id: str
+    trigger_id: str
+    due_at: datetime
+    fired_at: datetime
+
+
+class TriggerScheduler:
+    """Runs one agent's triggers on the asyncio loop it is started on."""
+
+    def __init__(self, agent: Any, *, namespace: dict[str, Any] | None = None,
+                 clock: Clock = system_clock, condition_interval: float = 1.0,
+                 max_active: int = MAX_ACTIVE, max_concurrent_runs: int = 8,
+                 missed: str = "skip") -> None:
+        if missed not in ("skip", "run_once"):
+            raise ValueError(f"missed must be 'skip' or 'run_once', got {missed!r}")
+        self.agent = agent
+        self.namespace = namespace
+        self.clock = clock
+        self.condition_interval = condition_interval
+        self.max_active = max_active
+        self.max_concurrent_runs = max_concurrent_runs
+        self.missed = missed
+        self.store = TriggerStore(agent.workspace)
+        self.triggers: dict[str, Trigger] = {}
+        self.queue: list[Firing] = []
+        self.running: dict[str, Firing] = {}
+        self.listeners: list[Listener] = []
+        self.on_created: list[Listener] = []
+        self.restore_report: Any = None
+        self._sched = schedule.Scheduler()
+        self._jobs: dict[str, schedule.Job] = {}
+        self._watches: dict[str, ConditionWatch] = {}
+        self._tasks: dict[str, asyncio.Task[Any]] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None
+        self._next_check = self.clock()
+        self._runs_seen: dict[str, tuple[str, str, str]] = {}
+        agent.bus.subscribe(self._watch_runs)
+
+    # -- life cycle -----------------------------------------------------------
+    @property
+    def started(self) -> bool:
+        """True once :meth:`start` ran on a loop."""
+        return self._loop is not None
+
+    def start(self, *, pump: bool = True) -> Any:
+        """Restore saved triggers and start the pump; needs a running asyncio loop."""
+        if self._loop is not None:
+            return self.restore_report
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError("the trigger scheduler needs a running asyncio loop "
+                               "(a kernel, or inside asyncio.run)") from None
+        self._wake = asyncio.Event()
+        self._next_check = self.clock()
+        from .restore import restore
+
+        self.restore_report = restore(self)
+        if self.restore_report.restored or self.restore_report.problems:
+            self.agent.bus.emit(Notice("triggers", self.restore_report.text()))
+        if pump:
+            self._pump = self._loop.create_task(self._pump_forever(), name="agent-triggers")
+        return self.restore_report
+
+    def ensure_started(self) -> None:
+        """Start if not started yet (called by the tools, which run on a loop)."""
+        if self._loop is None:
+            self.start()
+
+    async def close(self) -> None:
+        """Stop the pump and the runs in flight; saved triggers stay saved."""
+        if self._pump is not None:
+            self._pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pump
+            self._pump = None
+        for task in list(self._tasks.values()):
+            task.cancel()
+        await asyncio.gather(*self._tasks.values(), *self._background, return_exceptions=True)
+        self._sched.clear()
+
+    async def drain(self, timeout: float = 30.0) -> None:
+        """Wait until no fired run is running or queued (tests and the CLI use this)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self._tasks or self.queue or self._background:
+            pending = list(self._tasks.values()) + list(self._background)
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                raise TimeoutError("fired runs still going after the drain timeout")
+            if pending:
+                await asyncio.wait(pending, timeout=left)
+            else:
+                await asyncio.sleep(0)
+
+    # -- making and cancelling ------------------------------------------------
+    def active(self) -> list[Trigger]:
+        """Triggers that will still fire."""
+        return [t for t in self.triggers.values() if t.active]
+
+    def check_room(self) -> None:
+        """Refuse a new trigger past the per-agent limit."""
+        if len(self.active()) >= self.max_active:
+            raise ValueError(f"At most {self.max_active} active schedules per agent; cancel one "
+                             "with cancel_task or cancel_schedule first (list_tasks shows them)")
+
+    def add(self, trigger: Trigger, *, first_due: datetime | None = None) -> Trigger:
+        """Register a validated trigger, save it and book its first run."""
+        self.check_room()
+        self.triggers[trigger.id] = trigger
+        self._book(trigger, first_due)
+        self.store.save(trigger.to_record())
+        self._record("trigger_created", trigger_id=trigger.id, type=trigger.kind,
+                     prompt=trigger.prompt, when=trigger.schedule_text(),
+                     run_id=trigger.scheduled_by_run_id)
+        for hook in list(self.on_created):
+            try:
+                hook(trigger)
+            except Exception:
+                log.exception("trigger display hook failed")
+        self._changed(trigger)
+        return trigger
+
+    # The Python API: triggers a person makes need no approval.
+    def every(self, seconds: float, prompt: str, *, timeout: float | None = None) -> Trigger:
+        """Run ``prompt`` every ``seconds``."""
+        from .make import make_schedule
+
+        return make_schedule(self, prompt=prompt, type="recurring", interval=seconds,
+                             timeout=timeout)
+
+    def at(self, when: datetime | str, prompt: str, *, timeout: float | None = None) -> Trigger:
+        """Run ``prompt`` once at ``when`` (an aware datetime or ISO 8601 text)."""
+        from .make import make_schedule
+
+        run_at = when if isinstance(when, str) else iso(when)
+        return make_schedule(self, prompt=prompt, type="scheduled", runAt=run_at,
+                             timeout=timeout)
+
+    def once(self, delay_seconds: int, focus: str) -> Trigger:
+        """Run ``focus`` once after ``delay_seconds``."""
+        from .make import make_once
+
+        return make_once(self, delay_seconds=delay_seconds, focus=focus)
+
+    def cron(self, expression: str, focus: str) -> Trigger:
+        """Run ``focus`` on a cron schedule (local time, at most once a minute)."""
+        from .make import make_cron
+
+        return make_cron(self, cron_expression=expression, focus=focus)
+
+    def when(self, condition: Any, prompt: str, *, cooldown: float = 0,
+             timeout: float | None = None) -> Trigger:
+        """Run ``prompt`` each time ``condition`` fires (see :mod:`.conditions`)."""
+        from .make import make_schedule
+
+        return make_schedule(self, prompt=prompt, type="conditional", condition=condition,
+                             cooldown=cooldown, timeout=timeout)
+
+    def cancel(self, trigger_id: str) -> bool:
+        """Cancel an active trigger; False when there is none by that id."""
+        trigger = self.triggers.get(trigger_id)
+        if trigger is None or not trigger.active:
+            return False
+        trigger.status = "cancelled"
+        trigger.next_run = None
+        self._unbook(trigger_id)
+        self.queue = [f for f in self.queue if f.trigger_id != trigger_id]
+        self.store.delete(trigger_id)
+        self._record("trigger_cancelled", trigger_id=trigger_id, type=trigger.kind)
+        self._changed(trigger)
+        return True
+
+    def cancel_queued(self, run_id: str) -> bool:
+        """Drop a queued firing before its run starts."""
+        for firing in self.queue:
+            if firing.run_id == run_id:
+                self.queue.remove(firing)
+                self._record("trigger_skipped", trigger_id=firing.trigger_id, run_id=run_id,
+                             reason="queued run cancelled")
+                return True
+        return False
+
+    def _book(self, trigger: Trigger, first_due: datetime | None) -> None:
+        """Give ``schedule`` a job for the trigger's next run (conditions get a watch)."""
+        self._unbook(trigger.id)
+        if trigger.kind == "conditional":
+            self._watches[trigger.id] = ConditionWatch(Condition.parse(trigger.condition))
+            trigger.next_run = None
+        else:
+            now = self.clock()
+            if first_due is None:
+                if trigger.kind == "recurring":
+                    first_due = now + timedelta(seconds=float(trigger.interval or 0))
+                elif trigger.kind == "cron":
+                    first_due = cron_next(str(trigger.cron), now)
+                else:
+                    first_due = datetime.fromisoformat(str(trigger.run_at).replace("Z", "+00:00"))
+            seconds = float(trigger.interval) if trigger.kind == "recurring" else 1
+            job = self._sched.every(seconds).seconds.do(
+                functools.partial(self._job_fired, trigger.id))
+            job.next_run = to_local_naive(max(first_due, now))
+            self._jobs[trigger.id] = job
+            trigger.next_run = iso(first_due)
+        self._poke()
+
+    def _unbook(self, trigger_id: str) -> None:
+        job = self._jobs.pop(trigger_id, None)
+        if job is not None:
+            self._sched.cancel_job(job)
+        self._watches.pop(trigger_id, None)
+        self._poke()
+
+    # -- the pump ---------------------------------------------------------------
+    async def _pump_forever(self) -> None:
+        assert self._wake is not None
+        while True:
+            try:
+                self.run_due()
+            except Exception as exc:  # a bug here must not stop every trigger
+                log.exception("trigger pump pass failed")
+                self.agent.bus.emit(Notice("triggers", f"Trigger scheduler error: {exc}",
+                                           level="error"))
+            self._wake.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._sleep_for())
+
+    def _sleep_for(self) -> float:
+        delays = [MAX_SLEEP]
+        idle = self._sched.idle_seconds
+        if idle is not None:
+            delays.append(max(0.0, idle) + 0.001)
+        if self._watches:
+            delays.append(max(0.0, (self._next_check - self.clock()).total_seconds()))
+        return min(delays)
+
+    def _poke(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def run_due(self) -> None:
+        """One pass: fire due jobs, then check conditions if their cadence is up."""
+        self._sched.run_pending()
+        now = self.clock()
+        if self._watches and now >= self._next_check:
+            self._next_check = now + timedelta(seconds=self.condition_interval)
+            for trigger_id in list(self._watches):
+                self._check_condition(trigger_id, now)
+        for trigger_id, job in self._jobs.items():
+            if job.next_run is not None and trigger_id in self.triggers:
+                self.triggers[trigger_id].next_run = iso(from_local_naive(job.next_run))
+
+    def _job_fired(self, trigger_id: str) -> Any:
+        job = self._jobs.get(trigger_id)
+        trigger = self.triggers.get(trigger_id)
+        if job is None or trigger is None or not trigger.active:
+            return schedule.CancelJob
+        due = from_local_naive(job.next_run) if job.next_run else self.clock()
+        if trigger.kind == "recurring":
+            self.fire(trigger, due)
+            return None
+        if trigger.kind in ONE_SHOT:
+            trigger.status = "done"
+            trigger.next_run = None
+            self._jobs.pop(trigger_id, None)
+            self.store.delete(trigger_id)
+            self.fire(trigger, due)
+            return schedule.CancelJob
+        self.fire(trigger, due)
+        now = self.clock()
+        self._book(trigger, cron_next(str(trigger.cron), max(now, due)))
+        self.store.save(trigger.to_record())
+        return schedule.CancelJob
+
+    def _check_condition(self, trigger_id: str, now: datetime) -> None:
+        trigger = self.triggers.get(trigger_id)
+        watch = self._watches.get(trigger_id)
+        if trigger is None or watch is None or not trigger.active or not trigger.approved:
+            return
+        fired = watch.check(self.namespace)
+        if watch.last_error and watch.last_error != getattr(watch, "shown_error", None):
+            watch.shown_error = watch.last_error  # type: ignore[attr-defined]
+            self.agent.bus.emit(Notice("triggers", f"Condition of trigger {trigger_id} "
+                                       f"could not be checked: {watch.last_error}",
+                                       level="warning"))
+            self._record("trigger_condition_error", trigger_id=trigger_id,
+                         error=watch.last_error)
+        if not fired:
+            return
+        last = trigger.last_fired_at
+        if trigger.cooldown and last:
+            since = (now - datetime.fromisoformat(last.replace("Z", "+00:00"))).total_seconds()
+            if since < trigger.cooldown:
+                trigger.skipped += 1
+                self._record("trigger_skipped", trigger_id=trigger_id, reason="cooldown",
+                             seconds_left=round(trigger.cooldown - since, 3))
+                return
+        self.fire(trigger, now)
+
+    # -- firing and running ---------------------------------------------------
+    def fire(self, trigger: Trigger, due: datetime) -> Firing | None:
+        """Start a run for ``trigger`` now, or queue it behind its previous run."""
+        now = self.clock()
+        firing = Firing(new_id("run"), trigger.id, due, now)
+        trigger.last_fired_at = iso(now)
+        busy = any(f.trigger_id == trigger.id for f in self.running.values())
+        if busy or len(self.running) >= self.max_concurrent_runs:
+            if any(f.trigger_id == trigger.id for f in self.queue):
+                trigger.skipped += 1
+                self._record("trigger_skipped", trigger_id=trigger.id, due_at=iso(due),
+                             reason="previous run still going; one firing is already queued")
+                self._changed(trigger)
+                return None
+            self.queue.append(firing)
+            self._record("trigger_queued", trigger_id=trigger.id, run_id=firing.run_id,
+                         due_at=iso(due))
+            self._changed(trigger)
+            return firing
+        self._start_run(firing)
+        return firing
+
+    def _start_run(self, firing: Firing) -> None:
+        loop = self._loop or asyncio.get_running_loop()
+        self.running[firing.run_id] = firing
+        self._tasks[firing.run_id] = loop.create_task(self._run(firing),
+                                                      name=f"trigger-{firing.trigger_id}")
+
+    def _start_queued(self) -> None:
+        for firing in list(self.queue):
+            if len(self.running) >= self.max_concurrent_runs:
+                return
+            if any(f.trigger_id == firing.trigger_id for f in self.running.values()):
+                continue
+            self.queue.remove(firing)
+            self._start_run(firing)
+
+    async def _run(self, firing: Firing) -> None:
+        from .runner import run_firing
+
+        try:
+            await run_firing(self, firing)
+        finally:
+            self.running.pop(firing.run_id, None)
+            self._tasks.pop(firing.run_id, None)
+            self._start_queued()
+
+    # -- bookkeeping ----------------------------------------------------------
+    def _record(self, kind: str, **fields: Any) -> None:
+        """Append a ledger record off the loop (or inline without one)."""
+        fields.setdefault("agent_id", self.agent.agent_id)
+
+        run_id = str(fields.get("run_id") or "triggers")
+
+        async def write() -> None:
+            record = await asyncio.to_thread(self.agent.ledger.record_event, kind, **fields)
+            self.agent.bus.emit(LedgerRecorded(run_id, record))
+
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            self.agent.ledger.record_event(kind, **fields)
+            return
+        task = loop.create_task(write())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _changed(self, trigger: Trigger) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener(trigger)
+            except Exception:
+                log.exception("trigger listener failed; removed")
+                self.listeners.remove(listener)
+
+    def _watch_runs(self, event: Any) -> None:
+        if isinstance(event, RunStarted):
+            self._runs_seen[event.run_id] = (event.prompt, "trigger" if event.trigger else "run",
+                                             iso(datetime.fromtimestamp(event.at).astimezone())
+                                             or "")
+        elif isinstance(event, RunFinished):
+            self._runs_seen.pop(event.run_id, None)
+
+    def run_info(self, run_id: str) -> tuple[str, str, str] | None:
+        """``(prompt, type, createdAt)`` of a run in progress, if this agent started it."""
+        return self._runs_seen.get(run_id)

@@ -1,0 +1,72 @@
+"""Persistence: every trigger is one JSON file in the workspace's ``triggers/`` folder.
+
+Spec 000 says ``schedule`` "writes to ``triggers/``"; we keep that literally,
+one file per trigger named by its id, so a person can read, copy or delete a
+trigger with ordinary tools, and a broken file costs one trigger, not all.
+Writes go to a temporary file first and are renamed into place, so a
+crash never leaves half a trigger. The files are small; writing one takes
+well under a millisecond, which is why this module does it in the caller's
+thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..workspace import Workspace
+
+FOLDER = "triggers"
+
+
+class TriggerStore:
+    """Reads and writes saved triggers under ``<workspace>/triggers/``."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+
+    @property
+    def folder(self) -> Path:
+        """The folder holding the trigger files (not created until first save)."""
+        return self.workspace.root / FOLDER
+
+    def _path(self, trigger_id: str) -> Path:
+        if not trigger_id or "/" in trigger_id or "\\" in trigger_id or trigger_id.startswith("."):
+            raise ValueError(f"not a trigger id: {trigger_id!r}")
+        return self.folder / f"{trigger_id}.json"
+
+    def save(self, record: dict[str, Any]) -> None:
+        """Write one trigger (its ``id`` names the file) atomically."""
+        path = self._path(str(record["id"]))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(record, ensure_ascii=False, indent=2, default=str),
+                       encoding="utf-8")
+        tmp.replace(path)
+
+    def delete(self, trigger_id: str) -> None:
+        """Forget a trigger; a missing file is fine."""
+        with contextlib.suppress(FileNotFoundError):
+            self._path(trigger_id).unlink()
+
+    def load_all(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """Every saved trigger, oldest first, and a problem line for each unreadable file."""
+        if not self.folder.is_dir():
+            return [], []
+        records: list[dict[str, Any]] = []
+        problems: list[str] = []
+        for path in sorted(self.folder.glob("*.json")):
+            try:
+                record = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                problems.append(f"{path.name}: unreadable ({exc})")
+                continue
+            if not isinstance(record, dict) or not record.get("id") or not record.get("kind"):
+                problems.append(f"{path.name}: not a trigger record")
+                continue
+            records.append(record)
+        records.sort(key=lambda r: str(r.get("created_at", "")))
+        return records, problems

@@ -1,0 +1,116 @@
+"""A plain-text view of runs, for terminals, logs and headless runs.
+
+It subscribes to an agent's event bus and writes as events arrive: the
+streamed answer as it comes, one line per tool call start and finish (with
+duration, success and the ledger record id), questions and their answers,
+notices, errors, and a final usage and cost line. It needs nothing beyond a
+writable stream.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from ..events import (
+    ConsoleOutput,
+    Event,
+    LedgerRecorded,
+    Notice,
+    Question,
+    QuestionAnswered,
+    Reply,
+    RunError,
+    RunFinished,
+    RunStarted,
+    StreamReset,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from .mime import usage_line
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                           default=repr)
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class TextView:
+    """Writes an agent's events as plain text to ``stream`` (stdout by default)."""
+
+    def __init__(self, bus: Any, stream: TextIO | None = None, run_id: str | None = None) -> None:
+        self.stream = stream or sys.stdout
+        self.run_id = run_id
+        self._at_line_start = True
+        self._pending_record: dict[str, Any] | None = None
+        self.bus = getattr(bus, "bus", bus)
+        self._unsubscribe = self.bus.subscribe(self.on_event)
+
+    def close(self) -> None:
+        """Stop listening."""
+        self._unsubscribe()
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+        if text:
+            self._at_line_start = text.endswith("\n")
+
+    def line(self, text: str) -> None:
+        """Write ``text`` on a line of its own."""
+        if not self._at_line_start:
+            self._write("\n")
+        self._write(text + "\n")
+
+    def on_event(self, event: Event) -> None:
+        """Render one event."""
+        if self.run_id is not None and event.run_id != self.run_id:
+            return
+        if isinstance(event, RunStarted):
+            origin = f" (trigger {event.trigger.get('id', '')})" if event.trigger else ""
+            self.line(f">>> [{event.model}] {event.prompt}{origin}")
+        elif isinstance(event, TextDelta):
+            self._write(event.text)
+        elif isinstance(event, StreamReset):
+            self.line(f"[stream reset: {event.reason}]")
+        elif isinstance(event, ToolCallStarted):
+            self.line(f"[tool] {event.tool_name} {_short(event.arguments)} ...")
+        elif isinstance(event, LedgerRecorded):
+            if event.record.get("kind") == "tool_call":
+                self._pending_record = event.record
+            else:
+                self.line(f"[ledger] {event.record.get('kind')} {event.record.get('record_id')}")
+        elif isinstance(event, ToolCallFinished):
+            record = self._pending_record
+            self._pending_record = None
+            ledger = f" · ledger {record.get('record_id')}" if record else ""
+            if event.success:
+                self.line(f"[tool] {event.tool_name} ok in {event.duration_ms} ms{ledger} -> "
+                          f"{_short(event.result)}")
+            else:
+                self.line(f"[tool] {event.tool_name} FAILED in {event.duration_ms} ms{ledger}: "
+                          f"{_short(event.error)}")
+        elif isinstance(event, Question):
+            options = f" [{' / '.join(event.options)}]" if event.options else ""
+            label = "approval" if event.kind == "approval" else "question"
+            self.line(f"[{label}] {event.question}{options}")
+            if event.kind == "approval" and event.details:
+                self.line(f"  {_short(event.details, 500)}")
+        elif isinstance(event, QuestionAnswered):
+            answer = "(no answer)" if event.source == "timeout" else event.answer
+            self.line(f"[answer] {answer} ({event.source})")
+        elif isinstance(event, Reply):
+            self.line(f"[reply] {event.text}")
+        elif isinstance(event, ConsoleOutput):
+            self.line(event.text)
+        elif isinstance(event, Notice):
+            self.line(f"[{event.level}] {event.text}")
+        elif isinstance(event, RunError):
+            self.line(f"[{'stopped' if event.kind == 'cancelled' else event.kind}] "
+                      f"{event.message}")
+        elif isinstance(event, RunFinished):
+            self.line(f"[{usage_line(event.result)}]")

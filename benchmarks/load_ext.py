@@ -1,0 +1,92 @@
+"""Measure ``%load_ext agent_kernel`` and the time to the first streamed text of a demo run.
+
+Each figure comes from a fresh Python process (no warm imports):
+
+* ``load_ext``: ``%load_ext agent_kernel`` in a new IPython shell (median of N runs), and which
+  heavy modules it pulled in (litellm, lancedb and ipywidgets must not be among them);
+* ``first text, cold``: from ``%load_ext`` to the first ``TextDelta`` of ``what can you do?`` on the
+  demo model, started at once (litellm still importing in the background thread);
+* ``first text, warm``: the same for a second run in the same process.
+
+Run: ``python benchmarks/load_ext.py [--runs N]``. Prints the figures; docs/notebook.md quotes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+LOAD_EXT = r"""
+import json, sys, time
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+t = time.perf_counter()
+shell.run_line_magic("load_ext", "agent_kernel")
+elapsed = time.perf_counter() - t
+heavy = [m for m in ("litellm", "lancedb", "ipywidgets") if m in sys.modules]
+print(json.dumps({"load_ext_ms": elapsed * 1000, "heavy": heavy}))
+"""
+
+FIRST_TEXT = r"""
+import asyncio, json, time
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+t0 = time.perf_counter()
+shell.run_line_magic("load_ext", "agent_kernel")
+import agent_kernel.magics as m
+from agent_kernel.events import TextDelta
+agent = m.current().agent
+marks = []
+
+async def first_text(prompt):
+    start = time.perf_counter()
+    seen = asyncio.get_running_loop().create_future()
+    def on(e):
+        if isinstance(e, TextDelta) and not seen.done():
+            seen.set_result(time.perf_counter())
+    off = agent.bus.subscribe(on)
+    await agent.arun(prompt)
+    off()
+    return seen.result() - start
+
+cold = asyncio.run(first_text("what can you do?")) + 0.0
+cold_from_load = time.perf_counter() - t0
+warm = asyncio.run(first_text("what can you do?"))
+print(json.dumps({"cold_ms": cold * 1000, "warm_ms": warm * 1000}))
+"""
+
+
+def fresh(code: str, env: dict[str, str]) -> dict:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True, timeout=300)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    tmp = tempfile.mkdtemp(prefix="agent-kernel-bench-")
+    env = dict(os.environ, IPYTHONDIR=os.path.join(tmp, "ipython"),
+               AGENT_KERNEL_WORKSPACE=os.path.join(tmp, "ws"), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    loads = [fresh(LOAD_EXT, env) for _ in range(args.runs)]
+    times = sorted(r["load_ext_ms"] for r in loads)
+    print(f"%load_ext agent_kernel: median {statistics.median(times):.0f} ms "
+          f"(min {times[0]:.0f}, max {times[-1]:.0f}, {args.runs} fresh processes)")
+    print(f"heavy modules imported by %load_ext: {sorted(set(sum((r['heavy'] for r in loads), [])))}")
+    runs = [fresh(FIRST_TEXT, env) for _ in range(max(3, args.runs // 2))]
+    cold = sorted(r["cold_ms"] for r in runs)
+    warm = sorted(r["warm_ms"] for r in runs)
+    print(f"first streamed text, first run (litellm import included): median "
+          f"{statistics.median(cold):.0f} ms (min {cold[0]:.0f}, max {cold[-1]:.0f})")
+    print(f"first streamed text, next runs: median {statistics.median(warm):.1f} ms "
+          f"(min {warm[0]:.1f}, max {warm[-1]:.1f})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,254 @@
+// Drive JupyterLab in Debian's Chromium with playwright-core: run agent-kernel
+// cells, click real widget buttons, take a screenshot of each step.
+//
+// Usage: node drive.mjs '<json config>'; config = {url, scenario, shots, chromium,
+// profile}. Prints progress lines and, last, one line "REPORT <json>" that the
+// Python side reads. Scenarios: "test" (the browser test) and "latency"
+// (benchmarks/click_latency.py).
+import { chromium } from "playwright-core";
+import fs from "node:fs";
+import path from "node:path";
+
+const config = JSON.parse(process.argv[2]);
+const report = { scenario: config.scenario, steps: {}, errors: [], shots: [] };
+const STEP_TIMEOUT = 60_000;
+
+function log(...parts) {
+  console.log(new Date().toISOString(), ...parts);
+}
+
+async function main() {
+  fs.rmSync(config.profile, { recursive: true, force: true });
+  const context = await chromium.launchPersistentContext(config.profile, {
+    executablePath: config.chromium,
+    headless: true,
+    viewport: { width: 1280, height: 900 },
+    args: [
+      "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync", "--no-first-run",
+    ],
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.on("pageerror", (err) => report.errors.push(`pageerror: ${err.message}`));
+  try {
+    const started = Date.now();
+    await page.goto(config.url, { waitUntil: "domcontentloaded" });
+    await page.locator(".jp-Notebook .jp-Cell").first().waitFor({ timeout: STEP_TIMEOUT });
+    report.lab_open_ms = Date.now() - started;
+    const notebook = new Notebook(page);
+    await notebook.waitKernel();
+    await notebook.run(0); // %load_ext agent_kernel
+    await notebook.waitIdle(0);
+    if (config.scenario === "test") await testScenario(page, notebook);
+    else if (config.scenario === "latency") await latencyScenario(page, notebook);
+    else throw new Error(`unknown scenario ${config.scenario}`);
+    report.news_popup = await page.getByText("official Jupyter news").count();
+    await shot(page, "final-page", page);
+  } catch (err) {
+    report.errors.push(String(err && err.stack ? err.stack : err));
+    await shot(page, "failure", page).catch(() => {});
+  } finally {
+    await context.close();
+    console.log("REPORT " + JSON.stringify(report));
+  }
+}
+
+async function shot(page, name, target) {
+  const file = path.join(config.shots, `${String(report.shots.length + 1).padStart(2, "0")}-${name}.png`);
+  await (target ?? page).screenshot({ path: file });
+  report.shots.push(file);
+  log("screenshot", file);
+}
+
+class Notebook {
+  constructor(page) {
+    this.page = page;
+  }
+  cell(index) {
+    return this.page.locator(".jp-Notebook .jp-Cell").nth(index);
+  }
+  async waitKernel(timeout = STEP_TIMEOUT) {
+    // The status bar reads "Python 3 (ipykernel) | Idle" once the kernel is up.
+    await this.page.getByText(/\| Idle/).first().waitFor({ timeout });
+  }
+  async run(index) {
+    const cell = this.cell(index);
+    const before = await this.prompt(index);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await cell.scrollIntoViewIfNeeded();
+      await cell.locator(".jp-InputArea-editor").click();
+      await this.page.keyboard.press("Control+Enter");
+      const deadline = Date.now() + 5000;
+      while (Date.now() < deadline) {
+        const now = await this.prompt(index);
+        if (now !== before || now === "[*]:") {
+          log("ran cell", index);
+          return;
+        }
+        await this.page.waitForTimeout(100);
+      }
+    }
+    throw new Error(`cell ${index} would not start`);
+  }
+  async prompt(index) {
+    return (await this.cell(index).locator(".jp-InputPrompt").first().innerText()).trim();
+  }
+  async waitIdle(index, timeout = STEP_TIMEOUT) {
+    const deadline = Date.now() + timeout;
+    while (Date.now() < deadline) {
+      if (/\[\d+\]/.test(await this.prompt(index))) return;
+      await this.page.waitForTimeout(100);
+    }
+    throw new Error(`cell ${index} did not finish within ${timeout} ms`);
+  }
+  async status(index) {
+    const label = this.cell(index).locator(".agent-kernel-status");
+    return (await label.count()) ? (await label.first().innerText()).trim() : "";
+  }
+  async waitStatus(index, words, timeout = STEP_TIMEOUT) {
+    const deadline = Date.now() + timeout;
+    let seen = "";
+    while (Date.now() < deadline) {
+      seen = await this.status(index);
+      if (words.some((w) => seen.endsWith(w))) return seen;
+      await this.page.waitForTimeout(100);
+    }
+    throw new Error(`cell ${index}: status never became ${words.join("/")} (last: ${seen})`);
+  }
+  async text(index, selector) {
+    const found = this.cell(index).locator(selector);
+    return (await found.count()) ? (await found.first().innerText()).trim() : "";
+  }
+  button(index, css, name) {
+    return this.cell(index).locator(`button.${css}:not([disabled])`, { hasText: name }).first();
+  }
+}
+
+// Click with a timestamp taken in the page right before the click event fires.
+async function timedClick(button) {
+  await button.scrollIntoViewIfNeeded();
+  return await button.evaluate((el) => {
+    const at = performance.timeOrigin + performance.now();
+    el.click();
+    return at;
+  });
+}
+
+async function askAndClick(page, nb, index, choice, key) {
+  await nb.run(index);
+  const button = nb.button(index, "agent-kernel-option", choice);
+  await button.waitFor({ timeout: STEP_TIMEOUT });
+  const step = { prompt_while_asking: await nb.prompt(index) };
+  await shot(page, `${key}-question`, nb.cell(index));
+  step.clicked_at = await timedClick(button);
+  step.status = await nb.waitStatus(index, ["done", "error", "stopped", "limit"]);
+  await nb.waitIdle(index);
+  step.reply = await nb.text(index, ".agent-kernel-reply");
+  step.answered = await nb.text(index, ".agent-kernel-answered");
+  step.buttons_disabled = await nb.cell(index).locator("button.agent-kernel-option[disabled]").count();
+  step.stderr = await nb.text(index, '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
+  await shot(page, `${key}-answered`, nb.cell(index));
+  report.steps[key] = step;
+  log(key, JSON.stringify(step));
+}
+
+async function testScenario(page, nb) {
+  // 1: %agent (non-blocking) asks with options; click "tea".
+  await askAndClick(page, nb, 1, "tea", "ask");
+  // 2: %%agent --wait: the cell blocks ([*]) while the buttons wait; click "coffee".
+  await askAndClick(page, nb, 2, "coffee", "ask_wait");
+  // 3: free text: type a name and press Send.
+  {
+    const index = 3;
+    await nb.run(index);
+    const box = nb.cell(index).locator(".agent-kernel-answer-text input");
+    await box.waitFor({ timeout: STEP_TIMEOUT });
+    await page.waitForFunction((el) => !el.disabled, await box.elementHandle());
+    await box.fill("Ada Lovelace");
+    await shot(page, "text-question", nb.cell(index));
+    await nb.button(index, "agent-kernel-answer-send", "Send").click();
+    const step = { status: await nb.waitStatus(index, ["done", "error", "stopped", "limit"]) };
+    step.reply = await nb.text(index, ".agent-kernel-reply");
+    step.answered = await nb.text(index, ".agent-kernel-answered");
+    await shot(page, "text-answered", nb.cell(index));
+    report.steps.text = step;
+  }
+  // 4: an approval, clicked Deny.
+  {
+    const index = 4;
+    await nb.run(index);
+    const deny = nb.button(index, "agent-kernel-approval", "Deny");
+    await deny.waitFor({ timeout: STEP_TIMEOUT });
+    const step = {
+      question: await nb.text(index, ".agent-kernel-question"),
+      approval_buttons: await nb.cell(index).locator("button.agent-kernel-approval").allInnerTexts(),
+    };
+    await shot(page, "approval-question", nb.cell(index));
+    await deny.click();
+    step.status = await nb.waitStatus(index, ["done", "error", "stopped", "limit"]);
+    step.reply = await nb.text(index, ".agent-kernel-reply");
+    step.answered = await nb.text(index, ".agent-kernel-answered");
+    await shot(page, "approval-denied", nb.cell(index));
+    report.steps.deny = step;
+  }
+  // 5: approve a slow command, then press Stop while it runs.
+  {
+    const index = 5;
+    await nb.run(index);
+    const approve = nb.button(index, "agent-kernel-approval", "Approve");
+    await approve.waitFor({ timeout: STEP_TIMEOUT });
+    await approve.click();
+    const deadline = Date.now() + STEP_TIMEOUT;
+    while (!(await nb.status(index)).includes("bash") && Date.now() < deadline) {
+      await page.waitForTimeout(100);
+    }
+    await page.waitForTimeout(1000);
+    const step = { running_status: await nb.status(index) };
+    await shot(page, "stop-running", nb.cell(index));
+    const stopAt = Date.now();
+    await nb.button(index, "agent-kernel-stop", "Stop").click();
+    step.status = await nb.waitStatus(index, ["stopped", "done", "error", "limit"], 20_000);
+    step.stop_to_stopped_ms = Date.now() - stopAt;
+    step.transcript = await nb.text(index, ".agent-kernel-transcript");
+    await shot(page, "stop-stopped", nb.cell(index));
+    report.steps.stop = step;
+  }
+  // 6: the conversation is still usable after Stop.
+  {
+    const index = 6;
+    await nb.run(index);
+    const step = { status: await nb.waitStatus(index, ["done", "error", "stopped", "limit"]) };
+    step.reply = await nb.text(index, ".agent-kernel-reply");
+    await shot(page, "after-stop", nb.cell(index));
+    report.steps.after_stop = step;
+  }
+  // 7: the kernel's own record of the runs (ledger kinds), printed by the last cell.
+  await nb.run(7);
+  await nb.waitIdle(7);
+  report.steps.ledger = await nb.text(7, ".jp-OutputArea-output");
+}
+
+async function latencyScenario(page, nb) {
+  await nb.run(1); // subscribe to QuestionAnswered in the kernel
+  await nb.waitIdle(1);
+  const clicks = [];
+  const rounds = config.rounds ?? 10;
+  for (let i = 0; i < rounds; i++) {
+    const index = 2 + i;
+    await nb.run(index);
+    const button = nb.button(index, "agent-kernel-option", "tea");
+    await button.waitFor({ timeout: STEP_TIMEOUT });
+    await page.waitForTimeout(200);
+    clicks.push({ cell: index, mode: i % 2 ? "wait" : "background", clicked_at: await timedClick(button) });
+    await nb.waitStatus(index, ["done", "error", "stopped", "limit"]);
+    await nb.waitIdle(index);
+  }
+  const last = 2 + rounds;
+  await nb.run(last);
+  await nb.waitIdle(last);
+  report.clicks = clicks;
+  report.kernel = await nb.text(last, ".jp-OutputArea-output");
+  await shot(page, "latency-last", nb.cell(last - 1));
+}
+
+main();

@@ -1,0 +1,125 @@
+"""The real-browser test: JupyterLab 4 in Debian's Chromium, real clicks on real buttons.
+
+A private JupyterLab runs on 127.0.0.1; playwright-core (``drive.mjs``) opens
+a notebook and runs ``%agent`` cells on the demo model: a question with
+options answered by a click (non-blocking, then ``--wait``), a free-text
+answer, an approval clicked Deny, a slow approved command stopped with Stop,
+and a run after Stop. Screenshots of each step go to
+``test-output/browser/``. Missing Chromium or node modules FAIL the test:
+CI installs them (``.ci/run``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from labserver import drive, missing_requirements, start_lab, write_notebook
+
+OUTPUT = Path(__file__).resolve().parents[2] / "test-output" / "browser"
+DONE = "done"
+
+CELLS = [
+    "%load_ext agent_kernel",
+    "%agent ask me to choose between tea or coffee",
+    "%%agent --wait\nask me to choose between tea or coffee",
+    "%agent ask me my name",
+    "%agent write file notes.txt with hello",
+    "%agent run command sleep 30",
+    "%agent echo still usable after stop",
+    "import json, agent_kernel.magics as m\n"
+    "agent = m.current().agent\n"
+    "kinds = [r.get('kind') for r in agent.ledger.records()]\n"
+    "print('LEDGER', json.dumps(kinds))\n"
+    "print('VERIFIED', bool(agent.ledger.verify()))\n"
+    "print('PENDING', (agent.workspace.root / 'pending_question.json').exists())\n"
+    "print('NOTES', (agent.workspace.root / 'files' / 'notes.txt').exists())",
+]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    problem = missing_requirements()
+    if problem:
+        pytest.fail(f"the browser test needs Chromium and playwright-core: {problem}",
+                    pytrace=False)
+    shutil.rmtree(OUTPUT, ignore_errors=True)
+    lab = start_lab(tmp_path_factory.mktemp("lab"))
+    try:
+        write_notebook(lab, "human_in_the_loop.ipynb", CELLS)
+        result = drive(lab, "human_in_the_loop.ipynb", "test", OUTPUT)
+        (OUTPUT / "report.json").write_text(json.dumps(result, indent=2))
+        result["server_log"] = lab.log()
+        return result
+    finally:
+        lab.stop()
+
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
+
+
+def _step(report: dict[str, Any], name: str) -> dict[str, Any]:
+    assert not report["errors"], "\n".join(report["errors"]) + "\n" + report["stderr"]
+    return report["steps"][name]
+
+
+def test_click_an_option_and_the_reply_uses_it(report: dict[str, Any]) -> None:
+    step = _step(report, "ask")
+    assert step["status"].endswith(DONE)
+    assert "You answered tea, so I will go with tea." in step["reply"]
+    assert step["answered"] == "Answered: tea (user)"
+    assert step["buttons_disabled"] == 2  # both options greyed out once answered
+
+
+def test_click_reaches_a_blocking_wait_cell(report: dict[str, Any]) -> None:
+    step = _step(report, "ask_wait")
+    assert step["prompt_while_asking"] == "[*]:", "the --wait cell should be busy while asking"
+    assert step["status"].endswith(DONE)
+    assert "You answered coffee, so I will go with coffee." in step["reply"]
+    assert step["answered"] == "Answered: coffee (user)"
+    assert "cannot deliver button clicks" not in step["stderr"]
+
+
+def test_free_text_answer(report: dict[str, Any]) -> None:
+    step = _step(report, "text")
+    assert step["status"].endswith(DONE)
+    assert "You answered Ada Lovelace" in step["reply"]
+    assert step["answered"] == "Answered: Ada Lovelace (user)"
+
+
+def test_approval_denied_shows_arguments_and_the_model_goes_on(report: dict[str, Any]) -> None:
+    step = _step(report, "deny")
+    assert step["approval_buttons"] == ["Approve", "Deny", "Always allow this tool"]
+    assert "write_file" in step["question"]
+    assert '"path": "notes.txt"' in step["question"] and '"content": "hello"' in step["question"]
+    assert step["status"].endswith(DONE)
+    assert "did not go through" in step["reply"] and "the user denied it" in step["reply"]
+    assert step["answered"] == "Answered: Deny (user)"
+
+
+def test_stop_cancels_and_the_conversation_goes_on(report: dict[str, Any]) -> None:
+    step = _step(report, "stop")
+    assert "bash" in step["running_status"]
+    assert step["status"].endswith("stopped")
+    assert step["stop_to_stopped_ms"] < 10_000
+    after = _step(report, "after_stop")
+    assert after["status"].endswith(DONE)
+    assert "still usable after stop" in after["reply"]
+    ledger = report["steps"]["ledger"]
+    kinds = json.loads(ledger.split("LEDGER ", 1)[1].splitlines()[0])
+    assert "run_cancelled" in kinds
+    assert kinds.count("approval") == 2  # Deny on write_file, Approve on bash
+    assert "VERIFIED True" in ledger
+    assert "PENDING False" in ledger and "NOTES False" in ledger
+
+
+def test_no_news_popup_and_screenshots_saved(report: dict[str, Any]) -> None:
+    assert report["news_popup"] == 0
+    names = [Path(p).name for p in report["shots"]]
+    for key in ("ask-question", "ask-answered", "ask_wait-question", "ask_wait-answered",
+                "approval-question", "approval-denied", "stop-running", "stop-stopped"):
+        assert any(key in name for name in names), f"no screenshot for {key}: {names}"
+    assert all(Path(p).stat().st_size > 1000 for p in report["shots"])

@@ -1,0 +1,129 @@
+"""Shared test setup: every test runs with private Jupyter/IPython folders and workspace.
+
+The session-wide autouse fixture points ``IPYTHONDIR``, ``JUPYTER_CONFIG_DIR``,
+``JUPYTER_DATA_DIR``, ``JUPYTER_RUNTIME_DIR`` and ``AGENT_KERNEL_WORKSPACE`` at
+temporary folders, so no test reads or writes the user's real configuration,
+and kernels started by the tests inherit the same environment.
+
+``run_notebook`` executes cells (or a whole notebook) in a real ``python3``
+kernel through nbclient and returns the executed notebook; ``output_text``
+flattens a cell's outputs to text for assertions.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ENV_DIRS = {
+    "IPYTHONDIR": "ipython",
+    "JUPYTER_CONFIG_DIR": "jupyter-config",
+    "JUPYTER_DATA_DIR": "jupyter-data",
+    "JUPYTER_RUNTIME_DIR": "jupyter-runtime",
+    "AGENT_KERNEL_WORKSPACE": "workspace",
+}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Point IPython, Jupyter and the agent workspace at temporary folders for the session.
+
+    Yields the mapping of variable -> folder. Kernels and subprocesses started by the
+    tests inherit these variables. ``LITELLM_LOCAL_MODEL_COST_MAP`` keeps litellm offline.
+    """
+    base = tmp_path_factory.mktemp("env")
+    values = {name: str(base / sub) for name, sub in ENV_DIRS.items()}
+    for folder in values.values():
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    values["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield values
+    finally:
+        for name, old in saved.items():
+            if old is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = old
+
+
+def _as_notebook(cells_or_nb: Any) -> Any:
+    """Accept a NotebookNode, a path to an .ipynb, or an iterable of code-cell sources."""
+    import nbformat
+
+    if isinstance(cells_or_nb, nbformat.NotebookNode):
+        return cells_or_nb
+    if isinstance(cells_or_nb, (str, os.PathLike)) and str(cells_or_nb).endswith(".ipynb"):
+        return nbformat.read(str(cells_or_nb), as_version=4)
+    if isinstance(cells_or_nb, str):
+        cells_or_nb = [cells_or_nb]
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in cells_or_nb]
+    return nb
+
+
+def execute_notebook(cells_or_nb: Any, timeout: int = 120, cwd: str | os.PathLike | None = None,
+                     env: dict[str, str] | None = None, allow_errors: bool = False) -> Any:
+    """Execute a notebook in a real ``python3`` kernel and return the executed NotebookNode.
+
+    ``cells_or_nb``: a NotebookNode, a path to an ``.ipynb`` file, one source string or an
+    iterable of code-cell sources. ``timeout`` is per cell (seconds). ``cwd`` is the kernel's
+    working folder (default: the current folder). ``env`` adds or overrides environment
+    variables for the kernel on top of the session's isolated environment. With
+    ``allow_errors=False`` a cell that raises fails the call with ``CellExecutionError``.
+    """
+    from nbclient import NotebookClient
+
+    nb = _as_notebook(cells_or_nb)
+    kernel_env = dict(os.environ)
+    kernel_env.update(env or {})
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            allow_errors=allow_errors,
+                            resources={"metadata": {"path": str(cwd or os.getcwd())}})
+    client.execute(env=kernel_env)
+    return nb
+
+
+@pytest.fixture
+def run_notebook(isolated_env: dict[str, str]) -> Callable[..., Any]:
+    """``run_notebook(cells_or_nb, timeout=120, cwd=None, env=None, allow_errors=False)``.
+
+    Runs the cells in a real ``python3`` kernel via nbclient with the isolated environment
+    and returns the executed ``nbformat.NotebookNode`` (see ``execute_notebook``).
+    """
+    return execute_notebook
+
+
+def cell_output_text(cell: Any, mime: str = "text/plain") -> str:
+    """All text a cell produced: streams, errors, and ``mime`` from displays and results."""
+    parts: list[str] = []
+    for out in cell.get("outputs", []):
+        kind = out.get("output_type")
+        if kind == "stream":
+            parts.append(out.get("text", ""))
+        elif kind == "error":
+            parts.append(f"{out.get('ename')}: {out.get('evalue')}\n")
+            parts.extend(line + "\n" for line in out.get("traceback", []))
+        elif kind in ("display_data", "execute_result", "update_display_data"):
+            value = out.get("data", {}).get(mime, "")
+            parts.append(value if isinstance(value, str) else "".join(value))
+            parts.append("\n")
+    return "".join(parts)
+
+
+@pytest.fixture
+def output_text() -> Callable[..., str]:
+    """``output_text(cell, mime="text/plain")``: a cell's outputs flattened to text."""
+    return cell_output_text
+
+
+def notebook_text(cells: Iterable[Any], mime: str = "text/plain") -> str:
+    """Every cell's output text, joined (see ``cell_output_text``)."""
+    return "".join(cell_output_text(c, mime) for c in cells)

@@ -1,0 +1,133 @@
+"""The offline ``demo`` model, run through litellm's custom-provider path like any model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import agent_kernel
+from agent_kernel import Agent, Settings, llm
+from agent_kernel.events import ModelCallStarted, TextDelta
+from agent_kernel.tools.core import STATE_PROVIDERS
+
+
+def calls(result: Any) -> list[tuple[str, Any]]:
+    return [(c.tool_name, c.arguments) for c in result.tool_calls]
+
+
+def model_calls(agent: Agent) -> list[Any]:
+    seen: list[Any] = []
+    agent.bus.subscribe(lambda e: seen.append(e) if isinstance(e, ModelCallStarted) else None)
+    return seen
+
+
+async def test_demo_goes_through_litellm_custom_provider():
+    litellm = llm.load_litellm()
+    assert llm.litellm_model("demo") == "agent-kernel-demo/demo"
+    assert any(p["provider"] == llm.DEMO_PROVIDER for p in litellm.custom_provider_map)
+    response = await litellm.acompletion(model="agent-kernel-demo/demo",
+                                         messages=[{"role": "user", "content": "who are you?"}])
+    assert "offline demo model" in response.choices[0].message.content
+    stream = await litellm.acompletion(model="agent-kernel-demo/demo", stream=True,
+                                       messages=[{"role": "user", "content": "help"}])
+    text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+    assert text == response.choices[0].message.content.replace("who are you?", "help")
+
+
+async def test_says_it_is_the_offline_demo_model(tmp_path):
+    agent = Agent(workspace=tmp_path)
+    deltas: list[str] = []
+    agent.bus.subscribe(lambda e: deltas.append(e.text) if isinstance(e, TextDelta) else None)
+    result = await agent.arun("what can you do?")
+    assert result.ok and result.model == "demo" and result.tool_calls == []
+    assert result.reply.startswith("(offline demo model) I am the offline demo model")
+    for name in ("`echo`", "`log_decision`", "`query_state`"):
+        assert name in result.reply
+    assert len(deltas) > 3 and "".join(deltas) == result.reply  # it streamed
+    assert result.usage["completion_tokens"] > 0 and result.cost == 0.0
+
+
+async def test_unmatched_prompt_is_answered_plainly(tmp_path):
+    result = await Agent(workspace=tmp_path).arun("compose a sonnet about tides")
+    assert result.ok and result.tool_calls == []
+    assert "offline demo model" in result.reply
+    assert "compose a sonnet about tides" in result.reply
+
+
+async def test_echo(tmp_path):
+    agent = Agent(workspace=tmp_path)
+    result = await agent.arun("echo hello world")
+    assert calls(result) == [("echo", {"value": "hello world"})]
+    assert result.tool_calls[0].result == "hello world"
+    assert result.reply == "(offline demo model) The echo tool returned: hello world"
+
+
+async def test_two_echos_in_one_response(tmp_path):
+    agent = Agent(workspace=tmp_path)
+    seen = model_calls(agent)
+    result = await agent.arun("echo first and echo second")
+    assert calls(result) == [("echo", {"value": "first"}), ("echo", {"value": "second"})]
+    assert len(seen) == 2  # one response with both calls, one answer
+    assert "first" in result.reply and "second" in result.reply
+
+
+async def test_log_decision(tmp_path):
+    agent = Agent(workspace=tmp_path)
+    result = await agent.arun("log decision: wait for the report")
+    assert calls(result) == [("log_decision", {"reasoning": "wait for the report",
+                                               "decision_type": "other"})]
+    assert result.tool_calls[0].success
+    assert "decision_id" in result.reply
+
+
+@pytest.fixture
+def weather_state():
+    agent_kernel.state("weather")(lambda: {"sky": "clear"})
+    yield
+    STATE_PROVIDERS.pop("weather", None)
+
+
+async def test_query_state(tmp_path, weather_state):
+    agent = Agent(workspace=tmp_path)
+    result = await agent.arun("check the weather state")
+    assert calls(result) == [("query_state", {"state_name": "weather"})]
+    assert result.tool_calls[0].result == {"sky": "clear"}
+    assert '"sky": "clear"' in result.reply
+    missing = await agent.arun("query_state tides")
+    assert missing.tool_calls[0].error == ("Tool 'query_state' execution failed: "
+                                           "No state provider registered for 'tides'")
+    assert "did not go through" in missing.reply
+
+
+async def test_only_offered_tools_are_called(tmp_path):
+    agent = Agent(workspace=tmp_path)
+    agent.registry.remove("echo")
+    result = await agent.arun("echo hello")
+    assert result.tool_calls == [] and "offline demo model" in result.reply
+
+
+async def test_non_streaming_path(tmp_path):
+    agent = Agent(workspace=tmp_path, settings=Settings(stream=False))
+    result = await agent.arun("echo steady")
+    assert calls(result) == [("echo", {"value": "steady"})] and "steady" in result.reply
+
+
+async def test_deterministic(tmp_path):
+    prompts = ["what can you do?", "echo a and echo b", "log decision: hold",
+               "something else entirely"]
+
+    async def transcript(folder: str) -> list[tuple[str, list[tuple[str, Any]]]]:
+        agent = Agent(workspace=tmp_path / folder)
+        out = []
+        for prompt in prompts:
+            result = await agent.arun(prompt)
+            reply = result.reply
+            for call in result.tool_calls:  # ids and timestamps differ by design
+                if isinstance(call.result, dict):
+                    for value in call.result.values():
+                        reply = reply.replace(str(value), "<id>")
+            out.append((reply, calls(result)))
+        return out
+
+    assert await transcript("one") == await transcript("two")
