@@ -8,16 +8,34 @@ lancedb, ipywidgets) are imported only when first needed.
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from .agent import Agent, RunResult, ToolCallRecord
-from .config import Settings
-from .ledger import Ledger
-from .tools.base import Field, Tool, ToolContext, ToolError, tool
-from .tools.core import state
-from .workspace import Workspace
+if TYPE_CHECKING:
+    from .agent import Agent, RunResult, ToolCallRecord
+    from .config import Settings
+    from .ledger import Ledger
+    from .tools.base import Field, Tool, ToolContext, ToolError, tool
+    from .tools.core import state
+    from .workspace import Workspace
 
 __version__ = "0.1.0"
+
+# Public names, imported on first access (PEP 562) so ``%load_ext`` does not pay for
+# pydantic and the loop before the first run.
+_LAZY = {"Agent": "agent", "RunResult": "agent", "ToolCallRecord": "agent",
+         "Settings": "config", "Ledger": "ledger", "Field": "tools.base", "Tool": "tools.base",
+         "ToolContext": "tools.base", "ToolError": "tools.base", "tool": "tools.base",
+         "state": "tools.core", "Workspace": "workspace"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agent_kernel' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -277,6 +277,7 @@ class Agent:
         return result
 
     async def _refuse(self, call: llm.ToolCallRequest, run_id: str, error: str) -> ToolCallRecord:
+        self.bus.emit(ToolCallStarted(run_id, call.id, call.name, call.arguments))
         return await self._finish(call, run_id, call.arguments, None, error, 0)
 
     async def _execute(

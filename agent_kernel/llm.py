@@ -13,8 +13,10 @@ can read.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
+import re
 import threading
 import time
 import uuid
@@ -41,10 +43,9 @@ def load_litellm() -> Any:
 
             litellm.suppress_debug_info = True
             litellm.telemetry = False
-            try:  # imported by litellm on the first call with tools (seconds); do it now
+            # litellm imports this on the first call with tools (seconds): do it now
+            with contextlib.suppress(ImportError):
                 import litellm.responses.mcp.chat_completions_handler  # noqa: F401
-            except ImportError:
-                pass
             _register_demo(litellm)
             _litellm = litellm
     return _litellm
@@ -112,6 +113,7 @@ def _classify(exc: BaseException) -> tuple[bool, int | None, str]:
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
     text = str(exc).replace("litellm.", "").strip()
+    text = re.sub(r"^(\w+): (?:\1: )+", r"\1: ", text)  # litellm repeats the class name
     if len(text) > 300:
         text = text[:297] + "..."
     if isinstance(exc, BrokenStream):
@@ -132,13 +134,17 @@ def _classify(exc: BaseException) -> tuple[bool, int | None, str]:
 
 
 def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None) or {}
-    value = headers.get("retry-after") if hasattr(headers, "get") else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
+    """The server's ``Retry-After`` in seconds (litellm keeps the headers aside)."""
+    for headers in (getattr(exc, "litellm_response_headers", None),
+                    getattr(getattr(exc, "response", None), "headers", None),
+                    getattr(exc, "headers", None)):
+        value = headers.get("retry-after") if hasattr(headers, "get") else None
+        if value is not None:
+            try:
+                return max(0.0, float(value))
+            except ValueError:
+                return None
+    return None
 
 
 def _cost(litellm: Any, model: str, usage: dict[str, int]) -> float | None:
@@ -230,7 +236,7 @@ async def _complete_once(
                     slot["arguments"] += call.function.arguments
         if choice.finish_reason:
             turn.finish_reason = choice.finish_reason
-    if turn.finish_reason is None:
+    if turn.finish_reason is None or _truncated(stream):
         raise BrokenStream("the stream ended before the model finished its answer")
     turn.text = "".join(text_parts)
     for index in sorted(partial):
@@ -241,6 +247,19 @@ async def _complete_once(
         )
     turn.cost = _cost(litellm, kwargs["model"], turn.usage)
     return turn
+
+
+def _truncated(stream: Any) -> bool:
+    """An OpenAI stream that ended with no ``finish_reason`` from the server.
+
+    litellm adds a closing chunk with ``finish_reason="stop"`` to every stream
+    that ends, so a body cut short but closed cleanly looks complete; the
+    stream wrapper still remembers whether the server itself said it finished.
+    """
+    if getattr(stream, "custom_llm_provider", None) != "openai":
+        return False
+    return (getattr(stream, "received_finish_reason", "") is None
+            and getattr(stream, "intermittent_finish_reason", "") is None)
 
 
 async def complete(

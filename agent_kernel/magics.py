@@ -204,6 +204,7 @@ class AgentMagics(Magics, Configurable):
         live = self.frontend_live()
         view = WidgetView(agent, run_id, stop=lambda: agent.stop(run_id))
         view.interactive = live
+        view.transcript.prompt, view.transcript.model = prompt, model or agent.model
         self.views = [*self.views[-20:], view]
         view.show()
         task = loop.create_task(self._guarded(agent, view, prompt, model, new, run_id))
@@ -282,7 +283,11 @@ class AgentMagics(Magics, Configurable):
 
         root = self._agent.workspace.root if self._agent else Workspace(
             self.workspace or None).root
-        interactive = "auto" if self.interactive is None else self.interactive
+        interactive: Any = self.interactive
+        if interactive is None:
+            state = ("live frontend" if self.probe.answered.is_set() else
+                     "no probe sent" if self.probe.sent_at is None else "no frontend answered")
+            interactive = f"auto ({state})"
         return (f"model: {self.model}\nworkspace: {root}\ntool_timeout: {self.tool_timeout:g} s\n"
                 f"max_tool_calls: {self.max_tool_calls}\nheadless_approval: "
                 f"{self.headless_approval}\napi_base: {self.api_base or '(provider default)'}\n"
@@ -330,7 +335,6 @@ def load_ipython_extension(ipython: Any) -> None:
     if protect_help_syntax not in cleanup:
         cleanup.insert(0, protect_help_syntax)
     _CURRENT = magics
-    llm.warm_up()
     if getattr(ipython, "kernel", None) is not None and magics.interactive is None:
         magics.probe.send()
     for name in MAGIC_MODULES:
@@ -340,6 +344,9 @@ def load_ipython_extension(ipython: Any) -> None:
             found = False
         if found:
             importlib.import_module(name).load(ipython, magics)
+    llm.warm_up()  # litellm takes seconds to import: start now, in the background
+    threading.Thread(target=importlib.import_module, args=("agent_kernel.agent",),
+                     name="agent-kernel-warm-agent", daemon=True).start()
 
 
 def unload_ipython_extension(ipython: Any) -> None:

@@ -18,6 +18,7 @@ import contextlib
 import json
 import secrets
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -52,15 +53,18 @@ class QuestionChannel:
         self._answerers = 0
         self._lock = threading.Lock()
 
-    # Set by agent_kernel.blocking while a cell blocks in a kernel that cannot deliver
-    # clicks to it: then nobody can answer, whatever views are drawn (process-wide,
-    # since one blocked kernel thread silences every view in it).
-    clicks_blocked: str | None = None
+    # Set by agent_kernel.blocking while a cell blocks: returns why no click can reach
+    # the kernel right now, or None (process-wide: a blocked kernel thread is blocked
+    # for every view in it).
+    click_gate: Callable[[], str | None] | None = None
 
     @property
     def interactive(self) -> bool:
         """True while some view or terminal can answer questions."""
-        return self._answerers > 0 and QuestionChannel.clicks_blocked is None
+        if self._answerers <= 0:
+            return False
+        gate = QuestionChannel.click_gate
+        return gate is None or gate() is None
 
     def attach_answerer(self) -> None:
         """A view that can answer questions arrived."""

@@ -25,11 +25,19 @@ LOAD_EXT = r"""
 import json, sys, time
 from IPython.core.interactiveshell import InteractiveShell
 shell = InteractiveShell.instance()
+if CORE_ONLY:
+    import agent_kernel.magics
+    agent_kernel.magics.MAGIC_MODULES = ()
 t = time.perf_counter()
 shell.run_line_magic("load_ext", "agent_kernel")
 elapsed = time.perf_counter() - t
-heavy = [m for m in ("litellm", "lancedb", "ipywidgets") if m in sys.modules]
-print(json.dumps({"load_ext_ms": elapsed * 1000, "heavy": heavy}))
+import agent_kernel.llm as llm
+heavy = [m for m in ("lancedb", "ipywidgets") if m in sys.modules]
+if llm._litellm is not None:
+    heavy.append("litellm")
+print(json.dumps({"load_ext_ms": elapsed * 1000, "heavy": heavy}), flush=True)
+import os
+os._exit(0)  # do not wait for (or tear down under) the background warm-up imports
 """
 
 FIRST_TEXT = r"""
@@ -55,13 +63,15 @@ async def first_text(prompt):
     return seen.result() - start
 
 cold = asyncio.run(first_text("what can you do?")) + 0.0
-cold_from_load = time.perf_counter() - t0
 warm = asyncio.run(first_text("what can you do?"))
-print(json.dumps({"cold_ms": cold * 1000, "warm_ms": warm * 1000}))
+print(json.dumps({"cold_ms": cold * 1000, "warm_ms": warm * 1000}), flush=True)
+import os
+os._exit(0)
 """
 
 
-def fresh(code: str, env: dict[str, str]) -> dict:
+def fresh(code: str, env: dict[str, str], core_only: bool = False) -> dict:
+    code = f"CORE_ONLY = {core_only}\n" + code
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          check=True, timeout=300)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -74,11 +84,14 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="agent-kernel-bench-")
     env = dict(os.environ, IPYTHONDIR=os.path.join(tmp, "ipython"),
                AGENT_KERNEL_WORKSPACE=os.path.join(tmp, "ws"), LITELLM_LOCAL_MODEL_COST_MAP="True")
-    loads = [fresh(LOAD_EXT, env) for _ in range(args.runs)]
-    times = sorted(r["load_ext_ms"] for r in loads)
-    print(f"%load_ext agent_kernel: median {statistics.median(times):.0f} ms "
-          f"(min {times[0]:.0f}, max {times[-1]:.0f}, {args.runs} fresh processes)")
-    print(f"heavy modules imported by %load_ext: {sorted(set(sum((r['heavy'] for r in loads), [])))}")
+    for core_only in (True, False):
+        loads = [fresh(LOAD_EXT, env, core_only) for _ in range(args.runs)]
+        times = sorted(r["load_ext_ms"] for r in loads)
+        what = "core magics only (MAGIC_MODULES=())" if core_only else "with feature modules"
+        print(f"%load_ext agent_kernel, {what}: median {statistics.median(times):.0f} ms "
+              f"(min {times[0]:.0f}, max {times[-1]:.0f}, {args.runs} fresh processes)")
+        heavy = sorted({name for r in loads for name in r["heavy"]})
+        print(f"  heavy modules imported by %load_ext (main thread): {heavy or 'none'}")
     runs = [fresh(FIRST_TEXT, env) for _ in range(max(3, args.runs // 2))]
     cold = sorted(r["cold_ms"] for r in runs)
     warm = sorted(r["warm_ms"] for r in runs)

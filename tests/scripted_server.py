@@ -16,6 +16,7 @@ both async tests and sync code (``Agent.run`` in a script) alike.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -65,10 +66,15 @@ class HttpError:
 
 @dataclass
 class CutStream:
-    """A stream that sends some text and then closes the connection, with no finish."""
+    """A stream that sends some text and stops, with no ``finish_reason`` and no ``[DONE]``.
+
+    ``abrupt`` drops the connection mid-body (the chunked body never ends);
+    otherwise the body ends properly, just too soon.
+    """
 
     text: str = "partial answer that never"
     forever: bool = False
+    abrupt: bool = True
 
 
 Entry = Message | HttpError | CutStream
@@ -220,6 +226,11 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        def setup(self) -> None:
+            super().setup()
+            # small SSE writes must not wait for delayed ACKs (Nagle): send at once
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             return
 
@@ -288,8 +299,10 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                     chunk = stream_chunks(Message(text=part, pieces=1), number)[1]
                     self._chunk(f"data: {json.dumps(chunk)}\n\n")
                 self.close_connection = True
+                if not entry.abrupt:
+                    self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
-                self.connection.shutdown(2)  # drop it: no finish_reason, no [DONE]
+                self.connection.shutdown(socket.SHUT_RDWR)
                 return
             if entry.delay:
                 time.sleep(entry.delay)

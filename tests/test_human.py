@@ -125,8 +125,7 @@ def test_blocking_without_a_click_route_ends_questions_at_once(
 
     reply, elapsed = asyncio.run(cell())
     assert reply == {"answer": "b", "source": "default"} and elapsed < 5
-    assert "cannot deliver button clicks to a blocking cell (ipykernel 6.29)" in (
-        capsys.readouterr().err)
+    assert "clicks cannot reach this blocking cell (ipykernel 6.29)" in capsys.readouterr().err
     assert agent.questions.interactive  # only for the length of the wait
 
 
@@ -382,6 +381,102 @@ print("WROTE", (agent.workspace.root / "files" / "notes.txt").read_text())
 @pytest.mark.kernel
 def test_kernel_reports_a_click_route_for_blocking_cells(run_notebook: Any,
                                                          output_text: Any) -> None:
-    nb = run_notebook(["from agent_kernel.blocking import click_route\nprint(click_route())"])
-    assert "(True, 'ipykernel dispatches comm messages while a cell runs')" in output_text(
-        nb.cells[0])
+    """nbclient sends no comms over subshells, so a blocking cell cannot take clicks: said so."""
+    nb = run_notebook(["from agent_kernel.blocking import click_route\nprint(click_route())",
+                       "%load_ext agent_kernel",
+                       "from agent_kernel.magics import current\n"
+                       "current().interactive = True  # as if a person were there\n",
+                       "%agent --wait ask me to choose between tea or coffee"], timeout=120)
+    assert "(False, 'the frontend does not send widget messages over kernel subshells" in (
+        output_text(nb.cells[0]))
+    blocked = output_text(nb.cells[3])
+    assert "clicks cannot reach this blocking cell" in blocked
+    assert '"source": "timeout"' in blocked
+
+
+SUBSHELL_SETUP = """
+import threading, ipywidgets as w
+button, hits = w.Button(description="tea"), []
+button.on_click(lambda _b: hits.append(threading.current_thread().name))
+print(button.model_id)
+"""
+SUBSHELL_WAIT = """
+import asyncio, time
+from agent_kernel.blocking import wait_blocking, click_route
+async def until_clicked():
+    started = time.monotonic()
+    while not hits and time.monotonic() - started < 20:
+        await asyncio.sleep(0.02)
+    return hits
+print("ROUTE", click_route()[0])
+print("HITS", wait_blocking(until_clicked()))
+"""
+
+
+@pytest.mark.kernel
+def test_a_click_over_a_subshell_reaches_a_blocking_cell(isolated_env: dict[str, str]) -> None:
+    """What JupyterLab >= 4.4.4 does: the click's comm_msg names a subshell; the cell blocks."""
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        def run(code: str) -> tuple[str, str]:
+            msg_id = client.execute(code)
+            return msg_id, _collect(client, msg_id)
+
+        _, out = run(SUBSHELL_SETUP)
+        model_id = out.strip()
+        client.control_channel.send(client.session.msg("create_subshell_request", {}))
+        subshell = client.control_channel.get_msg(timeout=10)["content"]["subshell_id"]
+        msg_id = client.execute(SUBSHELL_WAIT)
+        time.sleep(1.0)  # the cell is blocking now
+        click = client.session.msg("comm_msg", {
+            "comm_id": model_id, "data": {"method": "custom", "content": {"event": "click"}}})
+        click["header"]["subshell_id"] = subshell
+        client.shell_channel.send(click)
+        out = _collect(client, msg_id)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert "ROUTE True" in out
+    assert f"HITS ['subshell-{subshell}']" in out
+
+
+def _collect(client: Any, msg_id: str) -> str:
+    text = ""
+    while True:
+        msg = client.get_iopub_msg(timeout=60)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream":
+            text += msg["content"]["text"]
+        elif msg["msg_type"] == "error":
+            text += "ERROR " + msg["content"]["evalue"]
+        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return text
+
+
+def test_interrupting_a_blocking_wait_stops_the_run(tmp_path: Path) -> None:
+    """The notebook's interrupt button during --wait: the run winds down and says so."""
+    from agent_kernel import blocking
+
+    agent = _agent(tmp_path, headless_approval="allow")
+    marker = agent.workspace.root / "files" / "finished"
+
+    async def cell() -> Any:
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(agent.arun("run command sleep 2 && touch finished"))
+
+        def interrupt() -> None:
+            raise KeyboardInterrupt
+
+        loop.call_later(0.8, interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            blocking.wait_blocking(task)
+        return task
+
+    task = asyncio.run(cell())
+    assert task.done() and task.result().status == "cancelled"
+    assert "run_cancelled" in [r.get("kind") for r in agent.ledger.records()]
+    time.sleep(2.0)
+    assert not marker.exists()

@@ -16,7 +16,14 @@ import pytest
 from scripted_server import Call, CutStream, HttpError, Message, ScriptedServer, usage
 
 from agent_kernel import Agent, Field, Settings, Tool
-from agent_kernel.events import StreamReset, TextDelta
+from agent_kernel.events import (
+    Notice,
+    RunError,
+    StreamReset,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 
 MODEL = "openai/test-model"
 
@@ -255,11 +262,13 @@ async def test_429_then_success(server, tmp_path):
     agent = make_agent(server, tmp_path)
     notices: list[Any] = []
     agent.bus.subscribe(notices.append)
-    server.script(HttpError(429, "slow down", retry_after=0.05), Message(text="fine now"))
+    server.script(HttpError(429, "slow down", retry_after=0.3), Message(text="fine now"))
     result = await agent.arun("hi")
     assert result.status == "ok" and result.reply == "fine now"
     assert len(server.requests) == 2
-    assert any("rate limited (429)" in getattr(e, "text", "") for e in notices)
+    [notice] = [e.text for e in notices if isinstance(e, Notice)]
+    assert "rate limited (429)" in notice and "slow down" in notice
+    assert notice.endswith("retry 1 in 0.3 s")  # the server's Retry-After, not the backoff
 
 
 async def test_500_forever_ends_the_run_with_a_clear_error(server, tmp_path):
@@ -289,6 +298,17 @@ async def test_cut_stream_is_retried(server, tmp_path):
     assert before and "half an ans".startswith(before)
 
 
+async def test_stream_ending_without_finish_is_retried(server, tmp_path):
+    agent = make_agent(server, tmp_path, max_retries=1)
+    server.script(CutStream("never finish", abrupt=False), Message(text="Finished."))
+    result = await agent.arun("hi")
+    assert result.status == "ok" and result.reply == "Finished."
+    server.script(CutStream("never finish", abrupt=False, forever=True))
+    result = await agent.arun("again")
+    assert result.status == "error"
+    assert "the stream ended before the model finished its answer" in result.error
+
+
 async def test_cut_stream_forever_ends_with_a_clear_error(server, tmp_path):
     agent = make_agent(server, tmp_path, max_retries=1)
     server.script(CutStream(forever=True))
@@ -315,6 +335,8 @@ async def test_unreachable_server_does_not_raise(tmp_path):
 
 async def test_tool_call_limit(server, tmp_path):
     agent = make_agent(server, tmp_path, max_tool_calls=3)
+    events: list[Any] = []
+    agent.bus.subscribe(events.append)
     echo_two = [Call("echo", '{"value": "x"}'), Call("echo", '{"value": "y"}')]
     server.script(Message(calls=echo_two), Message(calls=echo_two), Message(text="never"))
     result = await agent.arun("loop")
@@ -325,6 +347,11 @@ async def test_tool_call_limit(server, tmp_path):
     records = tool_records(agent)
     assert len(records) == 4
     assert records[-1]["error"].startswith("Tool call limit reached: at most 3")
+    # every call, the refused one too, is announced to the views before it finishes
+    started = [e.call_id for e in events if isinstance(e, ToolCallStarted)]
+    finished = [e.call_id for e in events if isinstance(e, ToolCallFinished)]
+    assert sorted(started) == sorted(finished) and len(finished) == 4
+    assert [e.kind for e in events if isinstance(e, RunError)] == ["limit"]
 
 
 async def test_using_exactly_the_limit_still_gets_an_answer(server, tmp_path):

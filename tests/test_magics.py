@@ -50,7 +50,16 @@ def test_magics_headless_kernel(run_notebook, output_text, tmp_path):
     assert "nothing to ask" in output_text(cells[6])
     config = output_text(cells[7])
     assert "model: other/model" in config and f"workspace: {other}" in config
+    assert "interactive: auto (no frontend answered)" in config
     assert "ledger ok:" in output_text(cells[8]) and "records verify" in output_text(cells[8])
+    # saved without widget state (as JupyterLab does by default), nbconvert/nbviewer show the
+    # static transcript
+    from nbconvert import HTMLExporter
+
+    nb.metadata.pop("widgets", None)
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    assert "The echo tool returned: banana with {nope}" in body
+    assert "No answer (timeout)" in body
 
 
 def test_magics_live_mode_and_traitlets(run_notebook, output_text, tmp_path):
@@ -68,6 +77,7 @@ def test_magics_live_mode_and_traitlets(run_notebook, output_text, tmp_path):
         "await m.wait_all()\nr = m.current().last_result\nprint(r.status, '|', r.reply)",
         "s = m.current().agent.settings\nprint(s.max_tool_calls, s.tool_timeout, "
         "s.headless_approval)",
+        "%agent echo second run\n%agent_wait\nprint(m.current().last_result.reply)",
     ], cwd=tmp_path, env={"IPYTHONDIR": str(ipython_dir)}, timeout=90)
     _no_traceback(nb)
     config = output_text(nb.cells[0])
@@ -77,3 +87,4 @@ def test_magics_live_mode_and_traitlets(run_notebook, output_text, tmp_path):
     assert "ok | (offline demo model) The echo tool returned: in the background" in output_text(
         nb.cells[2])
     assert "7 12.0 allow" in output_text(nb.cells[3])
+    assert "The echo tool returned: second run" in output_text(nb.cells[4])

@@ -38,7 +38,7 @@ def agent(tmp_path: Path) -> Agent:
 
 
 def test_tools_are_registered_with_the_specs_arguments(agent: Agent) -> None:
-    assert MEMORY_TOOLS <= set(agent.registry.names())
+    assert set(agent.registry.names()) >= MEMORY_TOOLS
     params = {name: agent.registry.get(name).parameters for name in MEMORY_TOOLS}
     assert set(params["remember"]["properties"]) == {"content", "longTerm", "tags"}
     assert params["remember"]["required"] == ["content"]
@@ -228,3 +228,15 @@ def test_litellm_embeddings_through_a_local_server(tmp_path: Path, monkeypatch) 
             "the train leaves from platform nine")
     finally:
         server.httpd.shutdown()
+
+
+def test_import_and_a_new_agent_load_no_heavy_memory_libraries(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport agent_kernel\nagent = agent_kernel.Agent(workspace=sys.argv[1])\n"
+            "print(sorted(m for m in ('lancedb', 'onnxruntime', 'tokenizers', 'pyarrow') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "ws")],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -205,7 +205,7 @@ def test_cli_runs_saved_triggers_in_the_foreground(tmp_path: Path) -> None:
     asyncio.run(save())
     done = subprocess.run(
         [sys.executable, "-m", "agent_kernel", "triggers", "--workspace", str(workspace),
-         "--duration", "3.5"], capture_output=True, text=True, timeout=120,
+         "--duration", "5"], capture_output=True, text=True, timeout=120,
         env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     assert done.returncode == 0, done.stderr
     assert "Restored 1 trigger" in done.stdout
@@ -217,3 +217,24 @@ def test_cli_runs_saved_triggers_in_the_foreground(tmp_path: Path) -> None:
         [sys.executable, "-m", "agent_kernel", "triggers", "--workspace", str(tmp_path / "none"),
          "--duration", "0.1"], capture_output=True, text=True, timeout=60)
     assert empty.returncode == 0 and "No saved triggers" in empty.stdout
+
+
+async def test_panel_rows_update_and_cancel_button_cancels(tmp_path: Path) -> None:
+    from agent_kernel.triggers.panel import TriggersPanel
+
+    agent = make_agent(tmp_path)
+    scheduler = scheduler_for(agent)
+    scheduler.start(pump=False)
+    trigger = scheduler.every(3600, "echo from the panel")
+    panel = TriggersPanel(scheduler)
+    row = panel.rows[trigger.id]
+    assert "every 3600 s" in row.html.value and not row.cancel.disabled
+    bundle = panel._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert trigger.id in bundle["text/plain"] and "[recurring, active]" in bundle["text/plain"]
+    scheduler.fire(trigger, scheduler.clock())
+    await scheduler.drain()
+    assert "The echo tool returned: from the panel" in row.html.value
+    row.cancel.click()
+    assert not trigger.active and row.cancel.disabled and "cancelled" in row.html.value
+    await scheduler.close()

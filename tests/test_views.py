@@ -1,4 +1,4 @@
-"""The views on real event streams: demo runs through litellm, rendered as text, HTML and widgets."""
+"""The views on real event streams: demo runs through litellm, as text, HTML and widgets."""
 
 from __future__ import annotations
 
@@ -52,8 +52,8 @@ def test_text_view_streams_a_tool_call_with_its_ledger_record(agent):
     assert text.splitlines()[0] == ">>> [demo] echo hello views"
     assert re.search(r"\[tool\] echo ok in \d+ ms · ledger " + record_id + " -> hello views", text)
     assert "(offline demo model) The echo tool returned: hello views" in text
-    assert re.search(r"\[done · \d+ tokens \(\d+ in, \d+ out\) · \$[\d.]+ · [\d.]+ s · 1 tool call]",
-                     text)
+    assert re.search(r"\[done · \d+ tokens \(\d+ in, \d+ out\) · \$[\d.]+ · [\d.]+ s · "
+                     r"1 tool call]", text)
 
 
 def test_text_view_shows_questions_and_errors(agent):
@@ -169,3 +169,56 @@ async def test_widget_view_free_text_and_stop(agent):
     assert result.status == "cancelled"
     assert view.status.value == "stopped"
     assert agent.ledger.records()[-1]["kind"] == "run_cancelled"
+
+
+async def test_widget_view_phase_follows_approval_then_tool(agent):
+    from agent_kernel.views.widgets import WidgetView
+
+    run_id = "run_widget_phase"
+    view = WidgetView(agent, run_id)
+    view.interactive = True
+    agent.questions.attach_answerer()
+    loop = asyncio.get_running_loop()
+    phases: list[str] = []
+
+    def on_question(event: Event) -> None:
+        if type(event).__name__ == "Question":
+            phases.append(view.current_phase())
+            box = view.questions[event.question_id]
+            assert [b.description for b in box.buttons] == ["Approve", "Deny",
+                                                            "Always allow this tool"]
+            assert all("agent-kernel-approval" in b._dom_classes for b in box.buttons)
+            assert "sleep 1" in box.text.value  # the exact arguments are shown
+            loop.call_later(0.05, box.buttons[0].click)
+            loop.call_later(0.6, lambda: phases.append(view.current_phase()))
+
+    agent.bus.subscribe(on_question)
+    result = await agent.arun("run command sleep 1", run_id=run_id)
+    agent.questions.detach_answerer()
+    view.finish()
+    assert result.ok
+    assert phases == ["waiting for your answer", "running bash"]
+    assert view.status.value == "done"
+
+
+def test_widget_view_countdown_near_the_timeout(agent):
+    from agent_kernel.events import Question, QuestionAnswered
+    from agent_kernel.views.widgets import WidgetView
+
+    view = WidgetView(agent, "run_countdown")
+    view.interactive = True
+    view.on_event(Question("run_countdown", "q_1", "Tea or coffee?", ["tea", "coffee"], 30.0,
+                           "tea"))
+    box = view.questions["q_1"]
+    view.refresh()
+    assert re.fullmatch(r"(29|30) s left to answer; then: tea", box.countdown.value)
+    assert box.countdown.layout.display is None
+    assert not any(b.disabled for b in box.buttons)
+    view.on_event(QuestionAnswered("run_countdown", "q_1", "tea", "default"))
+    assert box.countdown.value == "" and all(b.disabled for b in box.buttons)
+    assert box.answered.value == "Answered: tea (default)"
+    far = Question("run_countdown", "q_2", "Name?", None, 3600.0, None)
+    view.on_event(far)
+    view.refresh()
+    assert view.questions["q_2"].countdown.value == ""  # no countdown an hour before
+    view.finish()

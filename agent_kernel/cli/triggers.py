@@ -77,6 +77,11 @@ async def serve(args: argparse.Namespace) -> int:
     for record in active:
         agents.setdefault(str(record.get("agent_id") or "agent"),
                           args.model or record.get("model") or "demo")
+    from .. import llm
+
+    # Import the provider library before the first firing, off the loop: a first run
+    # should not spend seconds importing while the clock runs.
+    await asyncio.to_thread(llm.load_litellm)
     prompts: dict[str, str] = {}
     schedulers = []
     for agent_id, model in agents.items():

@@ -119,14 +119,10 @@ class MemoryStore:
                          "long_term": bool(item.get("long_term"))})
         if not rows:
             return []
-        table = self.tables.memories()
         if vectors is None:
             vectors = self._embed([r["content"] for r in rows])
-        if self.tables.embedder is not None and vectors is not None:
-            for row, vector in zip(rows, vectors, strict=True):
-                row["vector"] = vector.tolist() if hasattr(vector, "tolist") else list(vector)
         self._make_room(agent_id, len(rows))
-        table.add(rows)
+        self.tables.add_memories(rows, vectors)
         self.tables.wrote(len(rows))
         results = []
         for row in rows:

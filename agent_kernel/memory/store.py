@@ -28,7 +28,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from .embeddings import Embedder, LiteLLMEmbedder, resolve_embedder
+from .embeddings import ENV_VAR, Embedder, LiteLLMEmbedder, resolve_embedder
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +201,8 @@ class LanceTables:
         self._history: Any = None
         self._open_lock = threading.Lock()
         self._writes = 0
+        self._unchecked = 0
+        self._counted = False
         self._maintenance: threading.Thread | None = None
         self.has_fts = False
         self.has_vector_index = False
@@ -267,10 +269,11 @@ class LanceTables:
         if conf is None:
             return configured
         embedder = conf.function.embedder()
-        if configured is not None and configured.name != embedder.name:
+        explicit = self.embedding_setting or os.environ.get(ENV_VAR)
+        if explicit and configured is not None and configured.name != embedder.name:
             self.notice = (f"the memory table was built with {embedder.name}; the configured "
                            f"{configured.name} is not used for it")
-        elif isinstance(embedder, LiteLLMEmbedder) and self.api_base:
+        if isinstance(embedder, LiteLLMEmbedder) and self.api_base:
             embedder.api_base = self.api_base
         return embedder
 
@@ -297,6 +300,24 @@ class LanceTables:
                     self._history = self.db().create_table(
                         HISTORY, schema=history_schema(), exist_ok=True)
         return self._history
+
+    def add_memories(self, rows: list[dict[str, Any]], vectors: Any) -> None:
+        """Append rows (and their vectors, an ``(n, dim)`` array) in one columnar write."""
+        import numpy as np
+        import pyarrow as pa
+
+        table = self.memories()
+        schema = table.schema
+        names = [n for n in schema.names if n != "vector"]
+        columns = {n: pa.array([r[n] for r in rows], type=schema.field(n).type) for n in names}
+        if "vector" in schema.names:
+            field = schema.field("vector")
+            dim = field.type.list_size
+            flat = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1)
+            if flat.size != dim * len(rows):
+                raise ValueError(f"expected {len(rows)} vectors of {dim} floats")
+            columns["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(flat), dim)
+        table.add(pa.table(columns, schema=pa.schema([schema.field(n) for n in columns])))
 
     # -- searching -------------------------------------------------------------
     def search(self, text: str, vector: Any, where: str | None, limit: int,
@@ -351,8 +372,12 @@ class LanceTables:
     def wrote(self, rows: int) -> None:
         """Count writes and start housekeeping in the background when it is due."""
         self._writes += rows
+        self._unchecked += rows
         due = self._writes >= MAINTAIN_EVERY
-        if not self.has_vector_index and self.embedder is not None:
+        if (not self.has_vector_index and self.embedder is not None
+                and (self._unchecked >= 100 or not self._counted)):
+            # Counting every row costs a few ms: look again every 100 writes.
+            self._unchecked, self._counted = 0, True
             due = due or self.memories().count_rows() >= self.index_threshold
         if due and (self._maintenance is None or not self._maintenance.is_alive()):
             self._writes = 0

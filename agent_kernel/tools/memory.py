@@ -5,8 +5,8 @@ spec 000 (``content``, ``longTerm`` → ``{path}``) and spec 001 (``tags``, at
 most 2000 characters → ``{memory_id, timestamp}``) and returns all three.
 ``recall`` is spec 001's (``limit`` 1-20 → ``{memories, count}``),
 ``search_memory`` and the history tools are spec 000's, ``memory_recently``
-is spec 003's. All of them are sync functions, so the runtime runs them in a
-worker thread: LanceDB and the embedding model never block the event loop.
+is spec 003's. Each runs its LanceDB and embedding work in a worker thread,
+so the event loop never waits for them, and emits its events on the loop.
 
 :func:`attach` puts the workspace's store in ``agent.services["memory"]``
 (nothing is imported or opened until the first call) and subscribes a
@@ -15,6 +15,8 @@ worker thread: LanceDB and the embedding model never block the event loop.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from ..events import Notice
@@ -24,7 +26,8 @@ SNIPPET_CHARS = 300
 HISTORY_CAP = 1000
 
 
-def _store(ctx: ToolContext) -> Any:
+def _open_store(ctx: ToolContext) -> tuple[Any, str | None]:
+    """The workspace's store, opened (in a worker thread), and a notice not yet given."""
     store = ctx.agent.services.get("memory")
     if store is None:
         from ..memory.service import MemoryStore
@@ -34,8 +37,16 @@ def _store(ctx: ToolContext) -> Any:
     told = ctx.agent.services.setdefault("memory_notices", set())
     if notice and notice not in told:
         told.add(notice)
+        return store, notice
+    return store, None
+
+
+async def _with_store(ctx: ToolContext, work: Callable[[Any], Any]) -> Any:
+    """Run ``work(store)`` in a worker thread; say on the loop when search is keyword-only."""
+    store, notice = await asyncio.to_thread(_open_store, ctx)
+    if notice:
         ctx.emit(Notice(ctx.run_id, f"Memory: {notice}.", level="warning"))
-    return store
+    return await asyncio.to_thread(work, store)
 
 
 def _flush_history(ctx: ToolContext) -> None:
@@ -44,7 +55,7 @@ def _flush_history(ctx: ToolContext) -> None:
         writer.flush(10.0)
 
 
-def remember(
+async def remember(
     content: Annotated[str, Field(min_length=1, max_length=2000)],
     ctx: ToolContext,
     longTerm: bool = False,  # noqa: N803 - spec 000's name
@@ -58,11 +69,11 @@ def remember(
             writes it to memory/YYYY-MM-DD-{slug}.md.
         tags: Optional tags for categorization, e.g. ["trading", "lesson"].
     """
-    return _store(ctx).remember(content, agent_id=ctx.agent_id, tags=tags,
-                                long_term=longTerm, run_id=ctx.run_id)
+    return await _with_store(ctx, lambda store: store.remember(
+        content, agent_id=ctx.agent_id, tags=tags, long_term=longTerm, run_id=ctx.run_id))
 
 
-def recall(
+async def recall(
     query: Annotated[str, Field(min_length=1, max_length=2000)],
     ctx: ToolContext,
     limit: Annotated[int, Field(ge=1, le=20)] = 5,
@@ -73,13 +84,14 @@ def recall(
         query: What to search for, e.g. "entry timing lessons".
         limit: Maximum number of memories to return (1-20, default 5).
     """
-    memories = _store(ctx).search(query, agent_id=ctx.agent_id, limit=limit)
+    memories = await _with_store(ctx, lambda store: store.search(
+        query, agent_id=ctx.agent_id, limit=limit))
     for memory in memories:
         memory.pop("agent_id", None)
     return {"memories": memories, "count": len(memories)}
 
 
-def search_memory(
+async def search_memory(
     query: Annotated[str, Field(min_length=1, max_length=2000)],
     ctx: ToolContext,
     after: str | None = None,
@@ -94,13 +106,13 @@ def search_memory(
         before: Only memories written at or before this ISO 8601 time.
         limit: Maximum number of hits (default 5).
     """
-    found = _store(ctx).search(query, agent_id=ctx.agent_id, limit=limit, after=after,
-                               before=before)
+    found = await _with_store(ctx, lambda store: store.search(
+        query, agent_id=ctx.agent_id, limit=limit, after=after, before=before))
     return {"hits": [{"source": m["path"], "content": m["content"][:SNIPPET_CHARS],
                       "score": m["score"]} for m in found]}
 
 
-def memory_recently(
+async def memory_recently(
     ctx: ToolContext,
     days: Annotated[int, Field(ge=1, le=365)] = 3,
     limit: Annotated[int, Field(ge=1, le=100)] = 20,
@@ -113,7 +125,8 @@ def memory_recently(
         limit: Maximum number of items (default 20).
         include_body: Also return each memory's full text.
     """
-    found = _store(ctx).recent(agent_id=ctx.agent_id, days=days, limit=limit)
+    found = await _with_store(ctx, lambda store: store.recent(
+        agent_id=ctx.agent_id, days=days, limit=limit))
     items = []
     for memory in found:
         first = memory["content"].strip().splitlines()[0]
@@ -127,7 +140,7 @@ def memory_recently(
     return {"items": items, "count": len(items), "days": days}
 
 
-def get_recent_history(
+async def get_recent_history(
     count: Annotated[int, Field(ge=1, le=HISTORY_CAP)],
     ctx: ToolContext,
     offset: Annotated[int, Field(ge=0)] = 0,
@@ -138,12 +151,15 @@ def get_recent_history(
         count: How many messages to return.
         offset: Skip the N most recent messages (default 0).
     """
-    _flush_history(ctx)
-    messages = _store(ctx).history(agent_id=ctx.agent_id, count=count, offset=offset)
+    def read(store: Any) -> list[dict[str, str]]:
+        _flush_history(ctx)
+        return store.history(agent_id=ctx.agent_id, count=count, offset=offset)
+
+    messages = await _with_store(ctx, read)
     return {"messages": list(reversed(messages))}
 
 
-def get_history_by_time(
+async def get_history_by_time(
     after: Annotated[str, Field(min_length=1, max_length=40)],
     ctx: ToolContext,
     before: str | None = None,
@@ -154,8 +170,11 @@ def get_history_by_time(
         after: Start time, ISO 8601 (inclusive).
         before: End time, ISO 8601 (inclusive); default now.
     """
-    _flush_history(ctx)
-    messages = _store(ctx).history(agent_id=ctx.agent_id, after=after, before=before)
+    def read(store: Any) -> list[dict[str, str]]:
+        _flush_history(ctx)
+        return store.history(agent_id=ctx.agent_id, after=after, before=before)
+
+    messages = await _with_store(ctx, read)
     return {"messages": messages[-HISTORY_CAP:]}
 
 

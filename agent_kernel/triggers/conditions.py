@@ -168,7 +168,10 @@ class ConditionWatch:
         if self._code is None:
             self._code = compile(str(self.condition.expression), "<trigger condition>", "eval")
         try:
-            truth = bool(eval(self._code, namespace))  # noqa: S307 - approved by a person first
+            # IPython's user_ns is a module namespace already; a plain dict is copied so
+            # eval does not add __builtins__ to it.
+            scope = namespace if "__builtins__" in namespace else dict(namespace)
+            truth = bool(eval(self._code, scope))  # noqa: S307 - approved by a person first
         except Exception as exc:
             self.last_error = f"{type(exc).__name__}: {exc}"
             truth = False

@@ -9,7 +9,7 @@ workspace's saved triggers and prints a note saying so) and registers
 
 - ``%agent_triggers``: the live panel of every trigger (kind, next run, last
   run and result, a cancel button);
-- ``%agent_triggers --text``: the same as plain text;
+- ``%agent_triggers --text``: every trigger of this session (active first) as text;
 - ``%agent_triggers cancel ID``: cancel one.
 """
 
@@ -80,7 +80,8 @@ def agent_triggers(ipython: Any, agent_magics: Any, line: str) -> Any:
     if words == ["--text"]:
         from .panel import text_table
 
-        print(text_table(t for t in scheduler.triggers.values() if t.active))
+        ordered = sorted(scheduler.triggers.values(), key=lambda t: (not t.active, t.created_at))
+        print(text_table(ordered))
         return None
     if words:
         print(USAGE)

@@ -96,3 +96,36 @@ def make_cron(scheduler: TriggerScheduler, *, cron_expression: str, focus: str,
     trigger = _base(scheduler, "cron", focus, source, run_id, "sch")
     trigger.cron = expression
     return scheduler.add(trigger)
+
+
+class TriggerMaker:
+    """The Python API of :class:`~.scheduler.TriggerScheduler`. Triggers a person makes need
+    no approval: a condition written in a cell is the person's own code."""
+
+    def every(self, seconds: float, prompt: str, *, timeout: float | None = None) -> Trigger:
+        """Run ``prompt`` every ``seconds``."""
+        return make_schedule(self._me(), prompt=prompt, type="recurring", interval=seconds,
+                             timeout=timeout)
+
+    def at(self, when: datetime | str, prompt: str, *, timeout: float | None = None) -> Trigger:
+        """Run ``prompt`` once at ``when`` (an aware datetime or ISO 8601 text)."""
+        run_at = when if isinstance(when, str) else iso(when)
+        return make_schedule(self._me(), prompt=prompt, type="scheduled", runAt=run_at,
+                             timeout=timeout)
+
+    def once(self, delay_seconds: int, focus: str) -> Trigger:
+        """Run ``focus`` once after ``delay_seconds``."""
+        return make_once(self._me(), delay_seconds=delay_seconds, focus=focus)
+
+    def cron(self, expression: str, focus: str) -> Trigger:
+        """Run ``focus`` on a cron schedule (local time, at most once a minute)."""
+        return make_cron(self._me(), cron_expression=expression, focus=focus)
+
+    def when(self, condition: Any, prompt: str, *, cooldown: float = 0,
+             timeout: float | None = None) -> Trigger:
+        """Run ``prompt`` each time ``condition`` fires (see :mod:`.conditions`)."""
+        return make_schedule(self._me(), prompt=prompt, type="conditional",
+                             condition=condition, cooldown=cooldown, timeout=timeout)
+
+    def _me(self) -> TriggerScheduler:
+        return self  # type: ignore[return-value]

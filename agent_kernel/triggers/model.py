@@ -78,7 +78,7 @@ def check_cron(expression: str, now: datetime) -> str:
         times = [runs.get_next(datetime) for _ in range(30)]
     except Exception as exc:  # croniter raises several types for impossible dates
         raise ValueError(f"Invalid cron expression: {expression!r} ({exc})") from None
-    gap = min((b - a).total_seconds() for a, b in zip(times, times[1:]))
+    gap = min((b - a).total_seconds() for a, b in zip(times, times[1:], strict=False))
     if gap < CRON_FLOOR:
         raise ValueError(f"cron expression {expression!r} runs every {gap:g} s; the minimum "
                          f"interval is {CRON_FLOOR:g} s (one minute)")

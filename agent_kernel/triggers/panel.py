@@ -47,7 +47,8 @@ def text_table(triggers: Iterable[Trigger]) -> str:
     rows = list(triggers)
     if not rows:
         return "No triggers. Ask the agent, e.g. %agent every 2 seconds check the build"
-    lines = [f"{len(rows)} trigger(s):"]
+    active = sum(1 for t in rows if t.active)
+    lines = [f"{len(rows)} trigger(s), {active} active:"]
     for t in rows:
         lines.append(f"  {t.id} [{t.kind}, {t.status}] {t.schedule_text()}: {t.prompt[:60]}")
         lines.append(f"      next run: {_local(t.next_run)}; runs {t.runs}, errors {t.errors}, "

@@ -44,7 +44,8 @@ async def run_firing(scheduler: TriggerScheduler, firing: Firing) -> None:
     delay_ms = int((started_at - firing.due_at).total_seconds() * 1000)
     await _ledger(scheduler, run_id, "trigger_fired", trigger_id=trigger.id, type=trigger.kind,
                   due_at=iso(firing.due_at), fired_at=iso(firing.fired_at),
-                  started_at=iso(started_at), delay_ms=delay_ms)
+                  started_at=iso(started_at), delay_ms=delay_ms,
+                  fire_delay_ms=int((firing.fired_at - firing.due_at).total_seconds() * 1000))
     context = trigger.run_context(iso(firing.due_at), iso(firing.fired_at))
     loop = asyncio.get_running_loop()
     timed_out = False
@@ -61,7 +62,8 @@ async def run_firing(scheduler: TriggerScheduler, firing: Firing) -> None:
         result = await agent.arun(trigger.prompt, trigger=context, isolated=True, run_id=run_id)
         status, reply, error = result.status, result.reply, result.error
         if timed_out and status == "cancelled":
-            status, error = "timeout", f"the run exceeded the trigger's {trigger.timeout:g}s timeout"
+            status = "timeout"
+            error = f"the run exceeded the trigger's {trigger.timeout:g}s timeout"
     except asyncio.CancelledError:
         status, error = "cancelled", "the scheduler stopped"
         raise

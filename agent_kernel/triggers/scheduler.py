@@ -33,6 +33,7 @@ from ..events import LedgerRecorded, Notice, RunFinished, RunStarted
 from ..ledger import new_id
 from .clock import Clock, from_local_naive, system_clock, to_local_naive
 from .conditions import Condition, ConditionWatch
+from .make import TriggerMaker
 from .model import MAX_ACTIVE, ONE_SHOT, Trigger, cron_next, iso
 from .store import TriggerStore
 
@@ -51,7 +52,7 @@ class Firing:
     fired_at: datetime
 
 
-class TriggerScheduler:
+class TriggerScheduler(TriggerMaker):
     """Runs one agent's triggers on the asyncio loop it is started on."""
 
     def __init__(self, agent: Any, *, namespace: dict[str, Any] | None = None,
@@ -81,9 +82,10 @@ class TriggerScheduler:
         self._background: set[asyncio.Task[Any]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pump: asyncio.Task[None] | None = None
-        self._wake: asyncio.Event | None = None
+        self._wake: asyncio.Future[None] | None = None
         self._next_check = self.clock()
         self._runs_seen: dict[str, tuple[str, str, str]] = {}
+        self._runner_lock: Any = None
         agent.bus.subscribe(self._watch_runs)
 
     # -- life cycle -----------------------------------------------------------
@@ -101,11 +103,16 @@ class TriggerScheduler:
         except RuntimeError:
             raise RuntimeError("the trigger scheduler needs a running asyncio loop "
                                "(a kernel, or inside asyncio.run)") from None
-        self._wake = asyncio.Event()
         self._next_check = self.clock()
-        from .restore import restore
+        from .. import llm
+        from .restore import RestoreReport, restore
 
-        self.restore_report = restore(self)
+        if llm._litellm is None:  # the first firing should not wait for the import
+            llm.warm_up()
+
+        self.restore_report = restore(self) if self._claim() else RestoreReport(problems=[
+            "another kernel or `python -m agent_kernel triggers` already runs this workspace's "
+            f"triggers for agent {self.agent.agent_id!r}; they are not restored here"])
         if self.restore_report.restored or self.restore_report.problems:
             self.agent.bus.emit(Notice("triggers", self.restore_report.text()))
         if pump:
@@ -127,7 +134,28 @@ class TriggerScheduler:
         for task in list(self._tasks.values()):
             task.cancel()
         await asyncio.gather(*self._tasks.values(), *self._background, return_exceptions=True)
+        self._tasks.clear()
+        self.running.clear()
+        self.queue.clear()
         self._sched.clear()
+        self._jobs.clear()
+        if self._runner_lock is not None:
+            self._runner_lock.release()
+            self._runner_lock = None
+
+    def _claim(self) -> bool:
+        """Hold the workspace's runner lock for this agent, so no two schedulers (in this
+        process or another) restore and fire the same saved triggers."""
+        from filelock import FileLock, Timeout
+
+        self.store.folder.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.store.folder / f".runner-{self.agent.agent_id}.lock"), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            return False
+        self._runner_lock = lock
+        return True
 
     async def drain(self, timeout: float = 30.0) -> None:
         """Wait until no fired run is running or queued (tests and the CLI use this)."""
@@ -169,42 +197,6 @@ class TriggerScheduler:
                 log.exception("trigger display hook failed")
         self._changed(trigger)
         return trigger
-
-    # The Python API: triggers a person makes need no approval.
-    def every(self, seconds: float, prompt: str, *, timeout: float | None = None) -> Trigger:
-        """Run ``prompt`` every ``seconds``."""
-        from .make import make_schedule
-
-        return make_schedule(self, prompt=prompt, type="recurring", interval=seconds,
-                             timeout=timeout)
-
-    def at(self, when: datetime | str, prompt: str, *, timeout: float | None = None) -> Trigger:
-        """Run ``prompt`` once at ``when`` (an aware datetime or ISO 8601 text)."""
-        from .make import make_schedule
-
-        run_at = when if isinstance(when, str) else iso(when)
-        return make_schedule(self, prompt=prompt, type="scheduled", runAt=run_at,
-                             timeout=timeout)
-
-    def once(self, delay_seconds: int, focus: str) -> Trigger:
-        """Run ``focus`` once after ``delay_seconds``."""
-        from .make import make_once
-
-        return make_once(self, delay_seconds=delay_seconds, focus=focus)
-
-    def cron(self, expression: str, focus: str) -> Trigger:
-        """Run ``focus`` on a cron schedule (local time, at most once a minute)."""
-        from .make import make_cron
-
-        return make_cron(self, cron_expression=expression, focus=focus)
-
-    def when(self, condition: Any, prompt: str, *, cooldown: float = 0,
-             timeout: float | None = None) -> Trigger:
-        """Run ``prompt`` each time ``condition`` fires (see :mod:`.conditions`)."""
-        from .make import make_schedule
-
-        return make_schedule(self, prompt=prompt, type="conditional", condition=condition,
-                             cooldown=cooldown, timeout=timeout)
 
     def cancel(self, trigger_id: str) -> bool:
         """Cancel an active trigger; False when there is none by that id."""
@@ -262,7 +254,6 @@ class TriggerScheduler:
 
     # -- the pump ---------------------------------------------------------------
     async def _pump_forever(self) -> None:
-        assert self._wake is not None
         while True:
             try:
                 self.run_due()
@@ -270,9 +261,15 @@ class TriggerScheduler:
                 log.exception("trigger pump pass failed")
                 self.agent.bus.emit(Notice("triggers", f"Trigger scheduler error: {exc}",
                                            level="error"))
-            self._wake.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._sleep_for())
+            # A plain future woken by a timer or by _poke: cheaper than wait_for, and
+            # cancelling the pump cancels exactly one await.
+            loop = asyncio.get_running_loop()
+            self._wake = loop.create_future()
+            timer = loop.call_later(self._sleep_for(), self._poke)
+            try:
+                await self._wake
+            finally:
+                timer.cancel()
 
     def _sleep_for(self) -> float:
         delays = [MAX_SLEEP]
@@ -284,8 +281,8 @@ class TriggerScheduler:
         return min(delays)
 
     def _poke(self) -> None:
-        if self._wake is not None:
-            self._wake.set()
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
 
     def run_due(self) -> None:
         """One pass: fire due jobs, then check conditions if their cadence is up."""

@@ -82,7 +82,8 @@ class QuestionBox:
         if event.options:
             for option in event.options:
                 button = _classed(w.Button(description=option, disabled=not live,
-                                           tooltip=option), css)
+                                           tooltip=option,
+                                           layout=w.Layout(width="auto", min_width="120px")), css)
                 button.on_click(lambda _b, text=option: answer(text))
                 self.buttons.append(button)
             controls.append(w.HBox(self.buttons))
@@ -94,7 +95,8 @@ class QuestionBox:
             send.on_click(lambda _b: answer(self.entry.value if self.entry else ""))
             self.buttons.append(send)
             controls.append(w.HBox([self.entry, send]))
-        self.countdown = _classed(w.Label(""), "agent-kernel-countdown")
+        self.countdown = _classed(w.Label("", layout=w.Layout(display="none")),
+                                  "agent-kernel-countdown")
         self.answered = w.Label("")
         self.box = _classed(w.VBox([self.text, *controls, self.countdown, self.answered]),
                             "agent-kernel-question")
@@ -110,6 +112,7 @@ class QuestionBox:
         """Show how the question ended; the chosen button stays highlighted."""
         self.disable()
         self.countdown.value = ""
+        self.countdown.layout.display = "none"
         for button in self.buttons:
             if button.description == event.answer and event.source == "user":
                 button.button_style = "success"
@@ -123,6 +126,7 @@ class QuestionBox:
         if 0 < left <= COUNTDOWN_FROM and not self.answered.value:
             default = f"; then: {self.event.default}" if self.event.default else ""
             self.countdown.value = f"{int(left)} s left to answer{default}"
+            self.countdown.layout.display = None
 
 
 class WidgetView:
@@ -190,10 +194,21 @@ class WidgetView:
         if self.done:
             return
         seconds = time.monotonic() - self.started
-        self.status.value = f"⏳ {self.phase}…"
+        self.status.value = f"⏳ {self.current_phase()}…"
         self.elapsed.value = f"{seconds:.1f} s"
         for box in self.questions.values():
             box.tick()
+
+    def current_phase(self) -> str:
+        """What the run is doing: waiting for an answer, running tools, thinking, writing."""
+        if self.phase == "stopping":
+            return self.phase
+        if any(q.source is None for q in self.transcript.questions.values()):
+            return "waiting for your answer" if self.interactive else "asking"
+        running = [c.tool_name for c in self.transcript.tools.values() if c.success is None]
+        if running:
+            return "running " + ", ".join(running)
+        return self.phase
 
     def _render_reply(self) -> None:
         self._dirty = False
@@ -217,16 +232,15 @@ class WidgetView:
             if time.monotonic() - self._last_render >= RENDER_EVERY:
                 self._render_reply()
         elif isinstance(event, ToolCallStarted):
-            self.phase = f"running {event.tool_name}"
             card = _classed(w.HTML(tool_card_html(self.transcript.tools[event.call_id])),
                             "agent-kernel-tool")
             self.cards[event.call_id] = card
             self.activity.children = (*self.activity.children, card)
         elif isinstance(event, ToolCallFinished):
+            self.phase = "thinking"
             if (card := self.cards.get(event.call_id)) is not None:
                 card.value = tool_card_html(self.transcript.tools[event.call_id])
         elif isinstance(event, Question):
-            self.phase = "waiting for your answer" if self.interactive else "asking"
             box = QuestionBox(event, lambda text, qid=event.question_id: self.answer(qid, text),
                               live=self.interactive)
             self.questions[event.question_id] = box
@@ -234,7 +248,6 @@ class WidgetView:
         elif isinstance(event, QuestionAnswered):
             if (box := self.questions.get(event.question_id)) is not None:
                 box.settle(event)
-            self.phase = "thinking"
         elif isinstance(event, Reply):
             self._append_html("<b>Reply:</b> " + markdown_to_html(event.text))
         elif isinstance(event, ConsoleOutput):

@@ -43,6 +43,8 @@ async function main() {
     else if (config.scenario === "latency") await latencyScenario(page, notebook);
     else throw new Error(`unknown scenario ${config.scenario}`);
     report.news_popup = await page.getByText("official Jupyter news").count();
+    await page.keyboard.press("Control+s"); // the saved file keeps the static transcripts
+    await page.waitForTimeout(1500);
     await shot(page, "final-page", page);
   } catch (err) {
     report.errors.push(String(err && err.stack ? err.stack : err));
@@ -198,12 +200,13 @@ async function testScenario(page, nb) {
     const approve = nb.button(index, "agent-kernel-approval", "Approve");
     await approve.waitFor({ timeout: STEP_TIMEOUT });
     await approve.click();
-    const deadline = Date.now() + STEP_TIMEOUT;
-    while (!(await nb.status(index)).includes("bash") && Date.now() < deadline) {
-      await page.waitForTimeout(100);
-    }
-    await page.waitForTimeout(1000);
-    const step = { running_status: await nb.status(index) };
+    await nb.cell(index).locator(".agent-kernel-answered", { hasText: "Approve" })
+      .waitFor({ timeout: STEP_TIMEOUT });
+    await page.waitForTimeout(1500); // `sleep 30` is running now
+    const step = {
+      running_status: await nb.status(index),
+      running_tool: await nb.text(index, ".agent-kernel-tool"),
+    };
     await shot(page, "stop-running", nb.cell(index));
     const stopAt = Date.now();
     await nb.button(index, "agent-kernel-stop", "Stop").click();
