@@ -8,7 +8,6 @@ everywhere.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,9 +28,7 @@ class Settings:
     temperature: float | None = None
     api_base: str | None = None
     api_key: str | None = None
-    # Who decides side-effecting calls when nobody can click (papermill, nbclient, CI).
-    headless_approval: str = field(
-        default_factory=lambda: os.environ.get("AGENT_KERNEL_HEADLESS_APPROVAL", "deny"))
+    headless_approval: str = "deny"
     extra_completion_args: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

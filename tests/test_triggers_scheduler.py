@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agent_kernel import Agent, Settings, state
-from agent_kernel.events import Notice
+from agent_kernel.events import Notice, RunStarted
 from agent_kernel.triggers.clock import ManualClock
 from agent_kernel.triggers.scheduler import TriggerScheduler
 
@@ -40,19 +40,35 @@ def kinds(scheduler: TriggerScheduler, kind: str, trigger_id: str | None = None)
             and (trigger_id is None or r.get("trigger_id") == trigger_id)]
 
 
+async def until(check: Any, timeout: float = 120.0) -> None:
+    """Wait (on the loop, so runs go on) until ``check()`` is true."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, "timed out waiting"
+        await asyncio.sleep(0.02)
+
+
 async def tick(scheduler: TriggerScheduler, clock: ManualClock, seconds: float) -> None:
     clock.advance(seconds)
     scheduler.run_due()
-    await scheduler.drain()
+    await scheduler.drain(timeout=180)
 
 
 async def test_interval_fires_when_due_and_not_before(tmp_path: Path, clock: ManualClock) -> None:
     scheduler = make_scheduler(tmp_path, clock)
+    started: list[RunStarted] = []
+    scheduler.agent.bus.subscribe(lambda e: started.append(e)
+                                  if isinstance(e, RunStarted) else None)
     trigger = scheduler.every(10, "echo tick")
     await tick(scheduler, clock, 9.9)
     assert trigger.runs == 0
     await tick(scheduler, clock, 0.2)
     assert trigger.runs == 1 and trigger.last_status == "ok"
+    context = started[0].trigger
+    assert started[0].prompt == "echo tick" and context is not None
+    assert context["trigger"] == "schedule" and context["trigger_id"] == trigger.id
+    assert context["focus"] == "echo tick" and context["agent_id"] == "agent"
+    assert context["due_at"] == "2026-01-05T09:00:10.000Z"
     assert "tick" in (trigger.last_result or "")
     await tick(scheduler, clock, 10)
     assert trigger.runs == 2
@@ -221,20 +237,26 @@ async def test_slow_run_queues_its_next_firing_and_never_delays_others(
     scheduler = make_scheduler(tmp_path, clock)
     slow = scheduler.every(10, "query_state trigger_test_gate")
     fast = scheduler.every(10, "echo fast")
+
+    def fast_done(runs: int) -> bool:
+        busy = any(f.trigger_id == fast.id for f in [*scheduler.running.values(),
+                                                      *scheduler.queue])
+        return fast.runs == runs and not busy
+
     clock.advance(10)
     scheduler.run_due()
-    await asyncio.sleep(0.3)
-    assert fast.runs == 1 and slow.runs == 0
+    await until(lambda: fast_done(1))
+    assert slow.runs == 0
     assert [f.trigger_id for f in scheduler.running.values()] == [slow.id]
     clock.advance(10)
     scheduler.run_due()  # the slow one is still going: its firing waits in the queue
+    await until(lambda: fast_done(2))
     clock.advance(10)
     scheduler.run_due()  # and a third firing is skipped, not piled up
-    await asyncio.sleep(0.3)
-    assert fast.runs == 3
+    await until(lambda: fast_done(3))
     assert [f.trigger_id for f in scheduler.queue] == [slow.id] and slow.skipped == 1
     gate.set()
-    await scheduler.drain()
+    await scheduler.drain(timeout=180)
     assert slow.runs == 2 and slow.last_status == "ok" and "opened" in (slow.last_result or "")
 
 
@@ -296,5 +318,17 @@ async def test_restore_can_run_missed_triggers_once(tmp_path: Path, clock: Manua
     await first.close()
     clock.advance(500)
     second = make_scheduler(tmp_path, clock, missed="run_once")
-    await second.drain()
+    await second.drain(timeout=180)
     assert second.triggers[recurring.id].runs == 1
+
+
+async def test_one_runner_per_workspace_and_agent(tmp_path: Path, clock: ManualClock) -> None:
+    first = make_scheduler(tmp_path, clock)
+    first.every(60, "echo once only")
+    second = make_scheduler(tmp_path, clock)
+    assert second.restore_report.restored == []
+    assert "already runs this workspace's triggers" in second.restore_report.text()
+    await first.close()
+    third = make_scheduler(tmp_path, clock)
+    assert len(third.restore_report.restored) == 1
+    await third.close()

@@ -174,7 +174,7 @@ async def test_cancel_task_queued_trigger_and_running(tmp_path: Path, clock: Man
     assert await call(agent, "cancel_task", id=by_status["queued"]["id"]) == {"success": True}
     assert await call(agent, "cancel_task", taskId=trigger_id) == {"success": True}
     gate.set()
-    await scheduler.drain()
+    await scheduler.drain(timeout=180)
     assert scheduler.triggers[trigger_id].runs == 1  # the queued firing never ran
     assert (await call(agent, "list_tasks"))["tasks"] == []
 
@@ -233,7 +233,7 @@ async def test_panel_rows_update_and_cancel_button_cancels(tmp_path: Path) -> No
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert trigger.id in bundle["text/plain"] and "[recurring, active]" in bundle["text/plain"]
     scheduler.fire(trigger, scheduler.clock())
-    await scheduler.drain()
+    await scheduler.drain(timeout=180)
     assert "The echo tool returned: from the panel" in row.html.value
     row.cancel.click()
     assert not trigger.active and row.cancel.disabled and "cancelled" in row.html.value

@@ -5,9 +5,10 @@ scheduler the kernel uses, on this process's own asyncio loop, with one
 agent per ``agent_id`` found in ``DIR/triggers/``. It prints the restore note
 (missed runs are skipped unless ``--missed run_once``), then one line per
 firing and per finished run, until Ctrl-C (or ``--duration`` seconds). Stop
-the notebook's kernel first: two processes running the same workspace would
-both fire its triggers. Conditions over notebook variables have no
-namespace here and report that; file conditions work.
+the notebook's kernel first: a kernel that runs the triggers holds the runner
+lock, and this command then says so instead of firing them twice. Conditions
+over notebook variables have no namespace here and report that; file
+conditions work.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
+import sys
 from datetime import datetime
 from typing import Any
 
@@ -108,6 +111,11 @@ async def serve(args: argparse.Namespace) -> int:
 def main(args: argparse.Namespace) -> int:
     """Run until stopped; exit 0."""
     try:
-        return asyncio.run(serve(args))
+        code = asyncio.run(serve(args))
     except KeyboardInterrupt:
-        return 0
+        code = 0
+    # Native libraries' background threads (LanceDB's event loop) can abort the
+    # interpreter's finalization; every ledger record is already fsync'd, so leave now.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

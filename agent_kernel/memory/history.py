@@ -5,8 +5,10 @@ gives the user's prompt and ``RunFinished`` the assistant's reply; each
 becomes a ``history`` row (role, text, createdAt, run and conversation ids).
 Subscribers run on the event loop, so the writer only queues the record: one
 daemon thread writes the queue to the table in batches, and the first write
-is what imports lancedb. :meth:`flush` waits for the queue to drain, which the
-history tools call so a run can read its own prompt.
+is what imports lancedb; after it the thread opens the memory table and loads
+the embedding model, so a run's first memory call is quick. :meth:`flush`
+waits for the queue to drain, which the history tools call so a run can read
+its own prompt.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ class HistoryWriter:
                 atexit.register(self.flush, 10.0)
 
     def _work(self) -> None:
+        warmed = False
         while True:
             first = self._queue.get()
             batch = [first] if first is not None else []
@@ -88,6 +91,14 @@ class HistoryWriter:
             with self._idle:
                 self._pending -= len(batch)
                 self._idle.notify_all()
+            if not warmed:
+                # The run goes on meanwhile: its first memory call then finds the
+                # table open and the model loaded.
+                warmed = True
+                try:
+                    self.store.warm()
+                except Exception as exc:
+                    log.debug("memory warm-up failed: %s", exc)
 
     def flush(self, timeout: float | None = 30.0) -> bool:
         """Wait until every queued record is written; False on timeout."""

@@ -205,12 +205,9 @@ async def bash(
     return result
 
 
-def _max_bash_seconds() -> float:
-    return LIMITS.bash_max_timeout + 5.0
-
-
 TOOLS = [
     Tool(read_file, source="builtin", side_effects=False),
     Tool(write_file, source="builtin", side_effects=True),
-    Tool(bash, source="builtin", side_effects=True, timeout=_max_bash_seconds()),
+    # bash enforces its own timeout_seconds; the loop's 30 s tool timeout must not cut it.
+    Tool(bash, source="builtin", side_effects=True, timeout=LIMITS.bash_max_timeout + 5.0),
 ]

@@ -163,11 +163,11 @@ def task_list(scheduler: TriggerScheduler, scope: str = "all",
                          "createdAt": _iso(firing.fired_at)})
     if scope in ("running", "all") and role_ok:
         for run_id in agent.running:
-            firing = scheduler.running.get(run_id)
+            running = scheduler.running.get(run_id)
             info = scheduler.run_info(run_id)
-            if firing is not None:
-                trigger = scheduler.triggers[firing.trigger_id]
-                kind, prompt, created = trigger.kind, trigger.prompt, _iso(firing.fired_at)
+            if running is not None:
+                trigger = scheduler.triggers[running.trigger_id]
+                kind, prompt, created = trigger.kind, trigger.prompt, _iso(running.fired_at)
             elif info is not None:
                 prompt, kind, created = info
             else:

@@ -13,12 +13,16 @@ See ``docs/triggers.md`` for the kinds, the limits and how restoring works.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .scheduler import TriggerScheduler
 
 SERVICE = "triggers"
+# Called with every new scheduler; the notebook extension adds one that hands the kernel's
+# namespace and the panel display to schedulers made in this kernel.
+WIRING: list[Callable[[Any], None]] = []
 
 
 def scheduler_for(agent: Any, **options: Any) -> TriggerScheduler:
@@ -32,7 +36,9 @@ def scheduler_for(agent: Any, **options: Any) -> TriggerScheduler:
 
     made = TriggerScheduler(agent, **options)
     agent.services[SERVICE] = made
+    for wire in list(WIRING):
+        wire(made)
     return made
 
 
-__all__ = ["SERVICE", "scheduler_for"]
+__all__ = ["SERVICE", "WIRING", "scheduler_for"]

@@ -1,11 +1,13 @@
-"""The notebook side of triggers: start the scheduler on the kernel's loop, ``%agent_triggers``.
+"""The notebook side of triggers: wire schedulers to the kernel, restore, ``%agent_triggers``.
 
-``load(ipython, agent_magics)`` is called by ``%load_ext agent_kernel``. It
-gives the session agent's scheduler the kernel's namespace (conditions read
-``user_ns``), shows a triggers panel in the cell where each new trigger is
-made, starts the scheduler on the kernel's running loop (which restores the
-workspace's saved triggers and prints a note saying so) and registers
-``%agent_triggers``:
+``load(ipython, agent_magics)`` is called by ``%load_ext agent_kernel`` and
+must stay cheap: it registers ``%agent_triggers`` and a wiring hook that gives
+every scheduler made in this kernel the kernel's namespace (conditions read
+``user_ns``) and shows a triggers panel in the cell where each new trigger is
+made. Only when the workspace holds saved triggers does it create the session
+agent and start its scheduler on the kernel's running loop, which restores
+them and prints a note saying so. Otherwise the scheduler starts with the
+first trigger a run makes.
 
 - ``%agent_triggers``: the live panel of every trigger (kind, next run, last
   run and result, a cancel button);
@@ -21,23 +23,15 @@ from typing import Any
 USAGE = "usage: %agent_triggers [--text] | %agent_triggers cancel TRIGGER_ID"
 
 
-def session_scheduler(ipython: Any, agent_magics: Any, *, announce: bool = False) -> Any:
-    """The session agent's scheduler, wired to this kernel and started when a loop runs."""
-    from . import scheduler_for
+def _wiring(ipython: Any) -> Any:
+    def wire(scheduler: Any) -> None:
+        if scheduler.namespace is None:
+            scheduler.namespace = ipython.user_ns
+        if not any(getattr(h, "_agent_kernel_card", False) for h in scheduler.on_created):
+            scheduler.on_created.append(_card_hook(scheduler))
 
-    scheduler = scheduler_for(agent_magics.agent)
-    scheduler.namespace = ipython.user_ns
-    if not any(getattr(h, "_agent_kernel_card", False) for h in scheduler.on_created):
-        scheduler.on_created.append(_card_hook(scheduler))
-    if not scheduler.started:
-        try:
-            report = scheduler.start()
-        except RuntimeError:
-            _start_later(ipython, agent_magics)
-            return scheduler
-        if announce and (report.restored or report.expired or report.problems):
-            print(report.text())
-    return scheduler
+    wire._agent_kernel_wiring = True  # type: ignore[attr-defined]
+    return wire
 
 
 def _card_hook(scheduler: Any) -> Any:
@@ -50,6 +44,23 @@ def _card_hook(scheduler: Any) -> Any:
 
     show._agent_kernel_card = True  # type: ignore[attr-defined]
     return show
+
+
+def session_scheduler(ipython: Any, agent_magics: Any, *, announce: bool = False) -> Any:
+    """The session agent's scheduler, wired to this kernel and started when a loop runs."""
+    from . import scheduler_for
+
+    scheduler = scheduler_for(agent_magics.agent)
+    _wiring(ipython)(scheduler)
+    if not scheduler.started:
+        try:
+            report = scheduler.start()
+        except RuntimeError:
+            _start_later(ipython, agent_magics)
+            return scheduler
+        if announce and (report.restored or report.expired or report.problems):
+            print(report.text())
+    return scheduler
 
 
 def _start_later(ipython: Any, agent_magics: Any) -> None:
@@ -94,8 +105,24 @@ def agent_triggers(ipython: Any, agent_magics: Any, line: str) -> Any:
     return None
 
 
+def _has_saved_triggers(agent_magics: Any) -> bool:
+    from ..workspace import Workspace
+    from .store import FOLDER
+
+    folder = Workspace(getattr(agent_magics, "workspace", None) or None).root / FOLDER
+    return folder.is_dir() and any(folder.glob("*.json"))
+
+
 def load(ipython: Any, agent_magics: Any) -> None:
-    """Register ``%agent_triggers`` and start the session's scheduler (restoring saved ones)."""
+    """Register ``%agent_triggers`` and the wiring; restore saved triggers if there are any."""
+    from . import WIRING
+
     ipython.register_magic_function(lambda line: agent_triggers(ipython, agent_magics, line),
                                     "line", "agent_triggers")
-    session_scheduler(ipython, agent_magics, announce=True)
+    WIRING[:] = [w for w in WIRING if not getattr(w, "_agent_kernel_wiring", False)]
+    WIRING.append(_wiring(ipython))
+    existing = getattr(agent_magics, "_agent", None)
+    if existing is not None and "triggers" in existing.services:
+        _wiring(ipython)(existing.services["triggers"])
+    if _has_saved_triggers(agent_magics):
+        session_scheduler(ipython, agent_magics, announce=True)

@@ -1,4 +1,5 @@
-"""One fired run: record the firing, run the agent as its own task, record the outcome.
+"""One firing: a condition checked on its edge, then the run: record the firing, run the
+agent as its own task, record the outcome.
 
 Kept apart from the scheduler so the path of a single firing reads top to
 bottom: the ``trigger_fired`` ledger record (due time, fire time, delay),
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..events import LedgerRecorded, Notice
@@ -86,3 +88,30 @@ async def run_firing(scheduler: TriggerScheduler, firing: Firing) -> None:
         scheduler._changed(trigger)
     await _ledger(scheduler, run_id, "trigger_run", trigger_id=trigger.id, status=status,
                   error=error, reply=reply[:MAX_RESULT], duration_ms=duration_ms)
+
+
+def check_condition(scheduler: TriggerScheduler, trigger_id: str, now: datetime) -> None:
+    """Check one condition; fire it on its edge unless the cooldown says wait."""
+    trigger = scheduler.triggers.get(trigger_id)
+    watch = scheduler._watches.get(trigger_id)
+    if trigger is None or watch is None or not trigger.active or not trigger.approved:
+        return
+    fired = watch.check(scheduler.namespace)
+    if watch.last_error and watch.last_error != getattr(watch, "shown_error", None):
+        watch.shown_error = watch.last_error  # type: ignore[attr-defined]
+        scheduler.agent.bus.emit(Notice("triggers", f"Condition of trigger {trigger_id} "
+                                        f"could not be checked: {watch.last_error}",
+                                        level="warning"))
+        scheduler._record("trigger_condition_error", trigger_id=trigger_id,
+                          error=watch.last_error)
+    if not fired:
+        return
+    last = trigger.last_fired_at
+    if trigger.cooldown and last:
+        since = (now - datetime.fromisoformat(last.replace("Z", "+00:00"))).total_seconds()
+        if since < trigger.cooldown:
+            trigger.skipped += 1
+            scheduler._record("trigger_skipped", trigger_id=trigger_id, reason="cooldown",
+                              seconds_left=round(trigger.cooldown - since, 3))
+            return
+    scheduler.fire(trigger, now)

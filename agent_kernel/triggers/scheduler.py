@@ -35,6 +35,7 @@ from .clock import Clock, from_local_naive, system_clock, to_local_naive
 from .conditions import Condition, ConditionWatch
 from .make import TriggerMaker
 from .model import MAX_ACTIVE, ONE_SHOT, Trigger, cron_next, iso
+from .runner import check_condition
 from .store import TriggerStore
 
 log = logging.getLogger(__name__)
@@ -110,7 +111,7 @@ class TriggerScheduler(TriggerMaker):
         if llm._litellm is None:  # the first firing should not wait for the import
             llm.warm_up()
 
-        self.restore_report = restore(self) if self._claim() else RestoreReport(problems=[
+        self.restore_report = restore(self) if self._claim_store() else RestoreReport(problems=[
             "another kernel or `python -m agent_kernel triggers` already runs this workspace's "
             f"triggers for agent {self.agent.agent_id!r}; they are not restored here"])
         if self.restore_report.restored or self.restore_report.problems:
@@ -143,19 +144,9 @@ class TriggerScheduler(TriggerMaker):
             self._runner_lock.release()
             self._runner_lock = None
 
-    def _claim(self) -> bool:
-        """Hold the workspace's runner lock for this agent, so no two schedulers (in this
-        process or another) restore and fire the same saved triggers."""
-        from filelock import FileLock, Timeout
-
-        self.store.folder.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.store.folder / f".runner-{self.agent.agent_id}.lock"), timeout=0)
-        try:
-            lock.acquire()
-        except Timeout:
-            return False
-        self._runner_lock = lock
-        return True
+    def _claim_store(self) -> bool:
+        self._runner_lock = self.store.claim(self.agent.agent_id)
+        return self._runner_lock is not None
 
     async def drain(self, timeout: float = 30.0) -> None:
         """Wait until no fired run is running or queued (tests and the CLI use this)."""
@@ -183,6 +174,9 @@ class TriggerScheduler(TriggerMaker):
 
     def add(self, trigger: Trigger, *, first_due: datetime | None = None) -> Trigger:
         """Register a validated trigger, save it and book its first run."""
+        if self._loop is None:  # made in a cell or a run: the loop is there, so start
+            with contextlib.suppress(RuntimeError):
+                self.start()
         self.check_room()
         self.triggers[trigger.id] = trigger
         self._book(trigger, first_due)
@@ -237,7 +231,9 @@ class TriggerScheduler(TriggerMaker):
                     first_due = cron_next(str(trigger.cron), now)
                 else:
                     first_due = datetime.fromisoformat(str(trigger.run_at).replace("Z", "+00:00"))
-            seconds = float(trigger.interval) if trigger.kind == "recurring" else 1
+            # schedule's own annotation says int; seconds as a float work and keep sub-second
+            # intervals exact. One-shot and cron jobs get next_run set below.
+            seconds: Any = float(trigger.interval or 1) if trigger.kind == "recurring" else 1
             job = self._sched.every(seconds).seconds.do(
                 functools.partial(self._job_fired, trigger.id))
             job.next_run = to_local_naive(max(first_due, now))
@@ -291,7 +287,7 @@ class TriggerScheduler(TriggerMaker):
         if self._watches and now >= self._next_check:
             self._next_check = now + timedelta(seconds=self.condition_interval)
             for trigger_id in list(self._watches):
-                self._check_condition(trigger_id, now)
+                check_condition(self, trigger_id, now)
         for trigger_id, job in self._jobs.items():
             if job.next_run is not None and trigger_id in self.triggers:
                 self.triggers[trigger_id].next_run = iso(from_local_naive(job.next_run))
@@ -317,31 +313,6 @@ class TriggerScheduler(TriggerMaker):
         self._book(trigger, cron_next(str(trigger.cron), max(now, due)))
         self.store.save(trigger.to_record())
         return schedule.CancelJob
-
-    def _check_condition(self, trigger_id: str, now: datetime) -> None:
-        trigger = self.triggers.get(trigger_id)
-        watch = self._watches.get(trigger_id)
-        if trigger is None or watch is None or not trigger.active or not trigger.approved:
-            return
-        fired = watch.check(self.namespace)
-        if watch.last_error and watch.last_error != getattr(watch, "shown_error", None):
-            watch.shown_error = watch.last_error  # type: ignore[attr-defined]
-            self.agent.bus.emit(Notice("triggers", f"Condition of trigger {trigger_id} "
-                                       f"could not be checked: {watch.last_error}",
-                                       level="warning"))
-            self._record("trigger_condition_error", trigger_id=trigger_id,
-                         error=watch.last_error)
-        if not fired:
-            return
-        last = trigger.last_fired_at
-        if trigger.cooldown and last:
-            since = (now - datetime.fromisoformat(last.replace("Z", "+00:00"))).total_seconds()
-            if since < trigger.cooldown:
-                trigger.skipped += 1
-                self._record("trigger_skipped", trigger_id=trigger_id, reason="cooldown",
-                             seconds_left=round(trigger.cooldown - since, 3))
-                return
-        self.fire(trigger, now)
 
     # -- firing and running ---------------------------------------------------
     def fire(self, trigger: Trigger, due: datetime) -> Firing | None:

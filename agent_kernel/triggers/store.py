@@ -52,6 +52,19 @@ class TriggerStore:
         with contextlib.suppress(FileNotFoundError):
             self._path(trigger_id).unlink()
 
+    def claim(self, agent_id: str) -> Any:
+        """The runner lock for ``agent_id``'s triggers (a held FileLock), or None when another
+        scheduler, in this process or another, holds it. Release it to give it up."""
+        from filelock import FileLock, Timeout
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.folder / f".runner-{agent_id}.lock"), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            return None
+        return lock
+
     def load_all(self) -> tuple[list[dict[str, Any]], list[str]]:
         """Every saved trigger, oldest first, and a problem line for each unreadable file."""
         if not self.folder.is_dir():

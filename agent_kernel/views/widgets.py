@@ -55,6 +55,7 @@ from .mime import (
 TICK_SECONDS = 0.25
 RENDER_EVERY = 0.1
 COUNTDOWN_FROM = 60.0
+SPINNER = "◐◓◑◒"  # plain geometric shapes: common fonts have them, unlike emoji
 
 
 def _classed(widget: Any, *classes: str) -> Any:
@@ -194,7 +195,8 @@ class WidgetView:
         if self.done:
             return
         seconds = time.monotonic() - self.started
-        self.status.value = f"⏳ {self.current_phase()}…"
+        frame = SPINNER[int(seconds / TICK_SECONDS) % len(SPINNER)]
+        self.status.value = f"{frame} {self.current_phase()}…"
         self.elapsed.value = f"{seconds:.1f} s"
         for box in self.questions.values():
             box.tick()
@@ -253,7 +255,7 @@ class WidgetView:
         elif isinstance(event, ConsoleOutput):
             self._append_html(f"<pre style='margin:0'>{html.escape(event.text)}</pre>")
         elif isinstance(event, Notice):
-            self._append_html(f"ℹ️ {html.escape(event.level)}: {html.escape(event.text)}")
+            self._append_html(f"<i>{html.escape(event.level)}:</i> {html.escape(event.text)}")
         elif isinstance(event, RunError):
             color = "#b00" if event.kind not in ("cancelled", "limit") else "#a60"
             self._append_html(f"<span style='color:{color}'><b>{html.escape(event.kind)}:</b> "
