@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
 import re
@@ -27,6 +28,7 @@ from typing import Any
 from .config import DEMO_MODEL, Settings
 
 DEMO_PROVIDER = "agent-kernel-demo"
+MAX_RETRY_AFTER = 60.0
 _lock = threading.Lock()
 _litellm: Any = None
 
@@ -89,10 +91,24 @@ class ModelTurn:
         if self.tool_calls:
             message["tool_calls"] = [
                 {"id": c.id, "type": "function",
-                 "function": {"name": c.name, "arguments": c.arguments}}
+                 "function": {"name": c.name, "arguments": _valid_json(c.arguments)}}
                 for c in self.tool_calls
             ]
         return message
+
+
+def _valid_json(arguments: str) -> str:
+    """The arguments to keep in the conversation: ``{}`` when they are not JSON.
+
+    Some providers' message conversion (Anthropic's, in litellm) parses the
+    arguments of earlier calls and fails the whole request on bad JSON; the
+    tool result already tells the model what was wrong with what it sent.
+    """
+    try:
+        json.loads(arguments)
+    except ValueError:
+        return "{}"
+    return arguments
 
 
 class ProviderError(RuntimeError):
@@ -289,7 +305,9 @@ async def complete(
                     retryable=retryable,
                 ) from exc
             delay = min(settings.retry_max_delay, settings.retry_base_delay * 2 ** (attempt - 1))
-            delay = _retry_after(exc) or delay * (0.8 + 0.4 * random.random())
+            asked = _retry_after(exc)
+            # A server may ask for any wait; a run never stalls longer than MAX_RETRY_AFTER.
+            delay = min(asked, MAX_RETRY_AFTER) if asked else delay * (0.8 + 0.4 * random.random())
             on_retry(attempt, delay, message)
             await asyncio.sleep(delay)
     raise AssertionError("unreachable")

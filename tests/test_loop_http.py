@@ -141,6 +141,9 @@ async def test_malformed_json_goes_back_to_the_model(server, tmp_path):
     assert record["success"] is False and record["tool_name"] == "echo"
     assert "Invalid JSON arguments" in record["error"]
     assert record["arguments"] == '{"value": "unterminated'
+    # the conversation keeps valid JSON (Anthropic's converter in litellm rejects bad JSON)
+    assistant = next(m for m in server.requests[1]["messages"] if m.get("tool_calls"))
+    assert assistant["tool_calls"][0]["function"]["arguments"] == "{}"
 
 
 async def test_unknown_tool_goes_back_to_the_model(server, tmp_path):

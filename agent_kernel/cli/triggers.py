@@ -114,8 +114,11 @@ def main(args: argparse.Namespace) -> int:
         code = asyncio.run(serve(args))
     except KeyboardInterrupt:
         code = 0
-    # Native libraries' background threads (LanceDB's event loop) can abort the
-    # interpreter's finalization; every ledger record is already fsync'd, so leave now.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if main_spec is not None and main_spec.name == "agent_kernel.__main__":
+        # Native libraries' background threads (LanceDB's event loop) can abort the
+        # interpreter's finalization; every ledger record is already fsync'd, so leave now.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code

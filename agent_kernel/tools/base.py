@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import enum
+import functools
 import inspect
 import re
 import typing
@@ -193,16 +194,28 @@ class Tool:
             else:
                 info = Field(default=default, description=doc)
             fields[param.name] = (annotation, info)
-        self.model: type[BaseModel] = create_model(  # type: ignore[call-overload]
-            f"{self.name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+        self._fields = fields
+        self.__doc__ = func.__doc__
+        self.__name__ = self.name
+
+    # Building the pydantic model costs ~20 ms a tool; deferring it keeps
+    # ``%load_ext`` and ``Agent()`` fast when a session has dozens of tools.
+    @functools.cached_property
+    def model(self) -> type[BaseModel]:
+        """The pydantic model that validates this tool's arguments."""
+        made: type[BaseModel] = create_model(  # type: ignore[call-overload]
+            f"{self.name}_arguments", __config__=ConfigDict(extra="forbid"), **self._fields
         )
+        return made
+
+    @functools.cached_property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of the arguments, as sent to the model."""
         schema = _inline_refs(self.model.model_json_schema())
         schema.setdefault("properties", {})
         schema.setdefault("required", [])
         schema.pop("additionalProperties", None)
-        self.parameters: dict[str, Any] = schema
-        self.__doc__ = func.__doc__
-        self.__name__ = self.name
+        return schema
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-calling schema of this tool."""
