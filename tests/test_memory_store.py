@@ -250,6 +250,8 @@ def test_vector_index_is_built_in_the_background_and_keeps_recall(tmp_path: Path
                         vectors=vectors)
     store.tables.wait(120)
     assert store.tables.has_vector_index
+    indexed = {tuple(i.columns) for i in store.tables.memories().list_indices()}
+    assert {("agent_id",), ("created_at",), ("content",), ("vector",)} <= indexed
     hits = 0
     for q in vectors[:20] + rng.normal(scale=0.05, size=(20, 384)).astype(np.float32):
         exact = {f"row {j}" for j in np.argsort(-(vectors @ q))[:5]}
