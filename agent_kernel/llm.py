@@ -13,6 +13,7 @@ can read.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import json
 import os
@@ -57,6 +58,9 @@ def warm_up() -> threading.Thread:
     """Import litellm in a daemon thread so the first run does not wait for it."""
     thread = threading.Thread(target=load_litellm, name="agent-kernel-warmup", daemon=True)
     thread.start()
+    # A process that exits while this thread is inside litellm's import aborts
+    # ("FATAL: exception not rethrown"): let the import finish before exiting.
+    atexit.register(thread.join, 30.0)
     return thread
 
 

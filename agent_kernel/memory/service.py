@@ -22,6 +22,8 @@ from .filters import check_agent_id, check_content, check_memory_id, check_tags,
 
 MEMORY_COLUMNS = ["id", "agent_id", "content", "tags", "created_at", "run_id", "long_term"]
 _STORES: dict[tuple[str, str | None], MemoryStore] = {}
+_RECOUNT_EVERY = 100
+_RECOUNT_MARGIN = 500
 _stores_lock = threading.Lock()
 
 
@@ -62,6 +64,7 @@ class MemoryStore:
         self.max_chars = max_chars
         self.mirror = mirror
         self.tables = LanceTables(self.root, embedding, api_base, index_threshold)
+        self._counts: dict[str, tuple[int, int]] = {}
 
     @classmethod
     def for_workspace(cls, root: str | Path, embedding: str | None = None) -> MemoryStore:
@@ -147,8 +150,17 @@ class MemoryStore:
             raise MemoryFull(f"cannot store {incoming} memories at once: the limit is "
                              f"{self.max_memories} per agent")
         table = self.tables.memories()
+        known = self._counts.get(agent_id)
+        if known is not None and known[1] < _RECOUNT_EVERY and (
+                known[0] + incoming <= self.max_memories - _RECOUNT_MARGIN):
+            # Far from the limit: trust this process's count for a while. Other
+            # processes enforce the limit on their own writes, and the exact count
+            # is taken again every 100 writes and always near the limit.
+            self._counts[agent_id] = (known[0] + incoming, known[1] + 1)
+            return
         count = table.count_rows(filters.where(agent_id))
         excess = count + incoming - self.max_memories
+        self._counts[agent_id] = (count + incoming - max(0, excess), 0)
         if excess <= 0:
             return
         short = self.tables.scan(table, filters.where(agent_id, long_term=False),
@@ -178,6 +190,7 @@ class MemoryStore:
             return False
         row = found.to_pylist()[0]
         table.delete(where)
+        self._counts.clear()
         self.tables.wrote(1)
         markdown.remove(self.root, markdown.mirror_path(row["content"], row["created_at"],
                                                         row["long_term"]), memory_id)
