@@ -206,6 +206,7 @@ class LanceTables:
         self._counted = False
         self._maintenance: threading.Thread | None = None
         self._pool: Any = None
+        self._schema: Any = None
         self.has_fts = False
         self.has_vector_index = False
 
@@ -309,7 +310,10 @@ class LanceTables:
         import pyarrow as pa
 
         table = self.memories()
-        schema = table.schema
+        if self._schema is None:
+            # Asking the table costs about 1 ms per write; our code never alters it.
+            self._schema = table.schema
+        schema = self._schema
         names = [n for n in schema.names if n != "vector"]
         columns = {n: pa.array([r[n] for r in rows], type=schema.field(n).type) for n in names}
         if "vector" in schema.names:
