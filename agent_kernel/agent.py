@@ -349,7 +349,7 @@ class Agent:
         )
         self.bus.emit(LedgerRecorded(run_id, record))
         self.bus.emit(ToolCallFinished(run_id, call.id, call.name, arguments, result,
-                                       error is None, error, duration_ms))
+                                       error is None, error, duration_ms, record=record))
         return ToolCallRecord(call.id, call.name, arguments, result, error is None, error,
                               duration_ms)
 

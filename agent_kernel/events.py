@@ -76,6 +76,8 @@ class ToolCallFinished(Event):
     success: bool
     error: str | None
     duration_ms: int
+    record: dict[str, Any] | None = None
+    """The ledger record written for this call (already on disk)."""
 
 
 @dataclass

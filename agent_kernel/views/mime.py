@@ -82,7 +82,6 @@ class Transcript:
     result: Any = None
     errors: list[str] = field(default_factory=list)
     _turn_mark: tuple[int, int] = (0, 0)
-    _last_tool_record: dict[str, Any] | None = None
 
     @property
     def text(self) -> str:
@@ -159,9 +158,7 @@ class Transcript:
         record_id = record.get("record_id")
         if record_id:
             self.ledger_ids.append(record_id)
-        if record.get("kind") == "tool_call":
-            self._last_tool_record = record
-        elif record.get("kind") == "approval":
+        if record.get("kind") == "approval":
             for q in reversed(list(self.questions.values())):
                 if q.kind == "approval" and q.record_id is None and (
                         (q.details or {}).get("tool") == record.get("tool_name")):
@@ -180,10 +177,8 @@ class Transcript:
             self.entries.append(("tool", card))
         card.result, card.success, card.error = event.result, event.success, event.error
         card.duration_ms = event.duration_ms
-        record = self._last_tool_record
-        if record is not None and record.get("tool_name") == event.tool_name:
-            card.record_id, card.record = record.get("record_id"), record
-            self._last_tool_record = None
+        if event.record is not None:
+            card.record_id, card.record = event.record.get("record_id"), event.record
 
 
 def dumps(value: Any) -> str:

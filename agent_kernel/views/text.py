@@ -46,7 +46,6 @@ class TextView:
         self.stream = stream or sys.stdout
         self.run_id = run_id
         self._at_line_start = True
-        self._pending_record: dict[str, Any] | None = None
         self.bus = getattr(bus, "bus", bus)
         self._unsubscribe = self.bus.subscribe(self.on_event)
 
@@ -80,13 +79,10 @@ class TextView:
         elif isinstance(event, ToolCallStarted):
             self.line(f"[tool] {event.tool_name} {_short(event.arguments)} ...")
         elif isinstance(event, LedgerRecorded):
-            if event.record.get("kind") == "tool_call":
-                self._pending_record = event.record
-            else:
+            if event.record.get("kind") != "tool_call":  # those show on their tool's line
                 self.line(f"[ledger] {event.record.get('kind')} {event.record.get('record_id')}")
         elif isinstance(event, ToolCallFinished):
-            record = self._pending_record
-            self._pending_record = None
+            record = event.record
             ledger = f" · ledger {record.get('record_id')}" if record else ""
             if event.success:
                 self.line(f"[tool] {event.tool_name} ok in {event.duration_ms} ms{ledger} -> "
