@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from .model import parse_iso
+
 if TYPE_CHECKING:
     from .model import Trigger
     from .scheduler import TriggerScheduler
@@ -26,9 +28,10 @@ RESULT_CHARS = 400
 
 
 def _local(text: str | None) -> str:
-    if not text:
+    moment = parse_iso(text)
+    if moment is None:
         return "-"
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone()
+    moment = moment.astimezone()
     return moment.strftime("%H:%M:%S") if moment.date() == datetime.now().date() else \
         moment.strftime("%Y-%m-%d %H:%M:%S")
 

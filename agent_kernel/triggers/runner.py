@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..events import LedgerRecorded, Notice
-from .model import iso
+from .model import iso, parse_iso
 
 if TYPE_CHECKING:
     from .scheduler import Firing, TriggerScheduler
@@ -106,9 +106,9 @@ def check_condition(scheduler: TriggerScheduler, trigger_id: str, now: datetime)
                           error=watch.last_error)
     if not fired:
         return
-    last = trigger.last_fired_at
+    last = parse_iso(trigger.last_fired_at)
     if trigger.cooldown and last:
-        since = (now - datetime.fromisoformat(last.replace("Z", "+00:00"))).total_seconds()
+        since = (now - last).total_seconds()
         if since < trigger.cooldown:
             trigger.skipped += 1
             scheduler._record("trigger_skipped", trigger_id=trigger_id, reason="cooldown",

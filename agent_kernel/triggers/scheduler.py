@@ -34,7 +34,7 @@ from ..ledger import new_id
 from .clock import Clock, from_local_naive, system_clock, to_local_naive
 from .conditions import Condition, ConditionWatch
 from .make import TriggerMaker
-from .model import MAX_ACTIVE, ONE_SHOT, Trigger, cron_next, iso
+from .model import MAX_ACTIVE, ONE_SHOT, Trigger, cron_next, iso, parse_iso
 from .runner import check_condition
 from .store import TriggerStore
 
@@ -230,7 +230,9 @@ class TriggerScheduler(TriggerMaker):
                 elif trigger.kind == "cron":
                     first_due = cron_next(str(trigger.cron), now)
                 else:
-                    first_due = datetime.fromisoformat(str(trigger.run_at).replace("Z", "+00:00"))
+                    first_due = parse_iso(str(trigger.run_at))
+                    if first_due is None:
+                        raise ValueError(f"trigger {trigger.id} has no runAt")
             # schedule's own annotation says int; seconds as a float work and keep sub-second
             # intervals exact. One-shot and cron jobs get next_run set below.
             seconds: Any = float(trigger.interval or 1) if trigger.kind == "recurring" else 1
