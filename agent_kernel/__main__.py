@@ -12,7 +12,8 @@ import importlib
 import sys
 
 # (module, subcommand) pairs; each module defines add_parser(subparsers) and main(args) -> int.
-COMMANDS = ("agent_kernel.cli.run", "agent_kernel.cli.ledger", "agent_kernel.cli.triggers")
+COMMANDS = ("agent_kernel.cli.run", "agent_kernel.cli.ledger", "agent_kernel.cli.triggers",
+            "agent_kernel.cli.memory")
 
 
 def build_parser() -> argparse.ArgumentParser:

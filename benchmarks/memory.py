@@ -8,11 +8,17 @@ Run on purpose (never in the test suite)::
 For each size it bulk-loads synthetic memories (embedded in batches with the
 default MiniLM model, cached in ``--cache`` so reruns skip that), lets the
 store do its housekeeping (the vector index appears past 10,000 rows), then
-measures ``remember`` (one memory: embedding, limit check, table write,
-markdown mirror) and ``recall`` (the hybrid search the ``recall`` tool runs,
-including the query's embedding), the vector search's recall@5 against exact
-brute-force k-NN, and the table's size on disk. Finally a fresh process
-measures ``import agent_kernel`` and the first ``remember``/``recall``.
+measures, as an agent uses memory (a recall on every turn, a new memory
+every fourth turn, and 0.25 s between turns for the model's own work, far less
+than a real model call), ``remember`` (one memory: embedding, limit check,
+table write, markdown mirror) and ``recall`` (the hybrid search the ``recall``
+tool runs, including the query's embedding). The same figures are also taken
+with no pause between turns (``tight_*``, a stress case where housekeeping
+must run alongside the searches), with no writes at all (``quiet_*``), and for
+50 memories written back to back (``burst_remember``). Then the vector
+search's recall@5 against exact brute-force k-NN, and the table's size on
+disk. Finally a fresh process measures ``import agent_kernel`` and the
+first ``remember``/``recall``.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ OBJECTS = ["the quarterly report", "green tea", "the Tuesday meeting", "a trip t
            "the broken boiler", "vegetarian food", "the invoice", "jazz concerts",
            "the rent increase", "a birthday cake", "running shoes", "the database migration",
            "tax documents", "the summer holiday", "a new laptop", "the school play"]
+REMEMBER_EVERY = 4
+TURN_GAP_S = 0.25
 WHEN = ["on Monday", "last week", "in March", "every morning", "before the deadline",
         "after lunch", "next year", "at the weekend", "yesterday", "twice a month"]
 
@@ -90,30 +98,44 @@ def bench_size(size: int, texts: list[str], vectors: np.ndarray, queries: int) -
         items = [{"content": t} for t in texts[i:i + chunk]]
         store.remember_many(items, agent_id="bench", vectors=vectors[i:i + chunk], mirror=False)
     load_s = time.perf_counter() - started
-    store.tables.wait()
+    store.tables.housekeeping.wait()
     started = time.perf_counter()
     store.maintain()
     maintain_s = time.perf_counter() - started
     store.mirror = True
     rng = random.Random(size)
 
-    remember_ms = []
-    for i in range(50):
-        text = f"Benchmark memory {i}: {rng.choice(SUBJECTS)} {rng.choice(VERBS)} " \
-               f"{rng.choice(OBJECTS)}"
+    def remember(label: str) -> float:
+        text = f"{label}: {rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)}"
         t0 = time.perf_counter()
         store.remember(text, agent_id="bench", tags=["bench"])
-        remember_ms.append((time.perf_counter() - t0) * 1000)
-    store.tables.wait()
+        return (time.perf_counter() - t0) * 1000
 
+    def recall(query: str) -> float:
+        t0 = time.perf_counter()
+        store.search(query, agent_id="bench", limit=5)
+        return (time.perf_counter() - t0) * 1000
+
+    burst_ms = [remember(f"Burst memory {i}") for i in range(50)]
+    store.tables.housekeeping.wait()
     query_texts = [f"who {rng.choice(VERBS)} {rng.choice(OBJECTS)}?" for _ in range(queries)]
     for q in query_texts[:5]:
-        store.search(q, agent_id="bench", limit=5)
-    recall_ms = []
-    for q in query_texts:
-        t0 = time.perf_counter()
-        store.search(q, agent_id="bench", limit=5)
-        recall_ms.append((time.perf_counter() - t0) * 1000)
+        recall(q)
+    quiet_ms = [recall(q) for q in query_texts]
+
+    def turns(gap: float) -> tuple[list[float], list[float]]:
+        """An agent at work: a recall every turn, a new memory every fourth, ``gap`` between."""
+        recalls, remembers = [], []
+        for i, q in enumerate(query_texts):
+            recalls.append(recall(q))
+            if i % REMEMBER_EVERY == REMEMBER_EVERY - 1:
+                remembers.append(remember(f"Turn {i}"))
+            time.sleep(gap)
+        store.tables.housekeeping.wait()
+        return recalls, remembers
+
+    recall_ms, remember_ms = turns(TURN_GAP_S)
+    tight_recall_ms, tight_remember_ms = turns(0.0)
 
     # recall@5 of the vector search (ANN once indexed) against exact k-NN.
     embedder = store.tables.embedder
@@ -138,6 +160,12 @@ def bench_size(size: int, texts: list[str], vectors: np.ndarray, queries: int) -
         "remember_median_ms": round(statistics.median(remember_ms), 1),
         "recall_median_ms": round(statistics.median(recall_ms), 1),
         "recall_p95_ms": round(percentile(recall_ms, 0.95), 1),
+        "quiet_recall_median_ms": round(statistics.median(quiet_ms), 1),
+        "quiet_recall_p95_ms": round(percentile(quiet_ms, 0.95), 1),
+        "tight_recall_median_ms": round(statistics.median(tight_recall_ms), 1),
+        "tight_recall_p95_ms": round(percentile(tight_recall_ms, 0.95), 1),
+        "burst_remember_median_ms": round(statistics.median(burst_ms), 1),
+        "tight_remember_median_ms": round(statistics.median(tight_remember_ms), 1),
         "vector_search_median_ms": round(statistics.median(vector_ms), 1),
         "recall_at_5": round(hits / (5 * len(query_vectors)), 3),
         "disk_mb": round(du(root / "lancedb") / 1e6, 1),

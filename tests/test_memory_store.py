@@ -248,7 +248,7 @@ def test_vector_index_is_built_in_the_background_and_keeps_recall(tmp_path: Path
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     store.remember_many([{"content": f"row {i}"} for i in range(400)], agent_id="a",
                         vectors=vectors)
-    store.tables.wait(120)
+    store.tables.housekeeping.wait(120)
     assert store.tables.has_vector_index
     indexed = {tuple(i.columns) for i in store.tables.memories().list_indices()}
     assert {("agent_id",), ("created_at",), ("content",), ("vector",)} <= indexed
@@ -260,14 +260,71 @@ def test_vector_index_is_built_in_the_background_and_keeps_recall(tmp_path: Path
     assert hits / 100 >= 0.9
 
 
-def test_maintenance_waits_for_searches_in_progress(store: MemoryStore) -> None:
+def test_removing_old_versions_waits_for_searches_in_progress(store: MemoryStore) -> None:
     store.remember("something to compact", agent_id="a")
     finished = threading.Event()
     with store.tables.rw.reading():
         worker = threading.Thread(target=lambda: (store.maintain(), finished.set()))
         worker.start()
         time.sleep(0.5)
-        assert not finished.is_set()  # optimize() waits for the reader
+        assert not finished.is_set()  # cleanup waits for the reader
     worker.join(60)
     assert finished.is_set()
     assert store.search("compact", agent_id="a")[0]["content"] == "something to compact"
+
+
+def fragments(store: MemoryStore) -> int:
+    return len(store.tables.memories().to_lance().get_fragments())
+
+
+def test_single_writes_are_merged_by_the_light_pass_while_searches_go_on(
+        tmp_path: Path) -> None:
+    from agent_kernel.memory import housekeeping
+
+    store = MemoryStore(tmp_path / "ws", mirror=False)
+    for i in range(housekeeping.COMPACT_EVERY - 1):
+        store.remember(f"note {i} about the garden", agent_id="a")
+    assert fragments(store) == housekeeping.COMPACT_EVERY - 1  # one per write, no pass yet
+    store.remember("the fifth note starts the light pass", agent_id="a")
+    store.tables.housekeeping.wait(60)
+    assert fragments(store) == 1
+    assert store.count("a") == housekeeping.COMPACT_EVERY
+
+    for i in range(3):
+        store.remember(f"later note {i}", agent_id="a")
+    with store.tables.rw.reading():  # a search in progress does not hold compaction up
+        assert store.tables.housekeeping.compact()
+    assert fragments(store) == 1
+    assert {m["content"] for m in store.list(agent_id="a", limit=20)} >= {
+        "the fifth note starts the light pass", "later note 2"}
+    assert store.search("gardening", agent_id="a", limit=1)[0]["content"].endswith(
+        "about the garden")
+
+
+def test_full_pass_drops_old_versions_and_keeps_every_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_kernel.memory import housekeeping
+
+    store = MemoryStore(tmp_path / "ws", mirror=False)
+    ids = [store.remember(f"fact number {i}", agent_id="a")["memory_id"] for i in range(8)]
+    store.tables.housekeeping.wait(60)
+    table = store.tables.memories()
+    before = len(table.list_versions())
+    assert before > 8
+    monkeypatch.setattr(housekeeping, "KEEP_VERSIONS", timedelta(0))
+    done = store.maintain()
+    assert done == {"vector_index": False, "optimized": True}
+    assert len(table.list_versions()) < before
+    assert fragments(store) == 1
+    assert {m["memory_id"] for m in store.list(agent_id="a", limit=20)} == set(ids)
+    assert store.search("fact number 3", agent_id="a", limit=1)[0]["memory_id"] == ids[3]
+
+
+def test_housekeeping_in_another_process_is_not_repeated(store: MemoryStore) -> None:
+    from filelock import FileLock
+
+    store.remember("held elsewhere", agent_id="a")
+    with FileLock(str(store.tables.path / ".maintenance.lock")):
+        assert store.maintain() == {"vector_index": False, "optimized": False}
+        assert store.tables.housekeeping.compact() is False
+    assert store.maintain()["optimized"] is True

@@ -235,7 +235,7 @@ def test_import_and_a_new_agent_load_no_heavy_memory_libraries(tmp_path: Path) -
     import sys
 
     code = ("import sys\nimport agent_kernel\nagent = agent_kernel.Agent(workspace=sys.argv[1])\n"
-            "print(sorted(m for m in ('lancedb', 'onnxruntime', 'tokenizers', 'pyarrow') "
+            "print(sorted(m for m in ('lancedb', 'lance', 'onnxruntime', 'tokenizers', 'pyarrow') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "ws")],
                          capture_output=True, text=True, check=True)

@@ -16,13 +16,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import signal
-import sys
 from datetime import datetime
 from typing import Any
 
 from ..events import Event, Notice, RunFinished, RunStarted
+from . import leave
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -114,11 +113,4 @@ def main(args: argparse.Namespace) -> int:
         code = asyncio.run(serve(args))
     except KeyboardInterrupt:
         code = 0
-    main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    if main_spec is not None and main_spec.name == "agent_kernel.__main__":
-        # Native libraries' background threads (LanceDB's event loop) can abort the
-        # interpreter's finalization; every ledger record is already fsync'd, so leave now.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
+    return leave(code)

@@ -133,7 +133,7 @@ class MemoryStore:
             vectors = self._embed([r["content"] for r in rows])
         self._make_room(agent_id, len(rows))
         self.tables.add_memories(rows, vectors)
-        self.tables.wrote(len(rows))
+        self.tables.housekeeping.wrote(len(rows))
         results = []
         for row in rows:
             path = markdown.mirror_path(row["content"], row["created_at"], row["long_term"])
@@ -191,7 +191,7 @@ class MemoryStore:
         row = found.to_pylist()[0]
         table.delete(where)
         self._counts.clear()
-        self.tables.wrote(1)
+        self.tables.housekeeping.wrote(1)
         markdown.remove(self.root, markdown.mirror_path(row["content"], row["created_at"],
                                                         row["long_term"]), memory_id)
         return True
@@ -278,4 +278,4 @@ class MemoryStore:
 
     def maintain(self) -> dict[str, Any]:
         """Run housekeeping now (vector index when due, compaction, old versions)."""
-        return self.tables.maintain()
+        return self.tables.housekeeping.maintain()
