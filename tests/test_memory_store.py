@@ -260,6 +260,54 @@ def test_vector_index_is_built_in_the_background_and_keeps_recall(tmp_path: Path
     assert hits / 100 >= 0.9
 
 
+def test_segments_to_merge_is_size_tiered() -> None:
+    from agent_kernel.memory.housekeeping import segments_to_merge
+
+    assert segments_to_merge([10_000]) == 0
+    assert segments_to_merge([10_000, 100]) == 0            # one delta: nothing to merge
+    assert segments_to_merge([10_000, 100, 100]) == 2
+    assert segments_to_merge([10_000, 2_000, 100]) == 0     # the big one waits
+    assert segments_to_merge([10_000, 2_000, 400, 100]) == 3
+    assert segments_to_merge([10_000, 5_000, 400, 100, 100]) == 3  # the trained one never
+    sizes = [10_000]
+    for _ in range(60):                                     # 60 passes of 100 new rows
+        sizes.append(100)
+        merged = segments_to_merge(sizes)
+        if merged:
+            sizes[-merged:] = [sum(sizes[-merged:])]
+        assert len(sizes) <= 5
+    assert sum(sizes) == 16_000
+
+
+def test_vector_index_segments_stay_few_as_rows_arrive(tmp_path: Path) -> None:
+    from agent_kernel.memory.housekeeping import vector_segments
+
+    store = MemoryStore(tmp_path / "ws", index_threshold=300, mirror=False)
+    rng = np.random.default_rng(2)
+    vectors = rng.normal(size=(1100, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    store.remember_many([{"content": f"row {i}"} for i in range(400)], agent_id="a",
+                        vectors=vectors[:400])
+    store.tables.housekeeping.wait(120)
+    for start in range(400, 1100, 100):                     # each batch is due a full pass
+        store.remember_many([{"content": f"row {i}"} for i in range(start, start + 100)],
+                            agent_id="a", vectors=vectors[start:start + 100])
+        store.tables.housekeeping.wait(120)
+        store.maintain()
+    table = store.tables.memories()
+    found = vector_segments(table)
+    assert found is not None
+    name, sizes = found
+    assert sum(sizes) == 1100 and len(sizes) <= 3, sizes    # not one segment per pass
+    assert table.to_lance().stats.index_stats(name)["num_unindexed_rows"] == 0
+    hits = 0
+    for q in vectors[-20:]:
+        exact = {f"row {j}" for j in np.argsort(-(vectors @ q))[:5]}
+        found_rows = store.tables.search("", q, "agent_id = 'a'", 5, ["content"])
+        hits += len(exact & {r["content"] for r in found_rows})
+    assert hits / 100 >= 0.9
+
+
 def test_removing_old_versions_waits_for_searches_in_progress(store: MemoryStore) -> None:
     store.remember("something to compact", agent_id="a")
     finished = threading.Event()

@@ -11,8 +11,18 @@ write. Two passes keep it fast, both in a background thread:
   passes the index threshold: the vector index (IVF_HNSW_SQ, cosine) built
   or, when the table has more than doubled since, rebuilt; bitmap and B-tree
   indices for the ``agent_id`` and ``created_at`` prefilters; LanceDB's
-  ``optimize()`` (compaction, new rows folded into every index); and last the
-  removal of versions older than ten minutes.
+  ``optimize()`` (compaction, new rows folded into every index); the newest
+  vector index segments merged when they have piled up; and last the removal
+  of versions older than ten minutes.
+
+``optimize()`` adds the new rows to the vector index as a new delta segment
+each time, and a search visits every segment (about 0.5 ms each at 10k rows);
+fragments covered by different segments are never compacted together either.
+So the newest segments are merged size-tiered, as a log-structured store
+merges its runs: an older segment joins the merge while it is at most
+``MERGE_RATIO`` times the newer ones together. That keeps a few segments
+besides the trained one, and each row is re-indexed a few times at most. The
+trained segment itself is rebuilt when the table has doubled since.
 
 Compaction and index work only commit new versions and leave the old files in
 place, so searches go on meanwhile. Removing old versions is the one step
@@ -47,6 +57,7 @@ COMPACT_TARGET = 1024
 MAINTAIN_EVERY = 100
 FORCE_APPENDS = 20
 QUIET_S = 0.1
+MERGE_RATIO = 4
 KEEP_VERSIONS = timedelta(minutes=10)
 _running: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
 _closing = threading.Event()
@@ -198,6 +209,8 @@ class Housekeeper:
                 # Compaction and index merge: new versions only (LanceDB's own
                 # pruning inside optimize() keeps a week of versions).
                 each.optimize()
+            if tables.has_vector_index:
+                done["segments_merged"] = _merge_vector_segments(table)
             with tables.rw.exclusive():
                 for each in every:
                     each.to_lance().cleanup_old_versions(older_than=KEEP_VERSIONS)
@@ -237,6 +250,45 @@ def _vector_index_stale(table: Any, rows: int) -> bool:
             indexed = getattr(index, "num_indexed_rows", None)
             return indexed is not None and indexed * 2 < rows
     return False
+
+
+def segments_to_merge(sizes: list[int], ratio: int = MERGE_RATIO) -> int:
+    """How many of the newest vector index segments to merge into one (0: none).
+
+    ``sizes`` are the segments' row counts, oldest (the trained one) first, which
+    never takes part. Walking back from the newest, an older segment joins while
+    it holds at most ``ratio`` times the rows of those already taken.
+    """
+    count = taken = 0
+    for size in reversed(sizes[1:]):
+        if count and taken * ratio < size:
+            break
+        count += 1
+        taken += size
+    return count if count >= 2 else 0
+
+
+def vector_segments(table: Any) -> tuple[str, list[int]] | None:
+    """The vector index's name and its segments' row counts, oldest first."""
+    for index in table.list_indices():
+        if "vector" in index.columns and index.index_type != "FTS":
+            stats = table.to_lance().stats.index_stats(index.name)
+            return index.name, [sum(p["size"] for p in segment.get("partitions", []))
+                                for segment in stats.get("indices", [])]
+    return None
+
+
+def _merge_vector_segments(table: Any) -> int:
+    """Merge the newest vector index segments when due; returns how many were merged."""
+    found = vector_segments(table)
+    if found is None:
+        return 0
+    name, sizes = found
+    count = segments_to_merge(sizes)
+    if count:
+        table.to_lance().optimize.optimize_indices(num_indices_to_merge=count,
+                                                   index_names=[name])
+    return count
 
 
 def _scalar_indices(table: Any) -> None:

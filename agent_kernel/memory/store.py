@@ -45,6 +45,8 @@ def _lancedb() -> Any:
     for name in ("LANCEDB_LOG", "LANCE_LOG", "RUST_LOG"):
         if not os.environ.get(name):
             os.environ[name] = "error"
+    # Housekeeping reads index statistics; the centroids are not needed there.
+    os.environ.setdefault("LANCE_INCLUDE_VECTOR_CENTROIDS", "false")
     import lancedb
 
     register_functions()
