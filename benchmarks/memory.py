@@ -18,8 +18,11 @@ must run alongside the searches), with no writes at all (``quiet_*``), and for
 50 memories written back to back (``burst_remember``); the three workloads
 take turns in rounds of 40 queries. Then the vector
 search's recall@5 against exact brute-force k-NN, and the table's size on
-disk. Finally a fresh process measures ``import agent_kernel`` and the
-first ``remember``/``recall``.
+disk. Then ``--sustain`` rounds of 100 more memories, each round followed by
+the full housekeeping pass it is due, show whether searches stay fast as a
+table keeps growing (``sustained_*``, with the vector index's segments and
+the table's fragments at the end). Finally a fresh process measures
+``import agent_kernel`` and the first ``remember``/``recall``.
 """
 
 from __future__ import annotations
@@ -91,7 +94,9 @@ def du(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def bench_size(size: int, texts: list[str], vectors: np.ndarray, queries: int) -> dict:
+def bench_size(size: int, texts: list[str], vectors: np.ndarray, queries: int,
+               sustain: int) -> dict:
+    from agent_kernel.memory.housekeeping import vector_segments
     from agent_kernel.memory.service import MemoryStore
 
     root = Path(tempfile.mkdtemp(prefix=f"bench-memory-{size}-"))
@@ -171,6 +176,19 @@ def bench_size(size: int, texts: list[str], vectors: np.ndarray, queries: int) -
         found = store.tables.search("", vector, "agent_id = 'bench'", 5, ["id"])
         vector_ms.append((time.perf_counter() - t0) * 1000)
         hits += len(exact & {r["id"] for r in found})
+    disk_mb = round(du(root / "lancedb") / 1e6, 1)
+
+    # A table that keeps growing: rounds of 100 memories, each with its full pass.
+    pass_s = []
+    for round_no in range(sustain):
+        for i in range(100):
+            remember(f"Round {round_no} memory {i}")
+        store.tables.housekeeping.wait()
+        started = time.perf_counter()
+        store.maintain()
+        pass_s.append(time.perf_counter() - started)
+    sustained_ms = [recall(q) for q in query_texts] if sustain else [0.0]
+    segments = vector_segments(table)
     result = {
         "size": size,
         "load_s": round(load_s, 1),
@@ -187,7 +205,13 @@ def bench_size(size: int, texts: list[str], vectors: np.ndarray, queries: int) -
         "tight_remember_median_ms": round(statistics.median(tight_remember_ms), 1),
         "vector_search_median_ms": round(statistics.median(vector_ms), 1),
         "recall_at_5": round(hits / (5 * len(query_vectors)), 3),
-        "disk_mb": round(du(root / "lancedb") / 1e6, 1),
+        "disk_mb": disk_mb,
+        "sustain_rounds": sustain,
+        "sustained_recall_median_ms": round(statistics.median(sustained_ms), 1),
+        "sustained_recall_p95_ms": round(percentile(sustained_ms, 0.95), 1),
+        "sustained_pass_median_s": round(statistics.median(pass_s), 2) if pass_s else 0.0,
+        "vector_segments": segments[1] if segments else [],
+        "fragments": len(table.to_lance().get_fragments()),
     }
     shutil.rmtree(root, ignore_errors=True)
     return result
@@ -224,6 +248,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--sustain", type=int, default=10,
+                        help="rounds of 100 more memories after the measurements")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir())
                         / "agent-kernel-bench-cache")
     args = parser.parse_args()
@@ -233,7 +259,8 @@ def main() -> None:
     results = [cold_start()]
     print(json.dumps(results[0]), flush=True)
     for size in sorted(args.sizes):
-        results.append(bench_size(size, texts[:size], vectors[:size], args.queries))
+        results.append(bench_size(size, texts[:size], vectors[:size], args.queries,
+                                  args.sustain))
         print(json.dumps(results[-1]), flush=True)
 
 

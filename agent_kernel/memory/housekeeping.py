@@ -244,12 +244,13 @@ class Housekeeper:
 
 
 def _vector_index_stale(table: Any, rows: int) -> bool:
-    """True when the table has more than doubled since the vector index was trained."""
-    for index in table.list_indices():
-        if "vector" in index.columns and index.index_type != "FTS":
-            indexed = getattr(index, "num_indexed_rows", None)
-            return indexed is not None and indexed * 2 < rows
-    return False
+    """True when the table has more than doubled since the vector index was trained.
+
+    The trained segment is the first one: the rows folded in later as delta
+    segments count as indexed, but the partitions were not trained on them.
+    """
+    found = vector_segments(table)
+    return bool(found and found[1]) and found[1][0] * 2 < rows  # type: ignore[index]
 
 
 def segments_to_merge(sizes: list[int], ratio: int = MERGE_RATIO) -> int:
