@@ -250,7 +250,8 @@ def _vector_index_stale(table: Any, rows: int) -> bool:
     segments count as indexed, but the partitions were not trained on them.
     """
     found = vector_segments(table)
-    return bool(found and found[1]) and found[1][0] * 2 < rows  # type: ignore[index]
+    sizes = found[1] if found else []
+    return bool(sizes) and sizes[0] * 2 < rows
 
 
 def segments_to_merge(sizes: list[int], ratio: int = MERGE_RATIO) -> int:
