@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -82,6 +82,14 @@ class RunResult:
 
     def __str__(self) -> str:
         return self.reply if self.ok else f"[{self.status}] {self.error or self.reply}"
+
+
+def _say_retry(emit: Callable[[Any], None], run_id: str, attempt: int, delay: float,
+               why: str) -> None:
+    """Tell the views a provider call failed and is retried (the partial text is void)."""
+    emit(StreamReset(run_id, reason=why))
+    emit(Notice(run_id, f"Provider problem ({why}); retry {attempt} in {delay:.1f} s",
+                level="warning"))
 
 
 def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:
@@ -221,11 +229,7 @@ class Agent:
                 turn = await llm.complete(
                     model, messages, self.registry.schemas(self.role), self.settings,
                     on_text=lambda text: emit(TextDelta(run_id, text)),
-                    on_retry=lambda n, delay, why: (
-                        emit(StreamReset(run_id, reason=why)),
-                        emit(Notice(run_id, f"Provider problem ({why}); retry {n} "
-                                            f"in {delay:.1f} s", level="warning")),
-                    ),
+                    on_retry=lambda n, delay, why: _say_retry(emit, run_id, n, delay, why),
                 )
                 _add_usage(result.usage, turn.usage)
                 if turn.cost is not None:
@@ -263,10 +267,10 @@ class Agent:
                                  "content": "Error: cancelled by the user"})
             result.status = "cancelled"
             result.error = "The run was stopped."
-            record = await asyncio.to_thread(
+            cancelled = await asyncio.to_thread(
                 self.ledger.record_event, "run_cancelled", agent_id=self.agent_id,
                 run_id=run_id, tool_calls=len(result.tool_calls))
-            emit(LedgerRecorded(run_id, record))
+            emit(LedgerRecorded(run_id, cancelled))
             emit(RunError(run_id, result.error, kind="cancelled"))
         except llm.ProviderError as exc:
             result.status = "error"

@@ -93,7 +93,7 @@ def _route_to_named_subshells() -> Any:
         chosen: str | None = original(self, data, default)
         return default if default is not None else chosen
 
-    base._reply_subshell_for = route
+    base._reply_subshell_for = route  # type: ignore[union-attr]
     return lambda: setattr(base, "_reply_subshell_for", original)
 
 

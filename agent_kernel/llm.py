@@ -158,7 +158,8 @@ def _retry_after(exc: BaseException) -> float | None:
     for headers in (getattr(exc, "litellm_response_headers", None),
                     getattr(getattr(exc, "response", None), "headers", None),
                     getattr(exc, "headers", None)):
-        value = headers.get("retry-after") if hasattr(headers, "get") else None
+        get = getattr(headers, "get", None)
+        value = get("retry-after") if callable(get) else None
         if value is not None:
             try:
                 return max(0.0, float(value))
@@ -360,7 +361,9 @@ def _register_demo(litellm: Any) -> None:
         def completion(self, *args: Any, **kwargs: Any) -> Any:
             return asyncio.run(self.acompletion(*args, **kwargs))
 
-        async def astreaming(self, *args: Any, **kwargs: Any) -> AsyncIterator[dict[str, Any]]:
+        # litellm calls it with keywords only; its declared signature lists them all.
+        async def astreaming(  # type: ignore[override]
+                self, *args: Any, **kwargs: Any) -> AsyncIterator[dict[str, Any]]:
             messages = kwargs.get("messages") or []
             turn = demo.respond(messages, (kwargs.get("optional_params") or {}).get("tools", []))
             words = turn.text.split(" ") if turn.text else []

@@ -198,7 +198,8 @@ class AgentMagics(Magics, Configurable):
         except RuntimeError:
             loop = None
         if loop is None or getattr(self.shell, "kernel", None) is None:
-            return self._run_in_terminal(agent, prompt, model, new, run_id)
+            self._run_in_terminal(agent, prompt, model, new, run_id)
+            return None
         from .views.widgets import WidgetView
 
         live = self.frontend_live()

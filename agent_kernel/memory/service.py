@@ -10,6 +10,7 @@ make in a worker thread, never on the event loop.
 
 from __future__ import annotations
 
+import builtins
 import secrets
 import threading
 from collections.abc import Iterable, Sequence
@@ -118,7 +119,7 @@ class MemoryStore:
         from .store import utcnow
 
         check_agent_id(agent_id)
-        rows = []
+        rows: list[dict[str, Any]] = []
         now = utcnow()
         for offset, item in enumerate(items):
             content = check_content(item["content"], self.max_chars)
@@ -257,14 +258,14 @@ class MemoryStore:
         return out
 
     # -- history --------------------------------------------------------------
-    def add_history(self, records: list[dict[str, Any]]) -> None:
+    def add_history(self, records: builtins.list[dict[str, Any]]) -> None:
         """Append history records (role, text, createdAt, run_id, conversation_id, agent_id)."""
         if records:
             self.tables.history().add(records)
 
     def history(self, *, agent_id: str | None, count: int | None = None, offset: int = 0,
                 after: str | datetime | None = None,
-                before: str | datetime | None = None) -> list[dict[str, str]]:
+                before: str | datetime | None = None) -> builtins.list[dict[str, str]]:
         """Messages newest-first by position (``count``/``offset``) or oldest-first in a window."""
         start, end = parse_time(after, "after"), _through(parse_time(before, "before"))
         where = filters.where(agent_id, after=start, before=end, time_column="createdAt")

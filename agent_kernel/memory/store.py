@@ -274,7 +274,8 @@ class LanceTables:
                                                    limit, columns))
         self.housekeeping.touch()
         if by_text is None:
-            return [{**_strip(r), "score": 1.0 - float(r["_distance"])} for r in by_vector]
+            return [{**_strip(r), "score": 1.0 - float(r["_distance"])}
+                    for r in by_vector or []]
         if by_vector is None:
             return [{**_strip(r), "score": float(r["_score"])} for r in by_text]
         scores: dict[str, float] = {}

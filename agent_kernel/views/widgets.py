@@ -243,10 +243,10 @@ class WidgetView:
             if (card := self.cards.get(event.call_id)) is not None:
                 card.value = tool_card_html(self.transcript.tools[event.call_id])
         elif isinstance(event, Question):
-            box = QuestionBox(event, lambda text, qid=event.question_id: self.answer(qid, text),
-                              live=self.interactive)
-            self.questions[event.question_id] = box
-            self.activity.children = (*self.activity.children, box.box)
+            qid = event.question_id
+            asked = QuestionBox(event, lambda text: self.answer(qid, text), live=self.interactive)
+            self.questions[qid] = asked
+            self.activity.children = (*self.activity.children, asked.box)
         elif isinstance(event, QuestionAnswered):
             if (box := self.questions.get(event.question_id)) is not None:
                 box.settle(event)
