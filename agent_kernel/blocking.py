@@ -86,14 +86,14 @@ def _route_to_named_subshells() -> Any:
     comm_module = sys.modules.get("ipykernel.comm.comm")
     base = getattr(comm_module, "BaseComm", None)
     original = getattr(base, "_reply_subshell_for", None)
-    if original is None:
+    if base is None or original is None:
         return None
 
     def route(self: Any, data: Any, default: str | None) -> str | None:
         chosen: str | None = original(self, data, default)
         return default if default is not None else chosen
 
-    base._reply_subshell_for = route  # type: ignore[union-attr]
+    base._reply_subshell_for = route
     return lambda: setattr(base, "_reply_subshell_for", original)
 
 
