@@ -1,0 +1,365 @@
+"""Redaction: the one pass every string takes before it reaches disk or a saved output.
+
+The ledger, the history and memory tables, the memory mirrors and their file
+names, saved triggers, the pending question and every transcript format go
+through :func:`scrub` (structured values) or :func:`redact_text` (text). The
+rule that governs it: *convert first, then redact*. A value of any shape (an
+object, a set, bytes, a circular or tuple-keyed structure, a 5,000-digit int,
+a lone surrogate, nesting a thousand deep) is first turned into plain JSON
+data without ever raising, and only then are its strings searched, so nothing
+escapes redaction by arriving as something other than a string.
+
+What is found becomes ``[REDACTED]``: provider key shapes, bearer tokens,
+JWTs, PEM private keys, passwords in URLs, ``name=value`` / ``NAME: value``
+pairs whose name holds password, secret, token or key, the values of
+secret-named fields in structured data, and the exact values of environment
+variables whose names say they hold a secret. A person adds patterns with
+:func:`add_pattern` or the ``AGENT_KERNEL_REDACT`` variable (one regular
+expression per line).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import re
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+REDACTED = "[REDACTED]"
+MAX_DEPTH = 100
+ENV_PATTERNS = "AGENT_KERNEL_REDACT"
+_MIN_ENV_SECRET = 8
+_MAX_INT_DIGITS = 4000
+_BREAK = re.compile(r"\s+")
+_CLIP_MARGIN = 8192  # a secret shorter than this is never cut in half by a display clip
+
+# Where a secret may start: not inside a word, or right after a ``\n``, ``\t`` or
+# ``\r`` escape (a repr or JSON text of a multi-line string).
+_START = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrt]))"
+# Shapes that are secrets wherever they stand. Groups named ``keep`` survive.
+_SHAPES = [
+    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+    r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    _START + r"sk-[A-Za-z0-9_\-]{16,}",                     # OpenAI, Anthropic, DeepSeek…
+    _START + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",   # Stripe-style
+    _START + r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",      # AWS access key ids
+    _START + r"gh[pousr]_[A-Za-z0-9]{30,}",                 # GitHub tokens
+    _START + r"github_pat_[A-Za-z0-9_]{22,}",
+    _START + r"xox[abposre]-[A-Za-z0-9\-]{10,}",            # Slack tokens
+    r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]+",
+    _START + r"AIza[0-9A-Za-z_\-]{35}",                     # Google API keys
+    _START + r"ya29\.[0-9A-Za-z_\-]{20,}",                  # Google OAuth tokens
+    _START + r"hf_[A-Za-z0-9]{30,}",                        # Hugging Face
+    _START + r"gsk_[A-Za-z0-9]{30,}",                       # Groq
+    _START + r"xai-[A-Za-z0-9]{30,}",                       # xAI
+    _START + r"r8_[A-Za-z0-9]{30,}",                        # Replicate
+    _START + r"eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}",  # JWTs
+    r"(?i)(?P<keep>" + _START + r"(?:bearer|token|basic)\s+)[A-Za-z0-9._~+/\-]{12,}=*",
+    # user:password@ in a URL keeps the scheme and the user name.
+    r"(?P<keep>(?<![a-zA-Z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@'\"]+:)[^\s@/'\"]+(?=@)",
+]
+
+# A secret-named pair in text: ``DB_PASSWORD=hunter2``, ``api_key: abc``,
+# ``"client_secret": "abc"``, ``aws_secret_access_key = wJal…``. Names are found
+# first and a value is read only after a secret name, so ``config: DB_PASSWORD=x``
+# finds the inner pair and no input makes the search quadratic (a name starts only
+# where a word starts, and the search goes on after each value it masks).
+_PAIR_NAME = re.compile(
+    r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)"
+    r"(?P<sep>[\"']?[ \t]*[:=][ \t]*[\"']?)")
+_PAIR_VALUE = re.compile(r"[^\s\"',;&]{4,}")
+_NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_SECRET_PARTS = {"password", "passwd", "pwd", "passphrase", "secret", "secrets", "token",
+                 "tokens", "credential", "credentials", "authorization", "apikey", "cookie"}
+
+_lock = threading.Lock()
+_custom: list[re.Pattern[str]] = []
+_compiled: list[re.Pattern[str]] = [re.compile(p) for p in _SHAPES]
+_env_cache: tuple[tuple[tuple[str, str], ...], re.Pattern[str] | None] = ((), None)
+_env_patterns_cache: tuple[str, list[re.Pattern[str]]] = ("", [])
+
+
+@functools.lru_cache(maxsize=4096)
+def secret_name(name: str) -> bool:
+    """Whether a field or variable name says it holds a secret (``api_key``, ``DB_PASSWORD``,
+    ``clientSecret``, ``Authorization``; not ``tokens_used`` when its value is a number)."""
+    parts = [p.lower() for p in _NAME_PARTS.findall(name)]
+    if any(p in _SECRET_PARTS for p in parts):
+        return True
+    # "key" alone is too common a word; api_key, secret_key, privateKey, ACCESS_KEY are not.
+    return (len(parts) > 1 and parts[-1] in ("key", "keys")) or "apikey" in "".join(parts)
+
+
+def add_pattern(pattern: str | re.Pattern[str]) -> None:
+    """Redact whatever ``pattern`` (a regular expression) matches, from now on, everywhere."""
+    compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+    with _lock:
+        if compiled.pattern not in {p.pattern for p in _custom}:
+            _custom.append(compiled)
+
+
+def clear_patterns() -> None:
+    """Forget the patterns added with :func:`add_pattern`."""
+    with _lock:
+        _custom.clear()
+
+
+def _env_value_pattern() -> re.Pattern[str] | None:
+    """One pattern for the exact values of secret-named environment variables."""
+    global _env_cache
+    found = tuple(sorted((k, v) for k, v in os.environ.items()
+                         if len(v) >= _MIN_ENV_SECRET and secret_name(k)))
+    if found != _env_cache[0]:
+        values = sorted({v for _, v in found}, key=len, reverse=True)
+        pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
+        _env_cache = (found, pattern)
+    return _env_cache[1]
+
+
+def _env_patterns() -> list[re.Pattern[str]]:
+    global _env_patterns_cache
+    text = os.environ.get(ENV_PATTERNS, "")
+    if text != _env_patterns_cache[0]:
+        made = []
+        for line in text.splitlines():
+            if line.strip():
+                try:
+                    made.append(re.compile(line.strip()))
+                except re.error:
+                    continue  # a broken pattern must not break every write
+        _env_patterns_cache = (text, made)
+    return _env_patterns_cache[1]
+
+
+def _sub_keep(match: re.Match[str]) -> str:
+    keep = match.groupdict().get("keep")
+    return (keep or "") + REDACTED
+
+
+def _pair_spans(text: str) -> list[tuple[int, int, int]]:
+    """(name start, value start, value end) of each secret-named pair's value to mask."""
+    found = []
+    position = 0
+    while (match := _PAIR_NAME.search(text, position)) is not None:
+        position = match.end()
+        if not secret_name(match.group("name")):
+            continue
+        found_value = _PAIR_VALUE.match(text, position)
+        if found_value is None:
+            continue
+        value = found_value.group()
+        if value.startswith("[REDACTED"):
+            continue
+        if value.isdigit() and len(value) < 12:  # max_tokens=1000 is not a secret
+            continue
+        if value.lower() in ("bearer", "basic", "token"):  # the scheme stays; its token went
+            continue
+        found.append((match.start(), position, found_value.end()))
+        position = found_value.end()
+    return found
+
+
+def _redact_pairs(text: str) -> str:
+    spans = _pair_spans(text)
+    if not spans:
+        return text
+    out, position = [], 0
+    for _, start, end in spans:
+        if start < position:
+            continue
+        out.append(text[position:start])
+        out.append(REDACTED)
+        position = end
+    out.append(text[position:])
+    return "".join(out)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every secret shape, secret-named pair and known secret value masked."""
+    return _redact(text, _env_value_pattern(), [*_custom, *_env_patterns()])
+
+
+def _redact(text: str, env: re.Pattern[str] | None, extra: list[re.Pattern[str]]) -> str:
+    if not text:
+        return text
+    text = fix_text(text)
+    if env is not None:
+        text = env.sub(REDACTED, text)
+    for pattern in _compiled:
+        text = pattern.sub(_sub_keep, text)
+    if "=" in text or ":" in text:
+        text = _redact_pairs(text)
+    for pattern in extra:
+        text = pattern.sub(REDACTED, text)
+    return text
+
+
+def fix_text(text: str) -> str:
+    """Replace lone surrogates (which no file or provider accepts) with U+FFFD."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _int(value: int) -> int | str:
+    if value.bit_length() < _MAX_INT_DIGITS * 3.3:
+        return value
+    digits = int(value.bit_length() * math.log10(2)) + 1
+    return f"[integer of about {digits} digits]"
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return fix_text(key)
+    if key is None or isinstance(key, (bool, int, float)):
+        return str(_int(key) if isinstance(key, int) and not isinstance(key, bool) else key)
+    return _repr(key)
+
+
+def _repr(value: Any) -> str:
+    try:
+        return fix_text(repr(value))
+    except Exception as exc:  # a broken __repr__ must not break a write
+        return f"<{type(value).__name__} (repr failed: {type(exc).__name__})>"
+
+
+def secret_spans(text: str) -> list[tuple[int, int]]:
+    """Where in ``text`` the secrets are (start, end), for cutting a stream between them."""
+    spans: list[tuple[int, int]] = []
+    env = _env_value_pattern()
+    for pattern in [*([env] if env is not None else []), *_compiled, *_custom,
+                    *_env_patterns()]:
+        spans.extend(m.span() for m in pattern.finditer(text))
+    spans.extend((a, c) for a, _, c in _pair_spans(text))
+    return spans
+
+
+class StreamRedactor:
+    """Redacts text that arrives in pieces (a streamed answer) without splitting a secret.
+
+    :meth:`feed` returns what can be shown now: the text up to a break that lies
+    outside every secret found so far and at least ``HOLD`` characters before the
+    end (so ``password:`` waits for its value); an unfinished PEM block is held
+    until it ends, and a long run with no break is cut ``LONG_HOLD`` characters
+    from its end. :meth:`flush` returns the rest, redacted.
+    """
+
+    HOLD = 96
+    LONG = 4096  # past this, a run of text with no break is released up to LONG_HOLD
+    LONG_HOLD = 1024
+
+    def __init__(self) -> None:
+        self._buffer = ""
+
+    def feed(self, text: str) -> str:
+        """Take the next piece; return the redacted text that is safe to show now."""
+        self._buffer += text
+        buffer = self._buffer
+        limit = len(buffer) - self.HOLD
+        begin = buffer.rfind("-----BEGIN")
+        if begin != -1 and "-----END" not in buffer[begin:]:
+            limit = min(limit, begin)
+        breaks = [m.end() for m in _BREAK.finditer(buffer, 0, max(0, limit))]
+        if not breaks and len(buffer) <= self.LONG:
+            return ""
+        spans = secret_spans(buffer)
+
+        def inside(index: int) -> tuple[int, int] | None:
+            return next(((a, b) for a, b in spans if a < index < b), None)
+
+        cut = next((i for i in reversed(breaks) if inside(i) is None), -1)
+        if cut <= 0 and len(buffer) > self.LONG:
+            # One long token (base64, a hash): cut it outside every secret found so far,
+            # far enough from the end that a secret still arriving is not split.
+            cut = len(buffer) - self.LONG_HOLD
+            while cut > 0 and (span := inside(cut)) is not None:
+                cut = span[0]
+        if cut <= 0:
+            return ""
+        self._buffer = buffer[cut:]
+        return redact_text(buffer[:cut])
+
+    def flush(self) -> str:
+        """Everything still held, redacted."""
+        rest, self._buffer = self._buffer, ""
+        return redact_text(rest)
+
+
+def to_jsonable(value: Any, *, redact: bool = False, max_chars: int | None = None) -> Any:
+    """A JSON-safe copy of ``value`` that never raises; with ``redact``, secrets masked.
+
+    Mappings keep their keys as text; lists, tuples and sets become lists; bytes are
+    decoded (invalid UTF-8 replaced); non-finite floats, huge ints and foreign objects
+    become text; cycles and nesting past ``MAX_DEPTH`` levels are cut with a marker.
+    ``max_chars`` shortens long strings for display (redacted before the cut, so no
+    half secret is left at the edge).
+    """
+    active: set[int] = set()
+    env, extra = (_env_value_pattern(), [*_custom, *_env_patterns()]) if redact else (None, [])
+
+    def clean(text: str) -> str:
+        full = len(text)
+        if max_chars is not None and full > max_chars:
+            text = text[:max_chars + _CLIP_MARGIN]
+        text = _redact(text, env, extra) if redact else fix_text(text)
+        if max_chars is not None and full > max_chars:
+            text = text[:max_chars] + f"\n…[{full - max_chars:,} more characters not shown]"
+        return text
+
+    def walk(item: Any, depth: int) -> Any:
+        if item is None or isinstance(item, bool):
+            return item
+        if isinstance(item, int):
+            return _int(item)
+        if isinstance(item, float):
+            return item if math.isfinite(item) else str(item)
+        if isinstance(item, str):
+            return clean(item)
+        if isinstance(item, (bytes, bytearray, memoryview)):
+            return clean(bytes(item).decode("utf-8", errors="replace"))
+        if depth >= MAX_DEPTH:
+            return f"[nested deeper than {MAX_DEPTH} levels]"
+        if isinstance(item, (dict, list, tuple, set, frozenset)):
+            if id(item) in active:
+                return "[circular reference]"
+            active.add(id(item))
+            try:
+                if isinstance(item, dict):
+                    out: dict[str, Any] = {}
+                    for key, sub in item.items():
+                        name = _key(key)
+                        if redact:
+                            name = clean(name)
+                            if isinstance(sub, str) and sub and secret_name(name):
+                                out[name] = REDACTED
+                                continue
+                        out[name] = walk(sub, depth + 1)
+                    return out
+                items: Iterable[Any] = item
+                if isinstance(item, (set, frozenset)):
+                    items = sorted(item, key=_repr)
+                return [walk(sub, depth + 1) for sub in items]
+            finally:
+                active.discard(id(item))
+        return clean(_repr(item))
+
+    return walk(value, 0)
+
+
+def scrub(value: Any, *, max_chars: int | None = None) -> Any:
+    """What may be written: ``value`` as JSON-safe data with every secret masked."""
+    return to_jsonable(value, redact=True, max_chars=max_chars)
+
+
+def to_text(value: Any) -> str:
+    """``value`` as text for a model or a person (never raises; not redacted)."""
+    import json
+
+    if isinstance(value, str):
+        return fix_text(value)
+    return json.dumps(to_jsonable(value), ensure_ascii=False)
