@@ -4,64 +4,60 @@ Every tool call (success or failure), every decision logged with
 ``log_decision`` and every approval is one JSON line in ``ledger.jsonl``.
 Each record carries the hash of the record before it and its own hash over
 its canonical JSON, so :meth:`Ledger.verify` can re-derive the chain and
-name the first record that was changed, removed or moved.
+name the first line that was changed, removed, moved or is unreadable, for
+any bytes at all: it never raises.
 
 Appends from several processes are serialised by a lock file; under the lock
-the writer reads the last hash from the end of the file, writes one line and
-fsyncs it before the caller hears back, so a record is on disk before its
-result reaches the model. Strings that look like API keys are redacted
-before anything is written.
+the writer finds the last complete record at the end of the file, writes one
+line and fsyncs it before the caller hears back, so a record is on disk
+before its result reaches the model. Every record a caller appends goes
+through :func:`agent_kernel.redaction.scrub` first, so no secret is written.
+
+The ledger heals, and only at its end. A process that died in the middle of
+a write (or bytes appended by something else) leaves a tail after the last
+complete record; the next writer, in whichever process, moves exactly those
+bytes to a quarantine file beside the ledger, records a ``ledger_repaired``
+event and goes on. A failed write removes its own partial line. Damage
+*before* the last record is never touched: rewriting history would hide
+tampering, so ``verify`` keeps naming it. ``Ledger.repair`` (and
+``python -m agent_kernel verify --repair``) does the same healing on demand.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
-import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
-GENESIS = "0" * 64
+from .ledger_lines import (
+    GENESIS,
+    digest,
+    digest_matches,
+    is_blank,
+    lines_forward,
+    load_object,
+    load_record,
+    read_at,
+    scan_tail,
+)
+from .redaction import REDACTED as REDACTED  # re-exported for older imports
+from .redaction import scrub
+
 LEDGER_FILE = "ledger.jsonl"
-
-_SECRET_PATTERNS = [
-    re.compile(r"sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"AKIA[0-9A-Z]{16}"),
-    re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}"),
-    re.compile(r"xox[abprs]-[A-Za-z0-9\-]{10,}"),
-    re.compile(r"AIza[0-9A-Za-z_\-]{35}"),
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-]{16,}"),
-]
-_SECRET_KEY_NAMES = re.compile(r"(?i)(api[_-]?key|secret|password|token|authorization)")
-REDACTED = "[REDACTED]"
+REPAIRED = "ledger_repaired"
+REPAIR_HINT = "`python -m agent_kernel verify --repair` moves it aside"
 
 
-def redact(value: Any) -> Any:
-    """Return ``value`` with API-key-like strings and secret-named fields masked."""
-    if isinstance(value, str):
-        for pattern in _SECRET_PATTERNS:
-            if pattern.groups:
-                value = pattern.sub(lambda m: m.group(1) + REDACTED, value)
-            else:
-                value = pattern.sub(REDACTED, value)
-        return value
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            if isinstance(key, str) and _SECRET_KEY_NAMES.search(key) and isinstance(item, str):
-                out[key] = REDACTED if item else item
-            else:
-                out[key] = redact(item)
-        return out
-    if isinstance(value, (list, tuple)):
-        return [redact(item) for item in value]
-    return value
+class LedgerError(RuntimeError):
+    """The ledger cannot be appended to safely."""
 
 
 def now_iso() -> str:
@@ -75,85 +71,216 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{stamp}_{secrets.token_hex(4)}"
 
 
-def _jsonable(value: Any) -> Any:
-    """Make ``value`` JSON-safe, falling back to ``repr`` for foreign objects."""
-    return json.loads(json.dumps(value, default=repr))
-
-
-def _digest(record: dict[str, Any]) -> str:
-    body = {k: v for k, v in record.items() if k != "hash"}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
 @dataclass
 class VerifyResult:
-    """The outcome of :meth:`Ledger.verify`."""
+    """The outcome of :meth:`Ledger.verify`.
+
+    ``bad_index`` is the 0-based line of the first bad line (``line`` is 1-based),
+    ``head`` the hash of the last record that verified (the value to anchor), and
+    ``repairable`` says the bad part is a tail that :meth:`Ledger.repair` moves aside.
+    """
 
     ok: bool
     count: int
     bad_index: int | None = None
     bad_record_id: str | None = None
     reason: str | None = None
+    head: str = GENESIS
+    repairable: bool = False
 
     def __bool__(self) -> bool:
         return self.ok
 
+    @property
+    def line(self) -> int | None:
+        """The 1-based line number of the first bad line."""
+        return None if self.bad_index is None else self.bad_index + 1
+
     def __str__(self) -> str:
         if self.ok:
             return f"ledger ok: {self.count} records verify"
-        return (
-            f"ledger broken at record #{self.bad_index} "
-            f"({self.bad_record_id or 'unreadable'}): {self.reason}"
-        )
+        if self.bad_index is None:
+            return f"ledger broken: {self.reason}"
+        return (f"ledger broken at line {self.line} "
+                f"({self.bad_record_id or 'unreadable'}): {self.reason}")
+
+
+@dataclass
+class Moved:
+    """Bytes that healing moved from the end of the ledger to the quarantine file."""
+
+    offset: int
+    size: int
+    sha256: str
+    lines: int
+    reason: str
+    quarantine: str
+
+
+@dataclass
+class RepairReport:
+    """What :meth:`Ledger.repair` did, and any damage it left in place on purpose."""
+
+    moved: Moved | None = None
+    newline_added: bool = False
+    record_id: str | None = None  # the ledger_repaired record
+    damage: VerifyResult | None = None
+
+    def __str__(self) -> str:
+        out = []
+        if self.moved is not None:
+            m = self.moved
+            out.append(
+                f"repair: moved {m.size:,} bytes ({m.lines} line{'s' * (m.lines != 1)}) from "
+                f"offset {m.offset:,} ({m.reason}) to {m.quarantine} (sha256 {m.sha256[:16]}…); "
+                f"recorded as {self.record_id}")
+        elif self.newline_added:
+            out.append("repair: the last record was whole but lacked its newline; added it, "
+                       "nothing moved")
+        else:
+            out.append("repair: nothing needed moving")
+        if self.damage is not None:
+            out.append(f"repair: line {self.damage.line} is damaged ({self.damage.reason}) and "
+                       "records follow it; left in place, since rewriting history would hide "
+                       "tampering")
+        return "\n".join(out)
 
 
 class Ledger:
-    """Append-only JSON-lines ledger with a hash chain, safe across processes."""
+    """Append-only JSON-lines ledger with a hash chain, safe and self-healing across processes."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        self.quarantine_path = self.path.with_name(
+            f"{self.path.stem}.quarantine{self.path.suffix or '.jsonl'}")
         self._lock = FileLock(str(self.path) + ".lock")
 
-    def _last_hash(self, handle: Any) -> str:
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        if size == 0:
-            return GENESIS
-        block = 4096
-        data = b""
-        pos = size
-        while pos > 0:
-            step = min(block, pos)
-            pos -= step
-            handle.seek(pos)
-            data = handle.read(step) + data
-            lines = data.rstrip(b"\n").split(b"\n")
-            if len(lines) > 1 or pos == 0:
-                last = lines[-1]
-                try:
-                    return str(json.loads(last)["hash"])
-                except (ValueError, KeyError) as exc:
-                    raise LedgerError(
-                        f"the last ledger line is unreadable ({exc}); run verify()"
-                    ) from exc
-        return GENESIS
+    # --- writing -------------------------------------------------------------------------
 
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
-        """Redact, chain and durably write one record; returns it with its hash."""
+        """Redact, chain and durably write one record; returns it with its hash.
+
+        A torn tail left by an earlier writer is moved aside first. Raises
+        :class:`LedgerError` when the write fails; the partial line is removed.
+        """
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        body = _jsonable(redact(record))
+        body = scrub(record)
         body.setdefault("record_id", new_id("rec"))
         body.setdefault("timestamp", now_iso())
-        with self._lock, open(self.path, "a+b") as handle:
-            body["prev_hash"] = self._last_hash(handle)
-            body["hash"] = _digest(body)
-            line = json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n"
-            handle.seek(0, os.SEEK_END)
-            handle.write(line.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
+        with self._lock:
+            fd = self._open()
+            try:
+                last, _ = self._heal(fd)
+                self._write_record(fd, body, last)
+            finally:
+                os.close(fd)
         return body
+
+    def repair(self) -> RepairReport:
+        """Move a torn or unreadable tail aside now; report damage before it, untouched."""
+        if not self.path.exists():
+            return RepairReport()
+        with self._lock:
+            fd = self._open()
+            try:
+                _, report = self._heal(fd)
+            finally:
+                os.close(fd)
+        verdict = self.verify()
+        if not verdict.ok and verdict.bad_index is not None:
+            report.damage = verdict
+        return report
+
+    def _open(self) -> int:
+        try:
+            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as exc:
+            raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
+
+    def _heal(self, fd: int) -> tuple[str, RepairReport]:
+        """Under the lock: make the file end with a complete record; return its hash."""
+        report = RepairReport()
+        tail = scan_tail(fd, os.fstat(fd).st_size)
+        if tail.needs_newline:
+            self._write(fd, b"\n")
+            report.newline_added = True
+            return tail.last_hash, report
+        if not tail.damaged:
+            return tail.last_hash, report
+        data = read_at(fd, tail.good_end, tail.size - tail.good_end)
+        torn = not data.endswith(b"\n")
+        report.moved = Moved(
+            offset=tail.good_end, size=len(data), sha256=hashlib.sha256(data).hexdigest(),
+            lines=data.count(b"\n") + torn,
+            reason="a torn write: the last line has no newline" if torn
+            else "lines at the end that are not readable records",
+            quarantine=self.quarantine_path.name)
+        report.record_id = new_id("rec")
+        self._quarantine(report.moved, report.record_id, data)
+        try:
+            os.ftruncate(fd, tail.good_end)
+            os.fsync(fd)
+        except OSError as exc:
+            raise LedgerError(f"cannot cut the torn tail off the ledger: {exc}") from exc
+        event = {"kind": REPAIRED, "record_id": report.record_id, "timestamp": now_iso(),
+                 "offset": report.moved.offset, "bytes": report.moved.size,
+                 "sha256": report.moved.sha256, "lines": report.moved.lines,
+                 "reason": report.moved.reason, "quarantine": report.moved.quarantine,
+                 "pid": os.getpid()}
+        return self._write_record(fd, event, tail.last_hash)["hash"], report
+
+    def _quarantine(self, moved: Moved, record_id: str, data: bytes) -> None:
+        entry = {"quarantined_at": now_iso(), "ledger": self.path.name, "offset": moved.offset,
+                 "size": moved.size, "sha256": moved.sha256, "reason": moved.reason,
+                 "ledger_record_id": record_id,
+                 "base64": base64.b64encode(data).decode("ascii")}
+        line = (json.dumps(entry, separators=(",", ":")) + "\n").encode("ascii")
+        try:
+            fd = os.open(self.quarantine_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as exc:
+            raise LedgerError(f"cannot open the quarantine file for the torn tail: {exc}") from exc
+        try:
+            self._write(fd, line, what="the quarantine file")
+        finally:
+            os.close(fd)
+
+    def _write_record(self, fd: int, body: dict[str, Any], prev_hash: str) -> dict[str, Any]:
+        body["prev_hash"] = prev_hash
+        body["hash"] = digest(body)
+        line = json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n"
+        self._write(fd, line.encode("utf-8"))
+        return body
+
+    @staticmethod
+    def _write(fd: int, data: bytes, what: str = "the ledger") -> None:
+        """Append ``data`` and fsync; on failure cut the file back and raise LedgerError."""
+        start = os.lseek(fd, 0, os.SEEK_END)
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.write(fd, view)
+                if written <= 0:
+                    raise OSError("write wrote nothing")
+                view = view[written:]
+            os.fsync(fd)
+        except OSError as exc:
+            undone = Ledger._cut_back(fd, start)
+            raise LedgerError(f"writing to {what} failed ({exc}); {undone}") from exc
+        except BaseException:  # KeyboardInterrupt in a kernel: never leave half a line
+            if view:
+                Ledger._cut_back(fd, start)
+            raise
+
+    @staticmethod
+    def _cut_back(fd: int, size: int) -> str:
+        try:
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+            return "the partial write was removed; the file is as it was"
+        except OSError as exc:
+            return f"the partial write could not be removed ({exc}); the next append moves it aside"
+
+    # --- convenience records -------------------------------------------------------------
 
     def record_tool_call(
         self,
@@ -206,54 +333,89 @@ class Ledger:
         """Append any other record (approvals, cancellations, trigger firings)."""
         return self.append({"kind": kind, "record_id": new_id("rec"), **fields})
 
+    # --- reading -------------------------------------------------------------------------
+
     def records(self) -> list[dict[str, Any]]:
-        """All records, oldest first (unreadable lines are skipped; see verify)."""
+        """All records, oldest first (lines that are not JSON objects are skipped; see verify)."""
         if not self.path.exists():
             return []
         out = []
-        with open(self.path, encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    try:
-                        out.append(json.loads(line))
-                    except ValueError:
-                        continue
+        with open(self.path, "rb") as handle:
+            for raw in handle:
+                if raw.strip():
+                    value, _ = load_object(raw)
+                    if value is not None:
+                        out.append(value)
         return out
 
-    def verify(self) -> VerifyResult:
-        """Re-derive the chain; name the first record that does not fit."""
+    def verify(self, anchor: str | None = None) -> VerifyResult:
+        """Re-derive the chain and name the first bad line; never raises.
+
+        With ``anchor`` (a record hash kept somewhere else), the ledger is also broken
+        unless a record with that hash is in the verified chain.
+        """
+        try:
+            return self._verify(anchor)
+        except (OSError, MemoryError) as exc:
+            return VerifyResult(False, 0, reason=f"the ledger cannot be read: {exc}")
+
+    def _settled_size(self) -> int:
+        """The file's size between appends (so a write in progress is not read as torn)."""
+        try:
+            with self._lock.acquire(timeout=10):
+                return self.path.stat().st_size
+        except (Timeout, OSError):  # a read-only folder or a stuck lock: read what is there
+            return self.path.stat().st_size
+
+    def _verify(self, anchor: str | None) -> VerifyResult:
+        wanted = anchor.strip().lower() if anchor is not None else None
+        if wanted is not None and (len(wanted) != 64 or any(c not in "0123456789abcdef"
+                                                             for c in wanted)):
+            return VerifyResult(False, 0, reason=f"the anchor {anchor!r} is not a record hash "
+                                                 "(64 hex digits, as `verify` prints)")
         if not self.path.exists():
-            return VerifyResult(ok=True, count=0)
-        previous = GENESIS
-        count = 0
-        with open(self.path, encoding="utf-8") as handle:
-            for index, line in enumerate(handle):
-                if not line.strip():
+            return self._anchored(VerifyResult(True, 0), wanted, found=False)
+        size = self._settled_size()
+        previous, count, found = GENESIS, 0, False
+        with open(self.path, "rb") as handle:
+            for index, (offset, raw) in enumerate(lines_forward(handle, size)):
+                if is_blank(raw):
                     continue
-                try:
-                    record = json.loads(line)
-                except ValueError as exc:
-                    return VerifyResult(False, count, index, None, f"not valid JSON: {exc}")
-                record_id = record.get("record_id") if isinstance(record, dict) else None
-                if not isinstance(record, dict) or "hash" not in record:
-                    return VerifyResult(False, count, index, record_id, "record has no hash")
-                if record.get("prev_hash") != previous:
-                    return VerifyResult(
-                        False,
-                        count,
-                        index,
-                        record_id,
-                        "prev_hash does not match the record before it "
-                        "(a record was removed, inserted or moved)",
-                    )
-                if _digest(record) != record["hash"]:
-                    return VerifyResult(
-                        False, count, index, record_id, "hash does not match the content"
-                    )
+                record, why = load_record(raw)
+                record_id = None
+                if record is not None:
+                    candidate = record.get("record_id")
+                    record_id = candidate if isinstance(candidate, str) else None
+                    if record.get("prev_hash") != previous:
+                        why = ("prev_hash does not match the record before it "
+                               "(a record was removed, inserted or moved)")
+                    elif not digest_matches(record):
+                        why = "hash does not match the content"
+                if record is None or why:
+                    return self._broken(handle, size, index, offset, raw, record_id, why,
+                                        count, previous)
                 previous = record["hash"]
                 count += 1
-        return VerifyResult(ok=True, count=count)
+                found = found or previous == wanted
+        return self._anchored(VerifyResult(True, count, head=previous), wanted, found)
 
+    @staticmethod
+    def _anchored(result: VerifyResult, wanted: str | None, found: bool) -> VerifyResult:
+        if wanted is None or found:
+            return result
+        return VerifyResult(
+            False, result.count, head=result.head,
+            reason=f"the anchor {wanted[:16]}… is not in the ledger's chain: the ledger was "
+                   "emptied, replaced or rewritten since that hash was kept")
 
-class LedgerError(RuntimeError):
-    """The ledger cannot be appended to safely."""
+    @staticmethod
+    def _broken(handle: IO[bytes], size: int, index: int, offset: int, raw: bytes,
+                record_id: str | None, why: str, count: int, head: str) -> VerifyResult:
+        tail = scan_tail(handle.fileno(), size)
+        repairable = tail.damaged and offset >= tail.good_end
+        if repairable and not raw.endswith(b"\n"):
+            why = f"the last line is incomplete (a torn write); {REPAIR_HINT}"
+        elif repairable:
+            why = f"{why}; it is in the unreadable tail, and {REPAIR_HINT}"
+        return VerifyResult(False, count, index, record_id, why, head=head,
+                            repairable=repairable)

@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from agent_kernel import Agent
-from agent_kernel.ledger import GENESIS, LEDGER_FILE, REDACTED, Ledger, _digest, redact
+from agent_kernel.ledger import GENESIS, LEDGER_FILE, Ledger
+from agent_kernel.ledger_lines import digest
+from agent_kernel.redaction import REDACTED, scrub
 
 SPEC_FIELDS = {"record_id", "agent_id", "run_id", "tool_name", "arguments", "result", "success",
                "error", "timestamp", "duration_ms"}
@@ -79,7 +81,7 @@ def test_chain_links_each_record_to_the_one_before(tmp_path):
     for before, after in zip(records, records[1:]):  # noqa: B905
         assert after["prev_hash"] == before["hash"]
     for record in records:
-        assert _digest(record) == record["hash"]
+        assert digest(record) == record["hash"]
     verdict = ledger.verify()
     assert verdict.ok and verdict.count == 4 and str(verdict) == "ledger ok: 4 records verify"
 
@@ -105,7 +107,7 @@ def test_verify_catches_a_tampered_record_whose_hash_was_recomputed(tmp_path):
     lines = lines_of(ledger.path)
     changed = json.loads(lines[1])
     changed["success"] = False
-    changed["hash"] = _digest(changed)
+    changed["hash"] = digest(changed)
     lines[1] = json.dumps(changed) + "\n"
     ledger.path.write_text("".join(lines), encoding="utf-8")
     verdict = ledger.verify()
@@ -207,10 +209,10 @@ def test_secrets_are_redacted_before_writing(tmp_path):
     assert ledger.verify().ok
 
 
-def test_redact_leaves_ordinary_text_alone():
+def test_scrub_leaves_ordinary_text_alone():
     text = "task-1234 sk-short skills ask-me Bearer of good news"
-    assert redact(text) == text
-    assert redact({"tokens_used": 12, "secret_santa": ""}) == {"tokens_used": 12,
+    assert scrub(text) == text
+    assert scrub({"tokens_used": 12, "secret_santa": ""}) == {"tokens_used": 12,
                                                               "secret_santa": ""}
 
 
@@ -239,4 +241,4 @@ def test_cli_verify_exit_codes(tmp_path):
     ledger.path.write_text("".join(lines), encoding="utf-8")
     broken = _cli(tmp_path)
     assert broken.returncode == 1
-    assert f"record #1 ({records[1]['record_id']})" in broken.stdout
+    assert f"line 2 ({records[1]['record_id']})" in broken.stdout

@@ -1,25 +1,49 @@
-"""``python -m agent_kernel verify --workspace DIR``: check the ledger's hash chain."""
+"""``python -m agent_kernel verify --workspace DIR``: check, heal and anchor the ledger.
+
+``verify`` re-derives the hash chain and prints the verdict and the head (the
+last record's hash). ``--repair`` first moves a torn or unreadable tail to the
+quarantine file and says what it moved. ``--anchor HASH`` also fails unless a
+record with that hash is in the chain: the chain alone cannot show that the
+whole file was emptied or replaced, a hash kept somewhere else can.
+Exit code 0 when the ledger verifies, 1 when it does not.
+"""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from ..ledger import LEDGER_FILE, Ledger
+from ..ledger import GENESIS, LEDGER_FILE, Ledger, LedgerError
 from ..workspace import Workspace
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the ``verify`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
-        "verify", help="re-derive the ledger's hash chain and name the first bad record")
+        "verify", help="re-derive the ledger's hash chain and name the first bad line")
     parser.add_argument("--workspace", default=None, help="workspace folder (default .agent/)")
+    parser.add_argument("--repair", action="store_true",
+                        help="first move a torn or unreadable tail to the quarantine file")
+    parser.add_argument("--anchor", metavar="HASH", default=None,
+                        help="a head hash kept elsewhere; fail unless it is in the chain")
     return parser
 
 
 def main(args: argparse.Namespace) -> int:
-    """Print the verdict; exit 1 when the chain is broken."""
+    """Print what repair moved (with ``--repair``), the verdict and the head."""
     ledger = Ledger(Workspace(args.workspace).root / LEDGER_FILE)
-    verdict = ledger.verify()
+    if args.repair:
+        try:
+            print(ledger.repair())
+        except LedgerError as exc:
+            print(f"repair failed: {exc}")
+    verdict = ledger.verify(anchor=args.anchor)
     print(verdict)
+    if verdict.head == GENESIS:
+        print("head: none (no record verified)")
+    elif verdict.ok:
+        print(f"head: {verdict.head} (record {verdict.count}); keep it elsewhere and check "
+              "later with --anchor")
+    else:
+        print(f"last record that verified: {verdict.head} (record {verdict.count})")
     return 0 if verdict.ok else 1
