@@ -1,35 +1,48 @@
 """Workspace files and the shell: spec 003's ``read_file``, ``write_file`` and ``bash``.
 
-Every path stays inside the agent's workspace. Relative paths land in the
-file cache (``<workspace>/files``, spec 003's ``file_cache_dir``);
+Paths name files inside the agent's workspace. Relative paths land in the file
+cache (``<workspace>/files``, spec 003's ``file_cache_dir``);
 ``file_cache_dir/<path>`` and ``file_state_dir/<path>`` (``<workspace>/state``)
 are accepted as aliases, and an absolute path is accepted only when it lies
-inside the workspace. Anything else is refused with an error naming the
-workspace. ``read_file`` is safe; ``write_file`` and ``bash`` change the world,
-so they are marked ``side_effects=True`` and every call asks the person first
-(see :mod:`agent_kernel.approvals`). Spec 003's guards are kept: deny paths,
-byte limits, a bash timeout and ``tools.bash.enabled`` (here
-``LIMITS.bash_enabled``). ``bash`` runs with its working folder in the
-workspace; once approved, the command itself is the person's to judge.
+inside the workspace. The rest of the workspace is the runtime's own state
+(ledger, memory, triggers, questions), so the model may read it but never
+write it: ``write_file`` writes only inside ``files/`` and ``state/``, checked
+on the fully resolved path and opened without following a symlink, and
+``bash`` runs in the sandbox of :mod:`agent_kernel.sandbox`, where only those
+two folders are writable, with a clean environment. Where no sandbox can
+start, ``bash`` refuses unless the person set ``LIMITS.allow_unsandboxed``.
+Reads refuse anything but regular files, so a FIFO cannot hang the kernel.
+``write_file`` and ``bash`` are marked ``side_effects=True``: every call asks
+the person first (see :mod:`agent_kernel.approvals`). Spec 003's guards are
+kept: deny paths, byte limits, a bash timeout and ``tools.bash.enabled``
+(here ``LIMITS.bash_enabled``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fnmatch
 import os
 import signal
+import stat
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from .. import sandbox
 from ..workspace import Workspace, WorkspaceError
 from .base import Field, Tool, ToolContext
 
 CACHE_ALIAS, STATE_ALIAS = "file_cache_dir", "file_state_dir"
 CACHE_DIR, STATE_DIR = "files", "state"
+WRITABLE_DIRS = (CACHE_DIR, STATE_DIR)
+_DRAIN_SECONDS = 2.0  # after a kill, how long to wait for the last output
+_NOT_REGULAR = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFSOCK: "a socket",
+                stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
 
 
 @dataclass
@@ -44,7 +57,13 @@ class FileToolLimits:
     bash_output_max_bytes: int = 64 * 1024
     # Glob patterns (matched against the workspace-relative path and the file name).
     deny_paths: list[str] = field(default_factory=lambda: [
-        ".env", "*.pem", "*.key", "id_rsa*", "ledger.jsonl", "pending_question.json"])
+        ".env", "*.pem", "*.key", "id_rsa*", "ledger.jsonl", "ledger.quarantine.jsonl",
+        "pending_question.json"])
+    # Extra environment variables commands may see (PATH, HOME, LANG... always pass);
+    # a name that says it holds a secret (API_KEY, TOKEN, PASSWORD...) is never passed.
+    command_env: list[str] = field(default_factory=list)
+    # Without bubblewrap, run commands anyway, able to write whatever the kernel can.
+    allow_unsandboxed: bool = False
 
 
 LIMITS = FileToolLimits()
@@ -80,11 +99,62 @@ def resolve(workspace: Workspace, user_path: str) -> Path:
             f"path {user_path!r} is outside the workspace {str(workspace.root)!r}; "
             f"use a relative path (it goes to {CACHE_ALIAS}) or '{STATE_ALIAS}/...'"
         ) from None
-    relative = resolved.relative_to(workspace.root).as_posix()
-    pattern = _denied(relative)
+    _check_denied(workspace, resolved, user_path)
+    return resolved
+
+
+def _check_denied(workspace: Workspace, resolved: Path, user_path: str) -> None:
+    pattern = _denied(resolved.relative_to(workspace.root).as_posix())
     if pattern:
         raise PermissionError(f"path {user_path!r} is denied (deny_paths pattern {pattern!r})")
-    return resolved
+
+
+def _writable_parts(workspace: Workspace, resolved: Path, user_path: str) -> tuple[str, list[str]]:
+    """Split a resolved path into its writable folder (files or state) and the parts below."""
+    parts = list(resolved.relative_to(workspace.root).parts)
+    if not parts or parts[0] not in WRITABLE_DIRS:
+        shown = "/".join(parts) or "the workspace folder itself"
+        raise PermissionError(
+            f"path {user_path!r} resolves to {shown}, which belongs to the runtime; "
+            f"write only inside {CACHE_DIR}/ ({CACHE_ALIAS}) or {STATE_DIR}/ ({STATE_ALIAS})")
+    return parts[0], parts[1:]
+
+
+def _writable_root(workspace: Workspace, folder: str) -> Path:
+    """``<workspace>/files`` or ``/state``, created if needed and never a symlink."""
+    path = workspace.ensure() / folder
+    with contextlib.suppress(FileExistsError):
+        path.mkdir()
+    if path.is_symlink() or not path.is_dir():
+        raise PermissionError(f"{folder}/ in the workspace is not a plain folder (a symlink?); "
+                              f"move it away and try again")
+    return path
+
+
+@contextlib.contextmanager
+def _folder_fd(base: Path, parts: list[str], create: bool) -> Iterator[int]:
+    """An fd for ``base/parts...``, walked without following a symlink at any step.
+
+    A command running at the same time cannot swap a folder for a symlink between
+    the check and the write: every step is opened with ``O_NOFOLLOW``.
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(base, flags)
+    try:
+        for part in parts:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, dir_fd=fd)
+            try:
+                child = os.open(part, flags, dir_fd=fd)
+            except OSError as exc:
+                raise PermissionError(f"{part!r} changed or is not a folder ({exc.strerror})") \
+                    from None
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def _shown(workspace: Workspace, path: Path) -> str:
@@ -94,6 +164,30 @@ def _shown(workspace: Workspace, path: Path) -> str:
 def _clip(data: bytes, limit: int) -> tuple[str, bool]:
     text = data[:limit].decode("utf-8", errors="replace")
     return text, len(data) > limit
+
+
+def _refuse_special(mode: int, shown: str, tool_name: str) -> None:
+    kind = _NOT_REGULAR.get(stat.S_IFMT(mode))
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(f"{shown} is a folder, not a file")
+    if not stat.S_ISREG(mode):
+        raise PermissionError(f"{shown} is {kind or 'not a regular file'}; "
+                              f"{tool_name} works only on regular files")
+
+
+def _open_failed(shown: str, tool_name: str, exc: OSError) -> str:
+    if exc.errno == errno.ENXIO:  # a socket, or a FIFO nobody reads
+        return f"{shown} is a socket or FIFO; {tool_name} works only on regular files"
+    if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a symlink that appeared after the check
+        return f"{shown} became a symlink while it was opened; try again"
+    return f"cannot open {shown}: {exc.strerror}"
+
+
+def _opened_path(fd: int) -> Path | None:
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return None
 
 
 def read_file(
@@ -106,16 +200,33 @@ def read_file(
             file_state_dir/<path> aliases are supported.
     """
     target = resolve(ctx.workspace, path)
-    if not target.exists():
-        raise FileNotFoundError(f"no such file: {_shown(ctx.workspace, target)}")
-    if target.is_dir():
-        raise IsADirectoryError(f"{_shown(ctx.workspace, target)} is a folder, not a file")
-    size = target.stat().st_size
-    with target.open("rb") as handle:
-        data = handle.read(LIMITS.read_max_bytes + 1)
-    text, clipped = _clip(data, LIMITS.read_max_bytes)
+    shown = _shown(ctx.workspace, target)
+    # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(target, flags)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no such file: {shown}") from None
+    except OSError as exc:
+        raise PermissionError(_open_failed(shown, "read_file", exc)) from None
+    try:
+        info = os.fstat(fd)
+        _refuse_special(info.st_mode, shown, "read_file")
+        opened = _opened_path(fd)
+        if opened is not None:  # a folder swapped for a symlink after resolve()
+            try:
+                _check_denied(ctx.workspace, ctx.workspace.resolve(str(opened)), path)
+            except WorkspaceError:
+                raise PermissionError(f"path {path!r} changed while it was opened") from None
+        chunks, wanted = [], LIMITS.read_max_bytes + 1
+        while wanted > 0 and (chunk := os.read(fd, wanted)):
+            chunks.append(chunk)
+            wanted -= len(chunk)
+    finally:
+        os.close(fd)
+    text, clipped = _clip(b"".join(chunks), LIMITS.read_max_bytes)
     if clipped:
-        text += f"\n...[truncated: showed {LIMITS.read_max_bytes} of {size} bytes]"
+        text += f"\n...[truncated: showed {LIMITS.read_max_bytes} of {info.st_size} bytes]"
     return text
 
 
@@ -125,7 +236,7 @@ def write_file(
     ctx: ToolContext,
     mode: Literal["overwrite", "append"] = "overwrite",
 ) -> dict[str, Any]:
-    """Write a text file in the workspace (overwrite or append); parent folders are created.
+    """Write a text file in file_cache_dir or file_state_dir; parent folders are created.
 
     Args:
         path: Target path. Relative paths go to file_cache_dir; file_state_dir/<path> is
@@ -138,17 +249,59 @@ def write_file(
         raise ValueError(f"content is {len(data)} bytes; write_file allows at most "
                          f"{LIMITS.write_max_bytes} (tools.write_file.max_bytes)")
     target = resolve(ctx.workspace, path)
-    if target.is_dir():
-        raise IsADirectoryError(f"{_shown(ctx.workspace, target)} is a folder, not a file")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with target.open("ab" if mode == "append" else "wb") as handle:
-        handle.write(data)
-    return {"path": _shown(ctx.workspace, target), "bytes": len(data), "mode": mode}
+    folder, parts = _writable_parts(ctx.workspace, target, path)
+    shown = _shown(ctx.workspace, target)
+    if not parts:
+        raise IsADirectoryError(f"{shown} is a folder, not a file")
+    base = _writable_root(ctx.workspace, folder)
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+             | (os.O_APPEND if mode == "append" else 0))
+    with _folder_fd(base, parts[:-1], create=True) as parent:
+        try:
+            fd = os.open(parts[-1], flags, 0o644, dir_fd=parent)
+        except IsADirectoryError:
+            raise IsADirectoryError(f"{shown} is a folder, not a file") from None
+        except OSError as exc:
+            raise PermissionError(_open_failed(shown, "write_file", exc)) from None
+    try:
+        info = os.fstat(fd)
+        _refuse_special(info.st_mode, shown, "write_file")
+        if info.st_nlink > 1:  # another name for this file may be one of the runtime's
+            raise PermissionError(f"{shown} has {info.st_nlink} hard links; write_file "
+                                  f"refuses files that have other names")
+        os.set_blocking(fd, True)
+        if mode == "overwrite":
+            os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    return {"path": shown, "bytes": len(data), "mode": mode}
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
+    # bwrap leads this group; its PID namespace dies with it (--die-with-parent).
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
+
+
+def _unsandboxed_refusal() -> str:
+    return (f"bash refused: commands need bubblewrap to keep the runtime's files out of reach, "
+            f"and {sandbox.unavailable_reason()}. To fix: {sandbox.INSTALL_HINT}, then run "
+            f"the command again. To run commands without that protection (they could then "
+            f"change anything the kernel can, the agent's ledger and triggers included), the "
+            f"person may set agent_kernel.tools.files.LIMITS.allow_unsandboxed = True.")
+
+
+def _command_cwd(workspace: Workspace, cwd: str | None) -> Path:
+    if not cwd:
+        return _writable_root(workspace, CACHE_DIR)
+    folder, parts = _writable_parts(workspace, resolve(workspace, cwd), cwd)
+    base = _writable_root(workspace, folder)
+    with _folder_fd(base, parts, create=True):
+        pass
+    return base.joinpath(*parts)
 
 
 async def bash(
@@ -157,29 +310,32 @@ async def bash(
     cwd: str | None = None,
     timeout_seconds: Annotated[float | None, Field(gt=0)] = None,
 ) -> dict[str, Any]:
-    """Run a bash command with its working folder in the workspace.
+    """Run a bash command in a sandbox: it may write only file_cache_dir and file_state_dir.
 
     Args:
         cmd: The bash command to run.
-        cwd: Working folder inside the workspace (default: file_cache_dir).
+        cwd: Working folder in file_cache_dir or file_state_dir (default: file_cache_dir).
         timeout_seconds: Seconds before the command is killed (default 30, at most 600).
     """
     if not LIMITS.bash_enabled:
         raise PermissionError("tool is disabled: bash (tools.bash.enabled is false)")
-    for pattern in LIMITS.deny_paths:
-        token = pattern.strip("*")
-        if token and token in cmd:
-            raise PermissionError(f"command mentions a denied path ({pattern!r})")
     timeout = LIMITS.bash_timeout if timeout_seconds is None else timeout_seconds
     if timeout > LIMITS.bash_max_timeout:
         raise ValueError(f"timeout_seconds must be at most {LIMITS.bash_max_timeout:g}, "
                          f"got {timeout:g}")
-    folder = resolve(ctx.workspace, cwd) if cwd else ctx.workspace.root / CACHE_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    if not folder.is_dir():
-        raise NotADirectoryError(f"cwd {cwd!r} is not a folder")
+    folder = _command_cwd(ctx.workspace, cwd)
+    env, dropped = sandbox.clean_environment(LIMITS.command_env)
+    bwrap = sandbox.find_bubblewrap()
+    argv = ["bash", "-c", cmd]
+    if bwrap is not None:
+        writable = tuple(_writable_root(ctx.workspace, name) for name in WRITABLE_DIRS)
+        box = sandbox.Sandbox(root=ctx.workspace.root, writable=writable, cwd=folder, env=env,
+                              hidden=tuple(sandbox.private_paths()))
+        argv = box.argv(bwrap, argv)
+    elif not LIMITS.allow_unsandboxed:
+        raise PermissionError(_unsandboxed_refusal())
     process = subprocess.Popen(
-        ["bash", "-c", cmd], cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        argv, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, start_new_session=True,
     )
     waiter = asyncio.get_running_loop().run_in_executor(None, process.communicate)
@@ -188,20 +344,28 @@ async def bash(
         timed_out = False
     except asyncio.TimeoutError:
         _kill(process)
-        stdout, stderr = await waiter
         timed_out = True
+        try:
+            stdout, stderr = await asyncio.wait_for(asyncio.shield(waiter), _DRAIN_SECONDS)
+        except asyncio.TimeoutError:  # unsandboxed only: a detached child holds the pipes
+            stdout, stderr = b"", b"[output lost: a process the command detached still holds it]"
     except asyncio.CancelledError:
         # Stop pressed: the command must not outlive the run that started it.
         _kill(process)
         raise
     out, out_clipped = _clip(stdout, LIMITS.bash_output_max_bytes)
     err, err_clipped = _clip(stderr, LIMITS.bash_output_max_bytes)
-    result: dict[str, Any] = {"exit_code": process.returncode, "stdout": out, "stderr": err}
+    result: dict[str, Any] = {"exit_code": process.poll(), "stdout": out, "stderr": err,
+                              "sandboxed": bwrap is not None}
     if out_clipped or err_clipped:
         result["truncated"] = True
     if timed_out:
         result["timed_out"] = True
         result["stderr"] = (err + f"\n[killed after {timeout:g} s timeout]").lstrip("\n")
+    if dropped:
+        result["env_dropped"] = dropped
+        result["env_note"] = ("not passed to the command: their names say they hold secrets "
+                              "(LIMITS.command_env never passes those)")
     return result
 
 

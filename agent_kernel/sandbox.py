@@ -1,0 +1,173 @@
+"""Where a command may write: a bubblewrap sandbox around every ``bash`` call.
+
+The agent's workspace holds the runtime's own state (the ledger, memory tables
+and mirrors, saved triggers whose conditions the kernel evaluates, pending
+questions). A command the person approved must not be able to change any of
+it, however the command is spelled: quotes, globs, ``$(printf ...)``,
+variables, symlinks and ``/proc/<pid>/root`` all defeat a check of the
+command's text. So protection comes from *where the command can write*:
+bubblewrap shows it the whole filesystem read-only, a private ``/tmp``, a
+workspace emptied by a read-only tmpfs with only ``files/`` and ``state/``
+bound back writable, its own PID namespace (no other process to reach
+through ``/proc``), no capabilities, and a clean environment.
+
+When bubblewrap cannot start here, :func:`find_bubblewrap` says so and the
+caller refuses (or, if the person opted in, runs unsandboxed and says so).
+The network is shared with the host for now; :meth:`Sandbox.argv` is built
+from small parts so network isolation can be added as one more.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .redaction import secret_name
+
+# Passed through from the kernel's environment when set; nothing else is.
+ALLOWED_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES",
+               "TERM", "TZ", "USER", "LOGNAME")
+FIXED_ENV = {"TMPDIR": "/tmp"}
+INSTALL_HINT = "install Debian's `bubblewrap` (apt-get install bubblewrap)"
+_PROBE_TIMEOUT = 10.0
+_TMP = Path("/tmp")
+
+_lock = threading.Lock()
+_probed: tuple[str | None, str] | None = None
+
+
+def _probe() -> tuple[str | None, str]:
+    found = shutil.which("bwrap")
+    if not found:
+        return None, "bubblewrap (bwrap) is not installed"
+    probe = Sandbox(root=None, writable=(), cwd=Path("/"), env={})
+    try:
+        done = subprocess.run(probe.argv(found, ["true"]), stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=_PROBE_TIMEOUT, env={})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"{found} could not start a sandbox here ({exc})"
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        why = said[-1] if said else f"exit code {done.returncode}"
+        return None, f"{found} is installed but cannot start a sandbox here ({why})"
+    return found, ""
+
+
+def find_bubblewrap() -> str | None:
+    """The path of a ``bwrap`` that can start our sandbox here, or None (probed once)."""
+    global _probed
+    with _lock:
+        if _probed is None:
+            _probed = _probe()
+        return _probed[0]
+
+
+def unavailable_reason() -> str:
+    """Why :func:`find_bubblewrap` found nothing usable ("" when it did)."""
+    find_bubblewrap()
+    return _probed[1] if _probed else ""
+
+
+def forget() -> None:
+    """Probe again next time (after installing bubblewrap, or in tests)."""
+    global _probed
+    with _lock:
+        _probed = None
+
+
+def clean_environment(extra: Iterable[str] = ()) -> tuple[dict[str, str], list[str]]:
+    """The environment a command gets, and the configured names refused as secrets.
+
+    Only :data:`ALLOWED_ENV` and the names in ``extra`` pass (when set), never one
+    whose name says it holds a secret (``OPENAI_API_KEY``, ``DB_PASSWORD``, ...).
+    """
+    env = {name: os.environ[name] for name in ALLOWED_ENV if name in os.environ}
+    dropped: list[str] = []
+    for name in extra:
+        if secret_name(name):
+            dropped.append(name)
+        elif name in os.environ and name not in FIXED_ENV:
+            env[name] = os.environ[name]
+    env.update(FIXED_ENV)
+    return env, dropped
+
+
+def private_paths() -> list[Path]:
+    """Jupyter's connection files (this kernel's, and the runtime folder holding every
+    kernel's): their keys would let a command drive a kernel, and so the runtime, from
+    outside the sandbox, so the sandbox hides them."""
+    found: set[Path] = set()
+    try:
+        from jupyter_core.paths import jupyter_runtime_dir
+
+        found.add(Path(jupyter_runtime_dir()))
+    except Exception:  # jupyter_core missing or misconfigured: nothing to hide from it
+        pass
+    app = sys.modules.get("ipykernel.kernelapp")
+    kernel_app = getattr(app, "IPKernelApp", None)
+    if kernel_app is not None and kernel_app.initialized():
+        connection = getattr(kernel_app.instance(), "abs_connection_file", "")
+        if connection:
+            found.add(Path(connection))
+    return sorted(p.resolve() for p in found if p.exists() and p.resolve() != Path("/"))
+
+
+@dataclass
+class Sandbox:
+    """One command's view of the machine: what it may write, where it starts, what it sees.
+
+    ``root`` (the workspace) is hidden except for the ``writable`` folders inside it;
+    ``hidden`` folders are replaced by empty read-only ones, ``hidden`` files by a
+    ``/dev/null`` the command cannot open.
+    """
+
+    root: Path | None
+    writable: tuple[Path, ...]
+    cwd: Path
+    env: dict[str, str]
+    hidden: tuple[Path, ...] = field(default=())
+
+    def argv(self, bwrap: str, command: list[str]) -> list[str]:
+        """The full ``bwrap`` command line that runs ``command`` inside this sandbox."""
+        return [bwrap, *self._filesystem(), *self._processes(), *self._environment(),
+                "--", *command]
+
+    def _filesystem(self) -> list[str]:
+        args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        # /tmp is already a fresh tmpfs, so whatever was in it is hidden.
+        hidden = [f for f in self.hidden if f != _TMP and _TMP not in f.parents]
+        # A hidden folder holding the workspace is emptied first (the workspace is then
+        # rebuilt inside it); any other is emptied last, so no bind can show it again.
+        around = [f for f in hidden if self.root is not None and
+                  (f == self.root or f in self.root.parents)]
+        for folder in around:
+            args += ["--tmpfs", str(folder)]
+        if self.root is not None:
+            args += ["--tmpfs", str(self.root)]
+            for folder in self.writable:
+                args += ["--bind", str(folder), str(folder)]
+        folders = [f for f in hidden if f.is_dir()]
+        for path in hidden:
+            if path not in around:
+                args += ["--tmpfs", str(path)] if path in folders else \
+                    ["--ro-bind", "/dev/null", str(path)]
+        for folder in (*folders, *([self.root] if self.root is not None else [])):
+            args += ["--remount-ro", str(folder)]
+        return [*args, "--chdir", str(self.cwd)]
+
+    def _processes(self) -> list[str]:
+        # A PID namespace: no /proc/<kernel pid>/root way back, and when the command's
+        # first process dies every process it left behind dies with it.
+        return ["--unshare-pid", "--new-session", "--die-with-parent", "--cap-drop", "ALL"]
+
+    def _environment(self) -> list[str]:
+        args = ["--clearenv"]
+        for name, value in self.env.items():
+            args += ["--setenv", name, value]
+        return args
