@@ -9,6 +9,11 @@ the notebook's kernel first: a kernel that runs the triggers holds the runner
 lock, and this command then says so instead of firing them twice. Conditions
 over notebook variables have no namespace here and report that; file
 conditions work.
+
+There is no person here to approve anything: a condition without an approval
+on record (a hand-written or edited trigger file, a workspace from another
+machine) is listed as needing approval and never evaluated; the note says to
+approve it in a notebook.
 """
 
 from __future__ import annotations
@@ -64,6 +69,8 @@ async def serve(args: argparse.Namespace) -> int:
     from ..agent import Agent
     from ..config import Settings
     from ..triggers import scheduler_for
+    from ..triggers.checks import check_name
+    from ..triggers.model import LIVE
     from ..triggers.store import TriggerStore
     from ..workspace import Workspace
 
@@ -71,14 +78,21 @@ async def serve(args: argparse.Namespace) -> int:
     records, problems = TriggerStore(workspace).load_all()
     for problem in problems:
         print(f"problem: {problem}")
-    active = [r for r in records if r.get("status") == "active"]
+    active = [r for r in records if r.get("status", "active") in LIVE]
     if not active:
         print(f"No saved triggers in {workspace.root / 'triggers'}.")
         return 0
     agents: dict[str, str] = {}
     for record in active:
-        agents.setdefault(str(record.get("agent_id") or "agent"),
-                          args.model or record.get("model") or "demo")
+        agent_id = record.get("agent_id")
+        try:
+            check_name("agent_id", agent_id)
+        except ValueError as exc:
+            print(f"problem: {record.get('id')}: not restored: {exc}")
+            continue
+        model = record.get("model")
+        agents.setdefault(str(agent_id), args.model or (model if isinstance(model, str)
+                                                         and model else "demo"))
     from .. import llm
 
     # Import the provider library before the first firing, off the loop: a first run

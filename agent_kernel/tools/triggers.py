@@ -6,7 +6,11 @@ Names, arguments and return shapes are the specs' own: ``schedule``,
 spec 002's ``id``), the other three from spec 001 with its limits (100
 active schedules per agent, a cron floor of one minute, ``delay_seconds``
 1..2592000 with spec 001's error text). A condition the model writes is code:
-it is shown to the person and approved before the trigger exists.
+it is shown to the person and approved before the trigger exists, and the
+approval is recorded with a digest of exactly that condition and prompt (see
+:mod:`agent_kernel.trust`), so the next kernel can check it before it
+evaluates anything. ``list_tasks`` also lists restored triggers that still
+need the person's approval, with the status ``needs_approval``.
 
 The work happens in :mod:`agent_kernel.triggers`; ``attach`` only makes the
 agent's (unstarted) scheduler, so creating an Agent stays cheap. The
@@ -75,6 +79,8 @@ async def schedule(
     """
     from ..triggers.conditions import Condition
     from ..triggers.make import make_schedule
+    from ..triggers.model import check_text
+    from ..trust import condition_digest
 
     scheduler = _scheduler(ctx)
     shape: dict[str, Any] | None = None
@@ -82,13 +88,13 @@ async def schedule(
         shape = Condition.parse(condition.model_dump(exclude_none=True)).to_dict()
     if type == "conditional" and shape is not None:
         scheduler.check_room()
-        approvals = ctx.agent.approvals
-        if "condition" not in approvals.always_allowed:
-            verdict = await approvals.request(ctx.run_id, "condition", {
-                "condition": shape, "prompt": prompt, "cooldown": cooldown})
-            if verdict is not None:
-                raise ValueError(f"The condition was not approved, so no trigger was made. "
-                                 f"{verdict}")
+        # The digest covers exactly what the trigger will hold (and the store will save).
+        digest = condition_digest(ctx.agent.agent_id, shape, check_text("prompt", prompt))
+        verdict = await ctx.agent.approvals.request(ctx.run_id, "condition", {
+            "condition": shape, "prompt": prompt, "cooldown": cooldown}, digest=digest)
+        if verdict is not None:
+            raise ValueError(f"The condition was not approved, so no trigger was made. "
+                             f"{verdict}")
     trigger = make_schedule(scheduler, prompt=prompt, type=type, interval=interval, runAt=runAt,
                             condition=shape, cooldown=cooldown, timeout=timeout,
                             source="schedule", run_id=ctx.run_id)
@@ -175,9 +181,10 @@ def task_list(scheduler: TriggerScheduler, scope: str = "all",
             rows.append({"id": run_id, "type": kind, "prompt": _cut(prompt),
                          "priority": DEFAULT_PRIORITY, "status": "running", "createdAt": created})
     if scope in ("triggers", "all"):
-        for trigger in scheduler.active():
+        for trigger in [*scheduler.active(), *scheduler.pending()]:
             rows.append({"id": trigger.id, "type": trigger.kind, "prompt": _cut(trigger.prompt),
-                         "priority": DEFAULT_PRIORITY, "status": "trigger",
+                         "priority": DEFAULT_PRIORITY,
+                         "status": "trigger" if trigger.active else trigger.status,
                          "createdAt": trigger.created_at})
     return rows
 
@@ -194,6 +201,9 @@ async def list_tasks(
     role: Literal["planner", "worker"] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """List queued runs, running runs and triggers.
+
+    A restored trigger whose condition has no approval on record is listed with the
+    status needs_approval: it does not run until the person approves it in the notebook.
 
     Args:
         scope: Which to list: queue, running, triggers or all (default).

@@ -12,7 +12,10 @@ first trigger a run makes.
 - ``%agent_triggers``: the live panel of every trigger (kind, next run, last
   run and result, a cancel button);
 - ``%agent_triggers --text``: every trigger of this session (active first) as text;
-- ``%agent_triggers cancel ID``: cancel one.
+- ``%agent_triggers cancel ID``: cancel one;
+- ``%agent_triggers approve ID``: approve a restored condition that needs
+  approval (the person has read it in the restore note or the panel); the
+  approval is recorded with its digest and the trigger is armed.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-USAGE = "usage: %agent_triggers [--text] | %agent_triggers cancel TRIGGER_ID"
+USAGE = ("usage: %agent_triggers [--text] | %agent_triggers cancel TRIGGER_ID | "
+         "%agent_triggers approve TRIGGER_ID")
 
 
 def _wiring(ipython: Any) -> Any:
@@ -58,7 +62,7 @@ def session_scheduler(ipython: Any, agent_magics: Any, *, announce: bool = False
         except RuntimeError:
             _start_later(ipython, agent_magics)
             return scheduler
-        if announce and (report.restored or report.expired or report.problems):
+        if announce and report.has_news:
             print(report.text())
     return scheduler
 
@@ -73,7 +77,7 @@ def _start_later(ipython: Any, agent_magics: Any) -> None:
 
 
 def agent_triggers(ipython: Any, agent_magics: Any, line: str) -> Any:
-    """``%agent_triggers [--text] | cancel ID``."""
+    """``%agent_triggers [--text] | cancel ID | approve ID``."""
     try:
         words = shlex.split(line)
     except ValueError as exc:
@@ -87,6 +91,17 @@ def agent_triggers(ipython: Any, agent_magics: Any, line: str) -> Any:
             print(f"Cancelled trigger {words[1]}.")
         else:
             print(f"No active trigger {words[1]!r}; %agent_triggers lists them.")
+        return None
+    if words[:1] == ["approve"]:
+        if len(words) != 2:
+            print(USAGE)
+            return None
+        trigger = scheduler.triggers.get(words[1])
+        if scheduler.approve(words[1]):
+            print(f"Approved trigger {words[1]} ({trigger.schedule_text()}: "
+                  f"{trigger.prompt[:80]}); its condition is checked from now on.")
+        else:
+            print(f"No trigger {words[1]!r} needs approval; %agent_triggers --text lists them.")
         return None
     if words == ["--text"]:
         from .panel import text_table

@@ -3,17 +3,22 @@
 The tools (``schedule``, ``schedule_once``, ``schedule_cron``) and the Python
 API (:meth:`TriggerScheduler.every` and friends) both come through here, so
 a limit or an error message has one meaning everywhere. Each function
-validates, builds a :class:`~.model.Trigger` and hands it to the scheduler;
-nothing here evaluates a condition (approval happens before, in the tool).
+validates, builds a :class:`~.model.Trigger` and hands it to the scheduler
+(typed as a :class:`~.host.TriggerHost`, so this module never imports the
+scheduler); nothing here evaluates a condition. A model's condition is
+approved before, in the tool; a person's condition (:meth:`TriggerMaker.when`)
+is their own code, and its approval is recorded with its digest so the next
+kernel restores it.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..ledger import new_id
 from .conditions import Condition
+from .host import TriggerHost
 from .model import (
     MAX_DELAY,
     Trigger,
@@ -24,13 +29,10 @@ from .model import (
     parse_run_at,
 )
 
-if TYPE_CHECKING:
-    from .scheduler import TriggerScheduler
-
 TYPES = ("recurring", "scheduled", "conditional")
 
 
-def _base(scheduler: TriggerScheduler, kind: str, prompt: str, source: str,
+def _base(scheduler: TriggerHost, kind: str, prompt: str, source: str,
           run_id: str | None, prefix: str) -> Trigger:
     scheduler.check_room()
     return Trigger(id=new_id(prefix), kind=kind, prompt=prompt,
@@ -39,7 +41,7 @@ def _base(scheduler: TriggerScheduler, kind: str, prompt: str, source: str,
                    model=getattr(scheduler.agent, "model", None))
 
 
-def make_schedule(scheduler: TriggerScheduler, *, prompt: str, type: str,
+def make_schedule(scheduler: TriggerHost, *, prompt: str, type: str,
                   interval: float | None = None, runAt: str | None = None,  # noqa: N803
                   condition: Any = None, cooldown: float = 0, timeout: float | None = None,
                   source: str = "api", run_id: str | None = None) -> Trigger:
@@ -76,7 +78,7 @@ def make_schedule(scheduler: TriggerScheduler, *, prompt: str, type: str,
     return scheduler.add(trigger, first_due=first_due)
 
 
-def make_once(scheduler: TriggerScheduler, *, delay_seconds: int, focus: str,
+def make_once(scheduler: TriggerHost, *, delay_seconds: int, focus: str,
               source: str = "api", run_id: str | None = None) -> Trigger:
     """Spec 001's ``schedule_once``: one run after ``delay_seconds`` (1..2592000)."""
     focus = check_text("focus", focus)
@@ -88,7 +90,7 @@ def make_once(scheduler: TriggerScheduler, *, delay_seconds: int, focus: str,
     return scheduler.add(trigger, first_due=due)
 
 
-def make_cron(scheduler: TriggerScheduler, *, cron_expression: str, focus: str,
+def make_cron(scheduler: TriggerHost, *, cron_expression: str, focus: str,
               source: str = "api", run_id: str | None = None) -> Trigger:
     """Spec 001's ``schedule_cron``: validated by croniter, at most once a minute."""
     focus = check_text("focus", focus)
@@ -100,7 +102,8 @@ def make_cron(scheduler: TriggerScheduler, *, cron_expression: str, focus: str,
 
 class TriggerMaker:
     """The Python API of :class:`~.scheduler.TriggerScheduler`. Triggers a person makes need
-    no approval: a condition written in a cell is the person's own code."""
+    no question: a condition written in a cell is the person's own code, and is recorded as
+    approved by them."""
 
     def every(self, seconds: float, prompt: str, *, timeout: float | None = None) -> Trigger:
         """Run ``prompt`` every ``seconds``."""
@@ -124,8 +127,10 @@ class TriggerMaker:
     def when(self, condition: Any, prompt: str, *, cooldown: float = 0,
              timeout: float | None = None) -> Trigger:
         """Run ``prompt`` each time ``condition`` fires (see :mod:`.conditions`)."""
-        return make_schedule(self._me(), prompt=prompt, type="conditional",
-                             condition=condition, cooldown=cooldown, timeout=timeout)
+        trigger = make_schedule(self._me(), prompt=prompt, type="conditional",
+                                condition=condition, cooldown=cooldown, timeout=timeout)
+        self._me().record_approval(trigger)
+        return trigger
 
-    def _me(self) -> TriggerScheduler:
+    def _me(self) -> TriggerHost:
         return self  # type: ignore[return-value]

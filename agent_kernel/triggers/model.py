@@ -7,6 +7,11 @@ One :class:`Trigger` describes any kind the tools can make: ``recurring``
 It is plain data: what the store saves, what ``list_tasks`` and the panel
 show, and what a fired run receives as its ``trigger`` context. The limits
 live here too, each with an error a model can act on.
+
+A conditional trigger's ``approved`` flag lives in memory only: it is never
+saved and never read back, because a file can say anything. After a restore,
+only an approval on record in the ledger (see :mod:`agent_kernel.trust`)
+sets it; until then the trigger's status is ``needs_approval``.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from typing import Any
 
 KINDS = ("recurring", "scheduled", "once", "cron", "conditional")
 ONE_SHOT = ("scheduled", "once")
+NEEDS_APPROVAL = "needs_approval"
+LIVE = ("active", NEEDS_APPROVAL)
 MAX_ACTIVE = 100
 MIN_INTERVAL = 1.0
 MAX_INTERVAL = 366 * 86400.0
@@ -132,18 +139,42 @@ class Trigger:
 
     @property
     def active(self) -> bool:
-        """True until it is cancelled, done or missed."""
+        """True until it is cancelled, done or missed (False while it needs approval)."""
         return self.status == "active"
 
+    @property
+    def needs_approval(self) -> bool:
+        """True for a restored condition with no approval on record: it is never evaluated."""
+        return self.status == NEEDS_APPROVAL
+
+    @property
+    def status_text(self) -> str:
+        """The status in words: ``active``, ``needs approval``, ``cancelled``..."""
+        return self.status.replace("_", " ")
+
+    def approval_digest(self) -> str:
+        """The digest an approval of this trigger's condition and prompt carries."""
+        from ..trust import condition_digest
+
+        return condition_digest(self.agent_id, self.condition, self.prompt)
+
     def to_record(self) -> dict[str, Any]:
-        """The JSON the store writes."""
-        return asdict(self)
+        """The JSON the store writes (without ``approved``: the ledger holds approvals)."""
+        record = asdict(self)
+        record.pop("approved", None)
+        return record
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Trigger:
-        """Rebuild from a stored record, ignoring fields this version does not know."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in record.items() if k in known})
+        """Rebuild from a stored record, ignoring fields this version does not know.
+
+        A saved ``approved`` is ignored: a condition read from disk is unapproved until
+        the ledger says otherwise.
+        """
+        known = {f.name for f in fields(cls)} - {"approved"}
+        made = cls(**{k: v for k, v in record.items() if k in known})
+        made.approved = made.kind != "conditional"
+        return made
 
     def schedule_text(self) -> str:
         """When it runs, in a few words."""

@@ -1,11 +1,21 @@
-"""Restoring saved triggers when a scheduler starts, without replaying the past in a burst.
+"""Restoring saved triggers when a scheduler starts: checked, bounded, and never replaying the
+past in a burst.
+
+A trigger file is checked before anything is booked (:mod:`.checks`): an
+impossible one is refused with a ``problem:`` line, an obvious slip is fixed
+with a ``note:``. At most the per-agent limit of triggers comes back, and
+nothing loops on a stored value. A conditional trigger's condition is code,
+so it comes back armed only when the ledger holds an approval of exactly
+that condition and prompt, signed with this user's key (:mod:`agent_kernel.trust`);
+otherwise it comes back as ``needs_approval``, is shown to the person and is
+never evaluated until they approve it.
 
 While no kernel lived, recurring and cron triggers missed runs and one-shot
 triggers may have passed their time. By default (``missed="skip"``) those
-runs are skipped: each is counted, reported in the note the person sees and
-written to the ledger, and the trigger resumes at its next time on its
-original grid. With ``missed="run_once"`` a trigger that missed anything
-fires once at start, never more. Conditions are re-armed against the
+runs are skipped: each is counted (up to a cap), reported in the note the
+person sees and written to the ledger, and the trigger resumes at its next
+time on its original grid. With ``missed="run_once"`` a trigger that missed
+anything fires once at start, never more. Conditions are re-armed against the
 present (a change made while no kernel lived is not an event).
 """
 
@@ -14,14 +24,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
-from .model import ONE_SHOT, Trigger, parse_iso
-
-if TYPE_CHECKING:
-    from .scheduler import TriggerScheduler
+from ..trust import ApprovalBook
+from .checks import STALE, check_record
+from .host import TriggerHost
+from .model import NEEDS_APPROVAL, ONE_SHOT, Trigger, cron_next, parse_iso
 
 MAX_COUNTED = 100000
+MAX_CRON_STEPS = 500
+APPROVE_HOW = ("read the condition, then approve it in a notebook with `%agent_triggers approve "
+               "ID` (or `scheduler_for(agent).approve(ID)`); `%agent_triggers cancel ID` "
+               "deletes it")
 
 
 @dataclass
@@ -30,13 +43,23 @@ class RestoreReport:
 
     restored: list[Trigger] = field(default_factory=list)
     missed: dict[str, int] = field(default_factory=dict)
+    capped: set[str] = field(default_factory=set)
     expired: list[Trigger] = field(default_factory=list)
+    needs_approval: dict[str, str] = field(default_factory=dict)
+    waiting: list[Trigger] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     policy: str = "skip"
 
+    @property
+    def has_news(self) -> bool:
+        """True when there is anything to tell the person."""
+        return bool(self.restored or self.expired or self.waiting or self.notes
+                    or self.problems)
+
     def text(self) -> str:
-        """One short paragraph: what came back, what was skipped, what was wrong."""
-        if not (self.restored or self.expired or self.problems):
+        """One short paragraph: what came back, what waits for approval, what was wrong."""
+        if not self.has_news:
             return "No saved triggers to restore."
         lines = [f"Restored {len(self.restored)} trigger(s) from the workspace:"]
         for trigger in self.restored:
@@ -44,83 +67,125 @@ class RestoreReport:
             note = ""
             if missed:
                 verb = "skipped" if self.policy == "skip" else "missed (running once now)"
-                note = f"; {missed} run(s) {verb} while no kernel was running"
+                more = "+" if trigger.id in self.capped else ""
+                note = f"; {missed}{more} run(s) {verb} while no kernel was running"
             lines.append(f"  {trigger.id}: {trigger.schedule_text()}: {trigger.prompt[:60]}{note}")
         for trigger in self.expired:
             verb = "skipped" if self.policy == "skip" else "running it once now"
             lines.append(f"  {trigger.id}: was due at {trigger.run_at} while no kernel was "
                          f"running; {verb}")
+        if self.waiting:
+            lines.append(f"{len(self.waiting)} trigger(s) need approval and will not be "
+                         "evaluated until approved:")
+            for trigger in self.waiting:
+                lines.append(f"  {trigger.id}: needs approval: {trigger.schedule_text()}: "
+                             f"{trigger.prompt[:200]}")
+                lines.append(f"      why: {self.needs_approval.get(trigger.id, '?')}")
+            lines.append(f"  To run one: {APPROVE_HOW}.")
+        lines.extend(f"  note: {n}" for n in self.notes)
         lines.extend(f"  problem: {p}" for p in self.problems)
         return "\n".join(lines)
 
 
-def _missed_cron(expression: str, since: datetime, now: datetime) -> tuple[int, datetime]:
+def _missed_cron(expression: str, since: datetime, now: datetime) -> tuple[int, datetime, bool]:
+    """Runs of ``expression`` from ``since`` to ``now``, the next one, and whether the count
+    stopped at its cap (then the next run is simply the next one after now)."""
     from croniter import croniter
 
     runs = croniter(expression, (since - timedelta(microseconds=1)).astimezone())
-    count = 0
-    while True:
+    for count in range(MAX_CRON_STEPS):
         moment = runs.get_next(datetime)
         if moment > now:
-            return count, moment
-        count += 1
-        if count >= MAX_COUNTED:
-            return count, croniter(expression, now.astimezone()).get_next(datetime)
+            return count, moment, False
+    return MAX_CRON_STEPS, cron_next(expression, now), True
 
 
-def restore(scheduler: TriggerScheduler) -> RestoreReport:
-    """Load this agent's saved triggers into ``scheduler`` and report what happened."""
-    report = RestoreReport(policy=scheduler.missed)
-    records, report.problems = scheduler.store.load_all()
-    now = scheduler.clock()
+def _missed(trigger: Trigger, due: datetime, now: datetime) -> tuple[int, datetime, bool]:
+    """How many runs of a recurring or cron trigger fell due between ``due`` and ``now``."""
+    if trigger.kind == "cron":
+        return _missed_cron(str(trigger.cron), due, now)
+    interval = float(trigger.interval or 1)
+    count = 1 + math.floor((now - due).total_seconds() / interval)
+    return min(count, MAX_COUNTED), due + timedelta(seconds=count * interval), count > MAX_COUNTED
+
+
+def restore(host: TriggerHost) -> RestoreReport:
+    """Load this agent's saved triggers into ``host`` and report what happened."""
+    report = RestoreReport(policy=host.missed)
+    records, report.problems = host.store.load_all()
+    now = host.clock()
+    approvals = ApprovalBook(host.agent.ledger)
     catch_up: list[Trigger] = []
-    for record in records:
-        if record.get("agent_id") != scheduler.agent.agent_id or record.get("id") in \
-                scheduler.triggers:
+    mine = [r for r in records if r.get("agent_id") == host.agent.agent_id]
+    for record in mine:
+        if record.get("id") in host.triggers:
             continue
         try:
-            trigger = Trigger.from_record(record)
-            if not trigger.active:
-                continue
-            due = parse_iso(trigger.next_run) if trigger.kind != "conditional" else None
-            missed = 0
-            first_due: datetime | None = None
-            if trigger.kind in ONE_SHOT:
-                first_due = parse_iso(trigger.run_at)
-                if first_due is not None and first_due <= now:
-                    trigger.status = "missed"
-                    report.expired.append(trigger)
-                    scheduler.store.delete(trigger.id)
-                    scheduler._record("trigger_missed", trigger_id=trigger.id, type=trigger.kind,
-                                      due_at=trigger.run_at, policy=scheduler.missed)
-                    if scheduler.missed == "run_once":
-                        scheduler.triggers[trigger.id] = trigger
-                        scheduler.fire(trigger, first_due)
-                    continue
-            elif trigger.kind == "recurring" and due is not None and due <= now:
-                interval = float(trigger.interval or 1)
-                missed = 1 + math.floor((now - due).total_seconds() / interval)
-                first_due = due + timedelta(seconds=missed * interval)
-            elif trigger.kind == "cron" and due is not None and due <= now:
-                missed, first_due = _missed_cron(str(trigger.cron), due, now)
-            elif due is not None:
-                first_due = due
-            if scheduler.missed == "run_once" and missed:
-                catch_up.append(trigger)
-            scheduler.check_room()
-            scheduler.triggers[trigger.id] = trigger
-            scheduler._book(trigger, first_due)
-            trigger.skipped += missed if scheduler.missed == "skip" else max(0, missed - 1)
-            scheduler.store.save(trigger.to_record())
-        except Exception as exc:
-            report.problems.append(f"{record.get('id')}: not restored ({exc})")
+            checked = check_record(record, now)
+        except ValueError as exc:
+            report.problems.append(f"{record.get('id')}: not restored: {exc}")
+            host.record("trigger_refused", trigger_id=str(record.get("id")), reason=str(exc))
             continue
+        if checked is None:
+            continue
+        trigger = checked.trigger
+        report.notes.extend(f"{trigger.id}: {note}" for note in checked.notes)
+        try:
+            host.check_room()
+        except ValueError as exc:
+            report.problems.append(f"{trigger.id}: not restored: {exc}")
+            continue
+        if trigger.kind == "conditional":
+            why = approvals.reason(trigger.approval_digest())
+            if why is not None:
+                trigger.status, trigger.approved = NEEDS_APPROVAL, False
+                host.triggers[trigger.id] = trigger
+                report.waiting.append(trigger)
+                report.needs_approval[trigger.id] = why
+                host.record("trigger_needs_approval", trigger_id=trigger.id, reason=why)
+                continue
+            trigger.status, trigger.approved = "active", True
+        trigger.status = "active"
+        missed, capped = 0, False
+        first_due: datetime | None = None
+        due = parse_iso(trigger.next_run)
+        if trigger.kind in ONE_SHOT:
+            first_due = parse_iso(trigger.run_at)
+            if first_due is not None and first_due <= now:
+                trigger.status = "missed"
+                report.expired.append(trigger)
+                host.store.delete(trigger.id)
+                host.record("trigger_missed", trigger_id=trigger.id, type=trigger.kind,
+                            due_at=trigger.run_at, policy=host.missed)
+                if host.missed == "run_once":
+                    host.triggers[trigger.id] = trigger
+                    host.fire(trigger, first_due)
+                continue
+        elif checked.stale_since is not None:
+            missed, _, capped = _missed(trigger, max(checked.stale_since, now - STALE), now)
+            capped = True
+        elif due is not None and due <= now:
+            missed, first_due, capped = _missed(trigger, due, now)
+        elif due is not None:
+            first_due = due
+        try:
+            host.triggers[trigger.id] = trigger
+            host.book(trigger, first_due)
+            trigger.skipped += missed if host.missed == "skip" else max(0, missed - 1)
+            host.store.save(trigger.to_record())
+        except Exception as exc:
+            host.triggers.pop(trigger.id, None)
+            report.problems.append(f"{trigger.id}: not restored ({exc})")
+            continue
+        if host.missed == "run_once" and missed:
+            catch_up.append(trigger)
         report.restored.append(trigger)
         if missed:
             report.missed[trigger.id] = missed
-        scheduler._record("trigger_restored", trigger_id=trigger.id, type=trigger.kind,
-                          missed=missed, next_run=trigger.next_run, policy=scheduler.missed)
+        if capped:
+            report.capped.add(trigger.id)
+        host.record("trigger_restored", trigger_id=trigger.id, type=trigger.kind,
+                    missed=missed, next_run=trigger.next_run, policy=host.missed)
     for trigger in catch_up:
-        scheduler.fire(trigger, now)
+        host.fire(trigger, now)
     return report
-

@@ -15,18 +15,16 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from ..events import LedgerRecorded, Notice
+from .conditions import ConditionWatch
+from .host import Firing, TriggerHost
 from .model import iso, parse_iso
-
-if TYPE_CHECKING:
-    from .scheduler import Firing, TriggerScheduler
 
 MAX_RESULT = 2000
 
 
-async def _ledger(scheduler: TriggerScheduler, run_id: str, kind: str, **fields: object) -> None:
+async def _ledger(scheduler: TriggerHost, run_id: str, kind: str, **fields: object) -> None:
     agent = scheduler.agent
     try:
         record = await asyncio.to_thread(agent.ledger.record_event, kind,
@@ -37,7 +35,7 @@ async def _ledger(scheduler: TriggerScheduler, run_id: str, kind: str, **fields:
     agent.bus.emit(LedgerRecorded(run_id, record))
 
 
-async def run_firing(scheduler: TriggerScheduler, firing: Firing) -> None:
+async def run_firing(scheduler: TriggerHost, firing: Firing) -> None:
     """Run the agent for one firing and record what happened."""
     agent = scheduler.agent
     trigger = scheduler.triggers[firing.trigger_id]
@@ -85,16 +83,19 @@ async def run_firing(scheduler: TriggerScheduler, firing: Firing) -> None:
                                   f"run {status}: {error}", level="error"))
         if trigger.active:
             scheduler.store.save(trigger.to_record())
-        scheduler._changed(trigger)
+        scheduler.changed(trigger)
     await _ledger(scheduler, run_id, "trigger_run", trigger_id=trigger.id, status=status,
                   error=error, reply=reply[:MAX_RESULT], duration_ms=duration_ms)
 
 
-def check_condition(scheduler: TriggerScheduler, trigger_id: str, now: datetime) -> None:
-    """Check one condition; fire it on its edge unless the cooldown says wait."""
+def check_condition(scheduler: TriggerHost, trigger_id: str, watch: ConditionWatch,
+                    now: datetime) -> None:
+    """Check one condition; fire it on its edge unless the cooldown says wait.
+
+    Only an active, approved trigger's condition is ever evaluated.
+    """
     trigger = scheduler.triggers.get(trigger_id)
-    watch = scheduler._watches.get(trigger_id)
-    if trigger is None or watch is None or not trigger.active or not trigger.approved:
+    if trigger is None or not trigger.active or not trigger.approved:
         return
     fired = watch.check(scheduler.namespace)
     if watch.last_error and watch.last_error != getattr(watch, "shown_error", None):
@@ -102,7 +103,7 @@ def check_condition(scheduler: TriggerScheduler, trigger_id: str, now: datetime)
         scheduler.agent.bus.emit(Notice("triggers", f"Condition of trigger {trigger_id} "
                                         f"could not be checked: {watch.last_error}",
                                         level="warning"))
-        scheduler._record("trigger_condition_error", trigger_id=trigger_id,
+        scheduler.record("trigger_condition_error", trigger_id=trigger_id,
                           error=watch.last_error)
     if not fired:
         return
@@ -111,7 +112,7 @@ def check_condition(scheduler: TriggerScheduler, trigger_id: str, now: datetime)
         since = (now - last).total_seconds()
         if since < trigger.cooldown:
             trigger.skipped += 1
-            scheduler._record("trigger_skipped", trigger_id=trigger_id, reason="cooldown",
+            scheduler.record("trigger_skipped", trigger_id=trigger_id, reason="cooldown",
                               seconds_left=round(trigger.cooldown - since, 3))
             return
     scheduler.fire(trigger, now)

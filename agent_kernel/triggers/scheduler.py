@@ -13,7 +13,11 @@ an error in a run is shown and recorded and the trigger lives on.
 
 The scheduler starts only inside a running loop (the kernel's, or
 ``asyncio.run``'s); starting restores the triggers saved in the workspace
-(see :mod:`.restore`).
+(see :mod:`.restore`). A restored condition without an approval on record
+waits as ``needs_approval`` until :meth:`TriggerScheduler.approve`.
+
+This is the one module that imports ``make``, ``runner`` and ``restore``;
+they see it only as a :class:`~.host.TriggerHost`.
 """
 
 from __future__ import annotations
@@ -22,8 +26,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -33,24 +35,16 @@ from ..events import LedgerRecorded, Notice, RunFinished, RunStarted
 from ..ledger import new_id
 from .clock import Clock, from_local_naive, system_clock, to_local_naive
 from .conditions import Condition, ConditionWatch
+from .host import Firing, Listener
 from .make import TriggerMaker
-from .model import MAX_ACTIVE, ONE_SHOT, Trigger, cron_next, iso, parse_iso
+from .model import LIVE, MAX_ACTIVE, ONE_SHOT, Trigger, cron_next, iso, parse_iso
 from .runner import check_condition
 from .store import TriggerStore
 
 log = logging.getLogger(__name__)
 MAX_SLEEP = 30.0
-Listener = Callable[[Trigger], None]
 
-
-@dataclass
-class Firing:
-    """A trigger that fired: running, or queued behind a run still going."""
-
-    run_id: str
-    trigger_id: str
-    due_at: datetime
-    fired_at: datetime
+__all__ = ["Firing", "Listener", "TriggerScheduler"]
 
 
 class TriggerScheduler(TriggerMaker):
@@ -114,7 +108,7 @@ class TriggerScheduler(TriggerMaker):
         self.restore_report = restore(self) if self._claim_store() else RestoreReport(problems=[
             "another kernel or `python -m agent_kernel triggers` already runs this workspace's "
             f"triggers for agent {self.agent.agent_id!r}; they are not restored here"])
-        if self.restore_report.restored or self.restore_report.problems:
+        if self.restore_report.has_news:
             self.agent.bus.emit(Notice("triggers", self.restore_report.text()))
         if pump:
             self._pump = self._loop.create_task(self._pump_forever(), name="agent-triggers")
@@ -166,9 +160,13 @@ class TriggerScheduler(TriggerMaker):
         """Triggers that will still fire."""
         return [t for t in self.triggers.values() if t.active]
 
+    def pending(self) -> list[Trigger]:
+        """Restored conditions waiting for the person's approval (never evaluated)."""
+        return [t for t in self.triggers.values() if t.needs_approval]
+
     def check_room(self) -> None:
-        """Refuse a new trigger past the per-agent limit."""
-        if len(self.active()) >= self.max_active:
+        """Refuse a new trigger past the per-agent limit (triggers awaiting approval count)."""
+        if len(self.active()) + len(self.pending()) >= self.max_active:
             raise ValueError(f"At most {self.max_active} active schedules per agent; cancel one "
                              "with cancel_task or cancel_schedule first (list_tasks shows them)")
 
@@ -179,9 +177,9 @@ class TriggerScheduler(TriggerMaker):
                 self.start()
         self.check_room()
         self.triggers[trigger.id] = trigger
-        self._book(trigger, first_due)
+        self.book(trigger, first_due)
         self.store.save(trigger.to_record())
-        self._record("trigger_created", trigger_id=trigger.id, type=trigger.kind,
+        self.record("trigger_created", trigger_id=trigger.id, type=trigger.kind,
                      prompt=trigger.prompt, when=trigger.schedule_text(),
                      run_id=trigger.scheduled_by_run_id)
         for hook in list(self.on_created):
@@ -189,37 +187,61 @@ class TriggerScheduler(TriggerMaker):
                 hook(trigger)
             except Exception:
                 log.exception("trigger display hook failed")
-        self._changed(trigger)
+        self.changed(trigger)
         return trigger
 
     def cancel(self, trigger_id: str) -> bool:
-        """Cancel an active trigger; False when there is none by that id."""
+        """Cancel an active trigger (or one awaiting approval); False when there is none."""
         trigger = self.triggers.get(trigger_id)
-        if trigger is None or not trigger.active:
+        if trigger is None or trigger.status not in LIVE:
             return False
         trigger.status = "cancelled"
         trigger.next_run = None
         self._unbook(trigger_id)
         self.queue = [f for f in self.queue if f.trigger_id != trigger_id]
         self.store.delete(trigger_id)
-        self._record("trigger_cancelled", trigger_id=trigger_id, type=trigger.kind)
-        self._changed(trigger)
+        self.record("trigger_cancelled", trigger_id=trigger_id, type=trigger.kind)
+        self.changed(trigger)
         return True
+
+    def approve(self, trigger_id: str) -> bool:
+        """The person approves a restored condition: record it (with its digest, signed)
+        and arm it. False when no trigger by that id needs approval."""
+        trigger = self.triggers.get(trigger_id)
+        if trigger is None or not trigger.needs_approval:
+            return False
+        self.record_approval(trigger)
+        trigger.approved = True
+        trigger.status = "active"
+        self.book(trigger, None)
+        self.store.save(trigger.to_record())
+        self.changed(trigger)
+        return True
+
+    def record_approval(self, trigger: Trigger, run_id: str | None = None) -> None:
+        """Write the person's approval of ``trigger``'s condition to the ledger, now."""
+        self.agent.approvals.record_person(
+            "condition", {"trigger_id": trigger.id, "condition": trigger.condition,
+                          "prompt": trigger.prompt, "cooldown": trigger.cooldown},
+            trigger.approval_digest(), run_id=run_id or "person")
 
     def cancel_queued(self, run_id: str) -> bool:
         """Drop a queued firing before its run starts."""
         for firing in self.queue:
             if firing.run_id == run_id:
                 self.queue.remove(firing)
-                self._record("trigger_skipped", trigger_id=firing.trigger_id, run_id=run_id,
+                self.record("trigger_skipped", trigger_id=firing.trigger_id, run_id=run_id,
                              reason="queued run cancelled")
                 return True
         return False
 
-    def _book(self, trigger: Trigger, first_due: datetime | None) -> None:
+    def book(self, trigger: Trigger, first_due: datetime | None) -> None:
         """Give ``schedule`` a job for the trigger's next run (conditions get a watch)."""
         self._unbook(trigger.id)
         if trigger.kind == "conditional":
+            if not trigger.approved or not trigger.active:
+                raise ValueError(f"trigger {trigger.id}: its condition is not approved, so it "
+                                 "is not checked")
             self._watches[trigger.id] = ConditionWatch(Condition.parse(trigger.condition))
             trigger.next_run = None
         else:
@@ -288,13 +310,31 @@ class TriggerScheduler(TriggerMaker):
         now = self.clock()
         if self._watches and now >= self._next_check:
             self._next_check = now + timedelta(seconds=self.condition_interval)
-            for trigger_id in list(self._watches):
-                check_condition(self, trigger_id, now)
+            for trigger_id, watch in list(self._watches.items()):
+                check_condition(self, trigger_id, watch, now)
         for trigger_id, job in self._jobs.items():
             if job.next_run is not None and trigger_id in self.triggers:
                 self.triggers[trigger_id].next_run = iso(from_local_naive(job.next_run))
 
     def _job_fired(self, trigger_id: str) -> Any:
+        # A job that raised would stay due and the pump would call it again at once, for
+        # ever: a failing job is reported and dropped instead.
+        try:
+            return self._job_due(trigger_id)
+        except Exception as exc:
+            log.exception("trigger job failed")
+            self._jobs.pop(trigger_id, None)
+            trigger = self.triggers.get(trigger_id)
+            if trigger is not None and trigger.active:
+                trigger.status = "error"
+                trigger.next_run = None
+                self.changed(trigger)
+            self.agent.bus.emit(Notice("triggers", f"Trigger {trigger_id} stopped: {exc}",
+                                       level="error"))
+            self.record("trigger_error", trigger_id=trigger_id, error=str(exc))
+            return schedule.CancelJob
+
+    def _job_due(self, trigger_id: str) -> Any:
         job = self._jobs.get(trigger_id)
         trigger = self.triggers.get(trigger_id)
         if job is None or trigger is None or not trigger.active:
@@ -312,7 +352,7 @@ class TriggerScheduler(TriggerMaker):
             return schedule.CancelJob
         self.fire(trigger, due)
         now = self.clock()
-        self._book(trigger, cron_next(str(trigger.cron), max(now, due)))
+        self.book(trigger, cron_next(str(trigger.cron), max(now, due)))
         self.store.save(trigger.to_record())
         return schedule.CancelJob
 
@@ -326,14 +366,14 @@ class TriggerScheduler(TriggerMaker):
         if busy or len(self.running) >= self.max_concurrent_runs:
             if any(f.trigger_id == trigger.id for f in self.queue):
                 trigger.skipped += 1
-                self._record("trigger_skipped", trigger_id=trigger.id, due_at=iso(due),
+                self.record("trigger_skipped", trigger_id=trigger.id, due_at=iso(due),
                              reason="previous run still going; one firing is already queued")
-                self._changed(trigger)
+                self.changed(trigger)
                 return None
             self.queue.append(firing)
-            self._record("trigger_queued", trigger_id=trigger.id, run_id=firing.run_id,
+            self.record("trigger_queued", trigger_id=trigger.id, run_id=firing.run_id,
                          due_at=iso(due))
-            self._changed(trigger)
+            self.changed(trigger)
             return firing
         self._start_run(firing)
         return firing
@@ -364,7 +404,7 @@ class TriggerScheduler(TriggerMaker):
             self._start_queued()
 
     # -- bookkeeping ----------------------------------------------------------
-    def _record(self, kind: str, **fields: Any) -> None:
+    def record(self, kind: str, **fields: Any) -> None:
         """Append a ledger record off the loop (or inline without one)."""
         fields.setdefault("agent_id", self.agent.agent_id)
 
@@ -382,7 +422,8 @@ class TriggerScheduler(TriggerMaker):
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    def _changed(self, trigger: Trigger) -> None:
+    def changed(self, trigger: Trigger) -> None:
+        """Tell the listeners (panels) that ``trigger`` changed."""
         for listener in list(self.listeners):
             try:
                 listener(trigger)

@@ -6,7 +6,13 @@ trigger with ordinary tools, and a broken file costs one trigger, not all.
 Writes go to a temporary file first and are renamed into place, so a
 crash never leaves half a trigger. The files are small; writing one takes
 well under a millisecond, which is why this module does it in the caller's
-thread.
+thread. Every record goes through :func:`agent_kernel.redaction.scrub` first,
+so a secret in a prompt never reaches the disk.
+
+Reading is bounded: at most ``MAX_FILES`` files of at most ``MAX_FILE_BYTES``
+each, and a file whose ``id`` is not its name is refused (a copy would
+otherwise overwrite the original on the next save). What a record *says* is
+checked later, by :mod:`.checks`.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from typing import Any
 from ..workspace import Workspace
 
 FOLDER = "triggers"
+MAX_FILES = 1000
+MAX_FILE_BYTES = 256 * 1024
 
 
 class TriggerStore:
@@ -40,10 +48,12 @@ class TriggerStore:
 
     def save(self, record: dict[str, Any]) -> None:
         """Write one trigger (its ``id`` names the file) atomically."""
+        from ..redaction import scrub
+
         path = self._path(str(record["id"]))
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(record, ensure_ascii=False, indent=2, default=str),
+        tmp.write_text(json.dumps(scrub(record), ensure_ascii=False, indent=2),
                        encoding="utf-8")
         tmp.replace(path)
 
@@ -71,14 +81,27 @@ class TriggerStore:
             return [], []
         records: list[dict[str, Any]] = []
         problems: list[str] = []
-        for path in sorted(self.folder.glob("*.json")):
+        paths = sorted(self.folder.glob("*.json"))
+        if len(paths) > MAX_FILES:
+            problems.append(f"{len(paths)} trigger files; only the first {MAX_FILES} were read")
+            paths = paths[:MAX_FILES]
+        for path in paths:
             try:
+                size = path.stat().st_size
+                if size > MAX_FILE_BYTES:
+                    problems.append(f"{path.name}: not read ({size} bytes; a trigger file is "
+                                    f"at most {MAX_FILE_BYTES})")
+                    continue
                 record = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, RecursionError) as exc:
                 problems.append(f"{path.name}: unreadable ({exc})")
                 continue
             if not isinstance(record, dict) or not record.get("id") or not record.get("kind"):
                 problems.append(f"{path.name}: not a trigger record")
+                continue
+            if f"{record['id']}.json" != path.name:
+                problems.append(f"{path.name}: not restored: its id {record['id']!r} is not "
+                                "its file name")
                 continue
             records.append(record)
         records.sort(key=lambda r: str(r.get("created_at", "")))

@@ -1,0 +1,515 @@
+"""Approvals that can be checked, and restored state that is checked (issue 11, items 1 and 7).
+
+A trigger file written by hand (or edited, or shipped in a cloned repository) whose
+condition would create a marker file is restored by a new ``Agent``, by a new kernel and
+by the triggers CLI: the marker never appears and the trigger shows as needing approval.
+An approved condition survives a restart and fires; an edited condition or prompt, a
+tampered ledger, a forged approval (correct chain, wrong or no key) and a workspace moved
+to a machine without the key all come back as needing approval. Impossible values in a
+trigger file are refused or fixed with a note, and restoring never loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_kernel import Agent, Settings, ToolContext
+from agent_kernel.ledger import Ledger
+from agent_kernel.triggers.clock import ManualClock
+from agent_kernel.triggers.scheduler import TriggerScheduler
+from agent_kernel.triggers.store import TriggerStore
+from agent_kernel.trust import condition_digest, key_path, load_key
+
+
+@pytest.fixture(scope="module", autouse=True)
+def litellm_loaded(isolated_env: dict[str, str]) -> None:
+    """Import litellm while the offline settings hold: a scheduler's background warm-up
+    that is still importing when a short session ends would otherwise go online."""
+    from agent_kernel import llm
+
+    llm.load_litellm()
+
+
+@pytest.fixture
+def clock() -> Iterator[ManualClock]:
+    made = ManualClock()
+    with made.patch_schedule():
+        yield made
+
+
+def touching(marker: Path) -> str:
+    """An expression that creates ``marker`` when it is evaluated (and is then true)."""
+    return f"__import__('pathlib').Path({str(marker)!r}).touch() or True"
+
+
+def plant(workspace: Path, trigger_id: str = "trg_planted", **fields: Any) -> Path:
+    """Write a trigger file by hand, the way an attacker (or a careless copy) would."""
+    record = {"id": trigger_id, "kind": "conditional", "prompt": "echo planted",
+              "agent_id": "agent", "created_at": "2026-01-01T00:00:00.000Z",
+              "condition": {"kind": "expression", "expression": "True"},
+              "approved": True, "status": "active", **fields}
+    folder = workspace / "triggers"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{trigger_id}.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    return path
+
+
+def new_scheduler(workspace: Path, clock: Any, namespace: dict[str, Any] | None = None,
+                  approval: str = "allow", **options: Any) -> TriggerScheduler:
+    agent = Agent(workspace=workspace, settings=Settings(headless_approval=approval))
+    scheduler = TriggerScheduler(agent, clock=clock, namespace=namespace, **options)
+    agent.services["triggers"] = scheduler
+    scheduler.start(pump=False)
+    return scheduler
+
+
+async def tick(scheduler: TriggerScheduler, clock: ManualClock, seconds: float = 1.0) -> None:
+    clock.advance(seconds)
+    scheduler.run_due()
+    await scheduler.drain(timeout=180)
+
+
+async def call(agent: Agent, name: str, **arguments: Any) -> Any:
+    tool = agent.registry.get(name)
+    assert tool is not None
+    ctx = ToolContext(agent=agent, run_id="run_test", agent_id=agent.agent_id,
+                      workspace=agent.workspace)
+    return await tool.invoke(tool.validate(arguments), ctx)
+
+
+def records(workspace: Path, kind: str) -> list[dict[str, Any]]:
+    return [r for r in Ledger(workspace / "ledger.jsonl").records() if r["kind"] == kind]
+
+
+async def settle(scheduler: TriggerScheduler) -> None:
+    """Let the background ledger writes land."""
+    await scheduler.drain(timeout=30)
+
+
+async def model_condition(workspace: Path, clock: ManualClock, expression: str,
+                          prompt: str = "echo the rows are in") -> str:
+    """A condition the model wrote and the (headless-allow) person approved; returns its id."""
+    first = new_scheduler(workspace, clock)
+    made = await call(first.agent, "schedule", prompt=prompt, type="conditional",
+                      condition={"kind": "expression", "expression": expression})
+    await settle(first)
+    await first.close()
+    return str(made["taskId"])
+
+
+# -- the key -----------------------------------------------------------------------
+
+def test_the_key_lives_outside_the_workspace_private_and_stable() -> None:
+    key = load_key(create=True)
+    path = key_path()
+    assert key is not None and len(key) == 32 and path.read_bytes() == key
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert Path(os.environ["JUPYTER_DATA_DIR"]) in path.parents
+    assert load_key(create=True) == key == load_key(create=False)
+
+
+def test_the_digest_covers_agent_condition_and_prompt() -> None:
+    condition = {"kind": "expression", "expression": "len(df) > 3"}
+    base = condition_digest("agent", condition, "summarise df")
+    assert base == condition_digest("agent", dict(condition), "summarise df")
+    assert base != condition_digest("other", condition, "summarise df")
+    assert base != condition_digest("agent", condition, "delete everything")
+    assert base != condition_digest("agent", {**condition, "expression": "len(df) > 4"},
+                                    "summarise df")
+
+
+# -- a planted trigger ---------------------------------------------------------------
+
+async def test_a_planted_condition_is_never_evaluated_by_a_new_agent(
+        tmp_path: Path, clock: ManualClock) -> None:
+    workspace, marker = tmp_path / "ws", tmp_path / "MARKER"
+    planted = plant(workspace, condition={"kind": "expression", "expression": touching(marker)})
+    saved = planted.read_text()
+    scheduler = new_scheduler(workspace, clock, namespace={})
+    report = scheduler.restore_report
+    trigger = scheduler.triggers["trg_planted"]
+    assert trigger.status == "needs_approval" and not trigger.approved and not trigger.active
+    assert report.restored == [] and [t.id for t in report.waiting] == ["trg_planted"]
+    text = report.text()
+    assert "trg_planted: needs approval" in text and touching(marker) in text
+    assert "no approval of this exact condition and prompt is on record" in text
+    assert "%agent_triggers approve ID" in text
+    for _ in range(5):
+        await tick(scheduler, clock)
+    assert not marker.exists()
+    assert not scheduler._watches and not scheduler.running
+    assert planted.read_text() == saved  # the person's evidence is left as it was
+    from agent_kernel.tools.triggers import task_list
+
+    assert [(r["id"], r["status"]) for r in task_list(scheduler, "triggers")] == [
+        ("trg_planted", "needs_approval")]
+    await settle(scheduler)
+    assert records(workspace, "trigger_needs_approval")[0]["trigger_id"] == "trg_planted"
+    await scheduler.close()
+
+
+async def test_a_planted_condition_is_not_evaluated_by_the_running_pump(tmp_path: Path) -> None:
+    """The same with the real clock and the real pump running for two seconds."""
+    workspace, marker = tmp_path / "ws", tmp_path / "MARKER"
+    plant(workspace, condition={"kind": "expression", "expression": touching(marker)})
+    agent = Agent(workspace=workspace, settings=Settings(headless_approval="allow"))
+    scheduler = TriggerScheduler(agent, namespace={}, condition_interval=0.05)
+    agent.services["triggers"] = scheduler
+    scheduler.start()
+    await asyncio.sleep(2)
+    assert not marker.exists()
+    assert scheduler.triggers["trg_planted"].needs_approval
+    await scheduler.close()
+
+
+async def test_approving_a_restored_condition_arms_it_and_the_approval_survives(
+        tmp_path: Path, clock: ManualClock) -> None:
+    workspace, marker = tmp_path / "ws", tmp_path / "MARKER"
+    plant(workspace, condition={"kind": "expression", "expression": touching(marker)})
+    scheduler = new_scheduler(workspace, clock, namespace={})
+    assert scheduler.approve("trg_planted")
+    assert not scheduler.approve("trg_planted")  # nothing left to approve
+    trigger = scheduler.triggers["trg_planted"]
+    assert trigger.active and trigger.approved
+    await tick(scheduler, clock)
+    assert marker.exists() and trigger.runs == 1
+    [approval] = records(workspace, "approval")
+    assert (approval["source"], approval["decision"]) == ("person", "approved")
+    assert approval["digest"] == trigger.approval_digest() and len(approval["mac"]) == 64
+    saved = json.loads((workspace / "triggers" / "trg_planted.json").read_text())
+    assert "approved" not in saved  # the ledger holds approvals, not the file
+    await scheduler.close()
+    marker.unlink()
+    again = new_scheduler(workspace, clock, namespace={})
+    assert [t.id for t in again.restore_report.restored] == ["trg_planted"]
+    await tick(again, clock)
+    assert marker.exists()
+    await again.close()
+
+
+async def test_the_panel_says_needs_approval_and_its_button_approves(
+        tmp_path: Path, clock: ManualClock) -> None:
+    from agent_kernel.triggers.panel import TriggersPanel
+
+    workspace, marker = tmp_path / "ws", tmp_path / "MARKER"
+    plant(workspace, condition={"kind": "expression", "expression": touching(marker)})
+    scheduler = new_scheduler(workspace, clock, namespace={})
+    panel = TriggersPanel(scheduler)
+    row = panel.rows["trg_planted"]
+    assert "needs approval" in row.html.value and "1 need approval" in panel.title.value
+    assert row.approve.layout.display != "none" and not row.approve.disabled
+    assert "[conditional, needs approval]" in panel._repr_mimebundle_()["text/plain"]
+    await tick(scheduler, clock)
+    assert not marker.exists()
+    row.approve.click()
+    assert "active" in row.html.value and row.approve.layout.display == "none"
+    await tick(scheduler, clock)
+    assert marker.exists()
+    await scheduler.close()
+
+
+async def test_a_needs_approval_trigger_can_be_cancelled(
+        tmp_path: Path, clock: ManualClock) -> None:
+    workspace = tmp_path / "ws"
+    path = plant(workspace)
+    scheduler = new_scheduler(workspace, clock, namespace={})
+    assert scheduler.cancel("trg_planted") and not path.exists()
+    assert not scheduler.approve("trg_planted")
+    await scheduler.close()
+
+
+# -- approvals made here, and changes to them -----------------------------------------
+
+async def test_an_approved_model_condition_survives_a_restart_and_fires(
+        tmp_path: Path, clock: ManualClock) -> None:
+    workspace = tmp_path / "ws"
+    trigger_id = await model_condition(workspace, clock, "len(rows) > 2")
+    [approval] = records(workspace, "approval")
+    assert approval["tool_name"] == "condition" and approval["source"] == "policy"
+    assert approval["digest"] and approval["mac"]
+    namespace: dict[str, Any] = {"rows": []}
+    second = new_scheduler(workspace, clock, namespace=namespace)
+    assert [t.id for t in second.restore_report.restored] == [trigger_id]
+    assert not second.restore_report.waiting
+    namespace["rows"] = [1, 2, 3]
+    await tick(second, clock)
+    assert second.triggers[trigger_id].runs == 1
+    await second.close()
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("condition", {"kind": "expression", "expression": "len(rows) > 2 or True"}),
+    ("prompt", "echo something else entirely"),
+    ("agent_id", None),  # same file, approved for another agent: see below
+])
+async def test_an_edited_trigger_needs_approval_again(
+        tmp_path: Path, clock: ManualClock, field: str, value: Any) -> None:
+    workspace = tmp_path / "ws"
+    trigger_id = await model_condition(workspace, clock, "len(rows) > 2")
+    path = workspace / "triggers" / f"{trigger_id}.json"
+    saved = json.loads(path.read_text())
+    agent_id = "agent"
+    if field == "agent_id":  # the file moved to another agent's name
+        agent_id = saved["agent_id"] = "other"
+    else:
+        saved[field] = value
+    path.write_text(json.dumps(saved))
+    agent = Agent(workspace=workspace, agent_id=agent_id)
+    scheduler = TriggerScheduler(agent, clock=clock, namespace={"rows": [1, 2, 3]})
+    agent.services["triggers"] = scheduler
+    scheduler.start(pump=False)
+    assert scheduler.triggers[trigger_id].needs_approval
+    assert "no approval of this exact condition" in scheduler.restore_report.text()
+    await tick(scheduler, clock)
+    assert scheduler.triggers[trigger_id].runs == 0
+    await scheduler.close()
+
+
+async def test_a_tampered_ledger_means_needs_approval(tmp_path: Path, clock: ManualClock) -> None:
+    workspace = tmp_path / "ws"
+    trigger_id = await model_condition(workspace, clock, "len(rows) > 2")
+    ledger = workspace / "ledger.jsonl"
+    lines = ledger.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["agent_id"] = "someone else"  # a record changed, its hash not
+    lines[0] = json.dumps(first)
+    ledger.write_text("\n".join(lines) + "\n")
+    scheduler = new_scheduler(workspace, clock, namespace={"rows": [1, 2, 3]})
+    assert scheduler.triggers[trigger_id].needs_approval
+    assert "hash chain is broken" in scheduler.restore_report.text()
+    await tick(scheduler, clock)
+    assert scheduler.triggers[trigger_id].runs == 0
+    await scheduler.close()
+
+
+@pytest.mark.parametrize("mac", ["other key", "no mac", "garbage"])
+async def test_a_forged_approval_with_a_correct_chain_means_needs_approval(
+        tmp_path: Path, clock: ManualClock, mac: str) -> None:
+    workspace, marker = tmp_path / "ws", tmp_path / "MARKER"
+    condition = {"kind": "expression", "expression": touching(marker)}
+    plant(workspace, condition=condition)
+    load_key(create=True)  # this machine has a key; the forger does not
+    digest = condition_digest("agent", condition, "echo planted")
+    forged: dict[str, Any] = {"agent_id": "agent", "run_id": "run_x", "tool_name": "condition",
+                              "arguments": {}, "decision": "approved", "answer": "Approve",
+                              "source": "user", "digest": digest}
+    if mac == "other key":
+        forged["mac"] = hmac.new(os.urandom(32), digest.encode(), hashlib.sha256).hexdigest()
+    elif mac == "garbage":
+        forged["mac"] = {"not": "a mac"}
+    Ledger(workspace / "ledger.jsonl").record_event("approval", **forged)
+    assert Ledger(workspace / "ledger.jsonl").verify().ok  # the chain itself is fine
+    scheduler = new_scheduler(workspace, clock, namespace={})
+    assert scheduler.triggers["trg_planted"].needs_approval
+    assert "does not match this user's key" in scheduler.restore_report.text()
+    await tick(scheduler, clock)
+    assert not marker.exists()
+    await scheduler.close()
+
+
+async def test_a_workspace_on_a_machine_without_the_key_needs_approval(
+        tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace = tmp_path / "ws"
+    trigger_id = await model_condition(workspace, clock, "len(rows) > 2")
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "another-machine"))
+    scheduler = new_scheduler(workspace, clock, namespace={"rows": [1, 2, 3]})
+    assert scheduler.triggers[trigger_id].needs_approval
+    assert "no approval key" in scheduler.restore_report.text()
+    assert scheduler.approve(trigger_id)  # approving here signs with this machine's key
+    await tick(scheduler, clock)
+    assert scheduler.triggers[trigger_id].runs == 1
+    await scheduler.close()
+    again = new_scheduler(workspace, clock)
+    assert [t.id for t in again.restore_report.restored] == [trigger_id]
+    await again.close()
+
+
+async def test_a_persons_condition_is_recorded_and_restored(
+        tmp_path: Path, clock: ManualClock) -> None:
+    workspace = tmp_path / "ws"
+    first = new_scheduler(workspace, clock, namespace={})
+    made = first.when({"kind": "expression", "expression": "len(rows) > 2"}, "echo mine")
+    [approval] = records(workspace, "approval")
+    assert approval["source"] == "person" and approval["digest"] == made.approval_digest()
+    await first.close()
+    second = new_scheduler(workspace, clock, namespace={"rows": [1, 2, 3]})
+    assert [t.id for t in second.restore_report.restored] == [made.id]
+    await tick(second, clock)
+    assert second.triggers[made.id].runs == 1
+    await second.close()
+
+
+async def test_always_allow_still_records_each_condition_with_its_digest(
+        tmp_path: Path, clock: ManualClock) -> None:
+    workspace = tmp_path / "ws"
+    first = new_scheduler(workspace, clock, approval="deny")
+    first.agent.approvals.always_allowed.add("condition")
+    for expression in ("len(rows) > 2", "len(rows) > 5"):
+        await call(first.agent, "schedule", prompt="echo rows", type="conditional",
+                   condition={"kind": "expression", "expression": expression})
+    approvals = records(workspace, "approval")
+    assert [a["source"] for a in approvals] == ["always", "always"]
+    assert len({a["digest"] for a in approvals}) == 2 and all(a["mac"] for a in approvals)
+    await first.close()
+    second = new_scheduler(workspace, clock)
+    assert len(second.restore_report.restored) == 2
+    await second.close()
+
+
+async def test_a_secret_in_the_prompt_never_reaches_disk_and_still_verifies(
+        tmp_path: Path, clock: ManualClock) -> None:
+    workspace = tmp_path / "ws"
+    secret = "sk-" + "a1b2c3d4" * 4
+    trigger_id = await model_condition(workspace, clock, "len(rows) > 2",
+                                       prompt=f"echo call the API with {secret}")
+    assert secret not in (workspace / "triggers" / f"{trigger_id}.json").read_text()
+    second = new_scheduler(workspace, clock, namespace={"rows": [1, 2, 3]})
+    assert [t.id for t in second.restore_report.restored] == [trigger_id]
+    await second.close()
+
+
+# -- impossible values (item 7) -----------------------------------------------------
+
+BAD = [
+    ("interval", -5), ("interval", 0), ("interval", 0.001), ("interval", 1e300),
+    ("interval", "abc"), ("interval", None), ("interval", True),
+]
+
+
+@pytest.mark.timeout(60)
+async def test_impossible_values_are_refused_and_restore_never_loops(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    for index, (name, value) in enumerate(BAD):
+        plant(workspace, f"trg_bad{index}", kind="recurring", condition=None,
+              **{name: value, "next_run": "2026-01-01T00:00:00Z"})
+    plant(workspace, "trg_cron", kind="cron", condition=None, cron="* * * * * *")
+    plant(workspace, "trg_cooldown", cooldown=-1)
+    plant(workspace, "trg_timeout", kind="recurring", condition=None, interval=60, timeout=0)
+    plant(workspace, "trg_prompt", kind="recurring", condition=None, interval=60,
+          prompt="x" * 20000)
+    plant(workspace, "trg_kind", kind="sometimes", condition=None)
+    plant(workspace, "trg_runat", kind="scheduled", condition=None, run_at="tomorrow")
+    plant(workspace, "trg_cond", condition={"kind": "expression", "expression": "len(x) >"})
+    plant(workspace, "trg_agent", agent_id="../../elsewhere")
+    plant(workspace, "trg_ancient", kind="recurring", condition=None, interval=60,
+          next_run="0001-01-01T00:00:00Z")
+    plant(workspace, "trg_far", kind="cron", condition=None, cron="0 * * * *",
+          next_run="1999-01-01T00:00:00Z")
+    (workspace / "triggers" / "trg_deep.json").write_text("[" * 100000 + "]" * 100000)
+    (workspace / "triggers" / "trg_copy.json").write_text(
+        (workspace / "triggers" / "trg_cron.json").read_text())
+    agent = Agent(workspace=workspace)
+    scheduler = TriggerScheduler(agent, namespace={})
+    agent.services["triggers"] = scheduler
+    passes = 0
+    original = scheduler.run_due
+
+    def counted() -> None:
+        nonlocal passes
+        passes += 1
+        original()
+
+    scheduler.run_due = counted  # type: ignore[method-assign]
+    started = time.perf_counter()
+    report = scheduler.start()
+    assert time.perf_counter() - started < 2.0
+    text = report.text()
+    for index, (name, value) in enumerate(BAD):
+        assert f"trg_bad{index}: not restored: {name}" in text, (name, value, text)
+    for needle in ("trg_bad0: not restored: interval must be at least 1 and at most "
+                   "31622400 seconds, got -5",
+                   "interval must be a number of seconds, got 'abc'",
+                   "trg_cron: not restored: cron expression '* * * * * *' runs every 1 s",
+                   "trg_cooldown: not restored: cooldown", "trg_timeout: not restored: timeout",
+                   "trg_prompt: not restored: prompt must be at most 10000 characters",
+                   "trg_kind: not restored: kind must be one of",
+                   "trg_runat: not restored: run_at must be an ISO 8601 time, got 'tomorrow'",
+                   "trg_cond: not restored: condition:",
+                   "trg_deep.json: unreadable", "trg_copy.json: not restored: its id"):
+        assert needle in text, (needle, text)
+    assert "trg_agent" not in scheduler.triggers  # another agent's name: not ours to restore
+    # Fixed, with a note: booked again from now, the skipped count capped.
+    assert "note: trg_ancient: next_run 0001-01-01T00:00:00Z is more than a year in the past" \
+        in text
+    assert "note: trg_far: next_run 1999-01-01T00:00:00Z is more than a year" in text
+    assert {t.id for t in report.restored} == {"trg_ancient", "trg_far"}
+    ancient = scheduler.triggers["trg_ancient"]
+    assert ancient.next_run is not None and ancient.next_run > "2026"
+    assert "100000+ run(s) skipped" in text and "500+ run(s) skipped" in text
+    await asyncio.sleep(0.5)  # the pump runs: it must sleep, not spin
+    assert passes < 20, passes
+    assert not scheduler.running and not records(workspace, "trigger_fired")
+    await scheduler.close()
+
+
+async def test_restore_is_bounded_by_the_per_agent_limit(tmp_path: Path, clock: ManualClock
+                                                         ) -> None:
+    workspace = tmp_path / "ws"
+    plant(workspace, "trg_cond", created_at="2025-12-01T00:00:00Z")  # restored first
+    for index in range(8):
+        plant(workspace, f"trg_{index:02d}", kind="recurring", condition=None, interval=60)
+    scheduler = new_scheduler(workspace, clock, max_active=5)
+    assert len(scheduler.active()) == 4 and len(scheduler.pending()) == 1  # both count
+    assert scheduler.restore_report.text().count("At most 5 active schedules") == 4
+    await scheduler.close()
+
+
+def test_store_refuses_a_huge_file(tmp_path: Path) -> None:
+    from agent_kernel.workspace import Workspace
+
+    path = plant(tmp_path / "ws", prompt="x" * 300_000)
+    records_, problems = TriggerStore(Workspace(tmp_path / "ws")).load_all()
+    assert records_ == [] and problems == [f"{path.name}: not read ({path.stat().st_size} "
+                                           "bytes; a trigger file is at most 262144)"]
+
+
+# -- a new kernel, and the CLI ---------------------------------------------------------
+
+def test_a_new_kernel_shows_a_planted_condition_as_needing_approval(
+        tmp_path: Path, run_notebook: Callable[..., Any],
+        output_text: Callable[..., str]) -> None:
+    workspace, marker = tmp_path / "ws", tmp_path / "MARKER"
+    plant(workspace, condition={"kind": "expression", "expression": touching(marker)})
+    nb = run_notebook([
+        "%load_ext agent_kernel",
+        "import asyncio, os\nawait asyncio.sleep(3)\n"
+        f"print('marker exists:', os.path.exists({str(marker)!r}))",
+        "%agent_triggers --text",
+        "%agent_triggers approve trg_planted",
+        f"await asyncio.sleep(3)\nprint('after approval:', os.path.exists({str(marker)!r}))",
+    ], cwd=tmp_path, env={"AGENT_KERNEL_WORKSPACE": str(workspace)})
+    loaded, waited, listed, approved, after = (output_text(c) for c in nb.cells)
+    assert "trg_planted: needs approval" in loaded and "%agent_triggers approve" in loaded
+    assert "marker exists: False" in waited
+    assert "[conditional, needs approval]" in listed
+    assert "Approved trigger trg_planted" in approved
+    assert "after approval: True" in after  # the check above could have failed
+
+
+def test_the_cli_never_evaluates_a_planted_condition(tmp_path: Path) -> None:
+    workspace, marker = tmp_path / "ws", tmp_path / "MARKER"
+    plant(workspace, condition={"kind": "expression", "expression": touching(marker)})
+    plant(workspace, "trg_file", condition={"kind": "file", "path": str(tmp_path / "x.csv")})
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_kernel", "triggers", "--workspace", str(workspace),
+         "--duration", "3"], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert done.returncode == 0, done.stderr
+    assert "trg_planted: needs approval" in done.stdout
+    assert "trg_file: needs approval" in done.stdout
+    assert "approve it in a notebook" in done.stdout or "in a notebook" in done.stdout
+    assert not marker.exists()
