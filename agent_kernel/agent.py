@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -36,10 +37,13 @@ from .events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from .ledger import LEDGER_FILE, Ledger, new_id
+from .ledger import LEDGER_FILE, Ledger, LedgerError, new_id
 from .questions import QuestionChannel
+from .redaction import fix_text, redact_text, to_text
 from .tools.base import USER_TOOLS, Tool, ToolArgumentError, ToolContext, ToolRegistry
 from .workspace import Workspace
+
+log = logging.getLogger(__name__)
 
 SYSTEM_PROMPT = (
     "You are an agent running inside a Jupyter kernel (agent-kernel). Use the tools "
@@ -82,6 +86,13 @@ class RunResult:
 
     def __str__(self) -> str:
         return self.reply if self.ok else f"[{self.status}] {self.error or self.reply}"
+
+    def __repr__(self) -> str:
+        # What a notebook shows (and saves) for a result left as a cell's last value.
+        text = redact_text(self.reply if self.ok else (self.error or self.reply))
+        shown = text if len(text) <= 200 else text[:197] + "..."
+        return (f"RunResult(run_id={self.run_id!r}, status={self.status!r}, "
+                f"tool_calls={len(self.tool_calls)}, reply={shown!r})")
 
 
 def _say_retry(emit: Callable[[Any], None], run_id: str, attempt: int, delay: float,
@@ -220,7 +231,7 @@ class Agent:
                         trigger=trigger))
         if not messages and (system := self._system_message()):
             messages.append(system)
-        messages.append({"role": "user", "content": prompt})
+        messages.append({"role": "user", "content": fix_text(prompt)})
         calls_made = 0
         pending_ids: list[str] = []
         try:
@@ -243,18 +254,25 @@ class Agent:
                 pending_ids = [c.id for c in turn.tool_calls]
                 room = self.settings.max_tool_calls - calls_made
                 allowed, refused = turn.tool_calls[:room], turn.tool_calls[room:]
-                records = await asyncio.gather(
-                    *(self._execute(call, run_id, context) for call in allowed)
+                outcomes = await asyncio.gather(
+                    *(self._execute(call, run_id, context) for call in allowed),
+                    return_exceptions=True,
                 )
                 calls_made += len(allowed)
+                records = [o for o in outcomes if isinstance(o, ToolCallRecord)]
                 for call in refused:
                     records.append(await self._refuse(call, run_id, (
                         f"Tool call limit reached: at most {self.settings.max_tool_calls} "
                         "tool calls per run")))
+                limit = self.settings.max_tool_result_chars
                 for record in records:
                     result.tool_calls.append(record)
-                    messages.append(_tool_message(record))
-                pending_ids = []
+                    messages.append(_tool_message(record, limit))
+                    if record.call_id in pending_ids:
+                        pending_ids.remove(record.call_id)
+                failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
+                if failure is not None:
+                    raise failure
                 if refused:
                     result.status = "limit"
                     result.error = (f"Stopped after {calls_made} tool calls: the limit is "
@@ -262,20 +280,34 @@ class Agent:
                     emit(RunError(run_id, result.error, kind="limit"))
                     break
         except asyncio.CancelledError:
-            for call_id in pending_ids:
-                messages.append({"role": "tool", "tool_call_id": call_id,
-                                 "content": "Error: cancelled by the user"})
+            _answer_pending(messages, pending_ids, "cancelled by the user")
             result.status = "cancelled"
             result.error = "The run was stopped."
-            cancelled = await asyncio.to_thread(
-                self.ledger.record_event, "run_cancelled", agent_id=self.agent_id,
-                run_id=run_id, tool_calls=len(result.tool_calls))
-            emit(LedgerRecorded(run_id, cancelled))
+            try:
+                cancelled = await asyncio.to_thread(
+                    self.ledger.record_event, "run_cancelled", agent_id=self.agent_id,
+                    run_id=run_id, tool_calls=len(result.tool_calls))
+                emit(LedgerRecorded(run_id, cancelled))
+            except (LedgerError, OSError) as exc:
+                emit(Notice(run_id, f"The ledger could not record the stop: {exc}",
+                            level="error"))
             emit(RunError(run_id, result.error, kind="cancelled"))
         except llm.ProviderError as exc:
             result.status = "error"
             result.error = str(exc)
             emit(RunError(run_id, result.error, kind="provider"))
+        except (LedgerUnavailable, LedgerError) as exc:
+            _answer_pending(messages, pending_ids, "not run: the ledger could not record it")
+            result.status = "error"
+            result.error = str(exc) if isinstance(exc, LedgerUnavailable) else (
+                f"The ledger could not record this run ({exc}), so it stopped.")
+            emit(RunError(run_id, result.error, kind="ledger"))
+        except Exception as exc:  # a bug of ours: the run still returns, the chat stays valid
+            log.exception("run %s failed", run_id)
+            _answer_pending(messages, pending_ids, "not run: the run failed")
+            result.status = "error"
+            result.error = f"The run failed inside agent-kernel: {type(exc).__name__}: {exc}"
+            emit(RunError(run_id, result.error, kind="internal"))
         result.duration_ms = int((time.perf_counter() - started) * 1000)
         emit(RunFinished(run_id, result))
         return result
@@ -291,10 +323,11 @@ class Agent:
         emit = self.bus.emit
         try:
             arguments: Any = json.loads(call.arguments) if call.arguments.strip() else {}
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
+            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
             emit(ToolCallStarted(run_id, call.id, call.name, call.arguments))
             return await self._finish(call, run_id, call.arguments, None,
-                                      f"Invalid JSON arguments for tool '{call.name}': {exc}", 0)
+                                      f"Invalid JSON arguments for tool '{call.name}': {why}", 0)
         emit(ToolCallStarted(run_id, call.id, call.name, arguments))
         tool_obj = self.registry.get(call.name)
         if tool_obj is None:
@@ -309,6 +342,10 @@ class Agent:
             values = tool_obj.validate(arguments)
         except ToolArgumentError as exc:
             return await self._finish(call, run_id, arguments, None, str(exc), 0)
+        except Exception as exc:  # pydantic's own limits (deep nesting and the like)
+            return await self._finish(call, run_id, arguments, None,
+                                      f"Invalid arguments for tool '{call.name}': they could "
+                                      f"not be checked ({type(exc).__name__})", 0)
         ctx = ToolContext(agent=self, run_id=run_id, agent_id=self.agent_id,
                           workspace=self.workspace, trigger=context.get("trigger"),
                           call_id=call.id)
@@ -320,9 +357,14 @@ class Agent:
         try:
             value = await asyncio.wait_for(tool_obj.invoke(values, ctx), timeout)
         except asyncio.TimeoutError:
-            return await self._finish(call, run_id, arguments, None,
-                                      f"Tool '{call.name}' execution exceeded {timeout:g}s "
-                                      "timeout", llm.monotonic_ms(started))
+            error = f"Tool '{call.name}' execution exceeded {timeout:g}s timeout"
+            thread = ctx.extra.get("thread")
+            if thread is not None and thread.is_alive():
+                error += "; it is still running in the background and its result is ignored"
+                emit(Notice(run_id, f"Tool '{call.name}' outlived its {timeout:g} s timeout; "
+                            "it was left running in a background thread", level="warning"))
+            return await self._finish(call, run_id, arguments, None, error,
+                                      llm.monotonic_ms(started))
         except asyncio.CancelledError:
             await self._finish(call, run_id, arguments, None, "cancelled by the user",
                                llm.monotonic_ms(started))
@@ -345,12 +387,21 @@ class Agent:
         error: str | None,
         duration_ms: int,
     ) -> ToolCallRecord:
-        """Write the ledger record (to disk first), then tell the views."""
-        record = await asyncio.to_thread(
-            self.ledger.record_tool_call, agent_id=self.agent_id, run_id=run_id,
-            tool_name=call.name, arguments=arguments, result=result, success=error is None,
-            error=error, duration_ms=duration_ms,
-        )
+        """Write the ledger record (to disk first), then tell the views.
+
+        Raises :class:`LedgerUnavailable` when the record cannot be written: a call the
+        ledger cannot hold must not reach the model as if it had been recorded.
+        """
+        try:
+            record = await asyncio.to_thread(
+                self.ledger.record_tool_call, agent_id=self.agent_id, run_id=run_id,
+                tool_name=call.name, arguments=arguments, result=result,
+                success=error is None, error=error, duration_ms=duration_ms,
+            )
+        except (LedgerError, OSError) as exc:
+            raise LedgerUnavailable(
+                f"The ledger could not record tool '{call.name}' ({exc}), so the run "
+                "stopped. Check the disk and `python -m agent_kernel verify --repair`.") from exc
         self.bus.emit(LedgerRecorded(run_id, record))
         self.bus.emit(ToolCallFinished(run_id, call.id, call.name, arguments, result,
                                        error is None, error, duration_ms, record=record))
@@ -358,10 +409,20 @@ class Agent:
                               duration_ms)
 
 
-def _tool_message(record: ToolCallRecord) -> dict[str, Any]:
-    if record.success:
-        content = record.result if isinstance(record.result, str) else json.dumps(
-            record.result, ensure_ascii=False, default=repr)
-    else:
-        content = f"Error: {record.error}"
+class LedgerUnavailable(RuntimeError):
+    """A tool call could not be recorded; the run ends with this message."""
+
+
+def _answer_pending(messages: list[dict[str, Any]], call_ids: list[str], why: str) -> None:
+    """Answer every unanswered tool call, so the next request is one a provider accepts."""
+    for call_id in call_ids:
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": f"Error: {why}"})
+    call_ids.clear()
+
+
+def _tool_message(record: ToolCallRecord, limit: int) -> dict[str, Any]:
+    content = to_text(record.result) if record.success else f"Error: {record.error}"
+    if len(content) > limit:
+        content = (content[:limit] + f"\n...[truncated: the result has {len(content)} "
+                   f"characters; the first {limit} are shown]")
     return {"role": "tool", "tool_call_id": record.call_id, "content": content}

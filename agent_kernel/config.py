@@ -20,6 +20,8 @@ class Settings:
 
     tool_timeout: float = 30.0
     max_tool_calls: int = 50
+    # What one tool result may put into the conversation (the ledger keeps it whole).
+    max_tool_result_chars: int = 100_000
     max_retries: int = 3
     retry_base_delay: float = 0.5
     retry_max_delay: float = 8.0
@@ -36,6 +38,9 @@ class Settings:
             raise ValueError(f"tool_timeout must be positive, got {self.tool_timeout}")
         if self.max_tool_calls < 1:
             raise ValueError(f"max_tool_calls must be at least 1, got {self.max_tool_calls}")
+        if self.max_tool_result_chars < 1000:
+            raise ValueError("max_tool_result_chars must be at least 1000, got "
+                             f"{self.max_tool_result_chars}")
         if self.max_retries < 0:
             raise ValueError(f"max_retries must be 0 or more, got {self.max_retries}")
         if self.headless_approval not in ("deny", "allow"):

@@ -8,6 +8,7 @@ broken view can never break a run.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -173,3 +174,38 @@ class EventBus:
             except Exception:
                 log.exception("event subscriber %r failed and was removed", subscriber)
                 self.unsubscribe(subscriber)
+
+
+DISPLAY_MAX_CHARS = 20_000
+_RAW_FIELDS = {"run_id", "at"}
+
+
+def for_display(event: Event) -> Event:
+    """A copy of ``event`` fit to be shown or saved: every secret redacted, long text cut.
+
+    Views call this first, so a transcript in any format (widget state, HTML, plain
+    text, a terminal) carries no secret. Streamed ``TextDelta`` pieces stay as they are:
+    a secret may span two pieces, so views redact the text they have put together.
+    """
+    if getattr(event, "_for_display", False) or isinstance(event, TextDelta):
+        return event
+    from dataclasses import fields, replace
+
+    from .redaction import redact_text, scrub
+
+    changes: dict[str, Any] = {}
+    for item in fields(event):
+        if item.name in _RAW_FIELDS or not item.init or isinstance(event, RunFinished):
+            continue
+        value = getattr(event, item.name)
+        if value is not None and not isinstance(value, (bool, int, float)):
+            changes[item.name] = scrub(value, max_chars=DISPLAY_MAX_CHARS)
+    if isinstance(event, RunFinished) and event.result is not None:
+        result = event.result
+        with contextlib.suppress(TypeError):  # not a RunResult: leave it to the view
+            changes["result"] = replace(result, reply=redact_text(result.reply or ""),
+                                        error=redact_text(result.error) if result.error
+                                        else result.error)
+    clean = replace(event, **changes)
+    clean._for_display = True  # type: ignore[attr-defined]
+    return clean

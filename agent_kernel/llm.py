@@ -110,7 +110,7 @@ def _valid_json(arguments: str) -> str:
     """
     try:
         json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # too deep is as unusable as broken
         return "{}"
     return arguments
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import Bool, Enum, Float, Int, Unicode
+from traitlets import Bool, Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
 # Feature modules that add their own magics: each defines load(ipython, agent_magics).
@@ -114,13 +114,28 @@ class AgentMagics(Magics, Configurable):
                        ).tag(config=True)
     probe_wait = Float(1.0, help="Seconds to wait for the frontend probe's answer."
                        ).tag(config=True)
+    redact_patterns = List(Unicode(), help="More regular expressions whose matches are "
+                           "redacted from the ledger, memory and saved outputs.").tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
+        self._add_redact_patterns({"new": self.redact_patterns})
+        self.observe(self._add_redact_patterns, names=["redact_patterns"])
         self._agent: Any = None
         self.probe = FrontendProbe()
         self.last_result: Any = None
         self.views: list[Any] = []
+
+    @staticmethod
+    def _add_redact_patterns(change: Any) -> None:
+        from .redaction import add_pattern
+
+        for pattern in change["new"] or ():
+            try:
+                add_pattern(pattern)
+            except re.error as exc:
+                print(f"agent-kernel: redact_patterns: {pattern!r} is not a regular "
+                      f"expression ({exc}); it is ignored", file=sys.stderr)
 
     # -- the agent ------------------------------------------------------------
     @property

@@ -24,6 +24,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .events import EventBus, Question, QuestionAnswered
+from .redaction import scrub
 from .workspace import Workspace
 
 PENDING_FILE = "pending_question.json"
@@ -151,7 +152,7 @@ class QuestionChannel:
             "pending": len(self.pending),
         }
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(body, ensure_ascii=False, indent=2), encoding="utf-8")
+        tmp.write_text(json.dumps(scrub(body), ensure_ascii=False, indent=2), encoding="utf-8")
         tmp.replace(path)
 
 

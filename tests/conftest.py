@@ -45,6 +45,8 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
     try:
         yield values
     finally:
+        # litellm may still be importing in a background thread: it must stay offline.
+        saved.pop("LITELLM_LOCAL_MODEL_COST_MAP", None)
         for name, old in saved.items():
             if old is None:
                 os.environ.pop(name, None)

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..redaction import redact_text
 from . import filters, markdown
 from .filters import check_agent_id, check_content, check_memory_id, check_tags, parse_time
 
@@ -122,10 +123,13 @@ class MemoryStore:
         rows: list[dict[str, Any]] = []
         now = utcnow()
         for offset, item in enumerate(items):
-            content = check_content(item["content"], self.max_chars)
+            # What is stored is what may be kept: a remembered secret becomes [REDACTED]
+            # in the table, the mirror and the mirror's file name alike.
+            content = redact_text(check_content(item["content"], self.max_chars))
             at = item.get("created_at") or now + timedelta(microseconds=offset)
+            tags = [redact_text(t) for t in check_tags(item.get("tags"))]
             rows.append({"id": new_memory_id(at), "agent_id": agent_id, "content": content,
-                         "tags": check_tags(item.get("tags")), "created_at": at,
+                         "tags": tags, "created_at": at,
                          "run_id": item.get("run_id", run_id),
                          "long_term": bool(item.get("long_term"))})
         if not rows:
@@ -261,7 +265,8 @@ class MemoryStore:
     def add_history(self, records: builtins.list[dict[str, Any]]) -> None:
         """Append history records (role, text, createdAt, run_id, conversation_id, agent_id)."""
         if records:
-            self.tables.history().add(records)
+            self.tables.history().add([{**r, "text": redact_text(str(r.get("text") or ""))}
+                                       for r in records])
 
     def history(self, *, agent_id: str | None, count: int | None = None, offset: int = 0,
                 after: str | datetime | None = None,

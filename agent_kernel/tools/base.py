@@ -11,11 +11,14 @@ filled in by the runtime and never shown to the model.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import copy
 import enum
 import functools
 import inspect
 import re
+import threading
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -248,13 +251,42 @@ class Tool:
         }
 
     async def invoke(self, arguments: dict[str, Any], context: ToolContext | None) -> Any:
-        """Run the tool with validated ``arguments``; sync tools run in a thread."""
+        """Run the tool with validated ``arguments``; sync tools run in a thread of their own.
+
+        The thread is a daemon, outside the loop's executor: a sync tool that ignores its
+        timeout is left behind (``context.extra["thread"]`` tells) and holds up neither
+        ``asyncio.run``'s shutdown nor the process's exit.
+        """
         kwargs = dict(arguments)
         if self.context_param:
             kwargs[self.context_param] = context
         if self.is_async:
             return await self.func(**kwargs)
-        return await asyncio.to_thread(self.func, **kwargs)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        call = functools.partial(contextvars.copy_context().run, self.func, **kwargs)
+
+        def settle(value: Any, error: BaseException | None) -> None:
+            if future.done():
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(value)
+
+        def work() -> None:
+            try:
+                value, error = call(), None
+            except BaseException as exc:  # handed to the awaiting run, never lost
+                value, error = None, exc
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(settle, value, error)
+
+        thread = threading.Thread(target=work, daemon=True, name=f"agent-tool-{self.name}")
+        if context is not None:
+            context.extra["thread"] = thread
+        thread.start()
+        return await future
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)

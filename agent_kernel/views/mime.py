@@ -32,7 +32,9 @@ from ..events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    for_display,
 )
+from ..redaction import redact_text
 
 STATUS_WORDS = {"ok": "done", "cancelled": "stopped", "error": "error", "limit": "limit"}
 
@@ -85,8 +87,8 @@ class Transcript:
 
     @property
     def text(self) -> str:
-        """All answer text of the run, turns joined."""
-        return "\n\n".join(v for k, v in self.entries if k == "text" and v.strip())
+        """All answer text of the run, turns joined (secrets redacted)."""
+        return redact_text("\n\n".join(v for k, v in self.entries if k == "text" and v.strip()))
 
     @property
     def status(self) -> str:
@@ -96,11 +98,12 @@ class Transcript:
         return STATUS_WORDS.get(getattr(self.result, "status", "error"), "error")
 
     def feed(self, event: Event) -> None:
-        """Fold one event of this run into the transcript."""
+        """Fold one event of this run into the transcript (redacted: see ``for_display``)."""
         if self.run_id is None:
             self.run_id = event.run_id
         if event.run_id != self.run_id:
             return
+        event = for_display(event)
         if isinstance(event, RunStarted):
             self.prompt, self.model = event.prompt, event.model
         elif isinstance(event, ModelCallStarted):
@@ -281,7 +284,7 @@ def render_html(t: Transcript) -> str:
            f"<div><b>Prompt:</b> {esc(t.prompt)}</div>"]
     for kind, value in t.entries:
         if kind == "text" and value.strip():
-            out.append(f"<div class='ak-reply'>{markdown_to_html(value)}</div>")
+            out.append(f"<div class='ak-reply'>{markdown_to_html(redact_text(value))}</div>")
         elif kind == "tool":
             out.append(tool_card_html(value))
         elif kind == "question":
@@ -304,7 +307,7 @@ def render_text(t: Transcript) -> str:
     lines = [f"[agent · {t.model} · {t.run_id}] {t.prompt}"]
     for kind, value in t.entries:
         if kind == "text" and value.strip():
-            lines.append(value.strip())
+            lines.append(redact_text(value.strip()))
         elif kind == "tool":
             state = "running" if value.success is None else ("ok" if value.success else "failed")
             detail = dumps(value.result) if value.success else (value.error or "")

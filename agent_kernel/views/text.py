@@ -28,7 +28,9 @@ from ..events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    for_display,
 )
+from ..redaction import StreamRedactor
 from .mime import usage_line
 
 
@@ -46,6 +48,7 @@ class TextView:
         self.stream = stream or sys.stdout
         self.run_id = run_id
         self._at_line_start = True
+        self._streamed = StreamRedactor()
         self.bus = getattr(bus, "bus", bus)
         self._unsubscribe = self.bus.subscribe(self.on_event)
 
@@ -61,6 +64,7 @@ class TextView:
 
     def line(self, text: str) -> None:
         """Write ``text`` on a line of its own."""
+        self._write(self._streamed.flush())
         if not self._at_line_start:
             self._write("\n")
         self._write(text + "\n")
@@ -69,11 +73,12 @@ class TextView:
         """Render one event."""
         if self.run_id is not None and event.run_id != self.run_id:
             return
+        event = for_display(event)
         if isinstance(event, RunStarted):
             origin = f" (trigger {event.trigger.get('id', '')})" if event.trigger else ""
             self.line(f">>> [{event.model}] {event.prompt}{origin}")
         elif isinstance(event, TextDelta):
-            self._write(event.text)
+            self._write(self._streamed.feed(event.text))
         elif isinstance(event, StreamReset):
             self.line(f"[stream reset: {event.reason}]")
         elif isinstance(event, ToolCallStarted):

@@ -40,7 +40,9 @@ from ..events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    for_display,
 )
+from ..redaction import redact_text
 from .mime import (
     STATUS_WORDS,
     Transcript,
@@ -222,6 +224,7 @@ class WidgetView:
         """Apply one event of this run to the widgets."""
         if event.run_id != self.run_id:
             return
+        event = for_display(event)
         self.transcript.feed(event)
         if isinstance(event, RunStarted):
             self.prompt.value = (f"<b>Prompt:</b> {html.escape(event.prompt)} <span "
@@ -296,6 +299,7 @@ class WidgetView:
 
     def fail(self, message: str, status: str = "error") -> None:
         """The run could not finish normally: say why in the view."""
+        message = redact_text(message)
         self.transcript.errors.append(message)
         self.transcript.entries.append(("error", message))
         self._append_html(f"<span style='color:#b00'><b>{html.escape(status)}:</b> "
