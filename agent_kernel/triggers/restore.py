@@ -61,7 +61,8 @@ class RestoreReport:
         """One short paragraph: what came back, what waits for approval, what was wrong."""
         if not self.has_news:
             return "No saved triggers to restore."
-        lines = [f"Restored {len(self.restored)} trigger(s) from the workspace:"]
+        lines = [f"Restored {len(self.restored)} trigger(s) from the workspace"
+                 + (":" if self.restored or self.expired else ".")]
         for trigger in self.restored:
             missed = self.missed.get(trigger.id, 0)
             note = ""
