@@ -53,13 +53,22 @@ def _records(workspace: Path, kind: str) -> list[dict[str, Any]]:
     return [r for r in Ledger(workspace / "ledger.jsonl").records() if r["kind"] == kind]
 
 
+def _eventually(read: Callable[[], list[dict[str, Any]]], seconds: float = 10.0
+                ) -> list[dict[str, Any]]:
+    """The scheduler writes its own records off the loop: wait for them to land."""
+    deadline = time.monotonic() + seconds
+    while not (found := read()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return found
+
+
 def test_trigger_fires_while_idle_and_a_new_kernel_restores_it(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     first = IdleKernel(workspace, tmp_path)
     with first.client.setup_kernel(env=first.env):
         out = first.run("%load_ext agent_kernel\n%agent --wait every 2 seconds check the build")
         assert "Scheduled it as" in out
-        made = _records(workspace, "trigger_created")
+        made = _eventually(lambda: _records(workspace, "trigger_created"))
         assert len(made) == 1
         trigger_id = made[0]["trigger_id"]
         before = len(_records(workspace, "trigger_fired"))
