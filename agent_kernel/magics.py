@@ -21,12 +21,18 @@ import re
 import sys
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
+
+# IPython 9 types its magic markers as "the function or a decorator"; given a name,
+# the marker is the decorator (the method cannot be called ``agent``: that is a property).
+_AGENT_MAGIC = cast(Callable[[Callable[..., None]], Callable[..., None]],
+                    line_cell_magic("agent"))
 
 # Feature modules that add their own magics: each defines load(ipython, agent_magics).
 MAGIC_MODULES = ("agent_kernel.memory.magics", "agent_kernel.triggers.magics")
@@ -174,7 +180,7 @@ class AgentMagics(Magics, Configurable):
     @argument("--wait", action="store_true", help="Block the cell until the run ends.")
     @argument("--new", action="store_true", help="Start a fresh conversation.")
     @argument("prompt", nargs="*", help="The prompt (the cell body for %%agent).")
-    @line_cell_magic("agent")
+    @_AGENT_MAGIC
     @no_var_expand
     def agent_magic(self, line: str, cell: str | None = None) -> None:
         """Run the agent: ``%agent PROMPT`` or ``%%agent [--model M] [--wait] [--new]``."""
