@@ -128,16 +128,27 @@ class BrokenStream(RuntimeError):
     """The stream ended before the model said it had finished."""
 
 
-def _classify(exc: BaseException) -> tuple[bool, int | None, str]:
+_MISSING_KEY = re.compile(r"(?i)missing credentials|api_key client option must be set|"
+                          r"no api key|api[_ ]key (?:is )?(?:not set|missing|required)")
+
+
+def _classify(exc: BaseException, model: str = "", key_given: bool = False
+              ) -> tuple[bool, int | None, str]:
     """(retryable, status, short message) for an exception from litellm."""
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
-    text = str(exc).replace("litellm.", "").strip()
+    # litellm's class prefixes go ("litellm.BadRequestError: …"); its URLs stay whole.
+    text = re.sub(r"\blitellm\.(?=[A-Z])", "", str(exc)).strip()
     text = re.sub(r"^(\w+): (?:\1: )+", r"\1: ", text)  # litellm repeats the class name
     if len(text) > 300:
         text = text[:297] + "..."
     if isinstance(exc, BrokenStream):
         return True, None, str(exc)
+    if status in (401, 403) or "Authentication" in name or "PermissionDenied" in name or \
+            _MISSING_KEY.search(text):
+        said = text.split(" - ", 1)[-1][:200]
+        advice = _key_advice(model, status, key_given)
+        return False, status, f"{advice} (the provider said: {said})"
     if "MidStream" in name or "RemoteProtocol" in name or "ReadError" in name:
         return True, status, f"the stream broke: {text}"
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "Timeout" in name:
@@ -151,6 +162,34 @@ def _classify(exc: BaseException) -> tuple[bool, int | None, str]:
     if isinstance(status, int):
         return False, status, f"request refused ({status}): {text}"
     return False, status, f"{name}: {text}"
+
+
+def _key_advice(model: str, status: int | None, key_given: bool = False) -> str:
+    """Which variable to set for ``model``'s provider, from litellm's own provider data."""
+    provider, missing, present = "the provider", [], []
+    try:
+        litellm = load_litellm()
+        target = litellm_model(model)
+        provider = str(litellm.get_llm_provider(target)[1])
+        if not key_given:
+            missing = list(litellm.validate_environment(target).get("missing_keys") or [])
+    except Exception:  # an unknown model string: say what we can
+        pass
+    if not missing:
+        from .redaction import secret_name
+
+        prefix = provider.upper().replace("-", "_") + "_"
+        present = sorted(k for k in os.environ if k.startswith(prefix) and secret_name(k))
+    switch = ("or switch to the offline demo model (`%agent_config --model demo` in a "
+              "notebook, `--model demo` on the command line)")
+    if missing:
+        return (f"no API key for {provider}: set {' and '.join(missing)} in the environment "
+                f"(or pass api_key), {switch}")
+    said = f" ({status})" if status else ""
+    where = " given as api_key" if key_given else (
+        f" in {', '.join(present)}" if present else "")
+    return (f"{provider} refused the API key{said}: check the key{where} and that it may use "
+            f"this model, {switch}")
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -302,7 +341,7 @@ async def complete(
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            retryable, status, message = _classify(exc)
+            retryable, status, message = _classify(exc, model, bool(settings.api_key))
             if not retryable or attempt == attempts:
                 tried = f" after {attempt} attempts" if attempt > 1 else ""
                 raise ProviderError(
