@@ -4,7 +4,10 @@ It exists so a first run needs no API key and so notebooks, Binder and the
 browser tests have a model that behaves the same every time. It reads the
 latest user prompt and the tools it was offered, picks tool calls by plain
 word patterns (echo, ask, remember, recall, schedule, write a file, ...),
-and after the results come back it writes an answer that uses them. Every
+or, when a prompt starts with the name of any tool it was offered (the
+person's own ``@tool`` functions included), calls that tool with arguments
+read from the words that follow (``add 2 and 3``). After the results come
+back it writes an answer that uses them. Every
 answer says it comes from the offline demo model. It is served to litellm as
 a custom provider (see ``llm.py``), so it runs through the same code path as
 a real model.
@@ -171,6 +174,59 @@ def _plan_one(prompt: str, tools: set[str]) -> tuple[str, dict[str, Any]] | None
     return None
 
 
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_QUOTED = re.compile(r"\"([^\"]*)\"|'([^']*)'|`([^`]*)`")
+_BOOLEAN = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
+_LEAD = re.compile(r"^\s*(?:with|to|on|for|of|from|using|:|,)\s+", re.I)
+
+
+def _fill(rest: str, parameters: dict[str, Any]) -> dict[str, Any] | None:
+    """Arguments for a tool's schema read from plain words, in the schema's order, or None
+    when a required one cannot be read: numbers for numbers, quoted text (or, for a tool
+    with one text argument, the rest of the prompt) for text, yes/no for booleans."""
+    properties: dict[str, Any] = parameters.get("properties") or {}
+    required = set(parameters.get("required") or [])
+    numbers = [m.group() for m in _NUMBER.finditer(rest)]
+    quoted = [next(g for g in m.groups() if g is not None) for m in _QUOTED.finditer(rest)]
+    texts = [name for name, spec in properties.items() if spec.get("type") == "string"]
+    plain = _LEAD.sub("", _QUOTED.sub(" ", rest)).strip(" .?!")
+    args: dict[str, Any] = {}
+    for name, spec in properties.items():
+        kind = spec.get("type")
+        value: Any = None
+        if kind in ("integer", "number") and numbers:
+            raw = numbers.pop(0)
+            value = float(raw) if kind == "number" and "." in raw else int(float(raw))
+        elif kind == "boolean":
+            word = next((w for w in re.findall(r"\w+", rest.lower()) if w in _BOOLEAN), None)
+            value = _BOOLEAN.get(word) if word else None
+        elif kind == "string" and quoted:
+            value = quoted.pop(0)
+        elif kind == "string" and len(texts) == 1 and plain:
+            value = plain
+        if value is not None:
+            args[name] = value
+        elif name in required:
+            return None
+    return args
+
+
+def plan_for_tool(prompt: str, schemas: dict[str, dict[str, Any]]
+                  ) -> tuple[str, dict[str, Any]] | None:
+    """A call of any offered tool the prompt names first (``add 2 and 3``, ``use greet for
+    Ada``), with arguments read from the words that follow."""
+    text = _strip_polite(prompt)
+    text = re.sub(r"^(?:use|call|run)\s+(?:the\s+)?", "", text, flags=re.I)
+    for name in sorted(schemas, key=len, reverse=True):
+        for spelled in {name, name.replace("_", " ")}:
+            m = re.match(rf"^{re.escape(spelled)}(?:\s+tool)?\b(.*)$", text, re.I | re.S)
+            if m:
+                args = _fill(m.group(1), schemas[name])
+                if args is not None:
+                    return name, args
+    return None
+
+
 def plan_calls(prompt: str, tools: set[str]) -> list[tuple[str, dict[str, Any]]]:
     """Tool calls for a prompt; ``A and B`` gives two calls in one response."""
     parts = re.split(r"\s*(?:;|\band then\b|\bthen also\b|\balso\b|\band\b)\s+(?=(?:echo|print|"
@@ -248,13 +304,20 @@ def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Demo
             text=(
                 f"{LABEL} I am the offline demo model: no API key, no network, fixed rules. "
                 f"I can use these tools: {listed}. Try `echo hello`, `ask me to choose "
-                "between tea or coffee`, `remember that the demo works`, or set a real model "
-                "with `%agent_config --model openai/gpt-4o-mini`."
+                "between tea or coffee`, `remember that the demo works`, or name any tool "
+                "followed by its arguments in order (`add 2 and 3` calls a tool `add(a, b)`; "
+                "text in quotes). For a real model: "
+                "`%agent_config --model openai/gpt-4o-mini`."
             )
         )
     calls = plan_calls(prompt, names)
     if calls:
         return DemoTurn(tool_calls=calls)
+    schemas = {t["function"]["name"]: t["function"].get("parameters") or {}
+               for t in tools or [] if t.get("function", {}).get("name")}
+    named = plan_for_tool(prompt, schemas)
+    if named:
+        return DemoTurn(tool_calls=[named])
     return DemoTurn(
         text=(
             f"{LABEL} I am the offline demo model, so I only follow simple patterns. "

@@ -131,3 +131,38 @@ async def test_deterministic(tmp_path):
         return out
 
     assert await transcript("one") == await transcript("two")
+
+
+def test_the_demo_model_calls_the_persons_own_tools(tmp_path):
+    from agent_kernel import Agent, tool
+
+    @tool(register=False)
+    def add(a: int, b: int) -> int:
+        """Add two numbers.
+
+        Args:
+            a: The first number.
+            b: The second number.
+        """
+        return a + b
+
+    @tool(register=False)
+    def greet(name: str, shout: bool = False) -> str:
+        """Greet someone.
+
+        Args:
+            name: Who.
+            shout: Loudly.
+        """
+        return f"Hello, {name}!".upper() if shout else f"Hello, {name}!"
+
+    agent = Agent(model="demo", workspace=tmp_path, tools=[add, greet])
+    result = agent.run("add 2 and 3")
+    assert [(c.tool_name, c.arguments, c.result) for c in result.tool_calls] == [
+        ("add", {"a": 2, "b": 3}, 5)]
+    assert "`add` returned 5" in result.reply
+    result = agent.run("please use greet for 'Ada Lovelace'")
+    assert result.tool_calls[0].arguments == {"name": "Ada Lovelace"}
+    assert "Hello, Ada Lovelace!" in result.reply
+    assert agent.run("add 2").tool_calls == []  # b cannot be read: no call, the help instead
+    assert "add 2 and 3" in agent.run("what can you do?").reply
