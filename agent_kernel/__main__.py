@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # (module, subcommand) pairs; each module defines add_parser(subparsers) and main(args) -> int.
@@ -16,10 +17,18 @@ COMMANDS = ("agent_kernel.cli.run", "agent_kernel.cli.ledger", "agent_kernel.cli
             "agent_kernel.cli.memory")
 
 
+def program_name() -> str:
+    """``agent-kernel`` when run as the installed script, else ``python -m agent_kernel``."""
+    return "agent-kernel" if os.path.basename(sys.argv[0]) == "agent-kernel" else \
+        "python -m agent_kernel"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The CLI's argument parser with every subcommand."""
-    parser = argparse.ArgumentParser(prog="python -m agent_kernel",
-                                     description="agent-kernel from the command line")
+    parser = argparse.ArgumentParser(
+        prog=program_name(), description="agent-kernel from the command line",
+        epilog="Options may come before or after the subcommand and its action. "
+               "`SUBCOMMAND --help` shows examples.")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         module = importlib.import_module(name)
@@ -29,7 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen subcommand."""
-    args = build_parser().parse_args(argv)
+    from .cli.grammar import reorder
+
+    parser = build_parser()
+    args = parser.parse_args(reorder(list(sys.argv[1:] if argv is None else argv), parser))
     return int(args._main(args) or 0)
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
 
 def leave(code: int) -> int:
-    """Return ``code``; when run as ``python -m agent_kernel``, exit at once with it.
+    """Return ``code``; run as ``python -m agent_kernel`` or ``agent-kernel``, exit at once.
 
     Native libraries' background threads (LanceDB's event loop) can abort the
     interpreter's finalization; by the time a command returns every ledger
@@ -15,8 +16,17 @@ def leave(code: int) -> int:
     without it. Called in-process (tests, other code), it only returns.
     """
     main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    if main_spec is not None and main_spec.name == "agent_kernel.__main__":
+    script = os.path.basename(sys.argv[0]) == "agent-kernel"  # the installed script
+    if script or (main_spec is not None and main_spec.name == "agent_kernel.__main__"):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
     return code
+
+
+EXAMPLES = argparse.RawDescriptionHelpFormatter
+
+
+def examples(*lines: str) -> str:
+    """An ``examples:`` epilog for a subcommand's ``--help``."""
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)

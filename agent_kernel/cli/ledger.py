@@ -15,12 +15,16 @@ from typing import Any
 
 from ..ledger import GENESIS, LEDGER_FILE, Ledger, LedgerError
 from ..workspace import Workspace
+from . import EXAMPLES, examples
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the ``verify`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
-        "verify", help="re-derive the ledger's hash chain and name the first bad line")
+        "verify", help="re-derive the ledger's hash chain and name the first bad line",
+        formatter_class=EXAMPLES,
+        epilog=examples("verify --workspace .agent", "verify --repair",
+                        "verify --anchor 3f2a...  # the full head hash printed earlier"))
     parser.add_argument("--workspace", default=None, help="workspace folder (default .agent/)")
     parser.add_argument("--repair", action="store_true",
                         help="first move a torn or unreadable tail to the quarantine file")

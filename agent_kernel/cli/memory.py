@@ -22,13 +22,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from . import leave
+from . import EXAMPLES, examples, leave
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the ``memory`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
-        "memory", help="list, search, add to and forget the workspace's memories")
+        "memory", help="list, search, add to and forget the workspace's memories",
+        formatter_class=EXAMPLES,
+        epilog=examples("memory list -n 10", 'memory search "the build server" --tag infra',
+                        'memory remember "the build server is orion-7" --long-term',
+                        "memory forget mem_20261123_140000_1a2b3c4d", "memory status"))
     parser.add_argument("--workspace", default=None,
                         help="workspace folder (default: $AGENT_KERNEL_WORKSPACE or .agent/)")
     parser.add_argument("--agent", default="agent",

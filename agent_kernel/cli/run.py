@@ -17,11 +17,17 @@ import threading
 from typing import Any
 
 from ..events import Event, Question
+from . import EXAMPLES, examples
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """The ``run`` subcommand."""
-    parser = subparsers.add_parser("run", help="run one prompt and print the transcript")
+    parser = subparsers.add_parser(
+        "run", help="run one prompt and print the transcript", formatter_class=EXAMPLES,
+        epilog=examples('run "echo hello"',
+                        'run "remember that the build server is orion-7" --workspace .agent',
+                        'run --model openai/gpt-4o-mini "summarise notes.txt"  '
+                        '# needs OPENAI_API_KEY'))
     parser.add_argument("prompt", help="what to ask the agent")
     parser.add_argument("--model", default="demo",
                         help="'demo' (offline) or a litellm model string (default: demo)")

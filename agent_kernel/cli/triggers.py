@@ -26,13 +26,16 @@ from datetime import datetime
 from typing import Any
 
 from ..events import Event, Notice, RunFinished, RunStarted
-from . import leave
+from . import EXAMPLES, examples, leave
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the ``triggers`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
-        "triggers", help="run the workspace's saved triggers in the foreground until stopped")
+        "triggers", help="run the workspace's saved triggers in the foreground until stopped",
+        formatter_class=EXAMPLES,
+        epilog=examples("triggers --workspace .agent", "triggers --missed run_once",
+                        "triggers --duration 60 --model demo"))
     parser.add_argument("--workspace", default=None,
                         help="workspace folder (default: $AGENT_KERNEL_WORKSPACE or .agent/)")
     parser.add_argument("--model", default=None,
