@@ -21,12 +21,16 @@ GENESIS = "0" * 64
 _BLOCK = 4096
 
 
-def digest(record: dict[str, Any]) -> str:
-    """SHA-256 of the record's canonical JSON: every field but ``hash``, keys sorted."""
-    body = {k: v for k, v in record.items() if k != "hash"}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def canonical(value: Any) -> bytes:
+    """Canonical JSON bytes (keys sorted, no spaces, UTF-8): the same value, the same bytes."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     # surrogatepass: a foreign line may hold a lone surrogate; the writer never does.
-    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+    return text.encode("utf-8", "surrogatepass")
+
+
+def digest(record: dict[str, Any]) -> str:
+    """SHA-256 of the record's canonical JSON: every field but ``hash``."""
+    return hashlib.sha256(canonical({k: v for k, v in record.items() if k != "hash"})).hexdigest()
 
 
 def digest_matches(record: dict[str, Any]) -> bool:

@@ -18,13 +18,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
-import json
 import os
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .ledger_lines import canonical
 from .redaction import scrub
 
 KEY_BYTES = 32
@@ -33,12 +33,6 @@ KEY_FILE = "approval.key"
 
 class TrustError(RuntimeError):
     """The approval key cannot be read or made."""
-
-
-def canonical(value: Any) -> bytes:
-    """Canonical JSON bytes (sorted keys, no spaces, UTF-8): the same value, the same bytes."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False).encode("utf-8")
 
 
 def digest(payload: dict[str, Any]) -> str:
@@ -185,5 +179,5 @@ class ApprovalBook:
                 "(made on another machine or by another user, or forged)")
 
 
-__all__ = ["ApprovalBook", "TrustError", "canonical", "condition_digest", "digest",
+__all__ = ["ApprovalBook", "TrustError", "condition_digest", "digest",
            "key_path", "load_key", "sign", "signed"]

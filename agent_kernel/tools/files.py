@@ -183,6 +183,28 @@ def _open_failed(shown: str, tool_name: str, exc: OSError) -> str:
     return f"cannot open {shown}: {exc.strerror}"
 
 
+def _open_regular(path: str | Path, flags: int, shown: str, tool_name: str,
+                  dir_fd: int | None = None) -> tuple[int, os.stat_result]:
+    """Open without following a symlink or waiting on a FIFO (``O_NONBLOCK``), and refuse
+    anything but a regular file; returns the fd and its ``fstat``."""
+    flags |= os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644, dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no such file: {shown}") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(f"{shown} is a folder, not a file") from None
+    except OSError as exc:
+        raise PermissionError(_open_failed(shown, tool_name, exc)) from None
+    try:
+        info = os.fstat(fd)
+        _refuse_special(info.st_mode, shown, tool_name)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
 def _opened_path(fd: int) -> Path | None:
     try:
         return Path(os.readlink(f"/proc/self/fd/{fd}"))
@@ -201,17 +223,8 @@ def read_file(
     """
     target = resolve(ctx.workspace, path)
     shown = _shown(ctx.workspace, target)
-    # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd, info = _open_regular(target, os.O_RDONLY, shown, "read_file")
     try:
-        fd = os.open(target, flags)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no such file: {shown}") from None
-    except OSError as exc:
-        raise PermissionError(_open_failed(shown, "read_file", exc)) from None
-    try:
-        info = os.fstat(fd)
-        _refuse_special(info.st_mode, shown, "read_file")
         opened = _opened_path(fd)
         if opened is not None:  # a folder swapped for a symlink after resolve()
             try:
@@ -254,18 +267,10 @@ def write_file(
     if not parts:
         raise IsADirectoryError(f"{shown} is a folder, not a file")
     base = _writable_root(ctx.workspace, folder)
-    flags = (os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-             | (os.O_APPEND if mode == "append" else 0))
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode == "append" else 0)
     with _folder_fd(base, parts[:-1], create=True) as parent:
-        try:
-            fd = os.open(parts[-1], flags, 0o644, dir_fd=parent)
-        except IsADirectoryError:
-            raise IsADirectoryError(f"{shown} is a folder, not a file") from None
-        except OSError as exc:
-            raise PermissionError(_open_failed(shown, "write_file", exc)) from None
+        fd, info = _open_regular(parts[-1], flags, shown, "write_file", dir_fd=parent)
     try:
-        info = os.fstat(fd)
-        _refuse_special(info.st_mode, shown, "write_file")
         if info.st_nlink > 1:  # another name for this file may be one of the runtime's
             raise PermissionError(f"{shown} has {info.st_nlink} hard links; write_file "
                                   f"refuses files that have other names")

@@ -42,6 +42,9 @@ MAX_ID = 200
 MAX_CRON = 200
 ENDED = ("cancelled", "done", "missed")
 COUNTERS = ("runs", "errors", "skipped")
+# The schedule field each kind uses; the others are cleared.
+_KIND_FIELDS = {"interval": ("recurring",), "run_at": ONE_SHOT, "cron": ("cron",),
+                "condition": ("conditional",)}
 TEXTS = ("source", "scheduled_by_run_id", "model", "last_run_id", "last_status", "last_result")
 
 
@@ -121,10 +124,8 @@ def check_record(record: dict[str, Any], now: datetime) -> Checked | None:
     except ValueError as exc:
         raise RecordError(str(exc)) from None
     notes: list[str] = []
-    for name in ("interval", "run_at", "cron", "condition"):
-        wanted = {"interval": ("recurring",), "run_at": ONE_SHOT, "cron": ("cron",),
-                  "condition": ("conditional",)}[name]
-        if kind not in wanted:
+    for name, kinds in _KIND_FIELDS.items():
+        if kind not in kinds:
             clean[name] = None
     if kind == "recurring":
         clean["interval"] = _seconds("interval", record.get("interval"), MIN_INTERVAL,

@@ -145,7 +145,7 @@ def restore(host: TriggerHost) -> RestoreReport:
                 report.needs_approval[trigger.id] = why
                 host.record("trigger_needs_approval", trigger_id=trigger.id, reason=why)
                 continue
-            trigger.status, trigger.approved = "active", True
+            trigger.approved = True
         trigger.status = "active"
         missed, capped = 0, False
         first_due: datetime | None = None
