@@ -477,6 +477,18 @@ def test_store_refuses_a_huge_file(tmp_path: Path) -> None:
                                            "bytes; a trigger file is at most 262144)"]
 
 
+@pytest.mark.timeout(30)
+def test_store_skips_a_fifo_instead_of_blocking(tmp_path: Path) -> None:
+    from agent_kernel.workspace import Workspace
+
+    planted = plant(tmp_path / "ws")
+    fifo = planted.with_name("trg_fifo.json")
+    os.mkfifo(fifo)  # reading it would wait for a writer that never comes
+    records_, problems = TriggerStore(Workspace(tmp_path / "ws")).load_all()
+    assert [r["id"] for r in records_] == [planted.stem]
+    assert problems == ["trg_fifo.json: not read (not a regular file)"]
+
+
 # -- a new kernel, and the CLI ---------------------------------------------------------
 
 def test_a_new_kernel_shows_a_planted_condition_as_needing_approval(

@@ -9,9 +9,10 @@ well under a millisecond, which is why this module does it in the caller's
 thread. Every record goes through :func:`agent_kernel.redaction.scrub` first,
 so a secret in a prompt never reaches the disk.
 
-Reading is bounded: at most ``MAX_FILES`` files of at most ``MAX_FILE_BYTES``
-each, and a file whose ``id`` is not its name is refused (a copy would
-otherwise overwrite the original on the next save). What a record *says* is
+Reading is bounded: at most ``MAX_FILES`` regular files (a FIFO or device
+would block the read) of at most ``MAX_FILE_BYTES`` each, and a file whose
+``id`` is not its name is refused (a copy would otherwise overwrite the
+original on the next save). What a record *says* is
 checked later, by :mod:`.checks`.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +89,11 @@ class TriggerStore:
             paths = paths[:MAX_FILES]
         for path in paths:
             try:
-                size = path.stat().st_size
+                info = path.stat()
+                if not stat.S_ISREG(info.st_mode):  # a FIFO would block the read for ever
+                    problems.append(f"{path.name}: not read (not a regular file)")
+                    continue
+                size = info.st_size
                 if size > MAX_FILE_BYTES:
                     problems.append(f"{path.name}: not read ({size} bytes; a trigger file is "
                                     f"at most {MAX_FILE_BYTES})")
