@@ -27,6 +27,7 @@ from .config import DEMO_MODEL, Settings
 from .events import (
     EventBus,
     LedgerRecorded,
+    Loading,
     ModelCallStarted,
     Notice,
     RunError,
@@ -38,9 +39,17 @@ from .events import (
     ToolCallStarted,
 )
 from .ledger import LEDGER_FILE, Ledger, LedgerError, new_id
+from .model_names import check_model
 from .questions import QuestionChannel
 from .redaction import fix_text, redact_text, to_text
-from .tools.base import USER_TOOLS, Tool, ToolArgumentError, ToolContext, ToolRegistry
+from .tools.base import (
+    USER_TOOLS,
+    Tool,
+    ToolArgumentError,
+    ToolContext,
+    ToolError,
+    ToolRegistry,
+)
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -63,6 +72,10 @@ class ToolCallRecord:
     success: bool
     error: str | None
     duration_ms: int
+    summary: str | None = None
+    """What the person is shown for a failed call (None: the error itself)."""
+    guidance: str | None = None
+    """Said to the model after the error, never shown to the person."""
 
 
 @dataclass
@@ -153,6 +166,15 @@ class Agent:
             if attach is not None:
                 attach(self)
 
+    @property
+    def model(self) -> str:
+        """The model runs use unless they name one; checked when set (see model_names)."""
+        return self._model
+
+    @model.setter
+    def model(self, value: str) -> None:
+        self._model = check_model(value)
+
     # -- conversation -------------------------------------------------------
     def new_conversation(self) -> None:
         """Forget the conversation (memory and ledger stay)."""
@@ -186,7 +208,12 @@ class Agent:
         isolated: bool = False,
         run_id: str | None = None,
     ) -> RunResult:
-        """Run the loop for ``prompt``; ``isolated`` keeps it out of the conversation."""
+        """Run the loop for ``prompt``; ``isolated`` keeps it out of the conversation.
+
+        Raises ValueError for a ``model`` litellm cannot route (nothing is run).
+        """
+        if model is not None:
+            check_model(model)
         if self._conversation_lock is None:
             self._conversation_lock = asyncio.Lock()
         run_id = run_id or new_id("run")
@@ -235,6 +262,9 @@ class Agent:
         calls_made = 0
         pending_ids: list[str] = []
         try:
+            if llm.needs_loading(model):  # say so at once: the import takes seconds
+                emit(Loading(run_id, llm.LIBRARY))
+                emit(Loading(run_id, llm.LIBRARY, seconds=await llm.load_off_loop()))
             while True:
                 emit(ModelCallStarted(run_id))
                 turn = await llm.complete(
@@ -295,6 +325,7 @@ class Agent:
         except llm.ProviderError as exc:
             result.status = "error"
             result.error = str(exc)
+            await self._record_error(run_id, "provider", result.error, status=exc.status)
             emit(RunError(run_id, result.error, kind="provider"))
         except (LedgerUnavailable, LedgerError) as exc:
             _answer_pending(messages, pending_ids, "not run: the ledger could not record it")
@@ -307,10 +338,23 @@ class Agent:
             _answer_pending(messages, pending_ids, "not run: the run failed")
             result.status = "error"
             result.error = f"The run failed inside agent-kernel: {type(exc).__name__}: {exc}"
+            await self._record_error(run_id, "internal", result.error)
             emit(RunError(run_id, result.error, kind="internal"))
         result.duration_ms = int((time.perf_counter() - started) * 1000)
         emit(RunFinished(run_id, result))
         return result
+
+    async def _record_error(self, run_id: str, kind: str, error: str, **fields: Any) -> None:
+        """Keep a failure no tool call records (a provider's, or ours) as a ``run_error``."""
+        try:
+            record = await asyncio.to_thread(
+                self.ledger.record_event, "run_error", agent_id=self.agent_id, run_id=run_id,
+                error_kind=kind, error=error, **fields)
+        except (LedgerError, OSError) as exc:
+            self.bus.emit(Notice(run_id, f"The ledger could not record the error: {exc}",
+                                 level="error"))
+            return
+        self.bus.emit(LedgerRecorded(run_id, record))
 
     async def _refuse(self, call: llm.ToolCallRequest, run_id: str, error: str) -> ToolCallRecord:
         self.bus.emit(ToolCallStarted(run_id, call.id, call.name, call.arguments))
@@ -332,8 +376,9 @@ class Agent:
         tool_obj = self.registry.get(call.name)
         if tool_obj is None:
             known = ", ".join(self.registry.names())
-            return await self._finish(call, run_id, arguments, None,
-                                      f"Unknown tool: {call.name}. Available tools: {known}", 0)
+            return await self._finish(call, run_id, arguments, None, f"Unknown tool: {call.name}.",
+                                      0, summary=f"unknown tool '{call.name}'",
+                                      guidance=f"Available tools: {known}")
         if not self.registry.allowed(self.role, tool_obj):
             return await self._finish(call, run_id, arguments, None,
                                       f"Tool '{call.name}' is not permitted for role "
@@ -351,7 +396,8 @@ class Agent:
                           call_id=call.id)
         verdict = await self.approvals.check(ctx, tool_obj, values)
         if verdict is not None:
-            return await self._finish(call, run_id, arguments, None, verdict, 0)
+            return await self._finish(call, run_id, arguments, None, verdict.error, 0,
+                                      summary=verdict.summary, guidance=verdict.guidance)
         timeout = tool_obj.timeout or self.settings.tool_timeout
         started = time.perf_counter()
         try:
@@ -364,7 +410,8 @@ class Agent:
                 emit(Notice(run_id, f"Tool '{call.name}' outlived its {timeout:g} s timeout; "
                             "it was left running in a background thread", level="warning"))
             return await self._finish(call, run_id, arguments, None, error,
-                                      llm.monotonic_ms(started))
+                                      llm.monotonic_ms(started),
+                                      summary=f"{call.name} timed out after {timeout:g} s")
         except asyncio.CancelledError:
             await self._finish(call, run_id, arguments, None, "cancelled by the user",
                                llm.monotonic_ms(started))
@@ -373,9 +420,12 @@ class Agent:
             message = str(exc) or type(exc).__name__
             if not isinstance(exc, (ValueError, RuntimeError, PermissionError, LookupError)):
                 message = f"{type(exc).__name__}: {message}"
+            told = exc if isinstance(exc, ToolError) else None
             return await self._finish(call, run_id, arguments, None,
                                       f"Tool '{call.name}' execution failed: {message}",
-                                      llm.monotonic_ms(started))
+                                      llm.monotonic_ms(started),
+                                      summary=told.summary if told else None,
+                                      guidance=told.guidance if told else None)
         return await self._finish(call, run_id, arguments, value, None, llm.monotonic_ms(started))
 
     async def _finish(
@@ -386,8 +436,14 @@ class Agent:
         result: Any,
         error: str | None,
         duration_ms: int,
+        *,
+        summary: str | None = None,
+        guidance: str | None = None,
     ) -> ToolCallRecord:
         """Write the ledger record (to disk first), then tell the views.
+
+        ``error`` is what the ledger and the run result keep; the person is shown
+        ``summary`` (when given) and only the model is told ``guidance``.
 
         Raises :class:`LedgerUnavailable` when the record cannot be written: a call the
         ledger cannot hold must not reach the model as if it had been recorded.
@@ -404,9 +460,10 @@ class Agent:
                 "stopped. Check the disk and `python -m agent_kernel verify --repair`.") from exc
         self.bus.emit(LedgerRecorded(run_id, record))
         self.bus.emit(ToolCallFinished(run_id, call.id, call.name, arguments, result,
-                                       error is None, error, duration_ms, record=record))
+                                       error is None, error, duration_ms, record=record,
+                                       summary=summary))
         return ToolCallRecord(call.id, call.name, arguments, result, error is None, error,
-                              duration_ms)
+                              duration_ms, summary, guidance)
 
 
 class LedgerUnavailable(RuntimeError):
@@ -422,6 +479,8 @@ def _answer_pending(messages: list[dict[str, Any]], call_ids: list[str], why: st
 
 def _tool_message(record: ToolCallRecord, limit: int) -> dict[str, Any]:
     content = to_text(record.result) if record.success else f"Error: {record.error}"
+    if not record.success and record.guidance:
+        content += f"\n\n{record.guidance}"
     if len(content) > limit:
         content = (content[:limit] + f"\n...[truncated: the result has {len(content)} "
                    f"characters; the first {limit} are shown]")

@@ -21,6 +21,7 @@ the agent imports it and it imports nothing back.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .events import LedgerRecorded, Notice
@@ -34,6 +35,22 @@ if TYPE_CHECKING:
 
 APPROVE, DENY, ALWAYS = "Approve", "Deny", "Always allow this tool"
 APPROVAL_TIMEOUT = 600.0
+REFUSAL_GUIDANCE = "Do not retry it; carry on without it."
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a call was not approved, said once for each reader.
+
+    ``error`` is the fact (ledger, run result), ``summary`` the short line the person
+    sees (``reason`` its why, for callers that word their own), ``guidance`` what only
+    the model is told.
+    """
+
+    error: str
+    summary: str
+    reason: str
+    guidance: str = REFUSAL_GUIDANCE
 
 
 class ApprovalHost(Protocol):
@@ -63,14 +80,15 @@ class Approvals:
         self.always_allowed: set[str] = set()
         self.timeout = APPROVAL_TIMEOUT
 
-    async def check(self, ctx: ToolContext, tool: Tool, arguments: dict[str, Any]) -> str | None:
-        """None when the call may run, else the refusal to give the model."""
+    async def check(self, ctx: ToolContext, tool: Tool,
+                    arguments: dict[str, Any]) -> Refusal | None:
+        """None when the call may run, else why it may not."""
         if not tool.side_effects:
             return None
         return await self.request(ctx.run_id, tool.name, arguments)
 
     async def request(self, run_id: str, what: str, arguments: dict[str, Any], *,
-                      digest: str | None = None) -> str | None:
+                      digest: str | None = None) -> Refusal | None:
         """Ask for approval of ``what`` with ``arguments``; None means approved.
 
         ``digest`` names exactly the code being approved; an approval (also an "always"
@@ -100,9 +118,15 @@ class Approvals:
         await self._record(run_id, what, arguments, approved, answer, source, digest)
         if approved:
             return None
-        why = "no one could approve it (headless policy: deny)" if source == "policy" else (
-            "the approval timed out" if source != "user" else "the user denied it")
-        return f"Tool '{what}' was not run: {why}. Do not retry it; carry on without it."
+        if source == "user":
+            why, reason = "the user denied it", "you denied it"
+        elif source == "policy":
+            why = "no one could approve it (headless policy: deny)"
+            reason = "no one was there to approve it (headless policy: deny)"
+        else:
+            why, reason = "the approval timed out", "no one answered the approval in time"
+        summary = f"You denied {what}" if source == "user" else f"{what} was not run: {reason}"
+        return Refusal(f"Tool '{what}' was not run: {why}.", summary, reason)
 
     def record_person(self, what: str, arguments: dict[str, Any], digest: str,
                       run_id: str = "person") -> dict[str, Any]:

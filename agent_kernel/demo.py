@@ -8,15 +8,17 @@ or, when a prompt starts with the name of any tool it was offered (the
 person's own ``@tool`` functions included), calls that tool with arguments
 read from the words that follow (``add 2 and 3``). After the results come
 back it writes an answer that uses them. Every
-answer says it comes from the offline demo model. It is served to litellm as
-a custom provider (see ``llm.py``), so it runs through the same code path as
-a real model.
+answer says it comes from the offline demo model. ``llm.complete`` asks it
+in-process, without litellm (see ``llm.py``), and turns its answer into the
+same streamed turn a real model gives, so the loop, tools and views cannot
+tell them apart.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -241,7 +243,9 @@ def plan_calls(prompt: str, tools: set[str]) -> list[tuple[str, dict[str, Any]]]
 
 def _describe(name: str, args: dict[str, Any], content: str) -> str:
     if content.startswith("Error"):
-        return f"The `{name}` call did not go through: {content.removeprefix('Error: ')}"
+        # What follows a blank line is guidance for the model: followed, not repeated.
+        error = content.removeprefix("Error: ").split("\n\n", 1)[0]
+        return f"The `{name}` call did not go through: {error}"
     try:
         result = json.loads(content)
     except ValueError:
@@ -265,7 +269,11 @@ def _describe(name: str, args: dict[str, Any], content: str) -> str:
         return "Here is what I remember:\n" + "\n".join(lines)
     if name in ("schedule", "schedule_once", "schedule_cron") and isinstance(result, dict):
         ident = result.get("taskId") or result.get("schedule_id")
-        return f"Scheduled it as `{ident}`: I will run it while this kernel is alive."
+        if "ipykernel" in sys.modules:  # a notebook: this kernel's scheduler runs it
+            return f"Scheduled it as `{ident}`: I will run it while this kernel is alive."
+        return (f"Scheduled it as `{ident}` and saved it in the workspace: "
+                "`python -m agent_kernel triggers`, or a notebook using this workspace, "
+                "runs it when it is due.")
     if name == "write_file":
         return f"I wrote the file `{args.get('path')}`."
     if name == "console_print":

@@ -79,6 +79,14 @@ class ToolCallFinished(Event):
     duration_ms: int
     record: dict[str, Any] | None = None
     """The ledger record written for this call (already on disk)."""
+    summary: str | None = None
+    """A failed call in the person's words ("You denied write_file"); views show it
+    instead of ``error``. What the model is told besides never reaches an event."""
+
+    @property
+    def shown(self) -> str:
+        """The line a view shows for a failed call: the summary, else the error."""
+        return self.summary or self.error or ""
 
 
 @dataclass
@@ -130,6 +138,21 @@ class Notice(Event):
 
     text: str
     level: str = "info"
+
+
+@dataclass
+class Loading(Event):
+    """The run waits for ``what`` to load; sent again with ``seconds`` once it has."""
+
+    what: str
+    seconds: float | None = None
+
+    @property
+    def shown(self) -> str:
+        """The line a view shows: ``loading X…`` while it loads, then ``loaded X in 1.2 s``."""
+        if self.seconds is None:
+            return f"loading {self.what}…"
+        return f"loaded {self.what} in {self.seconds:.1f} s"
 
 
 @dataclass

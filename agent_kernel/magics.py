@@ -7,14 +7,18 @@ widget keeps streaming, leaving the kernel free for button clicks and
 triggers. ``--wait`` blocks the cell until the run ends (``blocking.py``).
 
 Loading must stay fast (well under 300 ms): this module imports no litellm,
-lancedb or ipywidgets; ``%load_ext`` starts litellm's import in a background
-thread and sends the frontend probe (see ``FrontendProbe``) that decides
-whether anyone can click answers to questions.
+lancedb or ipywidgets on the calling thread. Once the model is one that needs
+litellm (at ``%load_ext`` or when ``model`` changes; never for ``demo``) its
+import starts in a background thread; another imports the loop, the tools and,
+in a kernel, the widget view ahead of the first ``%agent``. ``%load_ext`` also
+sends the frontend probe (see ``FrontendProbe``) that decides whether anyone can
+click answers to questions.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib
 import importlib.util
 import re
@@ -127,10 +131,20 @@ class AgentMagics(Magics, Configurable):
         super().__init__(shell=shell, **kwargs)
         self._add_redact_patterns({"new": self.redact_patterns})
         self.observe(self._add_redact_patterns, names=["redact_patterns"])
+        self.observe(self._warm_up_for, names=["model"])
         self._agent: Any = None
         self.probe = FrontendProbe()
         self.last_result: Any = None
         self.views: list[Any] = []
+
+    @staticmethod
+    def _warm_up_for(change: Any) -> None:
+        """A model that needs litellm was chosen: start its import in the background."""
+        from . import llm
+        from .config import DEMO_MODEL
+
+        if change["new"] != DEMO_MODEL:
+            llm.warm_up()
 
     @staticmethod
     def _add_redact_patterns(change: Any) -> None:
@@ -203,6 +217,8 @@ class AgentMagics(Magics, Configurable):
         """Start a run shown in this cell; returns its task (None when it ran synchronously)."""
         from .ledger import new_id
 
+        if model is not None and not _model_ok(model):
+            return None
         try:
             agent = self.agent
         except Exception as exc:  # a bad workspace or setting: say so, no traceback
@@ -262,18 +278,32 @@ class AgentMagics(Magics, Configurable):
 
     def _run_in_terminal(self, agent: Any, prompt: str, model: str | None, new: bool,
                          run_id: str) -> None:
+        """Run with the text view; in terminal IPython questions are asked on stdin."""
         from .blocking import wait_blocking
+        from .views.terminal import TerminalAnswerer
         from .views.text import TextView
 
         view = TextView(agent.bus, run_id=run_id)
+        answerer = TerminalAnswerer(agent, view).attach() if self.terminal_live() else None
         try:
             self.last_result = wait_blocking(agent.arun(prompt, new=new, model=model,
                                                         run_id=run_id))
         except Exception as exc:
             print(f"agent-kernel: the run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         finally:
+            if answerer is not None:
+                answerer.close()
             view.close()
         return None
+
+    def terminal_live(self) -> bool:
+        """Can a person type answers here? Terminal IPython (no kernel) with a tty on stdin,
+        unless the ``interactive`` trait says no one can answer."""
+        from .views.terminal import can_answer_on
+
+        if self.interactive is False or getattr(self.shell, "kernel", None) is not None:
+            return False
+        return can_answer_on(sys.stdin)
 
     @magic_arguments()
     @argument("--model", default=None, help="Set the model (demo or a litellm model string).")
@@ -286,6 +316,8 @@ class AgentMagics(Magics, Configurable):
         except Exception as exc:
             print(f"agent-kernel: {exc}", file=sys.stderr)
             return
+        if args.model and not _model_ok(args.model):
+            return  # nothing changes: the old model and workspace stay
         if args.model:
             self.model = args.model
             if self._agent is not None:
@@ -324,6 +356,18 @@ class AgentMagics(Magics, Configurable):
         wait_blocking(wait_all(timeout))
 
 
+def _model_ok(model: str) -> bool:
+    """Check a model string when it is given; a refusal is printed, with the closest names."""
+    from .model_names import check_model
+
+    try:
+        check_model(model)
+    except ValueError as exc:
+        print(f"agent-kernel: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
 async def wait_all(timeout: float | None = None) -> list[Any]:
     """Await every background run started by the magics (use ``await`` in a later cell)."""
     results: list[Any] = []
@@ -347,10 +391,8 @@ def current() -> AgentMagics:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """Register the magics, warm litellm up in the background, probe the frontend."""
+    """Register the magics, warm litellm up if the model needs it, probe the frontend."""
     global _CURRENT
-    from . import llm
-
     magics = AgentMagics(shell=ipython, config=ipython.config)
     ipython.register_magics(magics)
     cleanup = ipython.input_transformers_cleanup
@@ -366,9 +408,24 @@ def load_ipython_extension(ipython: Any) -> None:
             found = False
         if found:
             importlib.import_module(name).load(ipython, magics)
-    llm.warm_up()  # litellm takes seconds to import: start now, in the background
-    threading.Thread(target=importlib.import_module, args=("agent_kernel.agent",),
-                     name="agent-kernel-warm-agent", daemon=True).start()
+    magics._warm_up_for({"new": magics.model})  # demo needs no litellm: no warm-up
+    ahead = threading.Thread(target=_import_ahead, args=(getattr(ipython, "kernel", None)
+                                                         is not None,),
+                             name="agent-kernel-warm-agent", daemon=True)
+    ahead.start()
+    atexit.register(ahead.join, 5.0)  # not torn down mid-import by a quick exit
+
+
+def _import_ahead(widgets: bool) -> None:
+    """Import what the first ``%agent`` needs (the loop, the tools, in a kernel the widget
+    view) off the cell, so its first output comes sooner; a failure is left to that run."""
+    try:
+        importlib.import_module("agent_kernel.agent")
+        importlib.import_module("agent_kernel.tools").tool_modules()
+        if widgets:
+            importlib.import_module("agent_kernel.views.widgets")
+    except Exception:
+        pass
 
 
 def unload_ipython_extension(ipython: Any) -> None:

@@ -36,7 +36,7 @@ from jupyter_client.manager import start_new_kernel
 SETUP = """
 %load_ext agent_kernel
 import asyncio, time, json
-from agent_kernel import llm, state
+from agent_kernel import litellm_loader as llm, state
 from agent_kernel.magics import current
 from agent_kernel.triggers import scheduler_for
 triggers = scheduler_for(current().agent)

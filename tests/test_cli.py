@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+from scripted_server import HttpError, ScriptedServer
+
 
 def cli(*args: str, stdin=subprocess.DEVNULL, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "agent_kernel", "run", *args],
@@ -28,10 +30,37 @@ def test_run_prints_transcript_and_exits_0(tmp_path):
 
 
 def test_run_error_exits_1_with_clear_message(tmp_path):
-    proc = cli("hi", "--model", "nonexistent/foo", "--workspace", str(tmp_path / "ws"))
+    with ScriptedServer() as server:
+        server.script(HttpError(401, "Incorrect API key provided", forever=True))
+        proc = subprocess.run(
+            [sys.executable, "-m", "agent_kernel", "run", "hi", "--model", "openai/test-model",
+             "--api-base", server.base_url, "--workspace", str(tmp_path / "ws")],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+            env={**os.environ, "OPENAI_API_KEY": "sk-wrong-but-well-formed-0123"})
     assert proc.returncode == 1
     assert "error: the run ended with status 'error'" in proc.stderr
+    assert "OPENAI_API_KEY" in proc.stdout and len(server.requests) == 1
     assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_run_error_on_a_terminal_is_said_once(tmp_path):
+    """On one terminal the transcript gives the reason; the closing line does not repeat it."""
+    import pexpect
+
+    with ScriptedServer() as server:
+        server.script(HttpError(401, "Incorrect API key provided", forever=True))
+        child = pexpect.spawn(
+            sys.executable, ["-m", "agent_kernel", "run", "hi", "--model", "openai/test-model",
+                             "--api-base", server.base_url, "--workspace", str(tmp_path / "ws")],
+            env={**os.environ, "OPENAI_API_KEY": "sk-wrong-but-well-formed-0123"},
+            encoding="utf-8", timeout=120, dimensions=(50, 200))
+        child.expect(pexpect.EOF)
+        child.close()
+    output = child.before
+    assert child.exitstatus == 1
+    assert "error: the run ended with status 'error'" in output
+    assert output.count("Incorrect API key provided") == 1, output
+    assert output.count("OPENAI_API_KEY") == 1, output
 
 
 def test_run_bad_settings_exit_1(tmp_path):
@@ -65,6 +94,6 @@ def test_terminal_questions_are_asked_on_stdin(tmp_path):
     out, err = proc.communicate(timeout=60)
     os.close(leader)
     assert proc.returncode == 0, err
-    assert "[1] tea [2] coffee" in out
+    assert "  [1] tea  [2] coffee · answer within 60 min\n  > 2\n" in out
     assert "[answer] coffee (user)" in out
     assert "You answered **coffee**" in out

@@ -1,7 +1,10 @@
-"""The offline ``demo`` model, run through litellm's custom-provider path like any model."""
+"""The offline ``demo`` model: served in-process, no litellm, the same turns as any model."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -22,17 +25,39 @@ def model_calls(agent: Agent) -> list[Any]:
     return seen
 
 
-async def test_demo_goes_through_litellm_custom_provider():
-    litellm = llm.load_litellm()
-    assert llm.litellm_model("demo") == "agent-kernel-demo/demo"
-    assert any(p["provider"] == llm.DEMO_PROVIDER for p in litellm.custom_provider_map)
-    response = await litellm.acompletion(model="agent-kernel-demo/demo",
-                                         messages=[{"role": "user", "content": "who are you?"}])
-    assert "offline demo model" in response.choices[0].message.content
-    stream = await litellm.acompletion(model="agent-kernel-demo/demo", stream=True,
-                                       messages=[{"role": "user", "content": "help"}])
-    text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
-    assert text == response.choices[0].message.content.replace("who are you?", "help")
+def test_a_demo_run_never_imports_litellm(tmp_path):
+    """The demo answers in-process: a fresh process runs a tool call and an answer
+    without litellm (seconds and ~190 MiB) ever being imported."""
+    code = ("import json, sys\nfrom agent_kernel import Agent\n"
+            "result = Agent(workspace=sys.argv[1]).run('echo hello')\n"
+            "print(json.dumps({'reply': result.reply, 'heavy': [m for m in "
+            "('litellm', 'ipywidgets') if m in sys.modules]}))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                         text=True, timeout=120, check=True)
+    seen = json.loads(out.stdout.splitlines()[-1])
+    assert seen == {"reply": "(offline demo model) The echo tool returned: hello", "heavy": []}
+
+
+async def test_demo_turn_has_ids_usage_and_no_cost():
+    messages = [{"role": "user", "content": "echo one and echo two"}]
+    tools = [{"type": "function", "function": {"name": "echo", "parameters": {}}}]
+    streamed: list[str] = []
+    turn = await llm.complete("demo", messages, tools, Settings(), on_text=streamed.append,
+                              on_retry=lambda *_: None)
+    assert [(c.name, json.loads(c.arguments)) for c in turn.tool_calls] == [
+        ("echo", {"value": "one"}), ("echo", {"value": "two"})]
+    ids = [c.id for c in turn.tool_calls]
+    assert len(set(ids)) == 2 and all(i.startswith("call_demo_") for i in ids)
+    assert turn.finish_reason == "tool_calls" and turn.cost == 0.0
+    assert turn.usage == {"prompt_tokens": 5, "completion_tokens": 0, "total_tokens": 5}
+    results = [{"role": "tool", "tool_call_id": i, "content": v}
+               for i, v in zip(ids, ("one", "two"), strict=True)]
+    answer = await llm.complete("demo", [*messages, turn.as_message(), *results], tools,
+                                Settings(), on_text=streamed.append, on_retry=lambda *_: None)
+    assert answer.finish_reason == "stop" and not answer.tool_calls
+    assert len(streamed) > 3 and "".join(streamed) == answer.text  # word by word
+    assert "one" in answer.text and "two" in answer.text
+    assert answer.usage["completion_tokens"] == len(answer.text.split())
 
 
 async def test_says_it_is_the_offline_demo_model(tmp_path):

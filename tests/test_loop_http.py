@@ -153,7 +153,7 @@ async def test_unknown_tool_goes_back_to_the_model(server, tmp_path):
     result = await agent.arun("launch")
     assert result.status == "ok" and result.reply == "I cannot."
     [message] = server.tool_messages(1)
-    assert message["content"].startswith("Error: Unknown tool: launch_rocket. Available tools:")
+    assert message["content"].startswith("Error: Unknown tool: launch_rocket.\n\nAvailable tools:")
     assert "echo" in message["content"]
     [record] = tool_records(agent)
     assert (record["tool_name"], record["success"]) == ("launch_rocket", False)

@@ -29,7 +29,7 @@ def test_magics_headless_kernel(run_notebook, output_text, tmp_path):
         "import agent_kernel.magics as m\nprint('messages', len(m.current().agent.messages))",
         "%agent --model nonexistent/foo hi",
         "%agent",
-        f"%agent_config --model other/model\n%agent_config --workspace {other}",
+        f"%agent_config --model openai/other-model\n%agent_config --workspace {other}",
         "print(m.current().agent.ledger.verify())",
     ], cwd=tmp_path, timeout=90)
     cells = nb.cells
@@ -46,10 +46,11 @@ def test_magics_headless_kernel(run_notebook, output_text, tmp_path):
     assert "Which do you choose: tea, coffee?" in ask and "No answer (timeout)" in ask
     assert "timed out with no answer" in ask
     assert "messages 5" in output_text(cells[4])  # --new: system, user, call, result, answer
-    assert "The model provider failed" in _html(cells[5])
+    assert "agent-kernel: unknown provider 'nonexistent'" in output_text(cells[5])
+    assert not _html(cells[5])  # refused before a run started
     assert "nothing to ask" in output_text(cells[6])
     config = output_text(cells[7])
-    assert "model: other/model" in config and f"workspace: {other}" in config
+    assert "model: openai/other-model" in config and f"workspace: {other}" in config
     assert "interactive: auto (no frontend answered)" in config
     assert "ledger ok:" in output_text(cells[8]) and "records verify" in output_text(cells[8])
     # saved without widget state (as JupyterLab does by default), nbconvert/nbviewer show the

@@ -3,6 +3,9 @@ for what a retry cannot fix, one request each, over litellm's real HTTP path."""
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 from scripted_server import HttpError, Message, ScriptedServer
 
@@ -60,3 +63,49 @@ async def test_bad_request_and_not_found_are_not_retried(server, tmp_path, statu
     assert result.status == "error"
     assert len(server.requests) == 1
     assert str(status) in (result.error or "")
+
+
+async def test_litellm_nested_messages_are_said_once(server, tmp_path):
+    # litellm wraps a timeout's text in itself ("Request timed out. Error_str: Request
+    # timed out."); the person reads each sentence once
+    server.script(Message(text="too slow", delay=2.0))
+    agent = agent_for(server, tmp_path, api_key="sk-x", max_retries=0, request_timeout=0.3)
+    result = await agent.arun("hello")
+    assert result.status == "error"
+    assert "timed out" in (result.error or "")
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", result.error or "") if len(s) > 12]
+    assert len(sentences) == len(set(sentences)), result.error
+    assert "Error_str" not in (result.error or "") and "litellm." not in (result.error or "")
+
+
+LITELLM_BANNER = ("Give Feedback", "Get Help", "LiteLLM.Info", "_turn_on_debug",
+                  "Provider List", "litellm.AuthenticationError")
+
+
+@pytest.mark.kernel
+def test_a_refused_key_shows_once_in_the_cell_and_once_in_the_ledger(server, run_notebook,
+                                                                     output_text, tmp_path):
+    server.script(HttpError(401, "Incorrect API key provided", forever=True))
+    workspace = tmp_path / "ws"
+    nb = run_notebook([
+        "%load_ext agent_kernel",
+        f"import agent_kernel.magics as m\nm.current().api_base = {server.base_url!r}\n"
+        f"%agent_config --model {MODEL} --workspace {workspace}",
+        "%agent hello",
+    ], cwd=tmp_path, timeout=120, env={"OPENAI_API_KEY": "sk-wrong-but-well-formed-0123"})
+    cell = nb.cells[2]
+    everything = json.dumps([c.outputs for c in nb.cells])
+    for banner in LITELLM_BANNER:
+        assert banner not in everything
+    assert all(out.output_type != "error" for out in cell.outputs)
+    for mime in ("text/plain", "text/html"):
+        shown = output_text(cell, mime)
+        assert shown.count("refused the API key (401)") == 1, shown
+        assert shown.count("Incorrect API key provided") == 1, shown
+    assert len(server.requests) == 1
+    records = [json.loads(line) for line in (workspace / "ledger.jsonl").read_text().splitlines()]
+    errors = [r for r in records if r["kind"] == "run_error"]
+    assert len(errors) == 1 and len(records) == 1
+    assert errors[0]["error_kind"] == "provider" and errors[0]["status"] == 401
+    assert errors[0]["error"].count("Incorrect API key provided") == 1
+    assert "OPENAI_API_KEY" in errors[0]["error"]

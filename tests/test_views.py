@@ -56,11 +56,12 @@ def test_text_view_streams_a_tool_call_with_its_ledger_record(agent):
                      r"1 tool call]", text)
 
 
-def test_text_view_shows_questions_and_errors(agent):
+def test_text_view_shows_questions_and_errors(agent, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # fails before any request
     out = io.StringIO()
     view = TextView(agent.bus, stream=out)
     agent.run("ask me to choose between tea or coffee")  # headless: no answerer attached
-    agent.run("hi", model="nonexistent/model-x")
+    agent.run("hi", model="openai/model-x")
     view.close()
     text = out.getvalue()
     assert "[question] Which do you choose: tea, coffee? [tea / coffee]" in text
@@ -100,17 +101,18 @@ def test_mime_renders_markdown_and_escapes_raw_html(agent):
     assert "<script>" not in html and "&lt;script&gt;" in html
 
 
-def test_mime_shows_question_answer_and_error(agent):
+def test_mime_shows_question_answer_and_error(agent, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # fails before any request
     _r, events = run_collecting(agent, "ask me to choose between tea or coffee")
     t = transcript_of(events)
     q = next(iter(t.questions.values()))
     assert q.options == ["tea", "coffee"] and q.source == "timeout"
     html = render_html(t)
     assert "Which do you choose: tea, coffee?" in html and "No answer (timeout)" in html
-    _r, events = run_collecting(agent, "hi", model="nonexistent/model-x")
+    _r, events = run_collecting(agent, "hi", model="openai/model-x")
     t = transcript_of(events)
     assert t.status == "error"
-    assert "Error:" in render_html(t) and "nonexistent/model-x" in render_html(t)
+    assert "Error:" in render_html(t) and "openai/model-x" in render_html(t)
 
 
 async def test_widget_view_click_answers_the_waiting_run(agent):
@@ -221,4 +223,21 @@ def test_widget_view_countdown_near_the_timeout(agent):
     view.on_event(far)
     view.refresh()
     assert view.questions["q_2"].countdown.value == ""  # no countdown an hour before
+    view.finish()
+
+
+def test_widget_view_says_what_it_loads_then_how_long_it_took(agent):
+    from agent_kernel.events import Loading
+    from agent_kernel.views.widgets import WidgetView
+
+    view = WidgetView(agent, "run_loading")
+    view.on_event(Loading("run_loading", "the model library (first run)"))
+    assert view.status.value.endswith(" loading the model library (first run)…")
+    lines = [c.value for c in view.activity.children]
+    assert lines == ["<i>loading the model library (first run)…</i>"]
+    view.on_event(Loading("run_loading", "the model library (first run)", seconds=1.23))
+    lines = [c.value for c in view.activity.children]
+    assert lines == ["<i>loaded the model library (first run) in 1.2 s</i>"]  # in its place
+    text = mime_bundle(view.transcript)["text/plain"]
+    assert "loaded the model library (first run) in 1.2 s" in text and "…" not in text
     view.finish()

@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..ledger import GENESIS, LEDGER_FILE, Ledger, LedgerError
-from ..workspace import Workspace
 from . import EXAMPLES, examples
 
 
@@ -35,6 +33,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     """Print what repair moved (with ``--repair``), the verdict and the head."""
+    from ..ledger import GENESIS, LEDGER_FILE, Ledger, LedgerError  # not for other commands
+    from ..workspace import Workspace
+
     ledger = Ledger(Workspace(args.workspace).root / LEDGER_FILE)
     if args.repair:
         try:

@@ -1,8 +1,9 @@
 """``python -m agent_kernel run "PROMPT"``: one run from the command line.
 
 The transcript is printed with the plain-text view. With a terminal on stdin
-the person answers questions there (an answerer is attached and each answer
-is read in a thread, so the run's loop keeps going); with no terminal
+the person answers questions and approvals there (``views/terminal.py``, shared
+with terminal IPython: each answer is read in a thread, so the run's loop keeps
+going, and the question's own timeout and default still apply); with no terminal
 (pipes, CI, cron) questions are headless: the default is used at once, or
 they end as ``timeout``. Exit code 0 when the run ends with an answer, 1 when
 it ends with an error, was stopped or hit a limit.
@@ -13,10 +14,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import threading
 from typing import Any
 
-from ..events import Event, Question
 from . import EXAMPLES, examples
 
 
@@ -43,37 +42,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-class StdinAnswerer:
-    """Reads answers to questions from the terminal, one thread per question."""
-
-    def __init__(self, agent: Any) -> None:
-        self.agent = agent
-
-    def on_event(self, event: Event) -> None:
-        """Start reading an answer when a question that waits is asked."""
-        if isinstance(event, Question) and event.question_id in self.agent.questions.pending:
-            threading.Thread(target=self._read, args=(event,), daemon=True).start()
-
-    def _read(self, event: Question) -> None:
-        hint = ""
-        if event.options:
-            hint = " ".join(f"[{i}] {o}" for i, o in enumerate(event.options, 1))
-            hint = f"{hint} (number or text)"
-        sys.stdout.write(f"{hint}\n> " if hint else "> ")
-        sys.stdout.flush()
-        line = sys.stdin.readline()
-        if not line:
-            return
-        text = line.strip()
-        if event.options and text.isdigit() and 1 <= int(text) <= len(event.options):
-            text = event.options[int(text) - 1]
-        self.agent.questions.answer(event.question_id, text)
-
-
 def main(args: argparse.Namespace) -> int:
     """Run the prompt; 0 on success, 1 on an error."""
     from ..agent import Agent
     from ..config import Settings
+    from ..views.terminal import TerminalAnswerer, can_answer_on
     from ..views.text import TextView
 
     try:
@@ -84,17 +57,20 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     view = TextView(agent.bus)
-    if sys.stdin is not None and sys.stdin.isatty():
-        agent.bus.subscribe(StdinAnswerer(agent).on_event)
-        agent.questions.attach_answerer()
+    answerer = TerminalAnswerer(agent, view).attach() if can_answer_on(sys.stdin) else None
     try:
         result = asyncio.run(agent.arun(args.prompt))
     except KeyboardInterrupt:
         print("\nerror: interrupted", file=sys.stderr)
         return 1
     finally:
+        if answerer is not None:
+            answerer.close()
         view.close()
     if result.ok:
         return 0
-    print(f"error: the run ended with status '{result.status}': {result.error}", file=sys.stderr)
+    # On one terminal the transcript just said why; a log or a pipe gets the reason too.
+    shown = sys.stdout.isatty() and sys.stderr.isatty()
+    why = "" if shown or not result.error else f": {result.error}"
+    print(f"error: the run ended with status '{result.status}'{why}", file=sys.stderr)
     return 1

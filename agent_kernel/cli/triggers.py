@@ -22,11 +22,14 @@ import argparse
 import asyncio
 import contextlib
 import signal
+import sys
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..events import Event, Notice, RunFinished, RunStarted
 from . import EXAMPLES, examples, leave
+
+if TYPE_CHECKING:
+    from ..events import Event
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -50,6 +53,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def _printer(prompts: dict[str, str]) -> Any:
+    from ..events import Notice, RunFinished, RunStarted
+
     def show(event: Event) -> None:
         stamp = datetime.now().strftime("%H:%M:%S")
         if isinstance(event, RunStarted) and event.trigger:
@@ -69,9 +74,7 @@ def _printer(prompts: dict[str, str]) -> Any:
 
 async def serve(args: argparse.Namespace) -> int:
     """Start one scheduler per saved agent and keep them running."""
-    from ..agent import Agent
-    from ..config import Settings
-    from ..triggers import scheduler_for
+    from ..model_names import check_model
     from ..triggers.checks import check_name
     from ..triggers.model import LIVE
     from ..triggers.store import TriggerStore
@@ -94,13 +97,22 @@ async def serve(args: argparse.Namespace) -> int:
             print(f"problem: {record.get('id')}: not restored: {exc}")
             continue
         model = record.get("model")
-        agents.setdefault(str(agent_id), args.model or (model if isinstance(model, str)
-                                                         and model else "demo"))
+        model = args.model or (model if isinstance(model, str) and model else "demo")
+        try:
+            check_model(model)  # a saved name litellm no longer knows
+        except ValueError as exc:
+            print(f"problem: {record.get('id')}: not restored: {exc}")
+            continue
+        agents.setdefault(str(agent_id), model)
     from .. import llm
+    from ..agent import Agent  # only now: with nothing to run, the agent is never needed
+    from ..config import Settings
+    from ..triggers import scheduler_for
 
     # Import the provider library before the first firing, off the loop: a first run
-    # should not spend seconds importing while the clock runs.
-    await asyncio.to_thread(llm.load_litellm)
+    # should not spend seconds importing while the clock runs (demo needs none).
+    if any(llm.needs_loading(model) for model in agents.values()):
+        await asyncio.to_thread(llm.load_litellm)
     prompts: dict[str, str] = {}
     schedulers = []
     for agent_id, model in agents.items():
@@ -125,7 +137,15 @@ async def serve(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run until stopped; exit 0."""
+    """Run until stopped; exit 0 (1 for a model litellm cannot route)."""
+    from ..model_names import check_model
+
+    if args.model is not None:
+        try:
+            check_model(args.model)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return leave(1)
     try:
         code = asyncio.run(serve(args))
     except KeyboardInterrupt:

@@ -4,7 +4,8 @@
 ``store`` is the only module that imports lancedb, ``embeddings`` the only one
 that imports onnxruntime and tokenizers, ``filters`` turns model input into
 safe ``where`` clauses, ``markdown`` keeps the readable mirrors, ``history``
-records each run's prompt and reply, and ``magics`` adds ``%agent_memory``.
+records each run's prompt and reply in the ``journal`` (read into LanceDB
+when needed), and ``magics`` adds ``%agent_memory``.
 Importing this package loads none of the heavy libraries.
 """
 

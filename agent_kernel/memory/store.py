@@ -3,7 +3,8 @@
 ``memories`` (id, agent_id, content, tags, created_at, run_id, long_term,
 vector) is searched by a vector query and LanceDB's native full-text index
 together, fused by reciprocal rank, with every filter applied before ranking.
-``history`` keeps each run's prompt and reply. The connection uses
+``history`` keeps each run's prompt and reply, added in batches from the
+history journal (:mod:`.journal`) when a reader needs them. The connection uses
 ``read_consistency_interval=0``, so every kernel and CLI on the workspace reads
 the latest version, and Lance's commit protocol lets several processes write
 at once without losing rows.
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .embeddings import ENV_VAR, Embedder, LiteLLMEmbedder, resolve_embedder
+from .filters import quote
 from .housekeeping import Housekeeper, ReadWriteLock
 from .registry import function_for, register_functions
 
@@ -85,10 +87,11 @@ def memory_schema(dim: int | None) -> Any:
 
 
 def history_schema() -> Any:
-    """The ``history`` table's Arrow schema."""
+    """The ``history`` table's Arrow schema (``id``: the journal line's hash, see journal.py)."""
     import pyarrow as pa
 
     return pa.schema([
+        pa.field("id", pa.string()),
         pa.field("role", pa.string(), nullable=False),
         pa.field("text", pa.string(), nullable=False),
         pa.field("createdAt", pa.timestamp("us", tz="UTC"), nullable=False),
@@ -229,9 +232,40 @@ class LanceTables:
         if self._history is None:
             with self._open_lock:
                 if self._history is None:
-                    self._history = self.db().create_table(
-                        HISTORY, schema=history_schema(), exist_ok=True)
+                    db = self.db()
+                    if HISTORY in _table_names(db):
+                        table = db.open_table(HISTORY)
+                    else:
+                        table = db.create_table(HISTORY, schema=history_schema(),
+                                                exist_ok=True)
+                    if "id" not in table.schema.names:
+                        # Made before history came through the journal: rows then had no id.
+                        try:
+                            table.add_columns({"id": "CAST(NULL AS STRING)"})
+                        except Exception as exc:  # another process added it first
+                            log.debug("history id column not added: %s", exc)
+                            table.checkout_latest()
+                    self._history = table
         return self._history
+
+    def add_history(self, rows: list[dict[str, Any]]) -> None:
+        """Append history rows in one columnar write (the journal's ingestion calls it)."""
+        import pyarrow as pa
+
+        table = self.history()
+        schema = table.schema
+        columns = [pa.array([r.get(n) for r in rows], type=schema.field(n).type)
+                   for n in schema.names]
+        table.add(pa.table(columns, schema=schema))
+
+    def history_ids(self, ids: list[str]) -> set[str]:
+        """Which of ``ids`` the ``history`` table already has."""
+        table = self.history()
+        found: set[str] = set()
+        for start in range(0, len(ids), 500):
+            chunk = ", ".join(quote(i) for i in ids[start:start + 500])
+            found.update(self.scan(table, f"id IN ({chunk})", ["id"]).column("id").to_pylist())
+        return found
 
     def add_memories(self, rows: list[dict[str, Any]], vectors: Any) -> None:
         """Append rows (and their vectors, an ``(n, dim)`` array) in one columnar write."""

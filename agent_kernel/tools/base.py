@@ -38,7 +38,17 @@ class ToolArgumentError(ValueError):
 
 
 class ToolError(RuntimeError):
-    """A tool failed in a way the model can read and act on."""
+    """A tool failed in a way the model can read and act on.
+
+    The message is the fact (ledger, run result). ``summary`` is the short line the
+    person sees instead, and ``guidance`` is said to the model only.
+    """
+
+    def __init__(self, message: str, *, summary: str | None = None,
+                 guidance: str | None = None) -> None:
+        super().__init__(message)
+        self.summary = summary
+        self.guidance = guidance
 
 
 @dataclass

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .base import Field, Tool, ToolContext
+from .base import Field, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
     from ..triggers.scheduler import TriggerScheduler
@@ -50,6 +50,10 @@ def _scheduler(ctx: ToolContext) -> TriggerScheduler:
     scheduler = scheduler_for(ctx.agent)
     scheduler.ensure_started()
     return scheduler
+
+
+class ConditionNotApproved(ToolError, ValueError):
+    """A trigger's condition was not approved (a ValueError, as the spec's tools raise)."""
 
 
 async def schedule(
@@ -93,8 +97,10 @@ async def schedule(
         verdict = await ctx.agent.approvals.request(ctx.run_id, "condition", {
             "condition": shape, "prompt": prompt, "cooldown": cooldown}, digest=digest)
         if verdict is not None:
-            raise ValueError(f"The condition was not approved, so no trigger was made. "
-                             f"{verdict}")
+            raise ConditionNotApproved(
+                f"The condition was not approved, so no trigger was made. {verdict.error}",
+                guidance=verdict.guidance,
+                summary=f"No trigger was made: its condition was not approved ({verdict.reason})")
     trigger = make_schedule(scheduler, prompt=prompt, type=type, interval=interval, runAt=runAt,
                             condition=shape, cooldown=cooldown, timeout=timeout,
                             source="schedule", run_id=ctx.run_id)
@@ -217,9 +223,10 @@ async def cancel_task(ctx: ToolContext, taskId: str | None = None,  # noqa: N803
     """Cancel a queued task or remove a trigger. A running task cannot be cancelled.
 
     Args:
-        taskId: The task or trigger id (spec 000's name).
-        id: The same, under spec 002's name; give one of the two.
+        taskId: The task or trigger id.
+        id: The same id under another name; give one of the two.
     """
+    # taskId is spec 000's name for the argument, id spec 002's; both are accepted.
     if taskId and id and taskId != id:
         raise ValueError(f"give taskId or id, not two different ids ({taskId!r}, {id!r})")
     target = taskId or id

@@ -102,7 +102,7 @@ class TriggerScheduler(TriggerMaker):
         from .. import llm
         from .restore import RestoreReport, restore
 
-        if llm._litellm is None:  # the first firing should not wait for the import
+        if llm.needs_loading(self.agent.model):  # the first firing should not wait for it
             llm.warm_up()
 
         self.restore_report = restore(self) if self._claim_store() else RestoreReport(problems=[

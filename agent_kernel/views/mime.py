@@ -20,6 +20,7 @@ from ..events import (
     ConsoleOutput,
     Event,
     LedgerRecorded,
+    Loading,
     ModelCallStarted,
     Notice,
     Question,
@@ -52,6 +53,8 @@ class ToolCard:
     duration_ms: int | None = None
     record_id: str | None = None
     record: dict[str, Any] | None = None
+    summary: str | None = None
+    """A failed call in the person's words (the error stays under details)."""
 
 
 @dataclass
@@ -138,6 +141,12 @@ class Transcript:
             self.entries.append(("console", event.text))
         elif isinstance(event, Notice):
             self.entries.append(("notice", f"{event.level}: {event.text}"))
+        elif isinstance(event, Loading):  # "loaded X in 1.2 s" takes the place of "loading X…"
+            loading = ("notice", Loading(event.run_id, event.what).shown)
+            if event.seconds is not None and loading in self.entries:
+                self.entries[self.entries.index(loading)] = ("notice", event.shown)
+            else:
+                self.entries.append(("notice", event.shown))
         elif isinstance(event, RunError):
             if event.kind not in ("cancelled", "limit"):
                 self.errors.append(event.message)
@@ -179,6 +188,7 @@ class Transcript:
             self.tools[event.call_id] = card
             self.entries.append(("tool", card))
         card.result, card.success, card.error = event.result, event.success, event.error
+        card.summary = event.summary
         card.duration_ms = event.duration_ms
         if event.record is not None:
             card.record_id, card.record = event.record.get("record_id"), event.record
@@ -243,6 +253,8 @@ def tool_card_html(card: ToolCard) -> str:
         mark, state = ("✓", "ok") if card.success else ("✗", "failed")
     duration = f" · {card.duration_ms} ms" if card.duration_ms is not None else ""
     summary = f"{mark} <code>{esc(card.tool_name)}</code> {state}{duration}"
+    if card.success is False and card.summary:
+        summary += f" · {esc(card.summary)}"
     body = [f"<div><b>arguments</b><pre>{esc(dumps(card.arguments))}</pre></div>"]
     if card.success is not None:
         if card.success:
@@ -310,7 +322,7 @@ def render_text(t: Transcript) -> str:
             lines.append(redact_text(value.strip()))
         elif kind == "tool":
             state = "running" if value.success is None else ("ok" if value.success else "failed")
-            detail = dumps(value.result) if value.success else (value.error or "")
+            detail = dumps(value.result) if value.success else (value.summary or value.error or "")
             ledger = f" [ledger {value.record_id}]" if value.record_id else ""
             lines.append(f"- tool {value.tool_name}({json.dumps(value.arguments, default=repr)})"
                          f" {state} {value.duration_ms or 0} ms{ledger}: {detail}")

@@ -17,6 +17,7 @@ from ..events import (
     ConsoleOutput,
     Event,
     LedgerRecorded,
+    Loading,
     Notice,
     Question,
     QuestionAnswered,
@@ -69,6 +70,25 @@ class TextView:
             self._write("\n")
         self._write(text + "\n")
 
+    def prompt(self, text: str) -> None:
+        """Write ``text`` on a line of its own and leave the line open for the person's typing."""
+        self._write(self._streamed.flush())
+        if not self._at_line_start:
+            self._write("\n")
+        self._write(text)
+
+    def typed(self, text: str) -> None:
+        """The person typed ``text`` and Enter at the prompt: a terminal has echoed it; any
+        other stream (a pipe, a log) gets it written, so the transcript keeps the answer."""
+        try:
+            echoed = self.stream.isatty()
+        except (AttributeError, ValueError):
+            echoed = False
+        if echoed:
+            self._at_line_start = True
+        else:
+            self._write(text + "\n")
+
     def on_event(self, event: Event) -> None:
         """Render one event."""
         if self.run_id is not None and event.run_id != self.run_id:
@@ -94,7 +114,7 @@ class TextView:
                           f"{_short(event.result)}")
             else:
                 self.line(f"[tool] {event.tool_name} FAILED in {event.duration_ms} ms{ledger}: "
-                          f"{_short(event.error)}")
+                          f"{_short(event.shown)}")
         elif isinstance(event, Question):
             options = f" [{' / '.join(event.options)}]" if event.options else ""
             label = "approval" if event.kind == "approval" else "question"
@@ -110,6 +130,8 @@ class TextView:
             self.line(event.text)
         elif isinstance(event, Notice):
             self.line(f"[{event.level}] {event.text}")
+        elif isinstance(event, Loading):
+            self.line(f"[info] {event.shown}")
         elif isinstance(event, RunError):
             self.line(f"[{'stopped' if event.kind == 'cancelled' else event.kind}] "
                       f"{event.message}")

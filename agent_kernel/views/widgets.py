@@ -28,6 +28,7 @@ import ipywidgets as w
 from ..events import (
     ConsoleOutput,
     Event,
+    Loading,
     ModelCallStarted,
     Notice,
     Question,
@@ -150,6 +151,7 @@ class WidgetView:
         self._stop = stop
         self.cards: dict[str, w.HTML] = {}
         self.questions: dict[str, QuestionBox] = {}
+        self._loading: w.HTML | None = None
         self.status = _classed(w.Label("starting"), "agent-kernel-status")
         self.elapsed = _classed(w.Label(""), "agent-kernel-elapsed")
         self.stop_button = _classed(w.Button(description="Stop", button_style="danger",
@@ -259,6 +261,17 @@ class WidgetView:
             self._append_html(f"<pre style='margin:0'>{html.escape(event.text)}</pre>")
         elif isinstance(event, Notice):
             self._append_html(f"<i>{html.escape(event.level)}:</i> {html.escape(event.text)}")
+        elif isinstance(event, Loading):
+            line = f"<i>{html.escape(event.shown)}</i>"
+            if event.seconds is None:
+                self.phase = f"loading {event.what}"
+                self.refresh()
+                self._loading = w.HTML(line)
+                self.activity.children = (*self.activity.children, self._loading)
+            elif self._loading is not None:
+                self._loading.value = line
+            else:
+                self._append_html(line)
         elif isinstance(event, RunError):
             color = "#b00" if event.kind not in ("cancelled", "limit") else "#a60"
             self._append_html(f"<span style='color:{color}'><b>{html.escape(event.kind)}:</b> "
