@@ -13,7 +13,6 @@ imports no IPython and draws nothing: views listen to the bus.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -21,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from . import llm
+from . import llm, tool_calls
 from .approvals import Approvals
 from .config import DEMO_MODEL, Settings
 from .events import (
@@ -35,21 +34,13 @@ from .events import (
     RunStarted,
     StreamReset,
     TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
 )
 from .ledger import LEDGER_FILE, Ledger, LedgerError, new_id
 from .model_names import check_model
 from .questions import QuestionChannel
-from .redaction import fix_text, redact_text, to_text
-from .tools.base import (
-    USER_TOOLS,
-    Tool,
-    ToolArgumentError,
-    ToolContext,
-    ToolError,
-    ToolRegistry,
-)
+from .redaction import fix_text, redact_text
+from .tool_calls import LedgerUnavailable, ToolCallRecord
+from .tools.base import USER_TOOLS, Tool, ToolRegistry
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -59,23 +50,6 @@ SYSTEM_PROMPT = (
     "when they help, ask the user with ask_user when you need a decision, and answer "
     "concisely in Markdown. The current time is {now}."
 )
-
-
-@dataclass
-class ToolCallRecord:
-    """One tool call of a run, as the result reports it."""
-
-    call_id: str
-    tool_name: str
-    arguments: Any
-    result: Any
-    success: bool
-    error: str | None
-    duration_ms: int
-    summary: str | None = None
-    """What the person is shown for a failed call (None: the error itself)."""
-    guidance: str | None = None
-    """Said to the model after the error, never shown to the person."""
 
 
 @dataclass
@@ -285,19 +259,19 @@ class Agent:
                 room = self.settings.max_tool_calls - calls_made
                 allowed, refused = turn.tool_calls[:room], turn.tool_calls[room:]
                 outcomes = await asyncio.gather(
-                    *(self._execute(call, run_id, context) for call in allowed),
+                    *(tool_calls.execute(self, call, run_id, context) for call in allowed),
                     return_exceptions=True,
                 )
                 calls_made += len(allowed)
                 records = [o for o in outcomes if isinstance(o, ToolCallRecord)]
                 for call in refused:
-                    records.append(await self._refuse(call, run_id, (
+                    records.append(await tool_calls.refuse(self, call, run_id, (
                         f"Tool call limit reached: at most {self.settings.max_tool_calls} "
                         "tool calls per run")))
                 limit = self.settings.max_tool_result_chars
                 for record in records:
                     result.tool_calls.append(record)
-                    messages.append(_tool_message(record, limit))
+                    messages.append(tool_calls.tool_message(record, limit))
                     if record.call_id in pending_ids:
                         pending_ids.remove(record.call_id)
                 failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
@@ -310,7 +284,7 @@ class Agent:
                     emit(RunError(run_id, result.error, kind="limit"))
                     break
         except asyncio.CancelledError:
-            _answer_pending(messages, pending_ids, "cancelled by the user")
+            tool_calls.answer_pending(messages, pending_ids, "cancelled by the user")
             result.status = "cancelled"
             result.error = "The run was stopped."
             try:
@@ -328,14 +302,15 @@ class Agent:
             await self._record_error(run_id, "provider", result.error, status=exc.status)
             emit(RunError(run_id, result.error, kind="provider"))
         except (LedgerUnavailable, LedgerError) as exc:
-            _answer_pending(messages, pending_ids, "not run: the ledger could not record it")
+            tool_calls.answer_pending(messages, pending_ids,
+                                      "not run: the ledger could not record it")
             result.status = "error"
             result.error = str(exc) if isinstance(exc, LedgerUnavailable) else (
                 f"The ledger could not record this run ({exc}), so it stopped.")
             emit(RunError(run_id, result.error, kind="ledger"))
         except Exception as exc:  # a bug of ours: the run still returns, the chat stays valid
             log.exception("run %s failed", run_id)
-            _answer_pending(messages, pending_ids, "not run: the run failed")
+            tool_calls.answer_pending(messages, pending_ids, "not run: the run failed")
             result.status = "error"
             result.error = f"The run failed inside agent-kernel: {type(exc).__name__}: {exc}"
             await self._record_error(run_id, "internal", result.error)
@@ -355,133 +330,3 @@ class Agent:
                                  level="error"))
             return
         self.bus.emit(LedgerRecorded(run_id, record))
-
-    async def _refuse(self, call: llm.ToolCallRequest, run_id: str, error: str) -> ToolCallRecord:
-        self.bus.emit(ToolCallStarted(run_id, call.id, call.name, call.arguments))
-        return await self._finish(call, run_id, call.arguments, None, error, 0)
-
-    async def _execute(
-        self, call: llm.ToolCallRequest, run_id: str, context: dict[str, Any]
-    ) -> ToolCallRecord:
-        """Validate, approve, run with a timeout, and record one tool call."""
-        emit = self.bus.emit
-        try:
-            arguments: Any = json.loads(call.arguments) if call.arguments.strip() else {}
-        except (ValueError, RecursionError) as exc:
-            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            emit(ToolCallStarted(run_id, call.id, call.name, call.arguments))
-            return await self._finish(call, run_id, call.arguments, None,
-                                      f"Invalid JSON arguments for tool '{call.name}': {why}", 0)
-        emit(ToolCallStarted(run_id, call.id, call.name, arguments))
-        tool_obj = self.registry.get(call.name)
-        if tool_obj is None:
-            known = ", ".join(self.registry.names())
-            return await self._finish(call, run_id, arguments, None, f"Unknown tool: {call.name}.",
-                                      0, summary=f"unknown tool '{call.name}'",
-                                      guidance=f"Available tools: {known}")
-        if not self.registry.allowed(self.role, tool_obj):
-            return await self._finish(call, run_id, arguments, None,
-                                      f"Tool '{call.name}' is not permitted for role "
-                                      f"'{self.role}'", 0)
-        try:
-            values = tool_obj.validate(arguments)
-        except ToolArgumentError as exc:
-            return await self._finish(call, run_id, arguments, None, str(exc), 0)
-        except Exception as exc:  # pydantic's own limits (deep nesting and the like)
-            return await self._finish(call, run_id, arguments, None,
-                                      f"Invalid arguments for tool '{call.name}': they could "
-                                      f"not be checked ({type(exc).__name__})", 0)
-        ctx = ToolContext(agent=self, run_id=run_id, agent_id=self.agent_id,
-                          workspace=self.workspace, trigger=context.get("trigger"),
-                          call_id=call.id)
-        verdict = await self.approvals.check(ctx, tool_obj, values)
-        if verdict is not None:
-            return await self._finish(call, run_id, arguments, None, verdict.error, 0,
-                                      summary=verdict.summary, guidance=verdict.guidance)
-        timeout = tool_obj.timeout or self.settings.tool_timeout
-        started = time.perf_counter()
-        try:
-            value = await asyncio.wait_for(tool_obj.invoke(values, ctx), timeout)
-        except asyncio.TimeoutError:
-            error = f"Tool '{call.name}' execution exceeded {timeout:g}s timeout"
-            thread = ctx.extra.get("thread")
-            if thread is not None and thread.is_alive():
-                error += "; it is still running in the background and its result is ignored"
-                emit(Notice(run_id, f"Tool '{call.name}' outlived its {timeout:g} s timeout; "
-                            "it was left running in a background thread", level="warning"))
-            return await self._finish(call, run_id, arguments, None, error,
-                                      llm.monotonic_ms(started),
-                                      summary=f"{call.name} timed out after {timeout:g} s")
-        except asyncio.CancelledError:
-            await self._finish(call, run_id, arguments, None, "cancelled by the user",
-                               llm.monotonic_ms(started))
-            raise
-        except Exception as exc:
-            message = str(exc) or type(exc).__name__
-            if not isinstance(exc, (ValueError, RuntimeError, PermissionError, LookupError)):
-                message = f"{type(exc).__name__}: {message}"
-            told = exc if isinstance(exc, ToolError) else None
-            return await self._finish(call, run_id, arguments, None,
-                                      f"Tool '{call.name}' execution failed: {message}",
-                                      llm.monotonic_ms(started),
-                                      summary=told.summary if told else None,
-                                      guidance=told.guidance if told else None)
-        return await self._finish(call, run_id, arguments, value, None, llm.monotonic_ms(started))
-
-    async def _finish(
-        self,
-        call: llm.ToolCallRequest,
-        run_id: str,
-        arguments: Any,
-        result: Any,
-        error: str | None,
-        duration_ms: int,
-        *,
-        summary: str | None = None,
-        guidance: str | None = None,
-    ) -> ToolCallRecord:
-        """Write the ledger record (to disk first), then tell the views.
-
-        ``error`` is what the ledger and the run result keep; the person is shown
-        ``summary`` (when given) and only the model is told ``guidance``.
-
-        Raises :class:`LedgerUnavailable` when the record cannot be written: a call the
-        ledger cannot hold must not reach the model as if it had been recorded.
-        """
-        try:
-            record = await asyncio.to_thread(
-                self.ledger.record_tool_call, agent_id=self.agent_id, run_id=run_id,
-                tool_name=call.name, arguments=arguments, result=result,
-                success=error is None, error=error, duration_ms=duration_ms,
-            )
-        except (LedgerError, OSError) as exc:
-            raise LedgerUnavailable(
-                f"The ledger could not record tool '{call.name}' ({exc}), so the run "
-                "stopped. Check the disk and `python -m agent_kernel verify --repair`.") from exc
-        self.bus.emit(LedgerRecorded(run_id, record))
-        self.bus.emit(ToolCallFinished(run_id, call.id, call.name, arguments, result,
-                                       error is None, error, duration_ms, record=record,
-                                       summary=summary))
-        return ToolCallRecord(call.id, call.name, arguments, result, error is None, error,
-                              duration_ms, summary, guidance)
-
-
-class LedgerUnavailable(RuntimeError):
-    """A tool call could not be recorded; the run ends with this message."""
-
-
-def _answer_pending(messages: list[dict[str, Any]], call_ids: list[str], why: str) -> None:
-    """Answer every unanswered tool call, so the next request is one a provider accepts."""
-    for call_id in call_ids:
-        messages.append({"role": "tool", "tool_call_id": call_id, "content": f"Error: {why}"})
-    call_ids.clear()
-
-
-def _tool_message(record: ToolCallRecord, limit: int) -> dict[str, Any]:
-    content = to_text(record.result) if record.success else f"Error: {record.error}"
-    if not record.success and record.guidance:
-        content += f"\n\n{record.guidance}"
-    if len(content) > limit:
-        content = (content[:limit] + f"\n...[truncated: the result has {len(content)} "
-                   f"characters; the first {limit} are shown]")
-    return {"role": "tool", "tool_call_id": record.call_id, "content": content}

@@ -62,7 +62,7 @@ def _strip_polite(text: str) -> str:
 def _task_of(prompt: str, pattern: str) -> str:
     task = re.sub(pattern, "", prompt, flags=re.I).strip(" ,.:;")
     task = re.sub(r"^(to|and|,)\s+", "", task, flags=re.I)
-    return task or prompt
+    return re.sub(r"\s{2,}", " ", task) or prompt
 
 
 def _plan_one(prompt: str, tools: set[str]) -> tuple[str, dict[str, Any]] | None:

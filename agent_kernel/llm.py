@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -259,8 +258,3 @@ async def complete(
             on_retry(attempt, delay, message)
             await asyncio.sleep(delay)
     raise AssertionError("unreachable")
-
-
-def monotonic_ms(start: float) -> int:
-    """Milliseconds since ``start`` (a ``time.perf_counter`` reading)."""
-    return int((time.perf_counter() - start) * 1000)

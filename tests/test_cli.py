@@ -97,3 +97,17 @@ def test_terminal_questions_are_asked_on_stdin(tmp_path):
     assert "  [1] tea  [2] coffee · answer within 60 min\n  > 2\n" in out
     assert "[answer] coffee (user)" in out
     assert "You answered **coffee**" in out
+
+
+def test_run_into_a_closed_pipe_says_nothing(tmp_path):
+    """``run ... | head -1``: the reader leaves early; no traceback, the run still ends well."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent_kernel", "run", "echo hi", "--workspace",
+         str(tmp_path / "ws")], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the interpreter has started, so every write finds no reader
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err
+    assert "echo" in (tmp_path / "ws" / "ledger.jsonl").read_text()

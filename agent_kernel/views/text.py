@@ -49,6 +49,7 @@ class TextView:
         self.stream = stream or sys.stdout
         self.run_id = run_id
         self._at_line_start = True
+        self._reader_gone = False
         self._streamed = StreamRedactor()
         self.bus = getattr(bus, "bus", bus)
         self._unsubscribe = self.bus.subscribe(self.on_event)
@@ -58,8 +59,14 @@ class TextView:
         self._unsubscribe()
 
     def _write(self, text: str) -> None:
-        self.stream.write(text)
-        self.stream.flush()
+        if self._reader_gone:
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except BrokenPipeError:  # ``run ... | head``: the reader left; the run goes on
+            self._reader_gone = True
+            return
         if text:
             self._at_line_start = text.endswith("\n")
 
