@@ -39,6 +39,8 @@ from filelock import FileLock, Timeout
 
 from .ledger_lines import (
     GENESIS,
+    AppendFailed,
+    append_all,
     digest,
     digest_matches,
     is_blank,
@@ -254,31 +256,10 @@ class Ledger:
     @staticmethod
     def _write(fd: int, data: bytes, what: str = "the ledger") -> None:
         """Append ``data`` and fsync; on failure cut the file back and raise LedgerError."""
-        start = os.lseek(fd, 0, os.SEEK_END)
-        view = memoryview(data)
         try:
-            while view:
-                written = os.write(fd, view)
-                if written <= 0:
-                    raise OSError("write wrote nothing")
-                view = view[written:]
-            os.fsync(fd)
-        except OSError as exc:
-            undone = Ledger._cut_back(fd, start)
-            raise LedgerError(f"writing to {what} failed ({exc}); {undone}") from exc
-        except BaseException:  # KeyboardInterrupt in a kernel: never leave half a line
-            if view:
-                Ledger._cut_back(fd, start)
-            raise
-
-    @staticmethod
-    def _cut_back(fd: int, size: int) -> str:
-        try:
-            os.ftruncate(fd, size)
-            os.fsync(fd)
-            return "the partial write was removed; the file is as it was"
-        except OSError as exc:
-            return f"the partial write could not be removed ({exc}); the next append moves it aside"
+            append_all(fd, data)
+        except AppendFailed as exc:
+            raise LedgerError(f"writing to {what} failed ({exc}); {exc.undone}") from exc
 
     # --- convenience records -------------------------------------------------------------
 

@@ -21,6 +21,51 @@ GENESIS = "0" * 64
 _BLOCK = 4096
 
 
+class AppendFailed(OSError):
+    """Appending failed; ``removed`` says whether the partial bytes were cut off again."""
+
+    def __init__(self, cause: OSError, cut_error: OSError | None) -> None:
+        super().__init__(str(cause))
+        self.removed = cut_error is None
+        self.undone = ("the partial write was removed; the file is as it was" if self.removed
+                       else f"the partial write could not be removed ({cut_error}); the next "
+                            "append moves it aside")
+
+
+def append_all(fd: int, data: bytes) -> None:
+    """Append every byte of ``data`` and fsync: a whole line or none.
+
+    On a write or fsync error the file is cut back to where it was and
+    :class:`AppendFailed` says whether that worked; an interrupt (Ctrl-C in a
+    kernel) cuts back a partial line and goes on.
+    """
+    start = os.lseek(fd, 0, os.SEEK_END)
+    view = memoryview(data)
+    try:
+        while view:
+            written = os.write(fd, view)
+            if written <= 0:
+                raise OSError("write wrote nothing")
+            view = view[written:]
+        os.fsync(fd)
+    except OSError as exc:
+        raise AppendFailed(exc, _cut_back(fd, start)) from exc
+    except BaseException:
+        if view:
+            _cut_back(fd, start)
+        raise
+
+
+def _cut_back(fd: int, size: int) -> OSError | None:
+    """Truncate ``fd`` to ``size`` and fsync; the error if that failed."""
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    except OSError as exc:
+        return exc
+    return None
+
+
 def canonical(value: Any) -> bytes:
     """Canonical JSON bytes (keys sorted, no spaces, UTF-8): the same value, the same bytes."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -39,7 +39,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from ..ledger_lines import lines_backward, read_at
+from ..ledger_lines import AppendFailed, append_all, lines_backward, read_at
 from ..redaction import redact_text
 
 log = logging.getLogger(__name__)
@@ -271,19 +271,10 @@ class HistoryJournal:
 
 
 def _write_all(fd: int, data: bytes) -> None:
-    """Write every byte and fsync; on failure cut the file back to where it was."""
-    start = os.lseek(fd, 0, os.SEEK_END)
-    view = memoryview(data)
+    """Write every byte and fsync; on failure the file is cut back to where it was."""
     try:
-        while view:
-            written = os.write(fd, view)
-            if written <= 0:
-                raise OSError("write wrote nothing")
-            view = view[written:]
-        os.fsync(fd)
-    except BaseException:
-        try:
-            os.ftruncate(fd, start)
-        except OSError as exc:  # the next appender moves the partial line aside
-            log.warning("history journal: a partial write could not be removed: %s", exc)
+        append_all(fd, data)
+    except AppendFailed as exc:
+        if not exc.removed:  # the next appender moves the partial line aside
+            log.warning("history journal: %s", exc.undone)
         raise
