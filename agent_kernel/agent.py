@@ -46,7 +46,7 @@ from .workspace import Workspace
 log = logging.getLogger(__name__)
 
 SYSTEM_PROMPT = (
-    "You are an agent running inside a Jupyter kernel (agent-kernel). Use the tools "
+    "You are agent-kernel, an agent run from a Jupyter notebook or the command line. Use the tools "
     "when they help, ask the user with ask_user when you need a decision, and answer "
     "concisely in Markdown. The current time is {now}."
 )

@@ -8,7 +8,8 @@ run's loop thread-safely. With nobody to answer (papermill, nbclient, a CLI
 with no terminal) the question ends at once by spec 000's rules: the
 default if there is one (``source: "default"``), else ``source: "timeout"``.
 The pending question is mirrored to ``pending_question.json`` in the
-workspace while it waits.
+workspace while it waits. While it waits, the asking tool call's clock stands
+still (:mod:`agent_kernel.tool_clock`): only the question's own timeout runs.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from .events import EventBus, Question, QuestionAnswered
 from .redaction import scrub
+from .tool_clock import paused_for_a_person
 from .workspace import Workspace
 
 PENDING_FILE = "pending_question.json"
@@ -106,7 +108,10 @@ class QuestionChannel:
         self._write_pending()
         self.bus.emit(event)
         try:
-            answer, source = await asyncio.wait_for(asyncio.shield(pending.future), timeout)
+            # The question's own timeout runs; the asking tool's clock waits with it.
+            with paused_for_a_person():
+                answer, source = await asyncio.wait_for(asyncio.shield(pending.future),
+                                                        timeout)
         except asyncio.TimeoutError:
             answer, source = (default, "default") if default is not None else ("", "timeout")
         finally:

@@ -6,8 +6,10 @@ a refused role or approval, a timeout, the tool raising) becomes a
 :class:`ToolCallRecord` rather than an exception, and every outcome is written
 to the ledger before the views hear of it and before the model reads it. A
 record says what happened three ways: ``error`` for the ledger, ``summary`` for
-the person, ``guidance`` for the model alone (:func:`tool_message`). This
-module types against :class:`CallHost`, not the agent, so imports go one way.
+the person, ``guidance`` for the model alone (:func:`tool_message`). The
+timeout is a :class:`~agent_kernel.tool_clock.ToolClock`: time the call spends
+waiting for a person's answer does not count. This module types against
+:class:`CallHost`, not the agent, so imports go one way.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .events import EventBus, LedgerRecorded, Notice, ToolCallFinished, ToolCall
 from .ledger import Ledger, LedgerError
 from .llm import ToolCallRequest
 from .redaction import to_text
+from .tool_clock import ToolClock
 from .tools.base import ToolArgumentError, ToolContext, ToolError, ToolRegistry
 from .workspace import Workspace
 
@@ -47,8 +50,6 @@ def monotonic_ms(start: float) -> int:
 
 
 @dataclass
-
-
 class ToolCallRecord:
     """One tool call of a run, as the result reports it."""
 
@@ -107,19 +108,23 @@ async def execute(
         return await finish(agent, call, run_id, arguments, None,
                                   f"Invalid arguments for tool '{call.name}': they could "
                                   f"not be checked ({type(exc).__name__})", 0)
+    timeout = tool_obj.timeout or agent.settings.tool_timeout
+    clock = ToolClock(timeout)
     ctx = ToolContext(agent=agent, run_id=run_id, agent_id=agent.agent_id,
                       workspace=agent.workspace, trigger=context.get("trigger"),
-                      call_id=call.id)
+                      call_id=call.id, clock=clock)
     verdict = await agent.approvals.check(ctx, tool_obj, values)
     if verdict is not None:
         return await finish(agent, call, run_id, arguments, None, verdict.error, 0,
                                   summary=verdict.summary, guidance=verdict.guidance)
-    timeout = tool_obj.timeout or agent.settings.tool_timeout
     started = time.perf_counter()
     try:
-        value = await asyncio.wait_for(tool_obj.invoke(values, ctx), timeout)
+        value = await clock.run(tool_obj.invoke(values, ctx))
     except asyncio.TimeoutError:
         error = f"Tool '{call.name}' execution exceeded {timeout:g}s timeout"
+        if clock.waited >= 0.5:
+            error += (f" (the {clock.waited:.0f} s it waited for a person's answer "
+                      "did not count)")
         thread = ctx.extra.get("thread")
         if thread is not None and thread.is_alive():
             error += "; it is still running in the background and its result is ignored"

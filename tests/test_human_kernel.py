@@ -31,7 +31,7 @@ def test_headless_kernel_ends_questions_at_once(run_notebook: Any, output_text: 
         "print('PENDING', (ws / 'pending_question.json').exists())",
     ], timeout=120)
     asked = output_text(nb.cells[1])
-    assert '"source": "timeout"' in asked and "No answer (timeout)" in asked
+    assert "ask_user: no answer (timed out)" in asked and "-> No answer (timed out)" in asked
     assert "question timed out with no answer" in asked
     text = output_text(nb.cells[3])
     assert "headless policy: deny" in text and "PENDING False" in text
@@ -61,7 +61,7 @@ print("ASK", json.dumps(reply))
         "print('WROTE', (m.current().agent.workspace.root / 'files' / 'notes.txt').read_text())",
     ], timeout=120)
     assert 'ASK {"answer": "b", "source": "default"}' in output_text(nb.cells[0])
-    assert "approval: write_file approved (policy)" in output_text(nb.cells[3])
+    assert "approval: allowed by the headless policy" in output_text(nb.cells[3])
     assert "WROTE hi" in output_text(nb.cells[4])
 
 
@@ -78,7 +78,11 @@ def test_kernel_reports_a_click_route_for_blocking_cells(run_notebook: Any,
         output_text(nb.cells[0]))
     blocked = output_text(nb.cells[3])
     assert "clicks cannot reach this blocking cell" in blocked
-    assert '"source": "timeout"' in blocked
+    assert "ask_user: no answer (timed out)" in blocked
+    # the question's buttons were shown, then replaced by how it ended: no widget is saved
+    assert "\nNo answer (timed out) · " in blocked
+    assert not any("application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                   for o in nb.cells[3].outputs)
 
 
 SUBSHELL_SETUP = """

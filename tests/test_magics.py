@@ -37,13 +37,13 @@ def test_magics_headless_kernel(run_notebook, output_text, tmp_path):
     # headless: the run ends inside its cell, so the final static transcript is there
     echo = _html(cells[1])
     assert "The echo tool returned: banana with {nope}" in echo
-    assert "<details class='ak-tool'>" in echo and "rec_" in echo
-    assert "done ·" in echo
-    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {})
-               for o in cells[1].outputs)
+    assert "<details class='agent-kernel-tool' data-state='ok'>" in echo and "rec_" in echo
+    assert "data-status='done'>done<" in echo
+    assert not any("application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                   for o in cells[1].outputs)
     assert "I am the offline demo model" in _html(cells[2])
     ask = _html(cells[3])
-    assert "Which do you choose: tea, coffee?" in ask and "No answer (timeout)" in ask
+    assert "Which do you choose: tea, coffee?" in ask and "No answer (timed out)" in ask
     assert "timed out with no answer" in ask
     assert "messages 5" in output_text(cells[4])  # --new: system, user, call, result, answer
     assert "agent-kernel: unknown provider 'nonexistent'" in output_text(cells[5])
@@ -60,7 +60,7 @@ def test_magics_headless_kernel(run_notebook, output_text, tmp_path):
     nb.metadata.pop("widgets", None)
     body, _ = HTMLExporter().from_notebook_node(nb)
     assert "The echo tool returned: banana with {nope}" in body
-    assert "No answer (timeout)" in body
+    assert "No answer (timed out)" in body
 
 
 def test_magics_live_mode_and_traitlets(run_notebook, output_text, tmp_path):

@@ -36,7 +36,7 @@ def test_quickstart_runs(run_notebook, output_text, tmp_path):
     assert "I am the offline demo model" in _html(first_help)
     echo = _html(code[2])
     assert "The echo tool returned: hello from the quickstart" in echo
-    assert "<details class='ak-tool'>" in echo and "rec_" in echo
+    assert "<details class='agent-kernel-tool' data-state='ok'>" in echo and "rec_" in echo
     assert "The echo tool returned: the city is Lisbon" in _html(code[3])
     tools_cell = code[4]
     assert "3" in output_text(tools_cell).split()

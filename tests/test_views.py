@@ -11,7 +11,7 @@ import pytest
 
 from agent_kernel import Agent
 from agent_kernel.events import Event, TextDelta
-from agent_kernel.views.mime import mime_bundle, render_html, transcript_of
+from agent_kernel.views.mime import RUN_MIME, mime_bundle, render_html, transcript_of
 from agent_kernel.views.text import TextView
 
 
@@ -79,7 +79,12 @@ def test_mime_transcript_of_a_demo_run(agent):
     assert card.tool_name == "echo" and card.success is True
     assert card.record_id == agent.ledger.records()[-1]["record_id"]
     bundle = mime_bundle(t)
-    assert set(bundle) == {"text/html", "text/plain"}
+    assert set(bundle) == {RUN_MIME, "text/html", "text/plain"}
+    state = bundle[RUN_MIME]
+    assert state["version"] == 1 and state["status"] == "done" and state["offline"] is True
+    [tool] = [e for e in state["entries"] if e["kind"] == "tool"]
+    assert tool["tool"] == "echo" and tool["state"] == "ok" and tool["result_kind"] == "text"
+    assert tool["ledger"]["record_id"] == card.record_id and len(tool["ledger"]["hash"]) == 64
     html = bundle["text/html"]
     # model and tool text is escaped, never markup
     assert "&lt;b&gt;bold&lt;/b&gt; &amp; more" in html
@@ -87,7 +92,9 @@ def test_mime_transcript_of_a_demo_run(agent):
     checker.feed(html)
     assert "b" in checker.tags  # our own labels
     assert html.count("<b>bold</b>") == 0
-    assert "<details class='ak-tool'>" in html and card.record_id in html
+    assert "<details class='agent-kernel-tool' data-state='ok'>" in html
+    assert card.record_id in html and "in ledger ✓" in html
+    assert "<script" not in html and "http" not in html
     assert "offline demo model" in html
     assert "echo" in bundle["text/plain"] and card.record_id in bundle["text/plain"]
 
@@ -108,26 +115,60 @@ def test_mime_shows_question_answer_and_error(agent, monkeypatch):
     q = next(iter(t.questions.values()))
     assert q.options == ["tea", "coffee"] and q.source == "timeout"
     html = render_html(t)
-    assert "Which do you choose: tea, coffee?" in html and "No answer (timeout)" in html
+    assert "Which do you choose: tea, coffee?" in html and "No answer (timed out)" in html
     _r, events = run_collecting(agent, "hi", model="openai/model-x")
     t = transcript_of(events)
-    assert t.status == "error"
+    assert t.status == "failed" and t.state()["status"] == "failed"
     assert "Error:" in render_html(t) and "openai/model-x" in render_html(t)
 
 
-async def test_widget_view_click_answers_the_waiting_run(agent):
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+class Handle:
+    """Records what a display handle was updated with (the kernel's display path is
+    exercised in the notebook tests; here only what the view sends)."""
+
+    def __init__(self) -> None:
+        self.updates: list[dict] = []
+
+    def update(self, data: dict, raw: bool = False) -> None:
+        self.updates.append(data)
+
+
+def live_view(agent: Agent, run_id: str, stop=None):
     from agent_kernel.views.widgets import WidgetView
 
-    run_id = "run_widget_test"
-    view = WidgetView(agent, run_id, stop=lambda: agent.stop(run_id))
+    view = WidgetView(agent, run_id, stop=stop)
     view.interactive = True
+    view._handle = Handle()
+    return view
+
+
+def shown_controls(view) -> dict:
+    """Give every question control a recording handle as it appears."""
+    handles: dict = {}
+
+    def on_event(event: Event) -> None:
+        if type(event).__name__ == "Question" and event.question_id in view.questions:
+            handles[event.question_id] = view.questions[event.question_id].handle = Handle()
+
+    view.agent.bus.subscribe(on_event)
+    return handles
+
+
+async def test_widget_view_click_answers_and_the_control_becomes_text(agent):
+    run_id = "run_widget_test"
+    view = live_view(agent, run_id)
+    handles = shown_controls(view)
     agent.questions.attach_answerer()
     loop = asyncio.get_running_loop()
 
     def click_tea(event: Event) -> None:
         if type(event).__name__ == "Question":
-            box = view.questions[event.question_id]
-            tea = next(b for b in box.buttons if b.description == "tea")
+            control = view.questions[event.question_id]
+            assert control.countdown.value.startswith("answer within ")  # from the start
+            tea = next(b for b in control.buttons if b.description == "tea")
             loop.call_later(0.05, tea.click)
 
     agent.bus.subscribe(click_tea)
@@ -135,109 +176,137 @@ async def test_widget_view_click_answers_the_waiting_run(agent):
     agent.questions.detach_answerer()
     view.finish()
     assert result.ok and "You answered **tea**" in result.reply
-    box = next(iter(view.questions.values()))
-    assert box.answered.value == "Answered: tea (user)"
-    assert "agent-kernel-answered" in box.answered._dom_classes
-    assert all(b.disabled for b in box.buttons)
-    assert all("agent-kernel-option" in b._dom_classes for b in box.buttons)
-    assert view.status.value == "done" and "agent-kernel-status" in view.status._dom_classes
-    assert "You answered <strong>tea</strong>" in view.reply.value
-    assert view.stop_button.disabled
-    assert "Answered: tea (user)" in view.bundle()["text/html"]
+    [control] = view.questions.values()
+    assert control.settled and all(b.disabled for b in control.buttons)
+    [static] = handles[control.event.question_id].updates
+    assert static["text/plain"].startswith("You chose tea · ") and WIDGET_MIME not in static
+    assert "agent-kernel-answered" in static["text/html"]
+    final = view._handle.updates[-1]
+    assert set(final) == {RUN_MIME, "text/html", "text/plain"}
+    assert final[RUN_MIME]["status"] == "done" and view.status == "done"
+    [question] = [e for e in final[RUN_MIME]["entries"] if e["kind"] == "question"]
+    assert question["answer"] == "tea" and question["source"] == "user"
+    assert question["answered_at"] and question["options"] == ["tea", "coffee"]
+    assert "You chose tea" in final["text/html"]
 
 
-async def test_widget_view_free_text_and_stop(agent):
-    from agent_kernel.views.widgets import WidgetView
-
-    run_id = "run_widget_text"
-    view = WidgetView(agent, run_id, stop=lambda: agent.stop(run_id))
-    view.interactive = True
+async def test_widget_view_enter_sends_free_text(agent):
+    run_id = "run_widget_enter"
+    view = live_view(agent, run_id)
+    shown_controls(view)
     agent.questions.attach_answerer()
     loop = asyncio.get_running_loop()
-    seen: list[str] = []
+
+    def type_and_enter(event: Event) -> None:
+        if type(event).__name__ == "Question":
+            entry = view.questions[event.question_id].entry
+            assert entry is not None and "agent-kernel-answer-text" in entry._dom_classes
+            entry.value = "Ada Lovelace"
+            # What the frontend sends when Enter is pressed in the box:
+            loop.call_later(0.05, entry._handle_string_msg, None, {"event": "submit"}, None)
+
+    agent.bus.subscribe(type_and_enter)
+    result = await agent.arun("ask me my name", run_id=run_id)
+    agent.questions.detach_answerer()
+    view.finish()
+    assert result.ok and "Ada Lovelace" in result.reply
+    assert view.answered_text()[0].startswith("You answered “Ada Lovelace” · ")
+
+
+async def test_widget_view_stop_shows_stopped_and_leaves_text(agent):
+    run_id = "run_widget_stop"
+    view = live_view(agent, run_id, stop=lambda: agent.stop(run_id))
+    view._stop_handle = stop_handle = Handle()
+    handles = shown_controls(view)
+    agent.questions.attach_answerer()
+    loop = asyncio.get_running_loop()
 
     def on_question(event: Event) -> None:
         if type(event).__name__ == "Question":
-            box = view.questions[event.question_id]
-            assert box.entry is not None and "agent-kernel-answer-text" in box.entry._dom_classes
-            seen.append(box.buttons[0].description)
             loop.call_later(0.05, view.stop_button.click)
 
     agent.bus.subscribe(on_question)
     result = await agent.arun("ask me my name", run_id=run_id)
     agent.questions.detach_answerer()
     view.finish()
-    assert seen == ["Send"]
-    assert result.status == "cancelled"
-    assert view.status.value == "stopped"
+    assert result.status == "cancelled" and view.status == "stopped"
+    assert stop_handle.updates[-1]["text/plain"].startswith("Stopped · ")
+    [static] = next(iter(handles.values())).updates
+    assert WIDGET_MIME not in static and static["text/plain"]
+    assert view._handle.updates[-1][RUN_MIME]["status"] == "stopped"
     assert agent.ledger.records()[-1]["kind"] == "run_cancelled"
 
 
-async def test_widget_view_phase_follows_approval_then_tool(agent):
-    from agent_kernel.views.widgets import WidgetView
-
+async def test_widget_view_approval_sits_in_the_card_it_gates(agent):
     run_id = "run_widget_phase"
-    view = WidgetView(agent, run_id)
-    view.interactive = True
+    view = live_view(agent, run_id)
+    shown_controls(view)
     agent.questions.attach_answerer()
     loop = asyncio.get_running_loop()
-    phases: list[str] = []
+    seen: list[dict] = []
 
     def on_question(event: Event) -> None:
         if type(event).__name__ == "Question":
-            phases.append(view.current_phase())
-            box = view.questions[event.question_id]
-            assert [b.description for b in box.buttons] == ["Approve", "Deny",
-                                                            "Always allow this tool"]
-            assert all("agent-kernel-approval" in b._dom_classes for b in box.buttons)
-            assert "sleep 1" in box.text.value  # the exact arguments are shown
-            loop.call_later(0.05, box.buttons[0].click)
-            loop.call_later(0.6, lambda: phases.append(view.current_phase()))
+            state = view.transcript.state()
+            [card] = [e for e in state["entries"] if e["kind"] == "tool"]
+            seen.append(card)
+            control = view.questions[event.question_id]
+            assert [b.description for b in control.buttons] == ["Approve", "Deny",
+                                                                "Always allow this tool"]
+            assert [b.button_style for b in control.buttons] == ["primary", "", ""]
+            assert "sleep 1" in control.text.value  # exactly what will run
+            loop.call_later(0.05, control.buttons[0].click)
 
     agent.bus.subscribe(on_question)
     result = await agent.arun("run command sleep 1", run_id=run_id)
     agent.questions.detach_answerer()
     view.finish()
     assert result.ok
-    assert phases == ["waiting for your answer", "running bash"]
-    assert view.status.value == "done"
+    assert seen[0]["state"] == "waiting" and seen[0]["summary"] == "waiting for your approval"
+    assert not [e for e in view.transcript.state()["entries"] if e["kind"] == "question"]
+    [card] = [e for e in view.transcript.state()["entries"] if e["kind"] == "tool"]
+    assert card["state"] == "ok" and card["approval"]["answer"] == "Approve"
+    assert re.fullmatch(r"ran `sleep 1` · exit 0 · \d+ ms", card["summary"])
+    assert view.status == "done"
 
 
-def test_widget_view_countdown_near_the_timeout(agent):
+def test_widget_view_countdown_from_the_start(agent):
     from agent_kernel.events import Question, QuestionAnswered
-    from agent_kernel.views.widgets import WidgetView
 
-    view = WidgetView(agent, "run_countdown")
-    view.interactive = True
+    view = live_view(agent, "run_countdown")
     view.on_event(Question("run_countdown", "q_1", "Tea or coffee?", ["tea", "coffee"], 30.0,
                            "tea"))
-    box = view.questions["q_1"]
+    control = view.questions["q_1"]
+    control.handle = Handle()
     view.refresh()
-    assert re.fullmatch(r"(29|30) s left to answer; then: tea", box.countdown.value)
-    assert box.countdown.layout.display is None
-    assert not any(b.disabled for b in box.buttons)
+    assert re.fullmatch(r"answer within 0:(29|30) · then: tea", control.countdown.value)
+    assert not any(b.disabled for b in control.buttons)
     view.on_event(QuestionAnswered("run_countdown", "q_1", "tea", "default"))
-    assert box.countdown.value == "" and all(b.disabled for b in box.buttons)
-    assert box.answered.value == "Answered: tea (default)"
-    far = Question("run_countdown", "q_2", "Name?", None, 3600.0, None)
-    view.on_event(far)
-    view.refresh()
-    assert view.questions["q_2"].countdown.value == ""  # no countdown an hour before
+    assert control.settled
+    assert control.handle.updates[-1]["text/plain"].startswith("No answer: used the default, tea")
     view.finish()
+
+
+def test_widget_view_throttles_updates_and_always_sends_the_last(agent):
+    view = live_view(agent, "run_throttle")
+    for i in range(200):
+        view.on_event(TextDelta("run_throttle", f"word{i} "))
+    assert len(view._handle.updates) <= 1
+    view.finish()
+    assert "word199" in view._handle.updates[-1]["text/plain"]
+    assert len(view._handle.updates) <= 2
 
 
 def test_widget_view_says_what_it_loads_then_how_long_it_took(agent):
     from agent_kernel.events import Loading
-    from agent_kernel.views.widgets import WidgetView
 
-    view = WidgetView(agent, "run_loading")
+    view = live_view(agent, "run_loading")
     view.on_event(Loading("run_loading", "the model library (first run)"))
-    assert view.status.value.endswith(" loading the model library (first run)…")
-    lines = [c.value for c in view.activity.children]
-    assert lines == ["<i>loading the model library (first run)…</i>"]
+    state = view.transcript.state()
+    assert state["loading"] == {"what": "the model library (first run)", "seconds": None}
+    assert "running · loading the model library (first run)" in mime_bundle(
+        view.transcript)["text/html"]
     view.on_event(Loading("run_loading", "the model library (first run)", seconds=1.23))
-    lines = [c.value for c in view.activity.children]
-    assert lines == ["<i>loaded the model library (first run) in 1.2 s</i>"]  # in its place
     text = mime_bundle(view.transcript)["text/plain"]
     assert "loaded the model library (first run) in 1.2 s" in text and "…" not in text
     view.finish()

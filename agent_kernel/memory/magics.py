@@ -19,7 +19,18 @@ from typing import Any
 
 USAGE = ("usage: %agent_memory [list [-n N] [--all]] | search QUERY [-n N] [--tag T] "
          "[--after ISO] [--before ISO] | forget MEMORY_ID ... | status")
-COLUMNS = ("memory_id", "timestamp", "content", "tags", "long_term", "score")
+COLUMNS = ("timestamp", "content", "tags", "long_term", "score", "memory_id")
+
+
+def local_time(value: object) -> str:
+    """An ISO time as local ``2026-11-23 17:19 CET``; anything else as it is."""
+    from datetime import datetime
+
+    try:
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return str(value)
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M %Z")
 
 
 class MemoryTable:
@@ -38,7 +49,9 @@ class MemoryTable:
         elif column == "long_term":
             value = "long-term" if value else "short-term"
         elif column == "score":
-            value = f"{value:.4f}" if isinstance(value, float) else ""
+            value = f"{value:.2f}" if isinstance(value, float) else ""
+        elif column == "timestamp" and value:
+            value = local_time(value)
         text = str(value).replace("\n", " ")
         if width and len(text) > width:
             text = text[: width - 1] + "…"
@@ -53,9 +66,16 @@ class MemoryTable:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        # Ids are secondary (quiet, last); numbers align right; text aligns left at the top.
+        def style(column: str) -> str:
+            align = "right" if column == "score" else "left"
+            quiet = ";color:var(--jp-ui-font-color2,#4a4a4a);font-size:11px" if (
+                column == "memory_id") else ""
+            return f"text-align:{align};vertical-align:top{quiet}"
+
+        head = "".join(f"<th style='{style(c)}'>{html.escape(c)}</th>" for c in self.columns)
         body = "".join(
-            "<tr>" + "".join(f"<td style='text-align:left'>{html.escape(self._cell(r, c))}</td>"
+            "<tr>" + "".join(f"<td style='{style(c)}'>{html.escape(self._cell(r, c))}</td>"
                              for c in self.columns) + "</tr>" for r in self.rows)
         empty = "" if self.rows else "<p><em>none</em></p>"
         return (f"<div class='agent-kernel-memory'><strong>{html.escape(self.title)}</strong>"

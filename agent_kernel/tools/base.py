@@ -30,6 +30,7 @@ from pydantic.fields import FieldInfo
 
 if typing.TYPE_CHECKING:
     from ..events import Event
+    from ..tool_clock import ToolClock
     from ..workspace import Workspace
 
 
@@ -62,6 +63,8 @@ class ToolContext:
     trigger: dict[str, Any] | None = None
     call_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    clock: ToolClock | None = None
+    """The call's timeout, which stands still while a person is asked (None outside the loop)."""
 
     def emit(self, event: Event) -> None:
         """Emit an event on the agent's bus."""

@@ -51,6 +51,6 @@ async def ask_user(
     return await ctx.ask(question, options=options, timeout=timeout, default=default)
 
 
-# The question's own timeout ends the wait; the loop's general tool timeout (30 s)
-# must not cut a person off mid-answer.
-TOOLS = [Tool(ask_user, source="builtin", timeout=MAX_TIMEOUT + 60.0)]
+# The question's own timeout ends the wait: the call's clock (the loop's general tool
+# timeout) stands still while a person is asked (agent_kernel.tool_clock).
+TOOLS = [Tool(ask_user, source="builtin")]

@@ -1,19 +1,21 @@
-"""A run's transcript as a MIME bundle that needs no kernel to show.
+"""A run's transcript as plain data, and the MIME bundle a saved notebook keeps.
 
-:class:`Transcript` folds the events of one run into plain data (prompt,
-answer text, tool calls with their ledger record ids, questions and answers,
-notices, errors, the result). :func:`render_html` turns it into self-contained
-HTML (the answer's Markdown rendered, one collapsible ``<details>`` card per
-tool call) and :func:`render_text` into plain text, so a saved notebook shows
-the transcript on GitHub, nbviewer or in JupyterLab with no widget state.
-Everything that came from the model or a tool is HTML-escaped.
+:class:`Transcript` folds the events of one run into plain data; its
+:meth:`~Transcript.state` is the run's saved form (schema v1, documented in
+``docs/notebook.md`` "The run's saved form"). :func:`mime_bundle` carries that
+state under :data:`RUN_MIME` for the JupyterLab extension, plus complete
+``text/html`` and ``text/plain`` fallbacks drawn from the same state
+(``views.run_html``), so every frontend shows the same run and none needs a
+kernel or a widget model. Everything passes ``events.for_display`` first, so
+no secret reaches any of the three.
 """
 
 from __future__ import annotations
 
-import html
 import json
+import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ..events import (
@@ -36,8 +38,44 @@ from ..events import (
     for_display,
 )
 from ..redaction import redact_text
+from .summaries import result_kind, summarise
 
+RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
 STATUS_WORDS = {"ok": "done", "cancelled": "stopped", "error": "error", "limit": "limit"}
+APPROVE, DENY, ALWAYS = "Approve", "Deny", "Always allow this tool"
+
+
+def iso(at: float | None) -> str | None:
+    """A Unix time as local ISO 8601 with its offset (seconds precision)."""
+    if at is None:
+        return None
+    return datetime.fromtimestamp(at).astimezone().isoformat(timespec="seconds")
+
+
+@dataclass
+class QuestionCard:
+    """One question (ask_user or an approval) and how it ended."""
+
+    question_id: str
+    question: str
+    options: list[str] | None
+    kind: str
+    timeout: float
+    default: str | None
+    details: dict[str, Any] | None = None
+    answer: str | None = None
+    source: str | None = None
+    record_id: str | None = None
+    asked_at: float | None = None
+    answered_at: float | None = None
+
+    def state(self) -> dict[str, Any]:
+        """The question entry of the saved form."""
+        return {"kind": "question", "question_id": self.question_id, "question": self.question,
+                "options": self.options, "default": self.default, "timeout": self.timeout,
+                "asked_at": iso(self.asked_at), "approval": self.kind == "approval",
+                "details": self.details, "answer": self.answer, "source": self.source,
+                "answered_at": iso(self.answered_at)}
 
 
 @dataclass
@@ -55,22 +93,34 @@ class ToolCard:
     record: dict[str, Any] | None = None
     summary: str | None = None
     """A failed call in the person's words (the error stays under details)."""
+    approval: QuestionCard | None = None
 
+    @property
+    def denied(self) -> bool:
+        """The call did not run because its approval was not given."""
+        return (self.success is False and self.approval is not None
+                and self.approval.answer not in (APPROVE, ALWAYS))
 
-@dataclass
-class QuestionCard:
-    """One question (ask_user or an approval) and how it ended."""
-
-    question_id: str
-    question: str
-    options: list[str] | None
-    kind: str
-    timeout: float
-    default: str | None
-    details: dict[str, Any] | None = None
-    answer: str | None = None
-    source: str | None = None
-    record_id: str | None = None
+    def state(self) -> dict[str, Any]:
+        """The tool entry of the saved form."""
+        waiting = self.approval is not None and self.approval.source is None
+        state = ("waiting" if waiting else "running") if self.success is None else (
+            "ok" if self.success else "failed")
+        record = self.record or {}
+        return {
+            "kind": "tool", "call_id": self.call_id, "tool": self.tool_name,
+            "arguments": self.arguments, "state": state,
+            "summary": summarise(self.tool_name, self.arguments, self.result,
+                                 success=self.success, duration_ms=self.duration_ms,
+                                 failure=self.summary or self.error, waiting=waiting),
+            "result": self.result if self.success else None,
+            "result_kind": result_kind(self.tool_name, self.result, self.success),
+            "error": (self.summary or self.error) if self.success is False else None,
+            "duration_ms": self.duration_ms,
+            "ledger": {"record_id": self.record_id, "timestamp": record.get("timestamp"),
+                       "hash": record.get("hash")} if self.record_id else None,
+            "approval": self.approval.state() if self.approval else None,
+        }
 
 
 @dataclass
@@ -86,6 +136,10 @@ class Transcript:
     ledger_ids: list[str] = field(default_factory=list)
     result: Any = None
     errors: list[str] = field(default_factory=list)
+    started_at: float | None = None
+    loading: dict[str, Any] | None = None
+    ended: str | None = None
+    """How the run ended when it could not finish normally (``stopped``/``failed``)."""
     _turn_mark: tuple[int, int] = (0, 0)
 
     @property
@@ -95,10 +149,16 @@ class Transcript:
 
     @property
     def status(self) -> str:
-        """``running``, or how the run ended: done, stopped, error or limit."""
+        """running, done, done_with_failures, denied, stopped, failed or limit."""
         if self.result is None:
-            return "error" if self.errors else "running"
-        return STATUS_WORDS.get(getattr(self.result, "status", "error"), "error")
+            return self.ended or ("failed" if self.errors else "running")
+        status = getattr(self.result, "status", "error")
+        if status != "ok":
+            return {"cancelled": "stopped", "limit": "limit"}.get(status, "failed")
+        failed = [c for c in self.tools.values() if c.success is False]
+        if not failed:
+            return "done"
+        return "denied" if all(c.denied for c in failed) else "done_with_failures"
 
     def feed(self, event: Event) -> None:
         """Fold one event of this run into the transcript (redacted: see ``for_display``)."""
@@ -109,6 +169,7 @@ class Transcript:
         event = for_display(event)
         if isinstance(event, RunStarted):
             self.prompt, self.model = event.prompt, event.model
+            self.started_at = self.started_at or event.at
         elif isinstance(event, ModelCallStarted):
             last = self.entries[-1] if self.entries else None
             self._turn_mark = (len(self.entries), len(last[1]) if last and last[0] == "text" else 0)
@@ -124,34 +185,28 @@ class Transcript:
             self.tools[event.call_id] = card
             self.entries.append(("tool", card))
         elif isinstance(event, LedgerRecorded):
-            self._on_record(event.record)
+            self._on_record(event.record, event.at)
         elif isinstance(event, ToolCallFinished):
             self._on_tool_finished(event)
         elif isinstance(event, Question):
-            qcard = QuestionCard(event.question_id, event.question, event.options, event.kind,
-                                 event.timeout, event.default, event.details)
-            self.questions[event.question_id] = qcard
-            self.entries.append(("question", qcard))
+            self._on_question(event)
         elif isinstance(event, QuestionAnswered):
             if (q := self.questions.get(event.question_id)) is not None:
-                q.answer, q.source = event.answer, event.source
+                q.answer, q.source, q.answered_at = event.answer, event.source, event.at
         elif isinstance(event, Reply):
-            self.entries.append(("reply", event.text))
+            self.entries.append(("text", event.text))
         elif isinstance(event, ConsoleOutput):
             self.entries.append(("console", event.text))
         elif isinstance(event, Notice):
-            self.entries.append(("notice", f"{event.level}: {event.text}"))
-        elif isinstance(event, Loading):  # "loaded X in 1.2 s" takes the place of "loading X…"
-            loading = ("notice", Loading(event.run_id, event.what).shown)
-            if event.seconds is not None and loading in self.entries:
-                self.entries[self.entries.index(loading)] = ("notice", event.shown)
-            else:
-                self.entries.append(("notice", event.shown))
+            self.entries.append(("notice", (event.level, event.text)))
+        elif isinstance(event, Loading):
+            self.loading = {"what": event.what, "seconds": event.seconds}
         elif isinstance(event, RunError):
-            if event.kind not in ("cancelled", "limit"):
+            if event.kind in ("cancelled", "limit"):
+                self.entries.append(("notice", ("warning", event.message)))
+            else:
                 self.errors.append(event.message)
-            self.entries.append(("error" if event.kind not in ("cancelled", "limit")
-                                 else "notice", event.message))
+                self.entries.append(("error", event.message))
         elif isinstance(event, RunFinished):
             self.result = event.result
 
@@ -166,20 +221,49 @@ class Transcript:
             kept.append((kind, value))
         self.entries = kept
 
-    def _on_record(self, record: dict[str, Any]) -> None:
+    def _gated(self, tool: str | None) -> ToolCard | None:
+        """The running card an approval of ``tool`` gates (else the last running card)."""
+        running = [c for c in self.tools.values() if c.success is None]
+        named = [c for c in running if c.tool_name == tool and c.approval is None]
+        found = named or running
+        return found[-1] if found else None
+
+    def _on_question(self, event: Question) -> None:
+        qcard = QuestionCard(event.question_id, event.question, event.options, event.kind,
+                             event.timeout, event.default, event.details, asked_at=event.at)
+        self.questions[event.question_id] = qcard
+        card = self._gated((event.details or {}).get("tool")) if event.kind == "approval" \
+            else None
+        if card is not None:
+            card.approval = qcard
+        else:
+            self.entries.append(("question", qcard))
+
+    def _on_record(self, record: dict[str, Any], at: float) -> None:
         record_id = record.get("record_id")
         if record_id:
             self.ledger_ids.append(record_id)
-        if record.get("kind") == "approval":
-            for q in reversed(list(self.questions.values())):
-                if q.kind == "approval" and q.record_id is None and (
-                        (q.details or {}).get("tool") == record.get("tool_name")):
-                    q.record_id = record_id
-                    break
-            else:
-                decision = record.get("decision", "?")
-                self.entries.append(("notice", f"approval: {record.get('tool_name')} "
-                                               f"{decision} ({record.get('source')})"))
+        if record.get("kind") != "approval":
+            return
+        for q in reversed(list(self.questions.values())):
+            if q.kind == "approval" and q.record_id is None and (
+                    (q.details or {}).get("tool") == record.get("tool_name")):
+                q.record_id = record_id
+                return
+        # Decided without asking: the headless policy, or an earlier "Always allow".
+        source = record.get("source")
+        qcard = QuestionCard(f"q_{record_id}", f"Allow `{record.get('tool_name')}` to run "
+                             "with these arguments?", [APPROVE, DENY, ALWAYS], "approval", 0.0,
+                             DENY, {"tool": record.get("tool_name"),
+                                    "arguments": record.get("arguments")},
+                             answer=ALWAYS if source == "always" else record.get("answer"),
+                             source="headless" if source == "policy" else "user",
+                             record_id=record_id, asked_at=at, answered_at=at)
+        card = self._gated(record.get("tool_name"))
+        if card is not None:
+            card.approval = qcard
+        else:
+            self.entries.append(("question", qcard))
 
     def _on_tool_finished(self, event: ToolCallFinished) -> None:
         card = self.tools.get(event.call_id)
@@ -193,24 +277,41 @@ class Transcript:
         if event.record is not None:
             card.record_id, card.record = event.record.get("record_id"), event.record
 
+    def state(self) -> dict[str, Any]:
+        """The run's saved form (schema v1): plain JSON, redacted, as the extension draws it."""
+        result = self.result
+        if result is not None:
+            elapsed: int | None = getattr(result, "duration_ms", None)
+        elif self.started_at is not None:
+            elapsed = int((time.time() - self.started_at) * 1000)
+        else:
+            elapsed = None
+        usage = getattr(result, "usage", None) or None
+        entries: list[dict[str, Any]] = []
+        for kind, value in self.entries:
+            if kind == "text":
+                if value.strip():
+                    entries.append({"kind": "text", "text": redact_text(value)})
+            elif kind in ("tool", "question"):
+                entries.append(value.state())
+            elif kind == "notice":
+                entries.append({"kind": "notice", "level": value[0], "text": value[1]})
+            else:
+                entries.append({"kind": kind, "text": value})
+        return _jsonable({
+            "version": 1, "run_id": self.run_id or "", "prompt": self.prompt,
+            "model": self.model, "offline": self.model == "demo", "status": self.status,
+            "started_at": iso(self.started_at), "elapsed_ms": elapsed,
+            "usage": {k: int(usage.get(k, 0)) for k in ("prompt_tokens", "completion_tokens",
+                                                          "total_tokens")} if usage else None,
+            "cost": getattr(result, "cost", None),
+            "loading": self.loading, "entries": entries,
+        })
 
-def dumps(value: Any) -> str:
-    """Readable JSON for arguments and results (strings shown as they are)."""
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, indent=2, default=repr)
-    except (TypeError, ValueError):
-        return repr(value)
 
-
-def markdown_to_html(text: str) -> str:
-    """Render Markdown safely: raw HTML in the text is escaped, not passed through."""
-    try:
-        import mistune
-    except ImportError:  # pragma: no cover - mistune is a dependency
-        return f"<pre>{html.escape(text)}</pre>"
-    return str(mistune.create_markdown(escape=True, plugins=["strikethrough", "table"])(text))
+def _jsonable(value: Any) -> Any:
+    """The value as JSON would carry it (tuples become lists, unknown objects their repr)."""
+    return json.loads(json.dumps(value, ensure_ascii=False, default=repr))
 
 
 def usage_line(result: Any) -> str:
@@ -230,127 +331,35 @@ def usage_line(result: Any) -> str:
     return " · ".join(parts)
 
 
-def question_answer_line(q: QuestionCard) -> str:
-    """``Answered: tea (user)``, or how the question ended without an answer."""
-    if q.source is None:
-        return "Waiting for an answer"
-    if q.source == "timeout":
-        return "No answer (timeout)"
-    return f"Answered: {q.answer} ({q.source})"
-
-
-_CSS = ("<style>.agent-kernel-static details{margin:4px 0;border:1px solid #ccc;"
-        "border-radius:4px;padding:2px 8px}.agent-kernel-static pre{white-space:pre-wrap;"
-        "margin:2px 0}.agent-kernel-static .ak-muted{color:#666;font-size:90%}</style>")
-
-
-def tool_card_html(card: ToolCard) -> str:
-    """A collapsible ``<details>`` card for one tool call."""
-    esc = html.escape
-    if card.success is None:
-        mark, state = "…", "running"
-    else:
-        mark, state = ("✓", "ok") if card.success else ("✗", "failed")
-    duration = f" · {card.duration_ms} ms" if card.duration_ms is not None else ""
-    summary = f"{mark} <code>{esc(card.tool_name)}</code> {state}{duration}"
-    if card.success is False and card.summary:
-        summary += f" · {esc(card.summary)}"
-    body = [f"<div><b>arguments</b><pre>{esc(dumps(card.arguments))}</pre></div>"]
-    if card.success is not None:
-        if card.success:
-            body.append(f"<div><b>result</b><pre>{esc(dumps(card.result))}</pre></div>")
-        else:
-            body.append(f"<div><b>error</b><pre>{esc(card.error or '')}</pre></div>")
-    if card.record_id:
-        record = esc(dumps(card.record)) if card.record else ""
-        body.append(f"<details class='ak-muted'><summary>ledger record <code>"
-                    f"{esc(card.record_id)}</code></summary><pre>{record}</pre></details>")
-    return (f"<details class='ak-tool'><summary>{summary}</summary>"
-            f"{''.join(body)}</details>")
-
-
-def question_html(q: QuestionCard) -> str:
-    """A question (or approval) with its options and the answer it got."""
-    esc = html.escape
-    title = "Approval" if q.kind == "approval" else "Question"
-    parts = [f"<div class='ak-question'><b>{title}:</b> {esc(q.question)}"]
-    if q.kind == "approval" and q.details:
-        parts.append(f"<pre>{esc(dumps(q.details))}</pre>")
-    if q.options:
-        opts = " ".join(
-            f"<button disabled>{'<b>' + esc(o) + '</b>' if o == q.answer else esc(o)}</button>"
-            for o in q.options)
-        parts.append(f"<div>{opts}</div>")
-    answer = esc(question_answer_line(q))
-    ledger = f" · ledger record <code>{esc(q.record_id)}</code>" if q.record_id else ""
-    parts.append(f"<div class='ak-answered'>{answer}{ledger}</div></div>")
-    return "".join(parts)
-
-
 def render_html(t: Transcript) -> str:
-    """The transcript as self-contained HTML."""
-    esc = html.escape
-    out = [_CSS, "<div class='agent-kernel-static'>",
-           f"<div class='ak-muted'>agent · model <code>{esc(t.model)}</code> · run "
-           f"<code>{esc(t.run_id or '')}</code></div>",
-           f"<div><b>Prompt:</b> {esc(t.prompt)}</div>"]
-    for kind, value in t.entries:
-        if kind == "text" and value.strip():
-            out.append(f"<div class='ak-reply'>{markdown_to_html(redact_text(value))}</div>")
-        elif kind == "tool":
-            out.append(tool_card_html(value))
-        elif kind == "question":
-            out.append(question_html(value))
-        elif kind == "reply":
-            out.append(f"<div><b>Reply:</b> {markdown_to_html(value)}</div>")
-        elif kind == "console":
-            out.append(f"<pre>{esc(value)}</pre>")
-        elif kind == "notice":
-            out.append(f"<div class='ak-muted'>{esc(value)}</div>")
-        elif kind == "error":
-            out.append(f"<div style='color:#b00'><b>Error:</b> {esc(value)}</div>")
-    out.append(f"<div class='ak-muted ak-status'>{esc(usage_line(t.result))}</div>")
-    out.append("</div>")
-    return "".join(out)
+    """The transcript as self-contained HTML (no script, nothing from the network)."""
+    from .run_html import html_of
+
+    return html_of(t.state())
 
 
 def render_text(t: Transcript) -> str:
     """The transcript as plain text."""
-    lines = [f"[agent · {t.model} · {t.run_id}] {t.prompt}"]
-    for kind, value in t.entries:
-        if kind == "text" and value.strip():
-            lines.append(redact_text(value.strip()))
-        elif kind == "tool":
-            state = "running" if value.success is None else ("ok" if value.success else "failed")
-            detail = dumps(value.result) if value.success else (value.summary or value.error or "")
-            ledger = f" [ledger {value.record_id}]" if value.record_id else ""
-            lines.append(f"- tool {value.tool_name}({json.dumps(value.arguments, default=repr)})"
-                         f" {state} {value.duration_ms or 0} ms{ledger}: {detail}")
-        elif kind == "question":
-            lines.append(f"? {value.question} {value.options or ''} -> "
-                         f"{question_answer_line(value)}")
-        elif kind == "reply":
-            lines.append(f"Reply: {value}")
-        elif kind in ("console", "notice"):
-            lines.append(value)
-        elif kind == "error":
-            lines.append(f"Error: {value}")
-    lines.append(usage_line(t.result))
-    return "\n".join(lines)
+    from .run_html import text_of
+
+    return text_of(t.state())
 
 
-def mime_bundle(t: Transcript) -> dict[str, str]:
-    """``{"text/html": ..., "text/plain": ...}`` for the transcript."""
-    return {"text/html": render_html(t), "text/plain": render_text(t)}
+def mime_bundle(t: Transcript) -> dict[str, Any]:
+    """The run's display: its state under :data:`RUN_MIME`, ``text/html``, ``text/plain``."""
+    from .run_html import html_of, text_of
+
+    state = t.state()
+    return {RUN_MIME: state, "text/html": html_of(state), "text/plain": text_of(state)}
 
 
 class TranscriptDisplay:
-    """Wraps a transcript so IPython's ``display`` shows it as HTML or text."""
+    """Wraps a transcript so IPython's ``display`` shows it."""
 
     def __init__(self, transcript: Transcript) -> None:
         self.transcript = transcript
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return mime_bundle(self.transcript)
 
 

@@ -1,64 +1,45 @@
-"""The live notebook view of one run, built from ipywidgets.
+"""The live view of a run in a notebook cell: one run output, plus live controls.
 
-This is the only module that imports ipywidgets. A :class:`WidgetView`
-subscribes to the agent's bus for one run and shows: a header with a working
-indicator and the elapsed time (refreshed ~4 times a second by a task on the
-kernel loop), the answer as Markdown (re-rendered at most ~10 times a
-second), a collapsible card per tool call with its ledger record, questions
-as buttons or a text box with a countdown near the timeout, approvals with
-the exact arguments, and a Stop button.
+Views never compute what happened; they show the stream of events. A
+:class:`WidgetView` keeps the run's :class:`~agent_kernel.views.mime.Transcript`
+and shows it as ONE display output carrying the run's MIME bundle (the run
+state for our JupyterLab extension, ``text/html`` and ``text/plain``), updated
+in place through its display id while the run streams: at most
+:data:`UPDATES_PER_SECOND` times a second, once a second for the elapsed time
+when nothing else changed, and always once at the end. That output never
+carries a widget, live or saved, so a notebook reopened without its kernel
+reads the same as it did live.
 
-The cell's output is ONE display carrying both the widget view and a static
-``text/html`` transcript (``views.mime``), updated when the run ends. A live
-frontend renders the widget; nbconvert, nbviewer and GitHub, which have no
-widget state, fall back to the static HTML. Every widget gets an
-``agent-kernel-*`` CSS class that the browser tests rely on.
+What a person can press lives in SEPARATE outputs with their own display id:
+a question's buttons or text box (Enter sends), an approval's Approve / Deny /
+Always allow, and Stop while the run is running. These are ipywidgets (this
+is the only module of the run view that imports ipywidgets); each is replaced
+by a static text bundle ("You chose tea · 12:04:31", "Stopped") as soon as it
+is answered or the run ends, so no saved output depends on a widget model.
+Headless runs (nobody can click) show no controls at all.
 """
 
 from __future__ import annotations
 
 import asyncio
-import html
+import contextlib
 import time
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import ipywidgets as w
 
-from ..events import (
-    ConsoleOutput,
-    Event,
-    Loading,
-    ModelCallStarted,
-    Notice,
-    Question,
-    QuestionAnswered,
-    Reply,
-    RunError,
-    RunFinished,
-    RunStarted,
-    StreamReset,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-    for_display,
-)
+from ..events import Event, Question, QuestionAnswered, RunFinished, for_display
 from ..redaction import redact_text
-from .mime import (
-    STATUS_WORDS,
-    Transcript,
-    dumps,
-    markdown_to_html,
-    mime_bundle,
-    question_answer_line,
-    tool_card_html,
-    usage_line,
-)
+from .mime import Transcript, mime_bundle
+from .run_html import _arguments, _code_spans, esc, outcome
 
-TICK_SECONDS = 0.25
-RENDER_EVERY = 0.1
-COUNTDOWN_FROM = 60.0
-SPINNER = "◐◓◑◒"  # plain geometric shapes: common fonts have them, unlike emoji
+UPDATES_PER_SECOND = 4
+TICK_SECONDS = 1 / UPDATES_PER_SECOND
+ELAPSED_EVERY = 1.0
+_STATIC_STYLE = ("font-size:13px;line-height:1.45;"
+                 "color:var(--jp-ui-font-color1,#1f1f1f)")
 
 
 def _classed(widget: Any, *classes: str) -> Any:
@@ -67,125 +48,187 @@ def _classed(widget: Any, *classes: str) -> Any:
     return widget
 
 
-class QuestionBox:
-    """The widgets of one question: text, buttons or a text box, countdown, answer."""
+def static_bundle(line: str, css: str = "agent-kernel-answered") -> dict[str, str]:
+    """A control's replacement once it has done its work: the outcome as text."""
+    if not line:
+        return {"text/plain": "", "text/html": ""}
+    return {"text/plain": line,
+            "text/html": f"<div class='{css} agent-kernel-outcome' style='{_STATIC_STYLE}'>"
+                         f"{esc(line)}</div>"}
 
-    def __init__(self, event: Question, answer: Callable[[str], None], live: bool) -> None:
+
+def _countdown(left: float) -> str:
+    left = max(0, int(left))
+    if left >= 3600:
+        return f"{left // 3600} h {left % 3600 // 60:02d} min"
+    return f"{left // 60}:{left % 60:02d}"
+
+
+@contextlib.contextmanager
+def _in_cell(parent: dict[str, Any] | None) -> Iterator[None]:
+    """Send displays to the cell that started the run, whatever message is current."""
+    pub = _display_pub()
+    token = None
+    if parent and pub is not None and hasattr(pub, "set_thread_parent"):
+        token = pub.set_thread_parent(parent)
+    try:
+        yield
+    finally:
+        if token is not None:
+            pub.reset_thread_parent(token)
+
+
+def _display_pub() -> Any:
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return getattr(shell, "display_pub", None)
+
+
+class QuestionControl:
+    """The live controls of one question or approval, shown in their own output."""
+
+    def __init__(self, event: Question, answer: Callable[[str], None]) -> None:
         self.event = event
         self.deadline = time.monotonic() + event.timeout
-        title = "Approval needed" if event.kind == "approval" else "Question"
-        parts = [f"<b>{title}:</b> {html.escape(event.question)}"]
-        if event.kind == "approval" and event.details:
-            parts.append(f"<pre style='white-space:pre-wrap'>{html.escape(dumps(event.details))}"
-                         "</pre>")
-        self.text = w.HTML("".join(parts))
+        self.handle: Any = None
+        self.settled = False
+        approval = event.kind == "approval"
+        if approval:
+            details = event.details or {}
+            title = (f"<b>Allow <code>{esc(details.get('tool', '?'))}</code> to run?</b> "
+                     "It will run with:" + _arguments(details.get("arguments")))
+        else:
+            title = f"<b>Question:</b> {_code_spans(event.question)}"
+        self.text = w.HTML(f"<div style='{_STATIC_STYLE}'>{title}</div>")
         self.buttons: list[w.Button] = []
         self.entry: w.Text | None = None
-        css = "agent-kernel-approval" if event.kind == "approval" else "agent-kernel-option"
-        controls: list[Any] = []
+        css = "agent-kernel-approval" if approval else "agent-kernel-option"
         if event.options:
             for option in event.options:
-                button = _classed(w.Button(description=option, disabled=not live,
-                                           tooltip=option,
-                                           layout=w.Layout(width="auto", min_width="120px")), css)
+                primary = approval and option == "Approve"
+                button = _classed(w.Button(description=option, tooltip=option,
+                                           button_style="primary" if primary else "",
+                                           layout=w.Layout(width="auto", min_width="110px")),
+                                  css)
                 button.on_click(lambda _b, text=option: answer(text))
                 self.buttons.append(button)
-            controls.append(w.HBox(self.buttons))
+            controls = w.HBox(self.buttons)
         else:
-            self.entry = _classed(w.Text(placeholder="Your answer", disabled=not live),
+            self.entry = _classed(w.Text(placeholder="Your answer, then Enter"),
                                   "agent-kernel-answer-text")
-            send = _classed(w.Button(description="Send", disabled=not live),
+            send = _classed(w.Button(description="Send", button_style="primary"),
                             "agent-kernel-answer-send")
             send.on_click(lambda _b: answer(self.entry.value if self.entry else ""))
+            with warnings.catch_warnings():  # on_submit is the one way to hear Enter alone
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self.entry.on_submit(lambda box: answer(box.value))
             self.buttons.append(send)
-            controls.append(w.HBox([self.entry, send]))
-        self.countdown = _classed(w.Label("", layout=w.Layout(display="none")),
-                                  "agent-kernel-countdown")
-        self.answered = w.Label("")
-        self.box = _classed(w.VBox([self.text, *controls, self.countdown, self.answered]),
+            controls = w.HBox([self.entry, send])
+        self.countdown = _classed(w.Label(""), "agent-kernel-countdown")
+        self.box = _classed(w.VBox([self.text, controls, self.countdown]),
                             "agent-kernel-question")
+        self.tick()
+
+    def show(self) -> None:
+        """Display the controls as an output of their own."""
+        from IPython.display import display
+
+        self.handle = display(self.box, display_id=True)
 
     def disable(self) -> None:
-        """No more answers: grey out the controls."""
+        """No more answers: grey out the controls (until the static text replaces them)."""
         for button in self.buttons:
             button.disabled = True
         if self.entry is not None:
             self.entry.disabled = True
 
-    def settle(self, event: QuestionAnswered) -> None:
-        """Show how the question ended; the chosen button stays highlighted."""
+    def settle(self, line: str) -> None:
+        """Replace the controls with how the question ended."""
+        if self.settled:
+            return
+        self.settled = True
         self.disable()
-        self.countdown.value = ""
-        self.countdown.layout.display = "none"
-        for button in self.buttons:
-            if button.description == event.answer and event.source == "user":
-                button.button_style = "success"
-        self.answered.value = f"Answered: {event.answer} ({event.source})" if (
-            event.source != "timeout") else "No answer (timeout)"
-        self.answered.add_class("agent-kernel-answered")
+        if self.handle is not None:
+            self.handle.update(static_bundle(line), raw=True)
+        for widget in (*self.buttons, self.entry, self.text, self.countdown, *self.box.children,
+                       self.box):
+            if widget is not None:
+                widget.close()
 
     def tick(self) -> None:
-        """Show a countdown during the last minute before the timeout."""
-        left = self.deadline - time.monotonic()
-        if 0 < left <= COUNTDOWN_FROM and not self.answered.value:
-            default = f"; then: {self.event.default}" if self.event.default else ""
-            self.countdown.value = f"{int(left)} s left to answer{default}"
-            self.countdown.layout.display = None
+        """The time left to answer, shown from the start."""
+        if self.settled:
+            return
+        then = f" · then: {self.event.default}" if self.event.default else ""
+        self.countdown.value = (f"answer within {_countdown(self.deadline - time.monotonic())}"
+                                f"{then}")
 
 
 class WidgetView:
-    """The live transcript widget of one run."""
+    """One run in a notebook cell: the run output and its live controls."""
 
     def __init__(self, agent: Any, run_id: str, stop: Callable[[], Any] | None = None) -> None:
         self.agent = agent
         self.run_id = run_id
         self.interactive = False
         self.transcript = Transcript(run_id=run_id)
-        self.started = time.monotonic()
-        self.phase = "starting"
+        self.transcript.started_at = time.time()
         self.done = False
-        self._dirty = False
-        self._last_render = 0.0
+        self.stopped_by_person = False
+        self.questions: dict[str, QuestionControl] = {}
+        self.updates = 0
         self._handle: Any = None
+        self._stop_handle: Any = None
+        self._parent: dict[str, Any] | None = None
+        self._last_push = 0.0
+        self._pending = False
         self._ticker: asyncio.Task[Any] | None = None
         self._stop = stop
-        self.cards: dict[str, w.HTML] = {}
-        self.questions: dict[str, QuestionBox] = {}
-        self._loading: w.HTML | None = None
-        self.status = _classed(w.Label("starting"), "agent-kernel-status")
-        self.elapsed = _classed(w.Label(""), "agent-kernel-elapsed")
-        self.stop_button = _classed(w.Button(description="Stop", button_style="danger",
-                                             icon="stop", layout=w.Layout(width="80px")),
+        self.stop_button = _classed(w.Button(description="Stop", icon="stop",
+                                             tooltip="Stop this run",
+                                             layout=w.Layout(width="90px")),
                                     "agent-kernel-stop")
         self.stop_button.on_click(self._on_stop)
-        self.prompt = w.HTML("")
-        self.activity = w.VBox([])
-        self.reply = _classed(w.HTML(""), "agent-kernel-reply")
-        self.footer = _classed(w.HTML(""), "agent-kernel-footer")
-        header = w.HBox([self.status, self.elapsed, self.stop_button])
-        self.box = _classed(w.VBox([header, self.prompt, self.activity, self.reply, self.footer]),
-                            "agent-kernel-transcript")
         self._unsubscribe = agent.bus.subscribe(self.on_event)
+
+    @property
+    def status(self) -> str:
+        """The run's status word (``running``, ``done``, ``denied``, ``stopped``...)."""
+        return self.transcript.status
 
     # -- display --------------------------------------------------------------
     def bundle(self) -> dict[str, Any]:
-        """Widget view plus the static transcript, for one display."""
-        data = dict(mime_bundle(self.transcript))
-        widget = self.box._repr_mimebundle_() or {}
-        if isinstance(widget, tuple):
-            widget = widget[0]
-        data.update({k: v for k, v in widget.items() if k != "text/plain"})
-        return data
+        """The run's MIME bundle: run state, ``text/html``, ``text/plain``; never a widget."""
+        return mime_bundle(self.transcript)
 
     def show(self) -> None:
-        """Display in the current cell and start the working indicator."""
+        """Display the run (and Stop, when someone can press it); start the ticker."""
         from IPython.display import display
 
+        pub = _display_pub()
+        self._parent = dict(getattr(pub, "parent_header", None) or {}) or None
         self._handle = display(self.bundle(), raw=True, display_id=True)
+        self._last_push = time.monotonic()
+        if self.interactive:
+            self._stop_handle = display(self.stop_button, display_id=True)
         try:
             self._ticker = asyncio.get_running_loop().create_task(self._tick())
         except RuntimeError:
             self._ticker = None
+
+    def push(self, force: bool = False) -> None:
+        """Update the run output now (``force``) or when the throttle allows."""
+        if self._handle is None:
+            return
+        now = time.monotonic()
+        if not force and now - self._last_push < TICK_SECONDS:
+            self._pending = True
+            return
+        self._pending = False
+        self._last_push = now
+        self.updates += 1
+        self._handle.update(self.bundle(), raw=True)
 
     async def _tick(self) -> None:
         while not self.done:
@@ -193,142 +236,97 @@ class WidgetView:
             await asyncio.sleep(TICK_SECONDS)
 
     def refresh(self) -> None:
-        """Update the indicator, countdowns and any pending answer text."""
-        if self._dirty:
-            self._render_reply()
+        """Countdowns, pending updates, and the elapsed time once a second."""
         if self.done:
             return
-        seconds = time.monotonic() - self.started
-        frame = SPINNER[int(seconds / TICK_SECONDS) % len(SPINNER)]
-        self.status.value = f"{frame} {self.current_phase()}…"
-        self.elapsed.value = f"{seconds:.1f} s"
-        for box in self.questions.values():
-            box.tick()
-
-    def current_phase(self) -> str:
-        """What the run is doing: waiting for an answer, running tools, thinking, writing."""
-        if self.phase == "stopping":
-            return self.phase
-        if any(q.source is None for q in self.transcript.questions.values()):
-            return "waiting for your answer" if self.interactive else "asking"
-        running = [c.tool_name for c in self.transcript.tools.values() if c.success is None]
-        if running:
-            return "running " + ", ".join(running)
-        return self.phase
-
-    def _render_reply(self) -> None:
-        self._dirty = False
-        self._last_render = time.monotonic()
-        self.reply.value = markdown_to_html(self.transcript.text)
+        for control in self.questions.values():
+            control.tick()
+        if self._pending or time.monotonic() - self._last_push >= ELAPSED_EVERY:
+            self.push()
 
     # -- events ---------------------------------------------------------------
     def on_event(self, event: Event) -> None:
-        """Apply one event of this run to the widgets."""
+        """Fold one event of this run into the transcript and the controls."""
         if event.run_id != self.run_id:
             return
         event = for_display(event)
         self.transcript.feed(event)
-        if isinstance(event, RunStarted):
-            self.prompt.value = (f"<b>Prompt:</b> {html.escape(event.prompt)} <span "
-                                 f"style='color:#666'>· {html.escape(event.model)}</span>")
-        elif isinstance(event, ModelCallStarted):
-            self.phase = "thinking"
-        elif isinstance(event, (TextDelta, StreamReset)):
-            self.phase = "writing"
-            self._dirty = True
-            if time.monotonic() - self._last_render >= RENDER_EVERY:
-                self._render_reply()
-        elif isinstance(event, ToolCallStarted):
-            card = _classed(w.HTML(tool_card_html(self.transcript.tools[event.call_id])),
-                            "agent-kernel-tool")
-            self.cards[event.call_id] = card
-            self.activity.children = (*self.activity.children, card)
-        elif isinstance(event, ToolCallFinished):
-            self.phase = "thinking"
-            if (card := self.cards.get(event.call_id)) is not None:
-                card.value = tool_card_html(self.transcript.tools[event.call_id])
-        elif isinstance(event, Question):
+        if isinstance(event, Question) and self.interactive and not self.done:
             qid = event.question_id
-            asked = QuestionBox(event, lambda text: self.answer(qid, text), live=self.interactive)
-            self.questions[qid] = asked
-            self.activity.children = (*self.activity.children, asked.box)
+            control = QuestionControl(event, lambda text: self.answer(qid, text))
+            self.questions[qid] = control
+            if self._handle is not None:
+                with _in_cell(self._parent):
+                    control.show()
         elif isinstance(event, QuestionAnswered):
-            if (box := self.questions.get(event.question_id)) is not None:
-                box.settle(event)
-        elif isinstance(event, Reply):
-            self._append_html("<b>Reply:</b> " + markdown_to_html(event.text))
-        elif isinstance(event, ConsoleOutput):
-            self._append_html(f"<pre style='margin:0'>{html.escape(event.text)}</pre>")
-        elif isinstance(event, Notice):
-            self._append_html(f"<i>{html.escape(event.level)}:</i> {html.escape(event.text)}")
-        elif isinstance(event, Loading):
-            line = f"<i>{html.escape(event.shown)}</i>"
-            if event.seconds is None:
-                self.phase = f"loading {event.what}"
-                self.refresh()
-                self._loading = w.HTML(line)
-                self.activity.children = (*self.activity.children, self._loading)
-            elif self._loading is not None:
-                self._loading.value = line
-            else:
-                self._append_html(line)
-        elif isinstance(event, RunError):
-            color = "#b00" if event.kind not in ("cancelled", "limit") else "#a60"
-            self._append_html(f"<span style='color:{color}'><b>{html.escape(event.kind)}:</b> "
-                              f"{html.escape(event.message)}</span>")
+            self._settle(event.question_id)
         elif isinstance(event, RunFinished):
-            self._end(STATUS_WORDS.get(event.result.status, "error"))
+            self._end()
+        self.push()
 
-    def _append_html(self, value: str) -> None:
-        self.activity.children = (*self.activity.children, w.HTML(value))
+    def _settle(self, question_id: str) -> None:
+        control = self.questions.get(question_id)
+        q = self.transcript.questions.get(question_id)
+        if control is None or q is None:
+            return
+        line = outcome(q.state())
+        if q.kind == "approval":
+            line = f"{(q.details or {}).get('tool', 'approval')}: {line}"
+        control.settle(line)
 
     def answer(self, question_id: str, text: str) -> None:
-        """A click or Send: hand the answer to the waiting run (any thread)."""
-        box = self.questions.get(question_id)
-        if box is not None:
-            box.disable()
-        if not self.agent.questions.answer(question_id, text) and box is not None:
-            box.answered.value = "This question is no longer waiting."
+        """A click, Send or Enter: hand the answer to the waiting run (any thread)."""
+        control = self.questions.get(question_id)
+        if control is not None:
+            control.disable()
+        if not self.agent.questions.answer(question_id, text) and control is not None:
+            control.settle("This question is no longer waiting.")
 
     def _on_stop(self, _button: Any) -> None:
         self.stop_button.disabled = True
-        self.phase = "stopping"
+        self.stopped_by_person = True
         if self._stop is not None:
             self._stop()
 
     # -- the end --------------------------------------------------------------
-    def _end(self, status: str) -> None:
+    def _end(self) -> None:
         if self.done:
             return
         self.done = True
-        self._render_reply()
-        self.status.value = status
-        self.elapsed.value = f"{time.monotonic() - self.started:.1f} s"
-        self.stop_button.disabled = True
-        for box in self.questions.values():
-            box.disable()
-        usage = html.escape(usage_line(self.transcript.result)) if self.transcript.result else ""
-        self.footer.value = f"<span style='color:#666'>{usage}</span>"
+        for question_id, control in self.questions.items():
+            if not control.settled:
+                q = self.transcript.questions.get(question_id)
+                control.settle(outcome(q.state()) if q and q.source else
+                               "No answer: the run ended")
+        if self._stop_handle is not None:
+            stopped = self.status == "stopped"
+            line = f"Stopped · {time.strftime('%H:%M:%S')}" if stopped else ""
+            self._stop_handle.update(static_bundle(line, "agent-kernel-stopped"), raw=True)
+            self._stop_handle = None
+        self.stop_button.close()
 
-    def fail(self, message: str, status: str = "error") -> None:
+    def fail(self, message: str, status: str = "failed") -> None:
         """The run could not finish normally: say why in the view."""
         message = redact_text(message)
-        self.transcript.errors.append(message)
-        self.transcript.entries.append(("error", message))
-        self._append_html(f"<span style='color:#b00'><b>{html.escape(status)}:</b> "
-                          f"{html.escape(message)}</span>")
-        self._end(status)
+        self.transcript.ended = "stopped" if status == "stopped" else "failed"
+        if status == "stopped":
+            self.transcript.entries.append(("notice", ("warning", message)))
+        else:
+            self.transcript.errors.append(message)
+            self.transcript.entries.append(("error", message))
+        self._end()
 
     def finish(self) -> None:
-        """Stop listening and put the final static transcript into the cell's output."""
+        """Stop listening; the run output gets its final, static bundle."""
         if not self.done:
-            self._end(self.transcript.status if self.transcript.result else "error")
+            if self.transcript.result is None and self.transcript.ended is None:
+                self.transcript.ended = "failed"
+            self._end()
         self._unsubscribe()
         if self._ticker is not None and not self._ticker.done():
             self._ticker.cancel()
-        if self._handle is not None:
-            self._handle.update(self.bundle(), raw=True)
+        self.push(force=True)
 
     def answered_text(self) -> list[str]:
-        """The answer lines of this run's questions (for tests and scripts)."""
-        return [question_answer_line(q) for q in self.transcript.questions.values()]
+        """How each question of this run ended, in words (for tests and scripts)."""
+        return [outcome(q.state()) for q in self.transcript.questions.values()]

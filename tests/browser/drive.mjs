@@ -1,3 +1,5 @@
+// Runs are drawn by the labextension (.akl-*) when it is installed, else by the
+// text/html fallback (.agent-kernel-*): selectors accept both.
 // Drive JupyterLab in Debian's Chromium with playwright-core: run agent-kernel
 // cells, click real widget buttons, take a screenshot of each step.
 //
@@ -12,6 +14,8 @@ import path from "node:path";
 const config = JSON.parse(process.argv[2]);
 const report = { scenario: config.scenario, steps: {}, errors: [], shots: [] };
 const STEP_TIMEOUT = 60_000;
+const ENDED = ["done", "done_with_failures", "denied", "stopped", "failed", "limit"];
+const RUN_CELLS = [1, 2, 3, 4, 5, 6];
 
 function log(...parts) {
   console.log(new Date().toISOString(), ...parts);
@@ -46,6 +50,7 @@ async function main() {
     await page.keyboard.press("Control+s"); // the saved file keeps the static transcripts
     await page.waitForTimeout(1500);
     await shot(page, "final-page", page);
+    if (config.scenario === "test") await reopenScenario(page);
   } catch (err) {
     report.errors.push(String(err && err.stack ? err.stack : err));
     await shot(page, "failure", page).catch(() => {});
@@ -104,15 +109,16 @@ class Notebook {
     throw new Error(`cell ${index} did not finish within ${timeout} ms`);
   }
   async status(index) {
-    const label = this.cell(index).locator(".agent-kernel-status");
-    return (await label.count()) ? (await label.first().innerText()).trim() : "";
+    // The run output's header: data-status is the saved form's status word.
+    const label = this.cell(index).locator(".agent-kernel-status, .akl-status");
+    return (await label.count()) ? ((await label.first().getAttribute("data-status")) ?? "") : "";
   }
   async waitStatus(index, words, timeout = STEP_TIMEOUT) {
     const deadline = Date.now() + timeout;
     let seen = "";
     while (Date.now() < deadline) {
       seen = await this.status(index);
-      if (words.some((w) => seen.endsWith(w))) return seen;
+      if (words.includes(seen)) return seen;
       await this.page.waitForTimeout(100);
     }
     throw new Error(`cell ${index}: status never became ${words.join("/")} (last: ${seen})`);
@@ -120,6 +126,15 @@ class Notebook {
   async text(index, selector) {
     const found = this.cell(index).locator(selector);
     return (await found.count()) ? (await found.first().innerText()).trim() : "";
+  }
+  // Every match's text, also inside closed <details> (textContent, not innerText).
+  async allText(index, selector) {
+    const found = await this.cell(index).locator(selector).allTextContents();
+    return found.map((t) => t.trim()).join("\n");
+  }
+  async widgetOutputs(index) {
+    return await this.cell(index)
+      .locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.widget-view+json"]').count();
   }
   button(index, css, name) {
     return this.cell(index).locator(`button.${css}:not([disabled])`, { hasText: name }).first();
@@ -143,11 +158,14 @@ async function askAndClick(page, nb, index, choice, key) {
   const step = { prompt_while_asking: await nb.prompt(index) };
   await shot(page, `${key}-question`, nb.cell(index));
   step.clicked_at = await timedClick(button);
-  step.status = await nb.waitStatus(index, ["done", "error", "stopped", "limit"]);
+  step.status = await nb.waitStatus(index, ENDED);
   await nb.waitIdle(index);
-  step.reply = await nb.text(index, ".agent-kernel-reply");
-  step.answered = await nb.text(index, ".agent-kernel-answered");
-  step.buttons_disabled = await nb.cell(index).locator("button.agent-kernel-option[disabled]").count();
+  await nb.cell(index).locator(".agent-kernel-outcome").waitFor({ timeout: STEP_TIMEOUT });
+  step.reply = await nb.allText(index, ".agent-kernel-reply, .akl-text");
+  step.answered = await nb.allText(index, ".agent-kernel-question .agent-kernel-answered, .akl-question .akl-outcome");
+  step.outcome = await nb.allText(index, ".agent-kernel-outcome");
+  step.buttons_left = await nb.cell(index).locator("button.agent-kernel-option").count();
+  step.widget_outputs = await nb.widgetOutputs(index);
   step.stderr = await nb.text(index, '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
   await shot(page, `${key}-answered`, nb.cell(index));
   report.steps[key] = step;
@@ -159,7 +177,7 @@ async function testScenario(page, nb) {
   await askAndClick(page, nb, 1, "tea", "ask");
   // 2: %%agent --wait: the cell blocks ([*]) while the buttons wait; click "coffee".
   await askAndClick(page, nb, 2, "coffee", "ask_wait");
-  // 3: free text: type a name and press Send.
+  // 3: free text: type a name and press Enter.
   {
     const index = 3;
     await nb.run(index);
@@ -168,10 +186,12 @@ async function testScenario(page, nb) {
     await page.waitForFunction((el) => !el.disabled, await box.elementHandle());
     await box.fill("Ada Lovelace");
     await shot(page, "text-question", nb.cell(index));
-    await nb.button(index, "agent-kernel-answer-send", "Send").click();
-    const step = { status: await nb.waitStatus(index, ["done", "error", "stopped", "limit"]) };
-    step.reply = await nb.text(index, ".agent-kernel-reply");
-    step.answered = await nb.text(index, ".agent-kernel-answered");
+    await box.press("Enter");
+    const step = { status: await nb.waitStatus(index, ENDED) };
+    await nb.cell(index).locator(".agent-kernel-outcome").waitFor({ timeout: STEP_TIMEOUT });
+    step.reply = await nb.allText(index, ".agent-kernel-reply, .akl-text");
+    step.answered = await nb.allText(index, ".agent-kernel-question .agent-kernel-answered, .akl-question .akl-outcome");
+    step.outcome = await nb.allText(index, ".agent-kernel-outcome");
     await shot(page, "text-answered", nb.cell(index));
     report.steps.text = step;
   }
@@ -181,15 +201,23 @@ async function testScenario(page, nb) {
     await nb.run(index);
     const deny = nb.button(index, "agent-kernel-approval", "Deny");
     await deny.waitFor({ timeout: STEP_TIMEOUT });
+    // The run output is updated a moment after the buttons appear (at most 4 times a second).
+    await nb.cell(index).locator(".agent-kernel-tool summary, .akl-tool-summary",
+      { hasText: "waiting for your approval" }).first().waitFor({ timeout: 5000 }).catch(() => {});
     const step = {
       question: await nb.text(index, ".agent-kernel-question"),
       approval_buttons: await nb.cell(index).locator("button.agent-kernel-approval").allInnerTexts(),
+      primary: await nb.cell(index).locator("button.agent-kernel-approval.mod-primary").allInnerTexts(),
+      card_while_asking: await nb.allText(index, ".agent-kernel-tool summary, .akl-tool-summary"),
     };
     await shot(page, "approval-question", nb.cell(index));
     await deny.click();
-    step.status = await nb.waitStatus(index, ["done", "error", "stopped", "limit"]);
-    step.reply = await nb.text(index, ".agent-kernel-reply");
-    step.answered = await nb.text(index, ".agent-kernel-answered");
+    step.status = await nb.waitStatus(index, ENDED);
+    await nb.cell(index).locator(".agent-kernel-outcome").waitFor({ timeout: STEP_TIMEOUT });
+    step.reply = await nb.allText(index, ".agent-kernel-reply, .akl-text");
+    step.card = await nb.allText(index, ".agent-kernel-tool, .akl-tool");
+    step.outcome = await nb.allText(index, ".agent-kernel-outcome");
+    step.widget_outputs = await nb.widgetOutputs(index);
     await shot(page, "approval-denied", nb.cell(index));
     report.steps.deny = step;
   }
@@ -200,19 +228,24 @@ async function testScenario(page, nb) {
     const approve = nb.button(index, "agent-kernel-approval", "Approve");
     await approve.waitFor({ timeout: STEP_TIMEOUT });
     await approve.click();
-    await nb.cell(index).locator(".agent-kernel-answered", { hasText: "Approve" })
+    await nb.cell(index).locator(".agent-kernel-outcome", { hasText: "Approved" })
       .waitFor({ timeout: STEP_TIMEOUT });
     await page.waitForTimeout(1500); // `sleep 30` is running now
     const step = {
       running_status: await nb.status(index),
-      running_tool: await nb.text(index, ".agent-kernel-tool"),
+      running_tool: await nb.allText(index, ".agent-kernel-tool summary, .akl-tool-summary"),
+      stop_buttons: await nb.cell(index).locator("button.agent-kernel-stop").count(),
     };
     await shot(page, "stop-running", nb.cell(index));
     const stopAt = Date.now();
     await nb.button(index, "agent-kernel-stop", "Stop").click();
-    step.status = await nb.waitStatus(index, ["stopped", "done", "error", "limit"], 20_000);
+    step.status = await nb.waitStatus(index, ENDED, 20_000);
     step.stop_to_stopped_ms = Date.now() - stopAt;
-    step.transcript = await nb.text(index, ".agent-kernel-transcript");
+    await nb.cell(index).locator(".agent-kernel-outcome", { hasText: "Stopped" })
+      .waitFor({ timeout: STEP_TIMEOUT });
+    step.outcome = await nb.allText(index, ".agent-kernel-outcome");
+    step.stop_buttons_after = await nb.cell(index).locator("button.agent-kernel-stop").count();
+    step.widget_outputs = await nb.widgetOutputs(index);
     await shot(page, "stop-stopped", nb.cell(index));
     report.steps.stop = step;
   }
@@ -220,8 +253,8 @@ async function testScenario(page, nb) {
   {
     const index = 6;
     await nb.run(index);
-    const step = { status: await nb.waitStatus(index, ["done", "error", "stopped", "limit"]) };
-    step.reply = await nb.text(index, ".agent-kernel-reply");
+    const step = { status: await nb.waitStatus(index, ENDED) };
+    step.reply = await nb.allText(index, ".agent-kernel-reply, .akl-text");
     await shot(page, "after-stop", nb.cell(index));
     report.steps.after_stop = step;
   }
@@ -229,6 +262,49 @@ async function testScenario(page, nb) {
   await nb.run(7);
   await nb.waitIdle(7);
   report.steps.ledger = await nb.text(7, ".jp-OutputArea-output");
+}
+
+// Save, shut the kernel down, reload: every run must read from the file alone.
+async function reopenScenario(page) {
+  const url = new URL(config.url);
+  const token = url.searchParams.get("token");
+  const shutdown = await page.evaluate(async ({ origin, token }) => {
+    const headers = { Authorization: `token ${token}` };
+    const kernels = await (await fetch(`${origin}/api/kernels`, { headers })).json();
+    for (const k of kernels) {
+      await fetch(`${origin}/api/kernels/${k.id}`, { method: "DELETE", headers });
+    }
+    return kernels.length;
+  }, { origin: url.origin, token });
+  log("kernels shut down", shutdown);
+  await page.waitForTimeout(1000);
+  await page.reload({ waitUntil: "domcontentloaded" });
+  const nb = new Notebook(page);
+  await nb.cell(0).waitFor({ timeout: STEP_TIMEOUT });
+  await page.locator(".agent-kernel-run, .akl-run").first().waitFor({ timeout: STEP_TIMEOUT });
+  await page.waitForTimeout(1500);
+  // Which renderer drew the runs: our extension (.akl-run) or the text/html fallback.
+  const reopened = {
+    kernels_shut_down: shutdown, runs: {},
+    extension_runs: await page.locator(".akl-run").count(),
+    html_runs: await page.locator(".agent-kernel-run").count(),
+  };
+  reopened.widget_errors = await page.getByText("Error displaying widget").count();
+  reopened.widget_outputs = await page
+    .locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.widget-view+json"]').count();
+  for (const index of RUN_CELLS) {
+    reopened.runs[index] = {
+      status: await nb.status(index),
+      text: await nb.allText(index, ".agent-kernel-run, .akl-run"),
+      outcome: await nb.allText(index, ".agent-kernel-outcome"),
+    };
+  }
+  report.steps.reopened = reopened;
+  for (const index of [1, 4, 5]) {
+    await nb.cell(index).scrollIntoViewIfNeeded();
+    await shot(page, `reopened-cell${index}`, nb.cell(index));
+  }
+  await shot(page, "reopened-page", page);
 }
 
 async function latencyScenario(page, nb) {
@@ -243,7 +319,7 @@ async function latencyScenario(page, nb) {
     await button.waitFor({ timeout: STEP_TIMEOUT });
     await page.waitForTimeout(200);
     clicks.push({ cell: index, mode: i % 2 ? "wait" : "background", clicked_at: await timedClick(button) });
-    await nb.waitStatus(index, ["done", "error", "stopped", "limit"]);
+    await nb.waitStatus(index, ENDED);
     await nb.waitIdle(index);
   }
   const last = 2 + rounds;

@@ -4,7 +4,8 @@ A private JupyterLab runs on 127.0.0.1; playwright-core (``drive.mjs``) opens
 a notebook and runs ``%agent`` cells on the demo model: a question with
 options answered by a click (non-blocking, then ``--wait``), a free-text
 answer, an approval clicked Deny, a slow approved command stopped with Stop,
-and a run after Stop. Screenshots of each step go to
+and a run after Stop; then it saves, shuts the kernel down and reloads, and
+every run must read in full from the file. Screenshots of each step go to
 ``test-output/browser/``. Missing Chromium or node modules FAIL the test:
 CI installs them (``.ci/run``).
 """
@@ -69,45 +70,52 @@ def _step(report: dict[str, Any], name: str) -> dict[str, Any]:
 
 def test_click_an_option_and_the_reply_uses_it(report: dict[str, Any]) -> None:
     step = _step(report, "ask")
-    assert step["status"].endswith(DONE)
+    assert step["status"] == DONE
     assert "You answered tea, so I will go with tea." in step["reply"]
-    assert step["answered"] == "Answered: tea (user)"
-    assert step["buttons_disabled"] == 2  # both options greyed out once answered
+    assert step["answered"].startswith("You chose tea · ")
+    assert step["outcome"].startswith("You chose tea · ")  # the buttons' output, now text
+    assert step["buttons_left"] == 0 and step["widget_outputs"] == 0
 
 
 def test_click_reaches_a_blocking_wait_cell(report: dict[str, Any]) -> None:
     step = _step(report, "ask_wait")
     assert step["prompt_while_asking"] == "[*]:", "the --wait cell should be busy while asking"
-    assert step["status"].endswith(DONE)
+    assert step["status"] == DONE
     assert "You answered coffee, so I will go with coffee." in step["reply"]
-    assert step["answered"] == "Answered: coffee (user)"
+    assert step["answered"].startswith("You chose coffee · ")
     assert "clicks cannot reach" not in step["stderr"]
 
 
-def test_free_text_answer(report: dict[str, Any]) -> None:
+def test_free_text_answer_sent_with_enter(report: dict[str, Any]) -> None:
     step = _step(report, "text")
-    assert step["status"].endswith(DONE)
+    assert step["status"] == DONE
     assert "You answered Ada Lovelace" in step["reply"]
-    assert step["answered"] == "Answered: Ada Lovelace (user)"
+    assert step["answered"].startswith("You answered “Ada Lovelace” · ")
 
 
 def test_approval_denied_shows_arguments_and_the_model_goes_on(report: dict[str, Any]) -> None:
     step = _step(report, "deny")
     assert step["approval_buttons"] == ["Approve", "Deny", "Always allow this tool"]
+    assert step["primary"] == ["Approve"]
     assert "write_file" in step["question"]
-    assert '"path": "notes.txt"' in step["question"] and '"content": "hello"' in step["question"]
-    assert step["status"].endswith(DONE)
+    assert "notes.txt" in step["question"] and "hello" in step["question"]
+    assert "waiting for your approval" in step["card_while_asking"]
+    assert step["status"] == "denied"
     assert "did not go through" in step["reply"] and "the user denied it" in step["reply"]
-    assert step["answered"] == "Answered: Deny (user)"
+    assert "You denied write_file" in step["card"] and "Denied" in step["card"]
+    assert step["outcome"].startswith("write_file: Denied · ") and step["widget_outputs"] == 0
 
 
 def test_stop_cancels_and_the_conversation_goes_on(report: dict[str, Any]) -> None:
     step = _step(report, "stop")
-    assert "bash running" in step["running_tool"] and not step["running_status"].endswith(DONE)
-    assert step["status"].endswith("stopped")
+    assert "bash" in step["running_tool"] and "running" in step["running_tool"]
+    assert step["running_status"] == "running" and step["stop_buttons"] == 1
+    assert step["status"] == "stopped"
     assert step["stop_to_stopped_ms"] < 10_000
+    assert "Stopped · " in step["outcome"] and step["stop_buttons_after"] == 0
+    assert step["widget_outputs"] == 0
     after = _step(report, "after_stop")
-    assert after["status"].endswith(DONE)
+    assert after["status"] == DONE
     assert "still usable after stop" in after["reply"]
     ledger = report["steps"]["ledger"]
     kinds = json.loads(ledger.split("LEDGER ", 1)[1].splitlines()[0])
@@ -117,25 +125,47 @@ def test_stop_cancels_and_the_conversation_goes_on(report: dict[str, Any]) -> No
     assert "PENDING False" in ledger and "NOTES False" in ledger
 
 
+def test_reopened_without_a_kernel_every_run_reads_in_full(report: dict[str, Any]) -> None:
+    """Saved, kernel shut down, page reloaded: no widget errors, every run still there."""
+    reopened = _step(report, "reopened")
+    assert reopened["kernels_shut_down"] >= 1
+    assert reopened["widget_errors"] == 0 and reopened["widget_outputs"] == 0
+    assert reopened["extension_runs"] + reopened["html_runs"] >= 6
+    runs = reopened["runs"]
+    assert runs["1"]["status"] == DONE and "You answered tea" in runs["1"]["text"]
+    assert "You chose tea" in runs["1"]["outcome"]
+    assert "You answered coffee" in runs["2"]["text"]
+    assert "You answered “Ada Lovelace”" in runs["3"]["text"]
+    assert runs["4"]["status"] == "denied" and "You denied write_file" in runs["4"]["text"]
+    assert runs["5"]["status"] == "stopped" and "Stopped · " in runs["5"]["outcome"]
+    assert runs["6"]["status"] == DONE and "still usable after stop" in runs["6"]["text"]
+
+
 def test_no_news_popup_and_screenshots_saved(report: dict[str, Any]) -> None:
     assert report["news_popup"] == 0
     names = [Path(p).name for p in report["shots"]]
     for key in ("ask-question", "ask-answered", "ask_wait-question", "ask_wait-answered",
-                "approval-question", "approval-denied", "stop-running", "stop-stopped"):
+                "approval-question", "approval-denied", "stop-running", "stop-stopped",
+                "reopened-page"):
         assert any(key in name for name in names), f"no screenshot for {key}: {names}"
     assert all(Path(p).stat().st_size > 1000 for p in report["shots"])
 
 
 def test_saved_notebook_keeps_the_answers(report: dict[str, Any]) -> None:
-    """Without widget state (nbviewer, GitHub) the saved HTML fallback shows the choices."""
+    """The saved file: every output static, the answers in the runs' HTML and state."""
     import nbformat
 
     nb = nbformat.reads(report["saved"], as_version=4)
+    for cell in nb.cells[1:7]:
+        for out in cell.outputs:
+            assert "application/vnd.jupyter.widget-view+json" not in out.get("data", {}), out
 
     def static_html(index: int) -> str:
         outputs = nb.cells[index].outputs
         return "".join(str(out.get("data", {}).get("text/html", "")) for out in outputs)
 
-    assert "Answered: tea (user)" in static_html(1)
-    assert "Answered: coffee (user)" in static_html(2)
-    assert "Answered: Deny (user)" in static_html(4)
+    assert "You chose tea · " in static_html(1)
+    assert "You chose coffee · " in static_html(2)
+    assert "Denied · " in static_html(4)
+    run = nb.cells[1].outputs[0]["data"]["application/vnd.agent-kernel.run.v1+json"]
+    assert run["status"] == "done" and run["version"] == 1

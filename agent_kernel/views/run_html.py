@@ -1,0 +1,317 @@
+"""The run's saved form drawn as HTML and as plain text, for frontends without our extension.
+
+Notebook 7 without the extension, VS Code, nbconvert, GitHub and nbviewer show
+the ``text/html`` of a run's bundle; this module draws it from the same state
+the extension reads (``Transcript.state()``), so both show one run. The HTML
+has no script and loads nothing: a header whose status says what happened,
+one ``<details>`` card per tool call with its one-line summary, results drawn by
+kind (monospace blocks, pretty JSON with a height limit, tables of records),
+the ledger as one quiet line, questions and approvals as the outcome they had.
+Colours come only from JupyterLab's theme variables, each with a fallback, so
+the dark theme works and a page without those variables still reads.
+Everything from the model or a tool is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from datetime import datetime
+from typing import Any
+
+from .summaries import records_of
+
+STATUS_TEXT = {"running": "running", "done": "done", "done_with_failures": "done with failures",
+               "denied": "denied", "stopped": "stopped", "failed": "failed",
+               "limit": "stopped at the limit"}
+MARKS = {"running": "◌", "waiting": "?", "ok": "✓", "failed": "✗"}
+TABLE_COLUMNS = 6
+CELL_CHARS = 200
+TEXT_RESULT_CHARS = 200
+
+_CSS = """<style>
+.agent-kernel-run{font-size:13px;line-height:1.45;color:var(--jp-ui-font-color1,#1f1f1f);
+font-family:var(--jp-ui-font-family,system-ui,sans-serif)}
+.agent-kernel-run p{margin:2px 0 6px}
+.agent-kernel-run .ak-muted{color:var(--jp-ui-font-color2,#4a4a4a)}
+.agent-kernel-run .ak-header{margin:0 0 4px}
+.agent-kernel-run details.agent-kernel-tool{border:1px solid var(--jp-border-color2,#c8c8c8);
+border-radius:4px;padding:2px 8px;margin:4px 0}
+.agent-kernel-run summary{cursor:pointer}
+.agent-kernel-run pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0 4px;
+padding:4px 6px;font-family:var(--jp-code-font-family,monospace);font-size:12px;
+line-height:1.4;background:var(--jp-layout-color2,#f2f2f2);
+color:var(--jp-content-font-color1,#1f1f1f);border-radius:3px}
+.agent-kernel-run pre.ak-json{max-height:18em;overflow:auto}
+.agent-kernel-run table{border-collapse:collapse;font-size:12px;margin:2px 0 4px}
+.agent-kernel-run th,.agent-kernel-run td{border:1px solid var(--jp-border-color2,#c8c8c8);
+padding:1px 6px;text-align:left;vertical-align:top}
+.agent-kernel-run .ak-failed{color:var(--jp-error-color0,#a4161a)}
+.agent-kernel-run .ak-ok{color:var(--jp-success-color0,#1b5e20)}
+.agent-kernel-run .ak-warn{color:var(--jp-warn-color0,#7a4100)}
+</style>"""
+
+
+def esc(value: Any) -> str:
+    """HTML-escaped text."""
+    return html.escape(str(value))
+
+
+def clock(stamp: str | None) -> str:
+    """``12:04:31`` (local time) from an ISO stamp; ``""`` when there is none."""
+    if not stamp:
+        return ""
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    return moment.astimezone().strftime("%H:%M:%S")
+
+
+def seconds(ms: int | None) -> str:
+    """``3.2 s`` or ``2 min 5 s``."""
+    if ms is None:
+        return ""
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms // 60_000} min {ms % 60_000 // 1000} s"
+
+
+def outcome(q: dict[str, Any]) -> str:
+    """How a question or approval ended, in words (``You chose tea · 12:04:31``)."""
+    answer, source = q.get("answer"), q.get("source")
+    if source is None:
+        return "waiting for your approval" if q.get("approval") else "waiting for an answer"
+    if q.get("approval"):
+        if source == "headless":
+            text = ("allowed by the headless policy" if answer == "Approve" else
+                    "not run: no one could approve it (headless policy: deny)")
+        elif source == "user":
+            text = {"Approve": "Approved", "Deny": "Denied",
+                    "Always allow this tool": "Always allowed for this session"}.get(
+                        answer or "", f"Answered {answer}")
+        else:
+            text = "No answer in time: not run"
+    elif source == "user":
+        text = f"You chose {answer}" if q.get("options") else f"You answered “{answer}”"
+    elif source == "timeout":
+        text = "No answer (timed out)"
+    else:
+        text = f"No answer: used the default, {answer}"
+    at = clock(q.get("answered_at"))
+    return f"{text} · {at}" if at and source != "headless" else text
+
+
+def model_words(state: dict[str, Any]) -> str:
+    """``offline demo model``, or the model with its usage and cost when known."""
+    if state.get("offline"):
+        return "offline demo model"
+    parts = [str(state.get("model", ""))]
+    if usage := state.get("usage"):
+        parts.append(f"{usage['total_tokens']} tokens ({usage['prompt_tokens']} in, "
+                     f"{usage['completion_tokens']} out)")
+    if state.get("cost"):
+        parts.append(f"${state['cost']:.4f}")
+    return " · ".join(parts)
+
+
+def phase(state: dict[str, Any]) -> str:
+    """What a running run is doing, from its entries."""
+    loading = state.get("loading")
+    if loading and loading.get("seconds") is None:
+        return f"loading {loading['what']}"
+    for entry in reversed(state["entries"]):
+        if entry["kind"] == "question" and entry["source"] is None:
+            return "waiting for your answer"
+        if entry["kind"] == "tool" and entry["state"] == "waiting":
+            return "waiting for your approval"
+        if entry["kind"] == "tool" and entry["state"] == "running":
+            return f"running {entry['tool']}"
+    return "working"
+
+
+def _code_spans(text: str) -> str:
+    """Escape, then show `backticked` parts as code."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", esc(text))
+
+
+def _markdown(text: str) -> str:
+    try:
+        import mistune
+    except ImportError:  # pragma: no cover - mistune is a dependency
+        return f"<pre>{esc(text)}</pre>"
+    return str(mistune.create_markdown(escape=True, plugins=["strikethrough", "table"])(text))
+
+
+def _compact(value: Any, limit: int = CELL_CHARS) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                           default=repr)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _arguments(arguments: Any) -> str:
+    if not isinstance(arguments, dict):
+        return f"<pre>{esc(_compact(arguments, 4000))}</pre>"
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>{_value_html(v)}</td></tr>"
+                   for k, v in arguments.items() if v is not None)
+    return f"<table class='ak-args'>{rows}</table>" if rows else ""
+
+
+def _value_html(value: Any) -> str:
+    if isinstance(value, str) and "\n" in value:
+        return f"<pre>{esc(value)}</pre>"
+    return esc(_compact(value, 4000))
+
+
+def _records_table(records: list[dict[str, Any]]) -> str:
+    columns: list[str] = []
+    for record in records:
+        columns.extend(k for k in record if k not in columns)
+    columns = columns[:TABLE_COLUMNS]
+    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{esc(_compact(r.get(c, '')))}</td>" for c in columns)
+                   + "</tr>" for r in records)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _result(entry: dict[str, Any]) -> str:
+    kind, result = entry["result_kind"], entry["result"]
+    if kind == "error":
+        return f"<div class='ak-failed'>{esc(entry['error'] or 'failed')}</div>"
+    if kind == "text" and isinstance(result, dict):  # bash: the streams as they were
+        parts = []
+        for stream in ("stdout", "stderr"):
+            if result.get(stream):
+                parts.append(f"<div class='ak-muted'>{stream}</div>"
+                             f"<pre>{esc(result[stream])}</pre>")
+        notes = [n for n in ("truncated", "timed_out") if result.get(n)]
+        if notes:
+            parts.append(f"<div class='ak-muted'>{esc(', '.join(notes).replace('_', ' '))}</div>")
+        return "".join(parts) or "<div class='ak-muted'>no output</div>"
+    if kind == "text":
+        return f"<pre>{esc(result)}</pre>"
+    if kind == "table":
+        records = records_of(result) or []
+        extra = ""
+        if isinstance(result, dict):
+            rest = {k: v for k, v in result.items() if v is not records and not (
+                isinstance(v, list) and v and isinstance(v[0], dict))}
+            extra = " · ".join(f"{esc(k)}: {esc(_compact(v))}" for k, v in rest.items())
+            extra = f"<div class='ak-muted'>{extra}</div>" if extra else ""
+        return _records_table(records) + extra
+    if kind == "json":
+        pretty = json.dumps(result, ensure_ascii=False, indent=2, default=repr)
+        return f"<pre class='ak-json'>{esc(pretty)}</pre>"
+    return ""
+
+
+def _ledger(ledger: dict[str, Any] | None) -> str:
+    if not ledger:
+        return ""
+    digest = (ledger.get("hash") or "")[:12]
+    return (f"<div class='ak-muted ak-ledger'>ledger {esc(ledger['record_id'])} · "
+            f"{esc(clock(ledger.get('timestamp')))} · in ledger ✓ · {esc(digest)}</div>")
+
+
+def tool_html(entry: dict[str, Any]) -> str:
+    """One tool call: a ``<details>`` card whose summary line says what it did."""
+    state = entry["state"]
+    mark_class = {"ok": "ak-ok", "failed": "ak-failed", "waiting": "ak-warn"}.get(state, "")
+    head = (f"<span class='{mark_class}'>{MARKS.get(state, '')}</span> <b>{esc(entry['tool'])}"
+            f"</b> · <span class='ak-summary'>{_code_spans(entry['summary'])}</span>")
+    body = [_arguments(entry["arguments"])]
+    if (approval := entry.get("approval")) is not None:
+        body.append(f"<div class='agent-kernel-answered'>{esc(outcome(approval))}</div>")
+    body.append(_result(entry))
+    body.append(_ledger(entry.get("ledger")))
+    opened = " open" if state == "waiting" else ""
+    return (f"<details class='agent-kernel-tool' data-state='{esc(state)}'{opened}>"
+            f"<summary>{head}</summary>{''.join(body)}</details>")
+
+
+def question_html(q: dict[str, Any]) -> str:
+    """A question (or an approval with no card) and how it ended."""
+    title = "Approval" if q["approval"] else "Question"
+    options = f" <span class='ak-muted'>({esc(' / '.join(q['options']))})</span>" \
+        if q.get("options") and not q["approval"] else ""
+    details = ""
+    if q["approval"] and q.get("details"):
+        details = _arguments((q["details"] or {}).get("arguments"))
+    return (f"<div class='agent-kernel-question'><b>{title}:</b> {_code_spans(q['question'])}"
+            f"{options}{details}<div class='agent-kernel-answered'>{esc(outcome(q))}</div></div>")
+
+
+def html_of(state: dict[str, Any]) -> str:
+    """The whole run as self-contained HTML."""
+    status = state["status"]
+    words = STATUS_TEXT.get(status, status)
+    if status == "running":
+        words = f"running · {phase(state)}"
+    status_class = {"done": "ak-ok", "failed": "ak-failed", "stopped": "ak-warn",
+                    "done_with_failures": "ak-warn", "denied": "ak-warn",
+                    "limit": "ak-warn"}.get(status, "")
+    header = [f"<b class='agent-kernel-status {status_class}' data-status='{esc(status)}'>"
+              f"{esc(words)}</b>"]
+    if state.get("elapsed_ms") is not None:
+        header.append(f"<span class='agent-kernel-elapsed'>{seconds(state['elapsed_ms'])}</span>")
+    header.append(f"<span class='ak-muted'>{esc(model_words(state))}</span>")
+    out = [_CSS, f"<div class='agent-kernel-run' data-run-id='{esc(state['run_id'])}'>",
+           f"<div class='ak-header'>{' · '.join(header)}</div>",
+           f"<div class='ak-prompt'><span class='ak-muted'>Prompt:</span> {esc(state['prompt'])}"
+           "</div>"]
+    if (loading := state.get("loading")) is not None:
+        line = (f"loading {loading['what']}…" if loading.get("seconds") is None else
+                f"loaded {loading['what']} in {loading['seconds']:.1f} s")
+        out.append(f"<div class='ak-muted'>{esc(line)}</div>")
+    for entry in state["entries"]:
+        kind = entry["kind"]
+        if kind == "text":
+            out.append(f"<div class='agent-kernel-reply'>{_markdown(entry['text'])}</div>")
+        elif kind == "tool":
+            out.append(tool_html(entry))
+        elif kind == "question":
+            out.append(question_html(entry))
+        elif kind == "console":
+            out.append(f"<pre class='ak-console'>{esc(entry['text'])}</pre>")
+        elif kind == "notice":
+            level = {"warning": "ak-warn", "error": "ak-failed"}.get(entry["level"], "ak-muted")
+            out.append(f"<div class='{level}'>{esc(entry['text'])}</div>")
+        elif kind == "error":
+            out.append(f"<div class='ak-failed'><b>Error:</b> {esc(entry['text'])}</div>")
+    out.append("</div>")
+    return "".join(out)
+
+
+def text_of(state: dict[str, Any]) -> str:
+    """The whole run as plain text."""
+    status = STATUS_TEXT.get(state["status"], state["status"])
+    lines = [f"[agent · {state['model']} · {state['run_id']}] {state['prompt']}"]
+    if (loading := state.get("loading")) is not None and loading.get("seconds") is not None:
+        lines.append(f"loaded {loading['what']} in {loading['seconds']:.1f} s")
+    for entry in state["entries"]:
+        kind = entry["kind"]
+        if kind == "text":
+            lines.append(entry["text"].strip())
+        elif kind == "tool":
+            ledger = f" [ledger {entry['ledger']['record_id']}]" if entry.get("ledger") else ""
+            lines.append(f"- {entry['tool']}: {entry['summary']}{ledger}")
+            if entry.get("approval"):
+                lines.append(f"    approval: {outcome(entry['approval'])}")
+            if entry["result_kind"] == "text":
+                result = entry["result"]
+                shown = result if isinstance(result, str) else (result or {}).get("stdout", "")
+                if shown.strip():
+                    lines.append("    " + _compact(shown.strip(), TEXT_RESULT_CHARS))
+        elif kind == "question":
+            lines.append(f"? {entry['question']} -> {outcome(entry)}")
+        elif kind == "error":
+            lines.append(f"Error: {entry['text']}")
+        else:
+            lines.append(entry["text"])
+    tail = [status]
+    if state.get("elapsed_ms") is not None:
+        tail.append(seconds(state["elapsed_ms"]))
+    tail.append(model_words(state))
+    lines.append(" · ".join(tail))
+    return "\n".join(lines)

@@ -1,0 +1,109 @@
+/**
+ * The saved form of one agent-kernel run (schema version 1).
+ *
+ * The kernel writes it (`Transcript.state()` in agent_kernel/views/mime.py)
+ * as the `application/vnd.agent-kernel.run.v1+json` part of a run's output;
+ * this extension only reads it. `test/fixtures/run.json` holds every kind.
+ */
+
+export const RUN_MIME = 'application/vnd.agent-kernel.run.v1+json';
+
+export type RunStatus =
+  | 'running'
+  | 'done'
+  | 'done_with_failures'
+  | 'denied'
+  | 'stopped'
+  | 'failed'
+  | 'limit';
+
+export interface IUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface ILoading {
+  what: string;
+  seconds: number | null;
+}
+
+export interface ITextEntry {
+  kind: 'text';
+  text: string;
+}
+
+export interface IQuestionEntry {
+  kind: 'question';
+  question_id: string;
+  question: string;
+  options: string[] | null;
+  default: string | null;
+  timeout: number;
+  asked_at: string | null;
+  approval: boolean;
+  details: { [key: string]: unknown } | null;
+  answer: string | null;
+  source: 'user' | 'default' | 'timeout' | 'headless' | null;
+  answered_at: string | null;
+}
+
+export interface ILedgerLine {
+  record_id: string;
+  timestamp: string | null;
+  hash: string | null;
+}
+
+export interface IToolEntry {
+  kind: 'tool';
+  call_id: string;
+  tool: string;
+  arguments: unknown;
+  state: 'running' | 'waiting' | 'ok' | 'failed';
+  summary: string;
+  result: unknown;
+  result_kind: 'text' | 'json' | 'table' | 'error' | null;
+  error: string | null;
+  duration_ms: number | null;
+  ledger: ILedgerLine | null;
+  approval: IQuestionEntry | null;
+}
+
+export interface INoticeEntry {
+  kind: 'notice';
+  level: 'info' | 'warning' | 'error';
+  text: string;
+}
+
+export interface IConsoleEntry {
+  kind: 'console';
+  text: string;
+}
+
+export interface IErrorEntry {
+  kind: 'error';
+  text: string;
+}
+
+export type Entry =
+  | ITextEntry
+  | IToolEntry
+  | IQuestionEntry
+  | INoticeEntry
+  | IConsoleEntry
+  | IErrorEntry;
+
+export interface IRunState {
+  version: number;
+  run_id: string;
+  prompt: string;
+  model: string;
+  offline: boolean;
+  status: RunStatus;
+  started_at: string | null;
+  elapsed_ms: number | null;
+  usage: IUsage | null;
+  cost: number | null;
+  loading: ILoading | null;
+  entries: Entry[];
+}

@@ -1,0 +1,142 @@
+/**
+ * The words a person reads: status, times, outcomes of questions and approvals.
+ *
+ * They match the kernel's HTML fallback (agent_kernel/views/run_html.py), so
+ * a run reads the same with and without this extension.
+ */
+
+import { IQuestionEntry, IRunState, RunStatus } from './state';
+
+export const STATUS_TEXT: { [status in RunStatus]: string } = {
+  running: 'running',
+  done: 'done',
+  done_with_failures: 'done with failures',
+  denied: 'denied',
+  stopped: 'stopped',
+  failed: 'failed',
+  limit: 'stopped at the limit'
+};
+
+export const APPROVE = 'Approve';
+export const DENY = 'Deny';
+export const ALWAYS = 'Always allow this tool';
+
+/** `12:04:31` in local time from an ISO stamp; `''` when there is none. */
+export function clock(stamp: string | null | undefined): string {
+  if (!stamp) {
+    return '';
+  }
+  const moment = new Date(stamp);
+  if (isNaN(moment.getTime())) {
+    return '';
+  }
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${two(moment.getHours())}:${two(moment.getMinutes())}:${two(moment.getSeconds())}`;
+}
+
+/** `3.2 s` or `2 min 5 s`. */
+export function seconds(ms: number): string {
+  if (ms < 60_000) {
+    return `${(ms / 1000).toFixed(1)} s`;
+  }
+  return `${Math.floor(ms / 60_000)} min ${Math.floor((ms % 60_000) / 1000)} s`;
+}
+
+/** `offline demo model`, or the model with usage and cost when they are known. */
+export function modelWords(state: IRunState): string {
+  if (state.offline) {
+    return 'offline demo model';
+  }
+  const parts = [state.model];
+  const usage = state.usage;
+  if (usage) {
+    parts.push(
+      `${usage.total_tokens} tokens (${usage.prompt_tokens} in, ${usage.completion_tokens} out)`
+    );
+  }
+  if (state.cost) {
+    parts.push(`$${state.cost.toFixed(4)}`);
+  }
+  return parts.join(' · ');
+}
+
+/** How long the run has been going, in whole seconds (for a running run). */
+function runningSeconds(state: IRunState): number {
+  if (state.elapsed_ms !== null && state.elapsed_ms !== undefined) {
+    return Math.round(state.elapsed_ms / 1000);
+  }
+  const started = state.started_at ? new Date(state.started_at).getTime() : NaN;
+  return isNaN(started) ? 0 : Math.max(0, Math.round((Date.now() - started) / 1000));
+}
+
+/** What a running run is doing, from its entries. */
+export function phase(state: IRunState): string {
+  const loading = state.loading;
+  if (loading && (loading.seconds === null || loading.seconds === undefined)) {
+    return `loading ${loading.what}… ${runningSeconds(state)} s`;
+  }
+  for (let i = state.entries.length - 1; i >= 0; i--) {
+    const entry = state.entries[i];
+    if (entry.kind === 'question' && entry.source === null) {
+      return entry.approval ? 'waiting for your approval' : 'waiting for your answer';
+    }
+    if (entry.kind === 'tool' && entry.state === 'waiting') {
+      return 'waiting for your approval';
+    }
+    if (entry.kind === 'tool' && entry.state === 'running') {
+      return `running ${entry.tool}`;
+    }
+  }
+  return 'working';
+}
+
+/** The header's status words: `done`, `done with failures`, `running · loading …`. */
+export function statusWords(state: IRunState): string {
+  const words = STATUS_TEXT[state.status] ?? String(state.status);
+  return state.status === 'running' ? `${words} · ${phase(state)}` : words;
+}
+
+/** Whether an approval's answer let the call run. */
+export function approved(question: IQuestionEntry): boolean {
+  return question.answer === APPROVE || question.answer === ALWAYS;
+}
+
+/** How a question or approval ended (`You chose staging · 12:04:31`). */
+export function outcome(question: IQuestionEntry, running: boolean): string {
+  const { answer, source } = question;
+  if (source === null || source === undefined) {
+    if (!running) {
+      return 'Not answered';
+    }
+    return question.approval ? 'Waiting for your approval' : 'Waiting for your answer';
+  }
+  let text: string;
+  if (question.approval) {
+    if (source === 'headless') {
+      text = approved(question)
+        ? 'Allowed by the headless policy'
+        : 'Not run: no one could approve it (headless policy: deny)';
+    } else if (source === 'user') {
+      text =
+        answer === APPROVE
+          ? 'Approved'
+          : answer === DENY
+            ? 'Denied'
+            : answer === ALWAYS
+              ? 'Always allowed for this session'
+              : `Answered ${answer}`;
+    } else {
+      text = 'No one answered in time: not run';
+    }
+  } else if (source === 'user') {
+    text = question.options ? `You chose ${answer}` : `You answered “${answer}”`;
+  } else if (source === 'timeout') {
+    text = 'No one answered in time';
+  } else if (source === 'headless') {
+    text = answer ? `No one to ask (headless run): went on with ${answer}` : 'No one to ask';
+  } else {
+    text = `No answer: used the default, ${answer}`;
+  }
+  const at = clock(question.answered_at);
+  return at && source !== 'headless' ? `${text} · ${at}` : text;
+}

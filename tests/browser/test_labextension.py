@@ -1,0 +1,187 @@
+"""The JupyterLab extension draws a saved run from its JSON, with no kernel, light and dark.
+
+A private JupyterLab (``labserver.py``) opens a notebook whose outputs are run
+bundles as the kernel saves them: our MIME type with the fixture
+``labextension/test/fixtures/run.json`` (every kind of entry), plus the
+``text/html`` and ``text/plain`` fallbacks. No kernel runs. ``render.mjs``
+(playwright-core, Debian's Chromium) reports what the renderer drew and the
+contrast of every piece of its text; screenshots go to
+``test-output/browser/labextension/``. The extension must be installed in this
+environment (``pip install -e .`` builds and installs it).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import subprocess
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from labserver import CHROMIUM, HERE, Lab, missing_requirements, start_lab
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "labextension" / "test" / "fixtures" / "run.json"
+OUTPUT = ROOT / "test-output" / "browser" / "labextension"
+RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
+THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
+AA = 4.5
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+
+
+def running_variant(state: dict[str, Any]) -> dict[str, Any]:
+    """The fixture as a first run on the demo model would show it while litellm loads."""
+    live = copy.deepcopy(state)
+    live.update(status="running", offline=True, model="demo", usage=None, cost=None,
+                elapsed_ms=3400, loading={"what": "the model library", "seconds": None})
+    waiting = copy.deepcopy(state["entries"][2])  # write_file, now waiting for approval
+    waiting.update(state="waiting", summary="waiting for your approval", result=None,
+                   result_kind=None, error=None, duration_ms=None, ledger=None)
+    waiting["approval"].update(answer=None, source=None, answered_at=None)
+    live["entries"] = [state["entries"][0], waiting]
+    return live
+
+
+def bundle(state: dict[str, Any]) -> dict[str, Any]:
+    """A run's output as the kernel saves it (the fallbacks from the kernel's own code)."""
+    from agent_kernel.views.run_html import html_of, text_of
+
+    return {RUN_MIME: state, "text/html": html_of(state), "text/plain": text_of(state)}
+
+
+def write_saved_notebook(lab: Lab, name: str) -> None:
+    import nbformat
+
+    state = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    nb = nbformat.v4.new_notebook()
+    # A kernel that does not exist: JupyterLab asks, the driver picks "No Kernel".
+    nb.metadata["kernelspec"] = {"name": "agent-kernel-none", "display_name": "None",
+                                 "language": "python"}
+    for source, run in ((f"%agent {state['prompt']}", state),
+                        ("%agent hello", running_variant(state))):
+        cell = nbformat.v4.new_code_cell(source, execution_count=1)
+        cell.outputs = [nbformat.v4.new_output("display_data", data=bundle(run))]
+        nb.cells.append(cell)
+    nbformat.validate(nb)
+    nbformat.write(nb, str(lab.root / name))
+
+
+def set_theme(lab: Lab, theme: str) -> None:
+    folder = Path(lab.env["JUPYTERLAB_SETTINGS_DIR"]) / "@jupyterlab" / "apputils-extension"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "themes.jupyterlab-settings").write_text(json.dumps({"theme": theme}))
+
+
+def render(lab: Lab, notebook: str, theme: str) -> dict[str, Any]:
+    config = {"url": lab.notebook_url(notebook), "shots": str(OUTPUT), "theme": theme,
+              "chromium": str(CHROMIUM), "profile": str(lab.base / f"chromium-{theme}")}
+    done = subprocess.run(["node", str(HERE / "render.mjs"), json.dumps(config)],
+                          capture_output=True, text=True, timeout=180, cwd=HERE)
+    line = next((x for x in reversed(done.stdout.splitlines()) if x.startswith("REPORT ")), None)
+    if line is None:
+        raise RuntimeError(f"render.mjs gave no report (exit {done.returncode}):\n"
+                           f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}\n{lab.log()}")
+    report: dict[str, Any] = json.loads(line[len("REPORT "):])
+    with urllib.request.urlopen(f"{lab.url}/api/kernels?token={lab.token}", timeout=10) as r:
+        report["kernels"] = json.load(r)
+    return report
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    problem = missing_requirements()
+    if problem:
+        pytest.fail(f"the browser test needs Chromium and playwright-core: {problem}",
+                    pytrace=False)
+    shutil.rmtree(OUTPUT, ignore_errors=True)
+    OUTPUT.mkdir(parents=True)
+    lab = start_lab(tmp_path_factory.mktemp("lab"))
+    try:
+        write_saved_notebook(lab, "saved_runs.ipynb")
+        found: dict[str, dict[str, Any]] = {}
+        for key, theme in THEMES.items():
+            set_theme(lab, theme)
+            found[key] = render(lab, "saved_runs.ipynb", key)
+        (OUTPUT / "report.json").write_text(json.dumps(found, indent=2))
+        return found
+    finally:
+        lab.stop()
+
+
+@pytest.fixture(params=sorted(THEMES))
+def report(request: pytest.FixtureRequest, reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    found = reports[request.param]
+    assert not found["errors"], "\n".join(found["errors"])
+    return found
+
+
+def test_the_extension_draws_saved_runs_without_a_kernel(report: dict[str, Any]) -> None:
+    assert report["kernels"] == [], "the notebook should be open with no kernel"
+    assert report["roots"] == 2, "our renderer should draw both saved runs"
+    assert report["html_fallbacks"] == 0, "JupyterLab chose the HTML fallback over our renderer"
+    assert report["widget_errors"] == 0
+
+
+def test_the_theme_is_the_one_asked_for(report: dict[str, Any]) -> None:
+    assert report["dark"] == (report["theme"] == "dark")
+
+
+def test_header_tells_the_truth(report: dict[str, Any]) -> None:
+    done, live = report["runs"]
+    assert done["status"] == "done with failures"
+    assert "14.3 s" in done["header"]
+    assert "openai/gpt-4o-mini · 1545 tokens (1200 in, 345 out) · $0.0004" in done["header"]
+    assert live["status"] == "running · loading the model library… 3 s"
+    assert "offline demo model" in live["header"] and "tokens" not in live["header"]
+
+
+def test_tool_cards_summaries_results_and_ledger(report: dict[str, Any]) -> None:
+    run = report["runs"][0]
+    assert run["tools"][0] == "✓bash · ran ls -la · exit 0 · 5 ms"
+    assert run["tool_states"] == ["ok", "failed", "failed", "ok", "ok", "ok"]
+    assert run["args"][0] == ["cmd"], "null arguments are hidden"
+    assert sorted(run["args"][1]) == ["content", "path"]  # "mode": null hidden
+    stdout = run["blocks"][0]
+    assert "total 8\ndrwxr-xr-x" in stdout, "text results keep their line breaks"
+    assert run["blocks"][-1] == "first line\nsecond line"
+    assert run["table_rows"] == 3, "a list of records is a table"
+    assert report["json_block"] == {"max_height": report["json_block"]["max_height"],
+                                    "scrolls": True}
+    assert report["json_block"]["max_height"] != "none"
+    assert "You denied write_file, so notes.txt was not written." in run["errors"]
+    assert run["ledger"][0] == "ledger rec_0001 · 12:04:31 · in ledger ✓ · 3f9a1c0b7e2d"
+    assert len(run["ledger"]) == 5
+
+
+def test_questions_and_approvals_read_as_their_outcome(report: dict[str, Any]) -> None:
+    done, live = report["runs"]
+    assert done["outcomes"] == [
+        "Approved · 12:04:31", "Denied · 12:04:40", "No one answered in time: not run · 12:09:41",
+        "You chose staging · 12:04:51", "You answered “Ada Lovelace” · 12:04:58",
+        "No one answered in time · 12:06:00",
+        "Not run: no one could approve it (headless policy: deny)",
+        "No answer: used the default, no · 12:06:32"]
+    assert live["outcomes"] == ["Waiting for your approval (no answer after 300 s ends it)"]
+    assert "button" not in json.dumps(report["runs"]).lower()
+
+
+def test_model_text_is_data_only(report: dict[str, Any]) -> None:
+    run = report["runs"][0]
+    assert run["markdown_strong"] == ["step 1", "notes.txt"], "Markdown is rendered"
+    assert report["unsafe"] == 0 and report["xss"] is None
+
+
+def test_text_contrast_is_aa(report: dict[str, Any]) -> None:
+    measured = report["contrast"]
+    assert len(measured) > 60
+    low = [m for m in measured if m["ratio"] < AA]
+    assert not low, json.dumps(low, indent=1, ensure_ascii=False)
+
+
+def test_screenshots_saved(report: dict[str, Any]) -> None:
+    shots = [Path(p) for p in report["shots"]]
+    assert len(shots) == 3 and all(p.stat().st_size > 10_000 for p in shots)
