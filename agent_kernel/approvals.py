@@ -3,9 +3,14 @@
 Tools marked ``side_effects=True`` (writing files, shell commands, non-GET
 HTTP, code execution, conditions that evaluate code) pass through
 :meth:`Approvals.check`. In a notebook the person sees the exact arguments
-with Approve / Deny / Always allow buttons; "always" lasts for this kernel
-session. With nobody to ask, the configured headless policy decides (deny by
-default). Every decision is a ledger record.
+with Approve / Deny / Always allow buttons. With nobody to ask, the configured
+headless policy decides (deny by default). Every decision is a ledger record.
+
+"Always allow this tool" gives a *standing permission*: the tool runs without
+asking until the person revokes it (:meth:`Approvals.revoke`, ``%agent_config
+--revoke``) or the Agent ends. Granting and revoking are ledger records
+(``permission_granted``, ``permission_revoked``) and each call let through
+says so, but a record is history, not a grant: a new kernel starts with none.
 
 Code that must be approved *again later* (a trigger's condition, restored by
 the next kernel) is approved with a ``digest`` of exactly that code; the
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .events import LedgerRecorded, Notice
@@ -53,6 +59,31 @@ class Refusal:
     guidance: str = REFUSAL_GUIDANCE
 
 
+@dataclass(frozen=True)
+class StandingPermission:
+    """One "Always allow this tool": ``tool`` runs without asking since ``since``."""
+
+    tool: str
+    since: datetime
+    """When it was granted (aware, UTC: the ledger record's timestamp)."""
+    run_id: str
+    """The run in which the person chose "Always allow"."""
+    record_id: str | None = None
+    """The ``permission_granted`` ledger record."""
+
+    def describe(self, now: datetime | None = None) -> str:
+        """``write_file · since 12:04:31 CET (4 min ago) · granted in run run_…``."""
+        local = self.since.astimezone()
+        now = now or datetime.now(timezone.utc)
+        minutes = int((now - self.since).total_seconds() // 60)
+        ago = "just now" if minutes < 1 else f"{minutes} min ago" if minutes < 120 else (
+            f"{minutes // 60} h ago")
+        when = local.strftime("%H:%M:%S") if local.date() == now.astimezone().date() else (
+            local.strftime("%Y-%m-%d %H:%M:%S"))
+        return f"{self.tool} · since {when} {local.strftime('%Z')} ({ago}) · granted in run " \
+               f"{self.run_id}"
+
+
 class ApprovalHost(Protocol):
     """What approvals need of an agent."""
 
@@ -77,8 +108,38 @@ class Approvals:
 
     def __init__(self, host: ApprovalHost) -> None:
         self.host = host
-        self.always_allowed: set[str] = set()
+        self._standing: dict[str, StandingPermission] = {}
         self.timeout = APPROVAL_TIMEOUT
+
+    def standing(self) -> list[StandingPermission]:
+        """The standing permissions of this Agent, oldest first."""
+        return sorted(self._standing.values(), key=lambda p: p.since)
+
+    def grant(self, tool: str, run_id: str = "person") -> StandingPermission:
+        """Let ``tool`` run without asking from now on (what "Always allow" does).
+
+        Recorded as ``permission_granted``; granting a tool already allowed changes nothing.
+        """
+        if (held := self._standing.get(tool)) is not None:
+            return held
+        return self._granted(tool, run_id, self._write_grant(tool, run_id))
+
+    def revoke(self, tool: str) -> list[StandingPermission]:
+        """End the standing permission of ``tool`` (``"all"``: every one); the next call asks.
+
+        Returns what was revoked, each recorded as ``permission_revoked``; an empty list
+        when ``tool`` had none.
+        """
+        ended = self.standing() if tool == "all" else (
+            [self._standing[tool]] if tool in self._standing else [])
+        for permission in ended:
+            del self._standing[permission.tool]
+            record = self.host.ledger.record_event(
+                "permission_revoked", agent_id=self.host.agent_id, run_id="person",
+                tool_name=permission.tool, by="user", granted_in=permission.run_id,
+                granted_record_id=permission.record_id)
+            self._announce("person", record, None)
+        return ended
 
     async def check(self, ctx: ToolContext, tool: Tool,
                     arguments: dict[str, Any]) -> Refusal | None:
@@ -94,8 +155,9 @@ class Approvals:
         ``digest`` names exactly the code being approved; an approval (also an "always"
         one) is then recorded with it and signed, so it can be checked after a restart.
         """
-        if what in self.always_allowed:
-            await self._record(run_id, what, arguments, True, ALWAYS, "always", digest)
+        if (held := self._standing.get(what)) is not None:
+            await self._record(run_id, what, arguments, True, ALWAYS, "always", digest,
+                               standing=held)
             return None
         channel = self.host.questions
         if channel.interactive:
@@ -113,9 +175,10 @@ class Approvals:
             policy = self.host.settings.headless_approval
             answer, source = (APPROVE if policy == "allow" else DENY), "policy"
         approved = answer in (APPROVE, ALWAYS)
-        if answer == ALWAYS:
-            self.always_allowed.add(what)
         await self._record(run_id, what, arguments, approved, answer, source, digest)
+        if answer == ALWAYS and what not in self._standing:
+            record = await asyncio.to_thread(self._write_grant, what, run_id)
+            self._granted(what, run_id, record)
         if approved:
             return None
         if source == "user":
@@ -137,10 +200,22 @@ class Approvals:
         return record
 
     async def _record(self, run_id: str, what: str, arguments: dict[str, Any], approved: bool,
-                      answer: str, source: str, digest: str | None = None) -> None:
+                      answer: str, source: str, digest: str | None = None,
+                      standing: StandingPermission | None = None) -> None:
         record, warning = await asyncio.to_thread(self._write, run_id, what, arguments,
-                                                  approved, answer, source, digest)
+                                                  approved, answer, source, digest, standing)
         self._announce(run_id, record, warning)
+
+    def _write_grant(self, tool: str, run_id: str) -> dict[str, Any]:
+        return self.host.ledger.record_event(
+            "permission_granted", agent_id=self.host.agent_id, run_id=run_id, tool_name=tool,
+            by="user")
+
+    def _granted(self, tool: str, run_id: str, record: dict[str, Any]) -> StandingPermission:
+        permission = self._standing.setdefault(tool, StandingPermission(
+            tool, _when(record.get("timestamp")), run_id, record.get("record_id")))
+        self._announce(run_id, record, None)
+        return permission
 
     def _announce(self, run_id: str, record: dict[str, Any], warning: str | None) -> None:
         # Subscribers (views) are not thread-safe: events go out on the caller's thread.
@@ -149,12 +224,17 @@ class Approvals:
         self.host.bus.emit(LedgerRecorded(run_id, record))
 
     def _write(self, run_id: str, what: str, arguments: dict[str, Any], approved: bool,
-               answer: str, source: str, digest: str | None
+               answer: str, source: str, digest: str | None,
+               standing: StandingPermission | None = None
                ) -> tuple[dict[str, Any], str | None]:
         from .trust import TrustError, sign
 
         fields: dict[str, Any] = {}
         warning = None
+        if standing is not None:
+            fields["standing_since"] = standing.since.isoformat(
+                timespec="milliseconds").replace("+00:00", "Z")
+            fields["permission_record_id"] = standing.record_id
         if digest is not None:
             fields["digest"] = digest
             if approved:
@@ -169,3 +249,36 @@ class Approvals:
             source=source, **fields,
         )
         return record, warning
+
+
+def _when(stamp: Any) -> datetime:
+    """A ledger timestamp as an aware datetime (now, if it cannot be read)."""
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.now(timezone.utc)
+
+
+def describe_standing(approvals: Approvals | None) -> str:
+    """The standing permissions as a person reads them (``%agent_config --permissions``)."""
+    held = approvals.standing() if approvals is not None else []
+    if not held:
+        return "No standing permissions: every side-effecting tool asks before it runs."
+    lines = [f"Standing permissions ({len(held)}; each tool runs without asking until you "
+             "revoke it or this kernel session ends):"]
+    lines += [f"  {permission.describe()}" for permission in held]
+    lines.append("Revoke one with %agent_config --revoke TOOL, or all with --revoke all.")
+    return "\n".join(lines)
+
+
+def revoke_words(approvals: Approvals | None, tool: str) -> str:
+    """Revoke ``tool`` (or ``all``) and say what changed (``%agent_config --revoke``)."""
+    ended = approvals.revoke(tool) if approvals is not None else []
+    if ended:
+        names = ", ".join(p.tool for p in ended)
+        again = "it asks" if len(ended) == 1 else "each asks"
+        return f"Revoked the standing permission of {names}: {again} before it runs again."
+    if tool == "all":
+        return "There were no standing permissions to revoke."
+    return (f"{tool} has no standing permission, so there is nothing to revoke; it already "
+            "asks before it runs.")

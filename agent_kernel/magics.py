@@ -308,13 +308,27 @@ class AgentMagics(Magics, Configurable):
     @magic_arguments()
     @argument("--model", default=None, help="Set the model (demo or a litellm model string).")
     @argument("--workspace", default=None, help="Set the workspace folder (a fresh agent).")
+    @argument("--permissions", action="store_true",
+              help='List the standing permissions ("Always allow this tool").')
+    @argument("--revoke", default=None, metavar="TOOL",
+              help="Revoke the standing permission of TOOL (or all of them: --revoke all).")
     @line_magic
     def agent_config(self, line: str) -> None:
-        """Show the configuration, or set ``--model`` / ``--workspace``."""
+        """Show the configuration, set ``--model`` / ``--workspace``, or list (``--permissions``)
+        and revoke (``--revoke TOOL``) standing permissions."""
+        from .approvals import describe_standing, revoke_words
+
         try:
             args = parse_argstring(self.agent_config, line)
         except Exception as exc:
             print(f"agent-kernel: {exc}", file=sys.stderr)
+            return
+        if args.permissions or args.revoke:
+            approvals = self._agent.approvals if self._agent is not None else None
+            if args.revoke:
+                print(revoke_words(approvals, args.revoke))
+            if args.permissions:
+                print(describe_standing(approvals))
             return
         if args.model and not _model_ok(args.model):
             return  # nothing changes: the old model and workspace stay
@@ -342,10 +356,12 @@ class AgentMagics(Magics, Configurable):
             state = ("live frontend" if self.probe.answered.is_set() else
                      "no probe sent" if self.probe.sent_at is None else "no frontend answered")
             interactive = f"auto ({state})"
+        standing = len(self._agent.approvals.standing()) if self._agent else 0
         return (f"model: {self.model}\nworkspace: {root}\ntool_timeout: {self.tool_timeout:g} s\n"
                 f"max_tool_calls: {self.max_tool_calls}\nheadless_approval: "
                 f"{self.headless_approval}\napi_base: {self.api_base or '(provider default)'}\n"
-                f"interactive: {interactive}")
+                f"interactive: {interactive}\nstanding permissions: {standing}"
+                f"{' (%agent_config --permissions)' if standing else ''}")
 
     @line_magic
     def agent_wait(self, line: str = "") -> None:

@@ -58,6 +58,7 @@ def test_the_fixture_covers_every_kind() -> None:
     assert {t["state"] for t in tools} == {"ok", "failed"}  # running/waiting: the browser test
     questions = [e for e in entries if e["kind"] == "question"] + [
         t["approval"] for t in tools if t["approval"]]
-    assert {q["source"] for q in questions} == {"user", "default", "timeout", "headless"}
+    assert {q["source"] for q in questions} == {"user", "default", "timeout", "headless",
+                                              "standing"}
     assert {q["approval"] for q in questions} == {True, False}
     assert {e["level"] for e in entries if e["kind"] == "notice"} == {"info", "warning", "error"}

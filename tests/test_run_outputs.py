@@ -55,6 +55,8 @@ def test_saved_runs_are_static_bundles_whose_status_tells_the_truth(run_notebook
                "m.current().agent.settings.headless_approval = 'deny'",
                *(CELLS[k] for k in ("answer", "tool_failed", "denied", "question"))]
     nb = run_notebook(sources, cwd=tmp_path, timeout=120)
+    # A headless run makes no widget: nothing in the file needs a widget manager to read.
+    assert "widgets" not in nb.metadata
     by_source = {cell.source: cell for cell in nb.cells}
     states = {}
     for key, source in CELLS.items():

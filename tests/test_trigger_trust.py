@@ -203,20 +203,24 @@ async def test_approving_a_restored_condition_arms_it_and_the_approval_survives(
 
 async def test_the_panel_says_needs_approval_and_its_button_approves(
         tmp_path: Path, clock: ManualClock) -> None:
-    from agent_kernel.triggers.panel import TriggersPanel
+    from agent_kernel.triggers.panel import PanelControls, TriggersPanel
 
     workspace, marker = tmp_path / "ws", tmp_path / "MARKER"
     plant(workspace, condition={"kind": "expression", "expression": touching(marker)})
     scheduler = new_scheduler(workspace, clock, namespace={})
     panel = TriggersPanel(scheduler)
-    row = panel.rows["trg_planted"]
-    assert "needs approval" in row.html.value and "1 need approval" in panel.title.value
-    assert row.approve.layout.display != "none" and not row.approve.disabled
-    assert "[conditional, needs approval]" in panel._repr_mimebundle_()["text/plain"]
+    panel.controls = PanelControls(panel)
+    html = panel.bundle()["text/html"]
+    assert "data-status='needs_approval'" in html and "1 need approval" in html
+    approve = panel.controls.rows["trg_planted"].buttons["approve"]
+    assert approve.layout.display != "none" and not approve.disabled
+    assert "[conditional, needs approval]" in panel.bundle()["text/plain"]
     await tick(scheduler, clock)
     assert not marker.exists()
-    row.approve.click()
-    assert "active" in row.html.value and row.approve.layout.display == "none"
+    approve.click()
+    assert "data-status='active'" in panel.bundle()["text/html"]
+    assert approve.layout.display == "none" and panel.controls.outcomes[0].startswith(
+        "Approved trg_planted")
     await tick(scheduler, clock)
     assert marker.exists()
     await scheduler.close()
@@ -357,7 +361,7 @@ async def test_always_allow_still_records_each_condition_with_its_digest(
         tmp_path: Path, clock: ManualClock) -> None:
     workspace = tmp_path / "ws"
     first = new_scheduler(workspace, clock, approval="deny")
-    first.agent.approvals.always_allowed.add("condition")
+    first.agent.approvals.grant("condition")
     for expression in ("len(rows) > 2", "len(rows) > 5"):
         await call(first.agent, "schedule", prompt="echo rows", type="conditional",
                    condition={"kind": "expression", "expression": expression})

@@ -219,22 +219,33 @@ def test_cli_runs_saved_triggers_in_the_foreground(tmp_path: Path) -> None:
     assert empty.returncode == 0 and "No saved triggers" in empty.stdout
 
 
-async def test_panel_rows_update_and_cancel_button_cancels(tmp_path: Path) -> None:
-    from agent_kernel.triggers.panel import TriggersPanel
+async def test_panel_is_a_static_table_and_its_cancel_button_cancels(tmp_path: Path) -> None:
+    from agent_kernel.triggers.panel import PanelControls, TriggersPanel
 
     agent = make_agent(tmp_path)
     scheduler = scheduler_for(agent)
     scheduler.start(pump=False)
     trigger = scheduler.every(3600, "echo from the panel")
     panel = TriggersPanel(scheduler)
-    row = panel.rows[trigger.id]
-    assert "every 3600 s" in row.html.value and not row.cancel.disabled
-    bundle = panel._repr_mimebundle_()
-    assert "application/vnd.jupyter.widget-view+json" in bundle
+    bundle = panel.bundle()
+    assert set(bundle) == {"text/html", "text/plain"}  # never a widget
+    html = bundle["text/html"]
+    assert "every 3600 s" in html and "not run yet" in html and "data-status='active'" in html
+    assert re.search(r"\d\d:\d\d:\d\d \S+<br><span class='ak-muted'>in (59|60) min", html)
+    assert html.index("echo from the panel") < html.index(f"class='ak-id'>{trigger.id}")
     assert trigger.id in bundle["text/plain"] and "[recurring, active]" in bundle["text/plain"]
     scheduler.fire(trigger, scheduler.clock())
     await scheduler.drain(timeout=180)
-    assert "The echo tool returned: from the panel" in row.html.value
-    row.cancel.click()
-    assert not trigger.active and row.cancel.disabled and "cancelled" in row.html.value
+    html = panel.bundle()["text/html"]
+    assert "The echo tool returned: from the panel" in html and "not run yet" not in html
+    assert "agent-kernel-trigger-runs'>1<" in html and re.search(r"(\d+ s|just now)", html)
+    controls = PanelControls(panel)
+    panel.controls = controls
+    newer = TriggersPanel(scheduler)  # a newer panel takes the trigger's controls
+    newer.controls = PanelControls(newer)
+    assert controls.settled and "moved to a newer triggers panel" in controls.outcomes[0]
+    newer.controls.rows[trigger.id].buttons["cancel"].click()
+    assert not trigger.active and newer.controls.settled
+    assert newer.controls.outcomes[0].startswith(f"Cancelled {trigger.id} (every 3600 s) · ")
+    assert "data-status='cancelled'" in panel.bundle()["text/html"]
     await scheduler.close()

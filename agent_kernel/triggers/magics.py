@@ -9,8 +9,9 @@ agent and start its scheduler on the kernel's running loop, which restores
 them and prints a note saying so. Otherwise the scheduler starts with the
 first trigger a run makes.
 
-- ``%agent_triggers``: the live panel of every trigger (kind, next run, last
-  run and result, a cancel button);
+- ``%agent_triggers``: the panel of every trigger (a static table updated in
+  place: status, schedule, next and last run, runs, last result), with Cancel
+  and Approve buttons in an output of their own when someone can click;
 - ``%agent_triggers --text``: every trigger of this session (active first) as text;
 - ``%agent_triggers cancel ID``: cancel one;
 - ``%agent_triggers approve ID``: approve a restored condition that needs
@@ -27,24 +28,29 @@ USAGE = ("usage: %agent_triggers [--text] | %agent_triggers cancel TRIGGER_ID | 
          "%agent_triggers approve TRIGGER_ID")
 
 
-def _wiring(ipython: Any) -> Any:
+def _someone_can_click(agent_magics: Any) -> bool:
+    """The frontend answer without waiting (a run asking has waited for it already)."""
+    if agent_magics.interactive is not None:
+        return bool(agent_magics.interactive)
+    return bool(agent_magics.probe.answered.is_set())
+
+
+def _wiring(ipython: Any, agent_magics: Any) -> Any:
     def wire(scheduler: Any) -> None:
         if scheduler.namespace is None:
             scheduler.namespace = ipython.user_ns
         if not any(getattr(h, "_agent_kernel_card", False) for h in scheduler.on_created):
-            scheduler.on_created.append(_card_hook(scheduler))
+            scheduler.on_created.append(_card_hook(scheduler, agent_magics))
 
     wire._agent_kernel_wiring = True  # type: ignore[attr-defined]
     return wire
 
 
-def _card_hook(scheduler: Any) -> Any:
+def _card_hook(scheduler: Any, agent_magics: Any) -> Any:
     def show(trigger: Any) -> None:
-        from IPython.display import display
-
         from .panel import TriggersPanel
 
-        display(TriggersPanel(scheduler, [trigger.id]))
+        TriggersPanel(scheduler, [trigger.id]).show(controls=_someone_can_click(agent_magics))
 
     show._agent_kernel_card = True  # type: ignore[attr-defined]
     return show
@@ -55,7 +61,7 @@ def session_scheduler(ipython: Any, agent_magics: Any, *, announce: bool = False
     from . import scheduler_for
 
     scheduler = scheduler_for(agent_magics.agent)
-    _wiring(ipython)(scheduler)
+    _wiring(ipython, agent_magics)(scheduler)
     if not scheduler.started:
         try:
             report = scheduler.start()
@@ -104,7 +110,7 @@ def agent_triggers(ipython: Any, agent_magics: Any, line: str) -> Any:
             print(f"No trigger {words[1]!r} needs approval; %agent_triggers --text lists them.")
         return None
     if words == ["--text"]:
-        from .panel import text_table
+        from .panel_html import text_table
 
         ordered = sorted(scheduler.triggers.values(), key=lambda t: (not t.active, t.created_at))
         print(text_table(ordered))
@@ -112,11 +118,9 @@ def agent_triggers(ipython: Any, agent_magics: Any, line: str) -> Any:
     if words:
         print(USAGE)
         return None
-    from IPython.display import display
-
     from .panel import TriggersPanel
 
-    display(TriggersPanel(scheduler))
+    TriggersPanel(scheduler).show(controls=agent_magics.frontend_live())
     return None
 
 
@@ -135,9 +139,9 @@ def load(ipython: Any, agent_magics: Any) -> None:
     ipython.register_magic_function(lambda line: agent_triggers(ipython, agent_magics, line),
                                     "line", "agent_triggers")
     WIRING[:] = [w for w in WIRING if not getattr(w, "_agent_kernel_wiring", False)]
-    WIRING.append(_wiring(ipython))
+    WIRING.append(_wiring(ipython, agent_magics))
     existing = getattr(agent_magics, "_agent", None)
     if existing is not None and "triggers" in existing.services:
-        _wiring(ipython)(existing.services["triggers"])
+        _wiring(ipython, agent_magics)(existing.services["triggers"])
     if _has_saved_triggers(agent_magics):
         session_scheduler(ipython, agent_magics, announce=True)

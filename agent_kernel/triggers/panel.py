@@ -1,181 +1,326 @@
-"""The triggers panel: each trigger's kind, next run, last run and result, and a cancel button.
+"""The triggers panel in a notebook: a static table updated in place, and its controls apart.
 
-A restored condition with no approval on record reads "needs approval", shows
-the exact condition and prompt, and has an **Approve** button (which records
-the person's approval and arms it) beside Cancel.
+A panel is shown in the cell where a trigger was made (filtered to that
+trigger) and by ``%agent_triggers`` (every trigger, new ones too). Like a run,
+its output is ONE display of a static bundle (``text/html`` + ``text/plain``
+from :mod:`.panel_html`), never a widget: the scheduler tells the panel
+whenever a trigger is made, fires, finishes a run, is skipped, cancelled or
+approved, and the panel updates that output through its display id, at most
+:data:`UPDATES_PER_SECOND` times a second (and every :data:`REFRESH_SECONDS`
+while a trigger is live, so "in 4 min" stays true). A saved notebook keeps the
+last real state.
 
-One :class:`TriggersPanel` is shown in the cell where a trigger was made
-(filtered to that trigger) and ``%agent_triggers`` shows one with every
-trigger. Rows are live: the scheduler calls the panel whenever a trigger
-fires, finishes a run, is skipped or cancelled, and the row's widgets are
-updated in place, so the output of fired runs appears under the cell that
-made the trigger. ipywidgets is imported here and nowhere else in the
-package. Saved notebooks and headless clients get a plain-text table as the
-``text/plain`` part of the same display.
+The updates carry the parent header of the panel's own cell (JupyterLab maps
+display ids per cell) and, when another cell is running, of that cell too
+(nbclient and papermill apply display updates only while they read the running
+cell's messages).
+
+What a person presses lives in a SEPARATE output: one row of ipywidgets per
+live trigger (Approve for a condition that needs approval, Cancel). Only the
+newest panel showing a trigger holds its controls; an older panel's controls
+output turns into text when it has none left ("Cancelled trg_… · 12:04:31",
+or that the controls moved to a newer panel). Headless clients get no
+controls. ipywidgets is imported here and nowhere else in ``triggers/``.
 """
 
 from __future__ import annotations
 
-import html
-from collections.abc import Iterable
+import asyncio
+import contextlib
+import time
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .model import LIVE, parse_iso
+from .model import LIVE
+from .panel_html import local_time, panel_html, shown, text_table
 
 if TYPE_CHECKING:
     from .host import TriggerHost
     from .model import Trigger
 
-HISTORY = 5
-RESULT_CHARS = 400
+UPDATES_PER_SECOND = 2
+REFRESH_SECONDS = 30.0
+HISTORY = 4
+# The newest panel that holds each live trigger's controls, by trigger id.
+_CONTROLS_OWNER: dict[str, TriggersPanel] = {}
+
+__all__ = ["TriggersPanel", "text_table"]
 
 
-def shown(trigger: Trigger) -> Trigger:
-    """A copy fit to be shown and saved in a notebook: prompt, result and condition redacted."""
-    from dataclasses import replace
+def _display_pub() -> Any:
+    from IPython import get_ipython
 
-    from ..redaction import redact_text, scrub
-
-    return replace(trigger, prompt=redact_text(trigger.prompt),
-                   last_result=redact_text(trigger.last_result or "") or trigger.last_result,
-                   condition=scrub(trigger.condition) if trigger.condition else None)
+    return getattr(get_ipython(), "display_pub", None)
 
 
-def _local(text: str | None) -> str:
-    moment = parse_iso(text)
-    if moment is None:
-        return "-"
-    moment = moment.astimezone()
-    return moment.strftime("%H:%M:%S") if moment.date() == datetime.now().date() else \
-        moment.strftime("%Y-%m-%d %H:%M:%S")
+@contextlib.contextmanager
+def _parent(header: dict[str, Any] | None) -> Iterator[None]:
+    pub = _display_pub()
+    token = None
+    if header and pub is not None and hasattr(pub, "set_thread_parent"):
+        token = pub.set_thread_parent(header)
+    try:
+        yield
+    finally:
+        if token is not None:
+            pub.reset_thread_parent(token)
 
 
-def _last(trigger: Trigger) -> str:
-    if not trigger.last_status:
-        return "not run yet"
-    result = (trigger.last_result or "").strip().replace("\n", " ")
-    if len(result) > 80:
-        result = result[:79] + "…"
-    return f"{_local(trigger.last_fired_at)} {trigger.last_status}: {result}"
+def _msg_id(header: dict[str, Any] | None) -> str | None:
+    return ((header or {}).get("header") or header or {}).get("msg_id")
 
 
-def text_table(triggers: Iterable[Trigger]) -> str:
-    """The plain-text view: one line per trigger."""
-    rows = list(triggers)
-    if not rows:
-        return "No triggers. Ask the agent, e.g. %agent every 2 seconds check the build"
-    active = sum(1 for t in rows if t.active)
-    waiting = sum(1 for t in rows if t.needs_approval)
-    more = f", {waiting} need approval (%agent_triggers approve ID)" if waiting else ""
-    lines = [f"{len(rows)} trigger(s), {active} active{more}:"]
-    for t in map(shown, rows):
-        lines.append(f"  {t.id} [{t.kind}, {t.status_text}] {t.schedule_text()}: "
-                     f"{t.prompt[:60]}")
-        lines.append(f"      next run: {_local(t.next_run)}; runs {t.runs}, errors {t.errors}, "
-                     f"skipped {t.skipped}; last: {_last(t)}")
-    return "\n".join(lines)
-
-
-class _Row:
-    """The widgets of one trigger."""
-
-    def __init__(self, panel: TriggersPanel, trigger: Trigger) -> None:
-        import ipywidgets as w
-
-        self.trigger_id = trigger.id
-        self.history: list[str] = []
-        self.seen_run: str | None = None
-        self.html = w.HTML()
-        self.cancel = w.Button(description="Cancel", button_style="warning",
-                               tooltip=f"cancel trigger {trigger.id}",
-                               layout=w.Layout(width="90px"))
-        self.cancel.on_click(lambda _b: panel.scheduler.cancel(self.trigger_id))
-        self.approve = w.Button(description="Approve", button_style="primary",
-                                tooltip=f"approve the condition of trigger {trigger.id} and "
-                                        "start checking it",
-                                layout=w.Layout(width="90px"))
-        self.approve.on_click(lambda _b: panel.scheduler.approve(self.trigger_id))
-        self.box = w.HBox([self.html, self.approve, self.cancel],
-                          layout=w.Layout(border="1px solid #ddd", padding="4px",
-                                          margin="2px 0", align_items="flex-start"))
-        self.update(trigger)
-
-    def update(self, t: Trigger) -> None:
-        t = shown(t)
-        if t.last_run_id and t.last_run_id != self.seen_run and t.last_status:
-            self.seen_run = t.last_run_id
-            color = "#2a7" if t.last_status == "ok" else "#c33"
-            body = html.escape((t.last_result or "")[:RESULT_CHARS])
-            self.history.insert(0, f"<div><span style='color:{color}'>{_local(t.last_fired_at)} "
-                                   f"{html.escape(t.last_status)}</span> {body}</div>")
-            del self.history[HISTORY:]
-        status = {"active": "#2a7", "cancelled": "#999", "done": "#777",
-                  "needs_approval": "#a60"}.get(t.status, "#c33")
-        why = ("<div style='color:#a60'>Restored without an approval on record: it is not "
-               "checked until you approve this exact condition and prompt.</div>"
-               if t.needs_approval else "")
-        self.html.value = (
-            f"<div><b>{html.escape(t.kind)}</b> <code>{html.escape(t.id)}</code> "
-            f"<span style='color:{status}'>{html.escape(t.status_text)}</span> · "
-            f"{html.escape(t.schedule_text())}</div>{why}"
-            f"<div>{html.escape(t.prompt[:200])}</div>"
-            f"<div style='color:#666'>next run {_local(t.next_run)} · runs {t.runs} · "
-            f"errors {t.errors} · skipped {t.skipped}</div>"
-            + "".join(self.history))
-        self.cancel.disabled = t.status not in LIVE
-        self.approve.layout.display = None if t.needs_approval else "none"
-        self.approve.disabled = not t.needs_approval
+def _now_text() -> str:
+    now = datetime.now().astimezone()
+    return local_time(now.isoformat(), now)
 
 
 class TriggersPanel:
-    """A live list of triggers; ``trigger_ids`` limits it to some (else all, new ones too)."""
+    """A static, self-updating table of triggers; ``trigger_ids`` limits it (else all)."""
 
     def __init__(self, scheduler: TriggerHost, trigger_ids: Iterable[str] | None = None):
-        import ipywidgets as w
-
         self.scheduler = scheduler
         self.only = set(trigger_ids) if trigger_ids is not None else None
-        self.rows: dict[str, _Row] = {}
-        self.title = w.HTML()
-        self.box = w.VBox([self.title])
-        for trigger in self._shown():
-            self._row(trigger)
-        self._title()
+        self.seen: list[str] = [t.id for t in self._live_ones()]
+        self.history: dict[str, list[tuple[str, str, str]]] = {}
+        self._seen_run: dict[str, str | None] = {t.id: t.last_run_id
+                                                 for t in scheduler.triggers.values()}
+        self.updates = 0
+        self.controls: PanelControls | None = None
+        self._handle: Any = None
+        self._cell: dict[str, Any] | None = None
+        self._last_push = 0.0
+        self._later: asyncio.TimerHandle | None = None
+        self._refresher: asyncio.TimerHandle | None = None
         scheduler.listeners.append(self.changed)
 
-    def _shown(self) -> list[Trigger]:
+    def _live_ones(self) -> list[Trigger]:
         if self.only is not None:
             return [t for i, t in self.scheduler.triggers.items() if i in self.only]
-        return [t for t in self.scheduler.triggers.values()
-                if t.status in LIVE or t.id in self.rows]
+        return [t for t in self.scheduler.triggers.values() if t.status in LIVE]
 
-    def _row(self, trigger: Trigger) -> None:
-        row = _Row(self, trigger)
-        self.rows[trigger.id] = row
-        self.box.children = (*self.box.children, row.box)
+    def triggers(self) -> list[Trigger]:
+        """The triggers this panel shows, in the order they first appeared in it."""
+        return [self.scheduler.triggers[i] for i in self.seen if i in self.scheduler.triggers]
 
-    def _title(self) -> None:
-        shown = self._shown()
-        active = sum(1 for t in shown if t.active)
-        waiting = sum(1 for t in shown if t.needs_approval)
-        more = f", {waiting} need approval" if waiting else ""
-        self.title.value = f"<b>Triggers</b> ({active} active{more})"
+    def _running(self) -> set[str]:
+        running = getattr(self.scheduler, "running", {}) or {}
+        return {f.trigger_id for f in running.values()}
 
+    def bundle(self) -> dict[str, str]:
+        """The panel's static bundle: ``text/html`` and ``text/plain``; never a widget."""
+        now = datetime.now().astimezone()
+        shown_now, running = self.triggers(), self._running()
+        earlier = {i: runs[1:] for i, runs in self.history.items()}  # [0] is the last run
+        return {"text/html": panel_html(shown_now, now, running, earlier),
+                "text/plain": text_table(shown_now, now, running)}
+
+    def _repr_mimebundle_(self, **_kwargs: Any) -> dict[str, str]:
+        return self.bundle()
+
+    def show(self, controls: bool = False) -> None:
+        """Display the table (and the controls when a person can click) in this cell."""
+        from IPython.display import display
+
+        pub = _display_pub()
+        self._cell = dict(getattr(pub, "parent_header", None) or {}) or None
+        self._handle = display(self.bundle(), raw=True, display_id=True)
+        self._last_push = time.monotonic()
+        if controls:
+            self.controls = PanelControls(self)
+            self.controls.show()
+        self._schedule_refresh()
+
+    # -- updates --------------------------------------------------------------
     def changed(self, trigger: Trigger) -> None:
         """Called by the scheduler when ``trigger`` changed."""
         if self.only is not None and trigger.id not in self.only:
             return
-        row = self.rows.get(trigger.id)
-        if row is None:
-            self._row(trigger)
-        else:
-            row.update(trigger)
-        self._title()
+        if trigger.id not in self.seen:
+            if trigger.status not in LIVE:
+                return
+            self.seen.append(trigger.id)
+        if trigger.last_run_id and trigger.last_status and \
+                self._seen_run.get(trigger.id) != trigger.last_run_id:
+            self._seen_run[trigger.id] = trigger.last_run_id
+            t = shown(trigger)
+            earlier = self.history.setdefault(trigger.id, [])
+            earlier.insert(0, (t.last_fired_at or "", t.last_status or "", t.last_result or ""))
+            del earlier[HISTORY + 1:]
+        if self.controls is not None:
+            self.controls.changed(trigger)
+        self.push()
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = self.box._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
-        data = dict(data or {})
-        data["text/plain"] = text_table(self._shown())
-        return data
+    def push(self, force: bool = False) -> None:
+        """Update the table now, or as soon as the throttle allows."""
+        if self._handle is None:
+            return
+        wait = 1 / UPDATES_PER_SECOND - (time.monotonic() - self._last_push)
+        if not force and wait > 0:
+            if self._later is None:
+                with contextlib.suppress(RuntimeError):
+                    self._later = asyncio.get_running_loop().call_later(wait, self._flush)
+            return
+        if self._later is not None:
+            self._later.cancel()
+            self._later = None
+        self._last_push = time.monotonic()
+        self.updates += 1
+        bundle = self.bundle()
+        with _parent(self._cell):
+            self._handle.update(bundle, raw=True)
+        pub = _display_pub()
+        current = getattr(pub, "_parent_header_global", None)
+        if current and _msg_id(current) != _msg_id(self._cell):
+            with _parent(current):
+                self._handle.update(bundle, raw=True)
+
+    def _flush(self) -> None:
+        self._later = None
+        self.push(force=True)
+
+    def _schedule_refresh(self) -> None:
+        if not any(t.status in LIVE for t in self.triggers()):
+            self._refresher = None
+            return
+        with contextlib.suppress(RuntimeError):
+            self._refresher = asyncio.get_running_loop().call_later(REFRESH_SECONDS,
+                                                                    self._refresh)
+
+    def _refresh(self) -> None:
+        self.push()
+        self._schedule_refresh()
+
+
+class PanelControls:
+    """The panel's Cancel / Approve buttons, in an output of their own, text once done."""
+
+    def __init__(self, panel: TriggersPanel) -> None:
+        import ipywidgets as w
+
+        self.panel = panel
+        self.rows: dict[str, Any] = {}
+        self.outcomes: list[str] = []
+        self.handle: Any = None
+        self.settled = False
+        self.note = w.HTML("")
+        self.box = w.VBox([self.note])
+        self.box.add_class("agent-kernel-trigger-controls")
+        for trigger in panel.triggers():
+            if trigger.status in LIVE:
+                self._claim(trigger)
+
+    def show(self) -> None:
+        """Display the controls as an output of their own (or their text if none is live)."""
+        from IPython.display import display
+
+        if not self.rows:
+            self.handle = display(self._text_bundle(), raw=True, display_id=True)
+            self.settled = True
+            return
+        self.handle = display(self.box, display_id=True)
+
+    def _claim(self, trigger: Trigger) -> None:
+        previous = _CONTROLS_OWNER.get(trigger.id)
+        _CONTROLS_OWNER[trigger.id] = self.panel
+        if previous is not None and previous is not self.panel and previous.controls:
+            previous.controls.drop(trigger.id, moved=True)
+        self._add_row(trigger)
+
+    def _add_row(self, trigger: Trigger) -> None:
+        import ipywidgets as w
+
+        t = shown(trigger)
+        label = w.HTML(f"<code>{t.id}</code> · {_html(t.schedule_text())} · "
+                       f"{_html(t.prompt[:60])}")
+        cancel = w.Button(description="Cancel", tooltip=f"cancel trigger {t.id}",
+                          layout=w.Layout(width="90px"))
+        cancel.add_class("agent-kernel-trigger-cancel")
+        cancel.on_click(lambda _b, i=t.id: self.use("cancel", i))
+        approve = w.Button(description="Approve", button_style="primary",
+                           tooltip=f"approve the condition of trigger {t.id} and start "
+                                   "checking it", layout=w.Layout(width="90px"))
+        approve.add_class("agent-kernel-trigger-approve")
+        approve.on_click(lambda _b, i=t.id: self.use("approve", i))
+        approve.layout.display = None if trigger.needs_approval else "none"
+        row = w.HBox([approve, cancel, label], layout=w.Layout(align_items="center"))
+        row.buttons = {"cancel": cancel, "approve": approve}  # type: ignore[attr-defined]
+        self.rows[t.id] = row
+        self.box.children = (*self.box.children, row)
+
+    def use(self, action: str, trigger_id: str) -> None:
+        """A click on Cancel or Approve: act, then say what happened."""
+        scheduler = self.panel.scheduler
+        trigger = scheduler.triggers.get(trigger_id)
+        done = scheduler.cancel(trigger_id) if action == "cancel" else \
+            scheduler.approve(trigger_id)
+        what = "Cancelled" if action == "cancel" else "Approved"
+        line = (f"{what} {trigger_id}" + (f" ({trigger.schedule_text()})" if trigger else "")
+                if done else f"{trigger_id}: nothing to {action}") + f" · {_now_text()}"
+        self.outcomes.append(line)
+        self._after_change(trigger_id)
+        if not self.settled:
+            self.note.value = "<br>".join(_html(o) for o in self.outcomes)
+        elif self.handle is not None:  # settled by the change itself: add this outcome
+            with _parent(self.panel._cell):
+                self.handle.update(self._text_bundle(), raw=True)
+
+    def changed(self, trigger: Trigger) -> None:
+        """A trigger of the panel changed: add, update or drop its row."""
+        if self.settled:
+            return
+        if trigger.id not in self.rows and trigger.status in LIVE:
+            self._claim(trigger)
+        self._after_change(trigger.id)
+
+    def _after_change(self, trigger_id: str) -> None:
+        row = self.rows.get(trigger_id)
+        trigger = self.panel.scheduler.triggers.get(trigger_id)
+        if row is None:
+            return
+        if trigger is None or trigger.status not in LIVE:
+            self.drop(trigger_id)
+            return
+        approve = row.buttons["approve"]
+        approve.layout.display = None if trigger.needs_approval else "none"
+
+    def drop(self, trigger_id: str, moved: bool = False) -> None:
+        """Remove one trigger's row; with none left, the output becomes text."""
+        row = self.rows.pop(trigger_id, None)
+        if row is None:
+            return
+        if moved:
+            self.outcomes.append(f"Controls for {trigger_id} moved to a newer triggers panel"
+                                 f" · {_now_text()}")
+        elif _CONTROLS_OWNER.get(trigger_id) is self.panel:
+            del _CONTROLS_OWNER[trigger_id]
+        self.box.children = tuple(c for c in self.box.children if c is not row)
+        for widget in (*row.buttons.values(), *row.children, row):
+            widget.close()
+        if not self.rows:
+            self.settle()
+
+    def _text_bundle(self) -> dict[str, str]:
+        lines = self.outcomes or [f"No live trigger to cancel · {_now_text()}"]
+        style = "font-size:13px;line-height:1.45;color:var(--jp-ui-font-color2,#4a4a4a)"
+        return {"text/plain": "\n".join(lines),
+                "text/html": "".join(f"<div class='agent-kernel-outcome' style='{style}'>"
+                                     f"{_html(line)}</div>" for line in lines)}
+
+    def settle(self) -> None:
+        """Replace the buttons with what was done, as text."""
+        if self.settled:
+            return
+        self.settled = True
+        if self.handle is not None:
+            with _parent(self.panel._cell):
+                self.handle.update(self._text_bundle(), raw=True)
+        self.note.close()
+        self.box.close()
+
+
+def _html(text: str) -> str:
+    import html
+
+    return html.escape(text)

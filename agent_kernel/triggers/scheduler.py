@@ -383,6 +383,9 @@ class TriggerScheduler(TriggerMaker):
         self.running[firing.run_id] = firing
         self._tasks[firing.run_id] = loop.create_task(self._run(firing),
                                                       name=f"trigger-{firing.trigger_id}")
+        trigger = self.triggers.get(firing.trigger_id)
+        if trigger is not None:  # panels show it as running now
+            self.changed(trigger)
 
     def _start_queued(self) -> None:
         for firing in list(self.queue):

@@ -38,6 +38,7 @@ from ..events import (
     for_display,
 )
 from ..redaction import redact_text
+from .run_html import clock
 from .summaries import result_kind, summarise
 
 RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
@@ -77,6 +78,11 @@ class QuestionCard:
                 "details": self.details, "answer": self.answer, "source": self.source,
                 "answered_at": iso(self.answered_at)}
 
+    @property
+    def approved(self) -> bool:
+        """An approval that let its call run (asked, or under a standing permission)."""
+        return self.answer in (APPROVE, ALWAYS) or self.source == "standing"
+
 
 @dataclass
 class ToolCard:
@@ -99,7 +105,7 @@ class ToolCard:
     def denied(self) -> bool:
         """The call did not run because its approval was not given."""
         return (self.success is False and self.approval is not None
-                and self.approval.answer not in (APPROVE, ALWAYS))
+                and not self.approval.approved)
 
     def state(self) -> dict[str, Any]:
         """The tool entry of the saved form."""
@@ -250,14 +256,21 @@ class Transcript:
                     (q.details or {}).get("tool") == record.get("tool_name")):
                 q.record_id = record_id
                 return
-        # Decided without asking: the headless policy, or an earlier "Always allow".
+        # Decided without asking: the headless policy, or a standing permission.
         source = record.get("source")
+        answer: str | None
+        if source == "always":
+            since = clock(record.get("standing_since"))
+            answer = f"{ALWAYS} (standing permission since {since})" if since else ALWAYS
+            shown = "standing"
+        else:
+            answer = record.get("answer")
+            shown = "headless" if source == "policy" else "user"
         qcard = QuestionCard(f"q_{record_id}", f"Allow `{record.get('tool_name')}` to run "
                              "with these arguments?", [APPROVE, DENY, ALWAYS], "approval", 0.0,
                              DENY, {"tool": record.get("tool_name"),
                                     "arguments": record.get("arguments")},
-                             answer=ALWAYS if source == "always" else record.get("answer"),
-                             source="headless" if source == "policy" else "user",
+                             answer=answer, source=shown,
                              record_id=record_id, asked_at=at, answered_at=at)
         card = self._gated(record.get("tool_name"))
         if card is not None:

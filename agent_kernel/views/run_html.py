@@ -87,6 +87,8 @@ def outcome(q: dict[str, Any]) -> str:
         if source == "headless":
             text = ("allowed by the headless policy" if answer == "Approve" else
                     "not run: no one could approve it (headless policy: deny)")
+        elif source == "standing":
+            text = "allowed by your standing permission"
         elif source == "user":
             text = {"Approve": "Approved", "Deny": "Denied",
                     "Always allow this tool": "Always allowed for this session"}.get(

@@ -111,7 +111,10 @@ class TextView:
         elif isinstance(event, ToolCallStarted):
             self.line(f"[tool] {event.tool_name} {_short(event.arguments)} ...")
         elif isinstance(event, LedgerRecorded):
-            if event.record.get("kind") != "tool_call":  # those show on their tool's line
+            if event.record.get("source") == "always" and event.record.get("kind") == "approval":
+                self.line(f"[approval] {event.record.get('tool_name')} allowed by your standing "
+                          f"permission · ledger {event.record.get('record_id')}")
+            elif event.record.get("kind") != "tool_call":  # those show on their tool's line
                 self.line(f"[ledger] {event.record.get('kind')} {event.record.get('record_id')}")
         elif isinstance(event, ToolCallFinished):
             record = event.record

@@ -48,6 +48,13 @@ def _classed(widget: Any, *classes: str) -> Any:
     return widget
 
 
+def close_widget(widget: Any) -> None:
+    """Close a widget and the layout and style models it made, so none outlives its use."""
+    for part in (getattr(widget, "layout", None), getattr(widget, "style", None), widget):
+        if isinstance(part, w.Widget):
+            part.close()
+
+
 def static_bundle(line: str, css: str = "agent-kernel-answered") -> dict[str, str]:
     """A control's replacement once it has done its work: the outcome as text."""
     if not line:
@@ -154,7 +161,7 @@ class QuestionControl:
         for widget in (*self.buttons, self.entry, self.text, self.countdown, *self.box.children,
                        self.box):
             if widget is not None:
-                widget.close()
+                close_widget(widget)
 
     def tick(self) -> None:
         """The time left to answer, shown from the start."""
@@ -185,12 +192,20 @@ class WidgetView:
         self._pending = False
         self._ticker: asyncio.Task[Any] | None = None
         self._stop = stop
-        self.stop_button = _classed(w.Button(description="Stop", icon="stop",
-                                             tooltip="Stop this run",
-                                             layout=w.Layout(width="90px")),
-                                    "agent-kernel-stop")
-        self.stop_button.on_click(self._on_stop)
+        self._stop_button: Any = None
         self._unsubscribe = agent.bus.subscribe(self.on_event)
+
+    @property
+    def stop_button(self) -> Any:
+        """The Stop button, made on first use: a widget made is a model a headless client
+        saves in the notebook even if it is never shown."""
+        if self._stop_button is None:
+            self._stop_button = _classed(w.Button(description="Stop", icon="stop",
+                                                  tooltip="Stop this run",
+                                                  layout=w.Layout(width="90px")),
+                                         "agent-kernel-stop")
+            self._stop_button.on_click(self._on_stop)
+        return self._stop_button
 
     @property
     def status(self) -> str:
@@ -303,7 +318,8 @@ class WidgetView:
             line = f"Stopped · {time.strftime('%H:%M:%S')}" if stopped else ""
             self._stop_handle.update(static_bundle(line, "agent-kernel-stopped"), raw=True)
             self._stop_handle = None
-        self.stop_button.close()
+        if self._stop_button is not None:
+            close_widget(self._stop_button)
 
     def fail(self, message: str, status: str = "failed") -> None:
         """The run could not finish normally: say why in the view."""

@@ -44,7 +44,7 @@ export interface IQuestionEntry {
   approval: boolean;
   details: { [key: string]: unknown } | null;
   answer: string | null;
-  source: 'user' | 'default' | 'timeout' | 'headless' | null;
+  source: 'user' | 'default' | 'timeout' | 'headless' | 'standing' | null;
   answered_at: string | null;
 }
 

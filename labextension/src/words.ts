@@ -98,7 +98,9 @@ export function statusWords(state: IRunState): string {
 
 /** Whether an approval's answer let the call run. */
 export function approved(question: IQuestionEntry): boolean {
-  return question.answer === APPROVE || question.answer === ALWAYS;
+  return (
+    question.answer === APPROVE || question.answer === ALWAYS || question.source === 'standing'
+  );
 }
 
 /** How a question or approval ended (`You chose staging · 12:04:31`). */
@@ -116,6 +118,8 @@ export function outcome(question: IQuestionEntry, running: boolean): string {
       text = approved(question)
         ? 'Allowed by the headless policy'
         : 'Not run: no one could approve it (headless policy: deny)';
+    } else if (source === 'standing') {
+      text = 'Allowed by your standing permission';
     } else if (source === 'user') {
       text =
         answer === APPROVE

@@ -262,6 +262,43 @@ async function testScenario(page, nb) {
   await nb.run(7);
   await nb.waitIdle(7);
   report.steps.ledger = await nb.text(7, ".jp-OutputArea-output");
+  // 8-9: a trigger every 2 s (its panel in the run's cell), then %agent_triggers; the
+  // panels are static tables updated in place; Cancel lives in the controls output.
+  {
+    await nb.run(8);
+    const step = { status: await nb.waitStatus(8, ENDED) };
+    await nb.run(9);
+    await nb.waitIdle(9);
+    const runs = async (index) => {
+      const cell = await nb.text(index, ".agent-kernel-trigger-runs");
+      return cell ? parseInt(cell, 10) : 0;
+    };
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline && (await runs(9)) < 2) await page.waitForTimeout(200);
+    step.runs_live = await runs(9);
+    step.card_runs_live = await runs(8);
+    step.card_controls = await nb.allText(8, ".agent-kernel-outcome");
+    step.cancel_buttons = await nb.cell(9).locator("button.agent-kernel-trigger-cancel").count();
+    step.panel_widgets = await nb.cell(9).locator(".agent-kernel-triggers .jupyter-widgets").count();
+    await shot(page, "triggers-panel", nb.cell(9));
+    await nb.button(9, "agent-kernel-trigger-cancel", "Cancel").click();
+    await nb.cell(9).locator(".agent-kernel-outcome", { hasText: "Cancelled" })
+      .waitFor({ timeout: STEP_TIMEOUT });
+    await nb.cell(9).locator(".agent-kernel-trigger-status[data-status='cancelled']")
+      .waitFor({ timeout: STEP_TIMEOUT });
+    step.outcome = await nb.allText(9, ".agent-kernel-outcome");
+    step.panel = await nb.text(9, ".agent-kernel-triggers");
+    step.widget_outputs = (await nb.widgetOutputs(8)) + (await nb.widgetOutputs(9));
+    await shot(page, "triggers-cancelled", nb.cell(9));
+    report.steps.triggers = step;
+  }
+  // 10-11: a memory, then the %agent_memory table.
+  await nb.run(10);
+  await nb.waitStatus(10, ENDED);
+  await nb.run(11);
+  await nb.waitIdle(11);
+  report.steps.memory = { table: await nb.text(11, ".agent-kernel-memory") };
+  await shot(page, "memory-table", nb.cell(11));
 }
 
 // Save, shut the kernel down, reload: every run must read from the file alone.
@@ -299,8 +336,11 @@ async function reopenScenario(page) {
       outcome: await nb.allText(index, ".agent-kernel-outcome"),
     };
   }
+  reopened.triggers = await nb.text(9, ".agent-kernel-triggers");
+  reopened.trigger_outcome = await nb.allText(9, ".agent-kernel-outcome");
+  reopened.memory = await nb.text(11, ".agent-kernel-memory");
   report.steps.reopened = reopened;
-  for (const index of [1, 4, 5]) {
+  for (const index of [1, 4, 5, 9, 11]) {
     await nb.cell(index).scrollIntoViewIfNeeded();
     await shot(page, `reopened-cell${index}`, nb.cell(index));
   }

@@ -38,6 +38,10 @@ CELLS = [
     "print('VERIFIED', bool(agent.ledger.verify()))\n"
     "print('PENDING', (agent.workspace.root / 'pending_question.json').exists())\n"
     "print('NOTES', (agent.workspace.root / 'files' / 'notes.txt').exists())",
+    "%agent remind me every 2 seconds to stretch",
+    "%agent_triggers",
+    "%agent remember that the standup is in the Oak room",
+    "%agent_memory",
 ]
 
 
@@ -125,6 +129,19 @@ def test_stop_cancels_and_the_conversation_goes_on(report: dict[str, Any]) -> No
     assert "PENDING False" in ledger and "NOTES False" in ledger
 
 
+def test_trigger_panel_updates_in_place_and_cancel_turns_to_text(
+        report: dict[str, Any]) -> None:
+    step = _step(report, "triggers")
+    assert step["status"] == DONE
+    assert step["runs_live"] >= 2 and step["card_runs_live"] >= 2
+    assert step["panel_widgets"] == 0 and step["cancel_buttons"] == 1
+    assert "moved to a newer triggers panel" in step["card_controls"]
+    assert step["outcome"].startswith("Cancelled trg_") and "(every 2 s)" in step["outcome"]
+    assert "cancelled" in step["panel"] and "not run yet" not in step["panel"]
+    assert step["widget_outputs"] == 0
+    assert "standup is in the Oak room" in _step(report, "memory")["table"]
+
+
 def test_reopened_without_a_kernel_every_run_reads_in_full(report: dict[str, Any]) -> None:
     """Saved, kernel shut down, page reloaded: no widget errors, every run still there."""
     reopened = _step(report, "reopened")
@@ -139,6 +156,10 @@ def test_reopened_without_a_kernel_every_run_reads_in_full(report: dict[str, Any
     assert runs["4"]["status"] == "denied" and "You denied write_file" in runs["4"]["text"]
     assert runs["5"]["status"] == "stopped" and "Stopped · " in runs["5"]["outcome"]
     assert runs["6"]["status"] == DONE and "still usable after stop" in runs["6"]["text"]
+    assert "cancelled" in reopened["triggers"] and "stretch" in reopened["triggers"]
+    assert "not run yet" not in reopened["triggers"]
+    assert reopened["trigger_outcome"].startswith("Cancelled trg_")
+    assert "standup is in the Oak room" in reopened["memory"]
 
 
 def test_no_news_popup_and_screenshots_saved(report: dict[str, Any]) -> None:
@@ -146,7 +167,8 @@ def test_no_news_popup_and_screenshots_saved(report: dict[str, Any]) -> None:
     names = [Path(p).name for p in report["shots"]]
     for key in ("ask-question", "ask-answered", "ask_wait-question", "ask_wait-answered",
                 "approval-question", "approval-denied", "stop-running", "stop-stopped",
-                "reopened-page"):
+                "triggers-panel", "triggers-cancelled", "memory-table", "reopened-cell9",
+                "reopened-cell11", "reopened-page"):
         assert any(key in name for name in names), f"no screenshot for {key}: {names}"
     assert all(Path(p).stat().st_size > 1000 for p in report["shots"])
 
@@ -156,7 +178,7 @@ def test_saved_notebook_keeps_the_answers(report: dict[str, Any]) -> None:
     import nbformat
 
     nb = nbformat.reads(report["saved"], as_version=4)
-    for cell in nb.cells[1:7]:
+    for cell in nb.cells[1:]:
         for out in cell.outputs:
             assert "application/vnd.jupyter.widget-view+json" not in out.get("data", {}), out
 

@@ -142,7 +142,7 @@ def test_header_tells_the_truth(report: dict[str, Any]) -> None:
 def test_tool_cards_summaries_results_and_ledger(report: dict[str, Any]) -> None:
     run = report["runs"][0]
     assert run["tools"][0] == "✓bash · ran ls -la · exit 0 · 5 ms"
-    assert run["tool_states"] == ["ok", "failed", "failed", "ok", "ok", "ok"]
+    assert run["tool_states"] == ["ok", "failed", "failed", "ok", "ok", "ok", "ok"]
     assert run["args"][0] == ["cmd"], "null arguments are hidden"
     assert sorted(run["args"][1]) == ["content", "path"]  # "mode": null hidden
     stdout = run["blocks"][0]
@@ -154,13 +154,14 @@ def test_tool_cards_summaries_results_and_ledger(report: dict[str, Any]) -> None
     assert report["json_block"]["max_height"] != "none"
     assert "You denied write_file, so notes.txt was not written." in run["errors"]
     assert run["ledger"][0] == "ledger rec_0001 · 12:04:31 · in ledger ✓ · 3f9a1c0b7e2d"
-    assert len(run["ledger"]) == 5
+    assert len(run["ledger"]) == 6
 
 
 def test_questions_and_approvals_read_as_their_outcome(report: dict[str, Any]) -> None:
     done, live = report["runs"]
     assert done["outcomes"] == [
         "Approved · 12:04:31", "Denied · 12:04:40", "No one answered in time: not run · 12:09:41",
+        "Allowed by your standing permission · 12:04:43",
         "You chose staging · 12:04:51", "You answered “Ada Lovelace” · 12:04:58",
         "No one answered in time · 12:06:00",
         "Not run: no one could approve it (headless policy: deny)",
