@@ -326,6 +326,9 @@ def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Demo
     named = plan_for_tool(prompt, schemas)
     if named:
         return DemoTurn(tool_calls=[named])
+    reminder = re.match(r"(?i)^(?:please\s+)?remind me (?:to |about |that )?(.+?)[.!]?$", prompt)
+    if reminder:  # what a saved reminder asks for when it fires: no schedule words left
+        return DemoTurn(text=f"{LABEL} Reminder: {reminder.group(1)}.")
     return DemoTurn(
         text=(
             f"{LABEL} I am the offline demo model, so I only follow simple patterns. "

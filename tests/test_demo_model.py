@@ -191,3 +191,15 @@ def test_the_demo_model_calls_the_persons_own_tools(tmp_path):
     assert "Hello, Ada Lovelace!" in result.reply
     assert agent.run("add 2").tool_calls == []  # b cannot be read: no call, the help instead
     assert "add 2 and 3" in agent.run("what can you do?").reply
+
+
+def test_a_fired_reminder_says_what_to_do() -> None:
+    """A saved reminder's prompt, when it fires, gets the reminder back, not a shrug."""
+    from agent_kernel import demo
+
+    schedule = [{"type": "function", "function": {"name": "schedule", "parameters": {}}}]
+    fired = demo.respond([{"role": "user", "content": "remind me to stretch"}], schedule)
+    assert fired.text.endswith("Reminder: stretch.") and not fired.tool_calls
+    made = demo.respond([{"role": "user", "content": "remind me every 2 minutes to stretch"}],
+                        schedule)
+    assert [name for name, _ in made.tool_calls] == ["schedule"]

@@ -28,10 +28,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ..views.cells import display_pub, in_cell
 from .model import LIVE
 from .panel_html import local_time, panel_html, shown, text_table
 
@@ -46,25 +47,6 @@ HISTORY = 4
 _CONTROLS_OWNER: dict[str, TriggersPanel] = {}
 
 __all__ = ["TriggersPanel", "text_table"]
-
-
-def _display_pub() -> Any:
-    from IPython import get_ipython
-
-    return getattr(get_ipython(), "display_pub", None)
-
-
-@contextlib.contextmanager
-def _parent(header: dict[str, Any] | None) -> Iterator[None]:
-    pub = _display_pub()
-    token = None
-    if header and pub is not None and hasattr(pub, "set_thread_parent"):
-        token = pub.set_thread_parent(header)
-    try:
-        yield
-    finally:
-        if token is not None:
-            pub.reset_thread_parent(token)
 
 
 def _msg_id(header: dict[str, Any] | None) -> str | None:
@@ -123,7 +105,7 @@ class TriggersPanel:
         """Display the table (and the controls when a person can click) in this cell."""
         from IPython.display import display
 
-        pub = _display_pub()
+        pub = display_pub()
         self._cell = dict(getattr(pub, "parent_header", None) or {}) or None
         self._handle = display(self.bundle(), raw=True, display_id=True)
         self._last_push = time.monotonic()
@@ -168,12 +150,12 @@ class TriggersPanel:
         self._last_push = time.monotonic()
         self.updates += 1
         bundle = self.bundle()
-        with _parent(self._cell):
+        with in_cell(self._cell):
             self._handle.update(bundle, raw=True)
-        pub = _display_pub()
+        pub = display_pub()
         current = getattr(pub, "_parent_header_global", None)
         if current and _msg_id(current) != _msg_id(self._cell):
-            with _parent(current):
+            with in_cell(current):
                 self._handle.update(bundle, raw=True)
 
     def _flush(self) -> None:
@@ -263,7 +245,7 @@ class PanelControls:
         if not self.settled:
             self.note.value = "<br>".join(_html(o) for o in self.outcomes)
         elif self.handle is not None:  # settled by the change itself: add this outcome
-            with _parent(self.panel._cell):
+            with in_cell(self.panel._cell):
                 self.handle.update(self._text_bundle(), raw=True)
 
     def changed(self, trigger: Trigger) -> None:
@@ -314,7 +296,7 @@ class PanelControls:
             return
         self.settled = True
         if self.handle is not None:
-            with _parent(self.panel._cell):
+            with in_cell(self.panel._cell):
                 self.handle.update(self._text_bundle(), raw=True)
         self.note.close()
         self.box.close()

@@ -22,16 +22,16 @@ Headless runs (nobody can click) show no controls at all.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as w
 
 from ..events import Event, Question, QuestionAnswered, RunFinished, for_display
 from ..redaction import redact_text
+from .cells import display_pub, in_cell
 from .mime import Transcript, mime_bundle
 from .run_html import _arguments, _code_spans, esc, outcome
 
@@ -69,27 +69,6 @@ def _countdown(left: float) -> str:
     if left >= 3600:
         return f"{left // 3600} h {left % 3600 // 60:02d} min"
     return f"{left // 60}:{left % 60:02d}"
-
-
-@contextlib.contextmanager
-def _in_cell(parent: dict[str, Any] | None) -> Iterator[None]:
-    """Send displays to the cell that started the run, whatever message is current."""
-    pub = _display_pub()
-    token = None
-    if parent and pub is not None and hasattr(pub, "set_thread_parent"):
-        token = pub.set_thread_parent(parent)
-    try:
-        yield
-    finally:
-        if token is not None:
-            pub.reset_thread_parent(token)
-
-
-def _display_pub() -> Any:
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    return getattr(shell, "display_pub", None)
 
 
 class QuestionControl:
@@ -221,7 +200,7 @@ class WidgetView:
         """Display the run (and Stop, when someone can press it); start the ticker."""
         from IPython.display import display
 
-        pub = _display_pub()
+        pub = display_pub()
         self._parent = dict(getattr(pub, "parent_header", None) or {}) or None
         self._handle = display(self.bundle(), raw=True, display_id=True)
         self._last_push = time.monotonic()
@@ -271,7 +250,7 @@ class WidgetView:
             control = QuestionControl(event, lambda text: self.answer(qid, text))
             self.questions[qid] = control
             if self._handle is not None:
-                with _in_cell(self._parent):
+                with in_cell(self._parent):
                     control.show()
         elif isinstance(event, QuestionAnswered):
             self._settle(event.question_id)
