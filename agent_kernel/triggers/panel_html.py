@@ -176,7 +176,13 @@ def _row(t: Trigger, now: datetime, running: bool,
             f"<td {_LEFT} class='ak-prompt'>{_esc(_one_line(t.prompt, PROMPT_CHARS))}{why}</td>"
             f"{next_run}{_time_cell(t.last_fired_at, now)}"
             f"<td {_RIGHT} class='ak-num agent-kernel-trigger-runs'>{runs}</td>"
-            f"{_result_cell(t, earlier, now)}<td {_LEFT} class='ak-id'>{_esc(t.id)}</td></tr>")
+            f"{_result_cell(t, earlier, now)}"
+            f"<td {_LEFT} class='ak-id'>{_breakable(t.id)}</td></tr>")
+
+
+def _breakable(trigger_id: str) -> str:
+    """The id, allowed to wrap at its underscores so a narrow cell keeps the whole of it."""
+    return _esc(trigger_id).replace("_", "_<wbr>")
 
 
 def panel_html(triggers: Iterable[Trigger], now: datetime | None = None,
