@@ -31,6 +31,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .events import LedgerRecorded, Notice
+from .times import parse_iso
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -254,7 +255,7 @@ class Approvals:
 def _when(stamp: Any) -> datetime:
     """A ledger timestamp as an aware datetime (now, if it cannot be read)."""
     try:
-        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+        return parse_iso(str(stamp)) or datetime.now(timezone.utc)
     except ValueError:
         return datetime.now(timezone.utc)
 

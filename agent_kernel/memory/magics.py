@@ -24,13 +24,13 @@ COLUMNS = ("timestamp", "content", "tags", "long_term", "score", "memory_id")
 
 def local_time(value: object) -> str:
     """An ISO time as local ``2026-11-23 17:19 CET``; anything else as it is."""
-    from datetime import datetime
+    from ..times import parse_iso
 
     try:
-        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        moment = parse_iso(str(value))
     except ValueError:
-        return str(value)
-    return moment.astimezone().strftime("%Y-%m-%d %H:%M %Z")
+        moment = None
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M %Z") if moment else str(value)
 
 
 class MemoryTable:

@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from ..times import parse_iso
+
 KINDS = ("recurring", "scheduled", "once", "cron", "conditional")
 ONE_SHOT = ("scheduled", "once")
 NEEDS_APPROVAL = "needs_approval"
@@ -38,14 +40,6 @@ def iso(moment: datetime | None) -> str | None:
         return None
     return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace(
         "+00:00", "Z")
-
-
-def parse_iso(text: str | None) -> datetime | None:
-    """Read an ISO 8601 time; a time without an offset is local time."""
-    if not text:
-        return None
-    moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.astimezone()
 
 
 def parse_run_at(value: str, now: datetime) -> datetime:

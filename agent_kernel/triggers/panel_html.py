@@ -13,11 +13,11 @@ model or a run is HTML-escaped. No ipywidgets here (see :mod:`.panel`).
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from ..views.run_html import esc
 from .model import Trigger, parse_iso
 
 RESULT_CHARS = 300
@@ -129,27 +129,23 @@ def text_table(triggers: Iterable[Trigger], now: datetime | None = None,
     return "\n".join(lines)
 
 
-def _esc(value: object) -> str:
-    return html.escape(str(value))
-
-
 def _time_cell(text: str | None, now: datetime) -> str:
     if parse_iso(text) is None:
         return f"<td {_LEFT} class='ak-muted'>-</td>"
-    return (f"<td {_LEFT} class='ak-time' title='{_esc(text)}'>{_esc(local_time(text, now))}<br>"
-            f"<span class='ak-muted'>{_esc(relative(text, now))}</span></td>")
+    return (f"<td {_LEFT} class='ak-time' title='{esc(text)}'>{esc(local_time(text, now))}<br>"
+            f"<span class='ak-muted'>{esc(relative(text, now))}</span></td>")
 
 
 def _result_cell(t: Trigger, earlier: Sequence[tuple[str, str, str]], now: datetime) -> str:
     if not t.last_status:
         return f"<td {_LEFT} class='ak-muted'>not run yet</td>"
     css = "ak-ok" if t.last_status == "ok" else "ak-failed"
-    body = (f"<span class='{css}'>{_esc(t.last_status)}</span> "
-            f"{_esc(_one_line(t.last_result, RESULT_CHARS))}")
+    body = (f"<span class='{css}'>{esc(t.last_status)}</span> "
+            f"{esc(_one_line(t.last_result, RESULT_CHARS))}")
     if earlier:
-        items = "".join(f"<li>{_esc(local_time(at, now))} "
+        items = "".join(f"<li>{esc(local_time(at, now))} "
                         f"<span class='{'ak-ok' if status == 'ok' else 'ak-failed'}'>"
-                        f"{_esc(status)}</span> {_esc(_one_line(result, 120))}</li>"
+                        f"{esc(status)}</span> {esc(_one_line(result, 120))}</li>"
                         for at, status, result in earlier)
         body += (f"<details><summary class='ak-muted'>{len(earlier)} earlier</summary>"
                  f"<ul style='margin:2px 0;padding-left:18px'>{items}</ul></details>")
@@ -160,20 +156,20 @@ def _row(t: Trigger, now: datetime, running: bool,
          earlier: Sequence[tuple[str, str, str]]) -> str:
     css = STATUS_CSS.get(t.status, "ak-failed")
     status = (f"<td {_LEFT}><span class='agent-kernel-trigger-status {css}'"
-              f" data-status='{_esc(t.status)}'>{_esc(status_words(t, running))}</span></td>")
+              f" data-status='{esc(t.status)}'>{esc(status_words(t, running))}</span></td>")
     why = ("<br><span class='ak-warn'>Restored without an approval on record: it is not "
            "checked until you approve this exact condition and prompt.</span>"
            if t.needs_approval else "")
     counts = [f"{t.errors} failed"] if t.errors else []
     counts += [f"{t.skipped} skipped"] if t.skipped else []
-    runs = f"{t.runs}" + (f"<br><span class='ak-muted'>{_esc(' · '.join(counts))}</span>"
+    runs = f"{t.runs}" + (f"<br><span class='ak-muted'>{esc(' · '.join(counts))}</span>"
                           if counts else "")
     next_run = _time_cell(t.next_run, now) if t.status in ("active",) else \
         f"<td {_LEFT} class='ak-muted'>-</td>"
-    return (f"<tr class='agent-kernel-trigger' data-trigger-id='{_esc(t.id)}'>{status}"
-            f"<td {_LEFT}>{_esc(t.schedule_text())}<br>"
-            f"<span class='ak-muted'>{_esc(t.kind)}</span></td>"
-            f"<td {_LEFT} class='ak-prompt'>{_esc(_one_line(t.prompt, PROMPT_CHARS))}{why}</td>"
+    return (f"<tr class='agent-kernel-trigger' data-trigger-id='{esc(t.id)}'>{status}"
+            f"<td {_LEFT}>{esc(t.schedule_text())}<br>"
+            f"<span class='ak-muted'>{esc(t.kind)}</span></td>"
+            f"<td {_LEFT} class='ak-prompt'>{esc(_one_line(t.prompt, PROMPT_CHARS))}{why}</td>"
             f"{next_run}{_time_cell(t.last_fired_at, now)}"
             f"<td {_RIGHT} class='ak-num agent-kernel-trigger-runs'>{runs}</td>"
             f"{_result_cell(t, earlier, now)}"
@@ -182,7 +178,7 @@ def _row(t: Trigger, now: datetime, running: bool,
 
 def _breakable(trigger_id: str) -> str:
     """The id, allowed to wrap at its underscores so a narrow cell keeps the whole of it."""
-    return _esc(trigger_id).replace("_", "_<wbr>")
+    return esc(trigger_id).replace("_", "_<wbr>")
 
 
 def panel_html(triggers: Iterable[Trigger], now: datetime | None = None,
@@ -199,8 +195,8 @@ def panel_html(triggers: Iterable[Trigger], now: datetime | None = None,
     active = sum(1 for t in rows if t.active)
     waiting = sum(1 for t in rows if t.needs_approval)
     words = [f"{active} active"] + ([f"{waiting} need approval"] if waiting else [])
-    header = (f"<div><b>Triggers</b> · {_esc(', '.join(words))} "
-              f"<span class='ak-muted'>· as of {_esc(local_time(now.isoformat(), now))}</span>"
+    header = (f"<div><b>Triggers</b> · {esc(', '.join(words))} "
+              f"<span class='ak-muted'>· as of {esc(local_time(now.isoformat(), now))}</span>"
               "</div>")
     if not rows:
         body = ("<p class='ak-muted'>No triggers. Ask the agent, e.g. "

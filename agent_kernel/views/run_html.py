@@ -17,9 +17,9 @@ from __future__ import annotations
 import html
 import json
 import re
-from datetime import datetime
 from typing import Any
 
+from ..times import parse_iso
 from .summaries import records_of
 
 STATUS_TEXT = {"running": "running", "done": "done", "done_with_failures": "done with failures",
@@ -60,13 +60,11 @@ def esc(value: Any) -> str:
 
 def clock(stamp: str | None) -> str:
     """``12:04:31`` (local time) from an ISO stamp; ``""`` when there is none."""
-    if not stamp:
-        return ""
     try:
-        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        moment = parse_iso(stamp)
     except ValueError:
         return ""
-    return moment.astimezone().strftime("%H:%M:%S")
+    return moment.astimezone().strftime("%H:%M:%S") if moment else ""
 
 
 def seconds(ms: int | None) -> str:
