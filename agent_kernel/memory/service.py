@@ -94,13 +94,6 @@ class MemoryStore:
         self.tables.memories()
         return self.tables.embedder.name if self.tables.embedder else "none (keyword search)"
 
-    def warm(self) -> None:
-        """Open the memory table and load the embedding model now, ahead of a first search."""
-        self.tables.memories()
-        load = getattr(self.tables.embedder, "load", None)
-        if load is not None:
-            load()
-
     def _embed(self, texts: list[str]) -> Any:
         self.tables.memories()
         embedder = self.tables.embedder

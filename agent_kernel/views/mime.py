@@ -351,13 +351,6 @@ def render_html(t: Transcript) -> str:
     return html_of(t.state())
 
 
-def render_text(t: Transcript) -> str:
-    """The transcript as plain text."""
-    from .run_html import text_of
-
-    return text_of(t.state())
-
-
 def mime_bundle(t: Transcript) -> dict[str, Any]:
     """The run's display: its state under :data:`RUN_MIME`, ``text/html``, ``text/plain``."""
     from .run_html import html_of, text_of
