@@ -1,4 +1,4 @@
-"""Workspace files and the shell: spec 003's ``read_file``, ``write_file`` and ``bash``.
+"""Workspace files: spec 003's ``read_file`` and ``write_file`` (``bash`` is in commands.py).
 
 Paths name files inside the agent's workspace. Relative paths land in the file
 cache (``<workspace>/files``, spec 003's ``file_cache_dir``);
@@ -20,27 +20,22 @@ kept: deny paths, byte limits, a bash timeout and ``tools.bash.enabled``
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import fnmatch
 import os
-import signal
 import stat
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from .. import sandbox
 from ..workspace import Workspace, WorkspaceError
 from .base import Field, Tool, ToolContext
 
 CACHE_ALIAS, STATE_ALIAS = "file_cache_dir", "file_state_dir"
 CACHE_DIR, STATE_DIR = "files", "state"
 WRITABLE_DIRS = (CACHE_DIR, STATE_DIR)
-_DRAIN_SECONDS = 2.0  # after a kill, how long to wait for the last output
 _NOT_REGULAR = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFSOCK: "a socket",
                 stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
 
@@ -285,98 +280,7 @@ def write_file(
     return {"path": shown, "bytes": len(data), "mode": mode}
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    # bwrap leads this group; its PID namespace dies with it (--die-with-parent).
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-
-
-def _unsandboxed_refusal() -> str:
-    return (f"bash refused: commands need bubblewrap to keep the runtime's files out of reach, "
-            f"and {sandbox.unavailable_reason()}. To fix: {sandbox.INSTALL_HINT}, then run "
-            f"the command again. To run commands without that protection (they could then "
-            f"change anything the kernel can, the agent's ledger and triggers included), the "
-            f"person may set agent_kernel.tools.files.LIMITS.allow_unsandboxed = True.")
-
-
-def _command_cwd(workspace: Workspace, cwd: str | None) -> Path:
-    if not cwd:
-        return _writable_root(workspace, CACHE_DIR)
-    folder, parts = _writable_parts(workspace, resolve(workspace, cwd), cwd)
-    base = _writable_root(workspace, folder)
-    with _folder_fd(base, parts, create=True):
-        pass
-    return base.joinpath(*parts)
-
-
-async def bash(
-    cmd: Annotated[str, Field(min_length=1, max_length=20000)],
-    ctx: ToolContext,
-    cwd: str | None = None,
-    timeout_seconds: Annotated[float | None, Field(gt=0)] = None,
-) -> dict[str, Any]:
-    """Run a bash command in a sandbox: it may write only file_cache_dir and file_state_dir.
-
-    Args:
-        cmd: The bash command to run.
-        cwd: Working folder in file_cache_dir or file_state_dir (default: file_cache_dir).
-        timeout_seconds: Seconds before the command is killed (default 30, at most 600).
-    """
-    if not LIMITS.bash_enabled:
-        raise PermissionError("tool is disabled: bash (tools.bash.enabled is false)")
-    timeout = LIMITS.bash_timeout if timeout_seconds is None else timeout_seconds
-    if timeout > LIMITS.bash_max_timeout:
-        raise ValueError(f"timeout_seconds must be at most {LIMITS.bash_max_timeout:g}, "
-                         f"got {timeout:g}")
-    folder = _command_cwd(ctx.workspace, cwd)
-    env, dropped = sandbox.clean_environment(LIMITS.command_env)
-    bwrap = sandbox.find_bubblewrap()
-    argv = ["bash", "-c", cmd]
-    if bwrap is not None:
-        writable = tuple(_writable_root(ctx.workspace, name) for name in WRITABLE_DIRS)
-        box = sandbox.Sandbox(root=ctx.workspace.root, writable=writable, cwd=folder, env=env,
-                              hidden=tuple(sandbox.private_paths()))
-        argv = box.argv(bwrap, argv)
-    elif not LIMITS.allow_unsandboxed:
-        raise PermissionError(_unsandboxed_refusal())
-    process = subprocess.Popen(
-        argv, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, start_new_session=True,
-    )
-    waiter = asyncio.get_running_loop().run_in_executor(None, process.communicate)
-    try:
-        stdout, stderr = await asyncio.wait_for(asyncio.shield(waiter), timeout)
-        timed_out = False
-    except asyncio.TimeoutError:
-        _kill(process)
-        timed_out = True
-        try:
-            stdout, stderr = await asyncio.wait_for(asyncio.shield(waiter), _DRAIN_SECONDS)
-        except asyncio.TimeoutError:  # unsandboxed only: a detached child holds the pipes
-            stdout, stderr = b"", b"[output lost: a process the command detached still holds it]"
-    except asyncio.CancelledError:
-        # Stop pressed: the command must not outlive the run that started it.
-        _kill(process)
-        raise
-    out, out_clipped = _clip(stdout, LIMITS.bash_output_max_bytes)
-    err, err_clipped = _clip(stderr, LIMITS.bash_output_max_bytes)
-    result: dict[str, Any] = {"exit_code": process.poll(), "stdout": out, "stderr": err,
-                              "sandboxed": bwrap is not None}
-    if out_clipped or err_clipped:
-        result["truncated"] = True
-    if timed_out:
-        result["timed_out"] = True
-        result["stderr"] = (err + f"\n[killed after {timeout:g} s timeout]").lstrip("\n")
-    if dropped:
-        result["env_dropped"] = dropped
-        result["env_note"] = ("not passed to the command: their names say they hold secrets "
-                              "(LIMITS.command_env never passes those)")
-    return result
-
-
 TOOLS = [
     Tool(read_file, source="builtin", side_effects=False),
     Tool(write_file, source="builtin", side_effects=True),
-    # bash enforces its own timeout_seconds; the loop's 30 s tool timeout must not cut it.
-    Tool(bash, source="builtin", side_effects=True, timeout=LIMITS.bash_max_timeout + 5.0),
 ]
