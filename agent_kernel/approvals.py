@@ -142,19 +142,22 @@ class Approvals:
             self._announce("person", record, None)
         return ended
 
-    async def check(self, ctx: ToolContext, tool: Tool,
-                    arguments: dict[str, Any]) -> Refusal | None:
-        """None when the call may run, else why it may not."""
-        if not tool.side_effects:
+    async def check(self, ctx: ToolContext, tool: Tool, arguments: dict[str, Any],
+                    notes: dict[str, Any] | None = None) -> Refusal | None:
+        """None when the call may run, else why it may not (``notes``: see :meth:`request`)."""
+        if not tool.needs_approval(arguments):
             return None
-        return await self.request(ctx.run_id, tool.name, arguments)
+        return await self.request(ctx.run_id, tool.name, arguments, notes=notes)
 
     async def request(self, run_id: str, what: str, arguments: dict[str, Any], *,
-                      digest: str | None = None) -> Refusal | None:
+                      digest: str | None = None,
+                      notes: dict[str, Any] | None = None) -> Refusal | None:
         """Ask for approval of ``what`` with ``arguments``; None means approved.
 
         ``digest`` names exactly the code being approved; an approval (also an "always"
         one) is then recorded with it and signed, so it can be checked after a restart.
+        ``notes`` are facts the person should see beside the arguments (a command's
+        ``sandbox``: whether it runs sandboxed); they go into the question's ``details``.
         """
         if (held := self._standing.get(what)) is not None:
             await self._record(run_id, what, arguments, True, ALWAYS, "always", digest,
@@ -169,7 +172,7 @@ class Approvals:
                 timeout=self.timeout,
                 default=DENY,
                 kind="approval",
-                details={"tool": what, "arguments": arguments},
+                details={**(notes or {}), "tool": what, "arguments": arguments},
             )
             answer, source = reply["answer"], reply["source"]
         else:

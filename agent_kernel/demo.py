@@ -3,12 +3,14 @@
 It exists so a first run needs no API key and so notebooks, Binder and the
 browser tests have a model that behaves the same every time. It reads the
 latest user prompt and the tools it was offered, picks tool calls by plain
-word patterns (echo, ask, remember, recall, schedule, write a file, ...),
+word patterns (echo, ask, remember, recall, schedule, write, read and list
+files, run a command, fetch a page, search the web, run JavaScript, ...),
 or, when a prompt starts with the name of any tool it was offered (the
 person's own ``@tool`` functions included), calls that tool with arguments
 read from the words that follow (``add 2 and 3``). After the results come
-back it writes an answer that uses them. Every
-answer says it comes from the offline demo model. ``llm.complete`` asks it
+back it says what each one really was, failures included
+(:mod:`agent_kernel.demo_answers`). Every answer says it comes from the
+offline demo model. ``llm.complete`` asks it
 in-process, without litellm (see ``llm.py``), and turns its answer into the
 same streamed turn a real model gives, so the loop, tools and views cannot
 tell them apart.
@@ -18,10 +20,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
+
+from .demo_answers import describe
 
 LABEL = "(offline demo model)"
 
@@ -65,7 +68,117 @@ def _task_of(prompt: str, pattern: str) -> str:
     return re.sub(r"\s{2,}", " ", task) or prompt
 
 
-def _plan_one(prompt: str, tools: set[str]) -> tuple[str, dict[str, Any]] | None:
+Call = tuple[str, dict[str, Any]]
+_VERBATIM = {"bash", "run_command", "run_javascript", "http_request", "url_fetch"}
+_METHODS = r"(get|head|post|put|patch|delete|options)"
+_URL = r"<?`?(\S+://[^\s>`]+)`?>?"
+
+
+def _json_or_text(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.strip().strip("`")
+
+
+def _split_input(rest: str) -> tuple[str, Any]:
+    """``CODE with {json}``: the code and the JSON after its last ``with`` that parses."""
+    for m in reversed(list(re.finditer(r"\s+with\s+(?:(?:the\s+)?input\s+)?", rest, re.I))):
+        try:
+            return rest[: m.start()], json.loads(rest[m.end():])
+        except ValueError:
+            continue
+    return rest, None
+
+
+def _javascript(rest: str) -> Call:
+    code, data = _split_input(rest.strip())
+    code = code.strip().strip("`").strip()
+    statement = re.match(r"(?:if|for|while|do|switch|try|throw|let|const|var|function|class)\b",
+                         code)
+    if not (statement or re.search(r"\breturn\b|[;\n]", code.rstrip(";"))):
+        code = f"return {code.rstrip(';')};"  # a bare expression: the tool needs a return
+    args: dict[str, Any] = {"code": code}
+    if data is not None:
+        args["input"] = data
+    return "run_javascript", args
+
+
+def _request(method: str, url: str, body: str | None, tools: set[str], asked: bool) -> Call | None:
+    """``http_request`` (asked for by name, or for https), else ``url_fetch``."""
+    args: dict[str, Any] = {"url": url, "method": method.upper()}
+    if body:
+        args["body"] = _json_or_text(body)
+    if "http_request" in tools and (asked or url.lower().startswith("https:")
+                                    or "url_fetch" not in tools):
+        return "http_request", args
+    if "url_fetch" in tools:
+        return "url_fetch", args if args["method"] != "GET" or body else {"url": url}
+    return None
+
+
+def _plan_hands(text: str, tools: set[str]) -> Call | None:
+    """Files, commands, the web and JavaScript, from plain words."""
+    m = re.match(r"^(?:write|create|save)\s+(?:a\s+)?file\s+(\S+)\s+"
+                 r"(?:with|containing|saying)\s+(.+)$", text, re.I | re.S)
+    if m and "write_file" in tools:
+        return "write_file", {"path": m.group(1), "content": m.group(2)}
+    m = re.match(r"^append\s+(.+?)\s+to\s+(?:the\s+)?file\s+(\S+?)[.!]?$", text, re.I | re.S)
+    if m and "write_file" in tools:
+        return "write_file", {"path": m.group(2), "content": m.group(1), "mode": "append"}
+    m = (re.match(r"^(?:run|execute)\s+(?:the\s+)?(?:shell\s+)?(?:command|shell)\s*:?\s+(.+)$",
+                  text, re.I | re.S)
+         or re.match(r"^(?:run|execute)\s+`([^`]+)`$", text, re.I))
+    if m:
+        for name, key in (("bash", "cmd"), ("run_command", "command")):
+            if name in tools:
+                return name, {key: m.group(1).strip("`")}
+    m = re.match(r"^(?:run|execute|evaluate)?\s*(?:this\s+|the\s+|some\s+)?(?:javascript|js)"
+                 r"(?:\s+code)?\s*:?\s+(.+)$", text, re.I | re.S)
+    if m and "run_javascript" in tools:
+        return _javascript(m.group(1))
+    m = re.match(r"^(?:read|show|open|cat)\s+(?:me\s+)?(?:the\s+)?file\s+(\S+?)[.!?]?$", text,
+                 re.I) or re.match(r"^what(?:'s| is) in (?:the )?file\s+(\S+?)\??$", text, re.I)
+    if m and "read_file" in tools:
+        return "read_file", {"path": m.group(1).strip("`'\"")}
+    m = re.match(r"^(?:list|show)\s+(?:me\s+)?(?:the\s+|my\s+|all\s+)?files(?:\s+(?:in|under|"
+                 r"inside)\s+(?:the\s+)?(?:folder\s+)?(\S+?))?[.!?]?$", text, re.I)
+    if (m or re.match(r"^what files are there\b", text, re.I)) and "list_files" in tools:
+        return "list_files", {"path": m.group(1).strip("`'\"")} if m and m.group(1) else {}
+    if re.match(r"^(?:(?:show|get|what(?:'s| is))\s+)?(?:the\s+|my\s+)?workspace\s+(?:info|"
+                r"information|size|summary|stats)\b|^how big is (?:the|my) workspace\b", text,
+                re.I) and "get_workspace_info" in tools:
+        return "get_workspace_info", {}
+    m = re.match(rf"^(?:download|save)\s+(?:the\s+)?(?:page\s+|file\s+)?{_URL}\s+(?:to|into|as)"
+                 r"\s+(\S+)$", text, re.I)
+    if m and "url_fetch" in tools:
+        return "url_fetch", {"url": m.group(1), "download_path": m.group(2)}
+    m = re.match(rf"^(?:fetch|open|read|browse(?:\s+to)?)\s+(?:the\s+)?(?:page|url|site)?\s*"
+                 rf"(?:at\s+)?{_URL}[.!]?$", text, re.I)
+    if m and "url_fetch" in tools:
+        return "url_fetch", {"url": m.group(1)}
+    if m and "http_request" in tools:
+        return "http_request", {"url": m.group(1), "method": "GET"}
+    m = (re.match(rf"^(?:(?:make|send|do)\s+)?(?:an?\s+)?(?:{_METHODS}\s+)?(?:https?\s+)?request"
+                  rf"\s+to\s+{_URL}(?:\s+with\s+(?:(?:the|a)\s+)?(?:body\s+)?(.+))?$", text,
+                  re.I | re.S))
+    if m:
+        return _request(m.group(1) or "GET", m.group(2), m.group(3), tools, asked=True)
+    m = re.match(rf"^{_METHODS}\s+{_URL}(?:\s+with\s+(?:(?:the|a)\s+)?(?:body\s+)?(.+))?$",
+                 text, re.I | re.S)
+    if m:
+        return _request(m.group(1), m.group(2), m.group(3), tools, asked=False)
+    m = (re.match(r"^(?:search|look\s+up|look)\s+(?:up\s+)?(?:on\s+)?(?:the\s+)?(?:web|internet|"
+                  r"online)\s+(?:for\s+)?(.+)$", text, re.I)
+         or re.match(r"^(?:web[\s_]search|search\s+online|google)\s+(?:for\s+)?(.+)$", text, re.I)
+         or re.match(r"^search\s+for\s+(.+?)\s+(?:online|on\s+the\s+(?:web|internet))$", text,
+                     re.I))
+    if m and "web_search" in tools:
+        return "web_search", {"q": m.group(1).strip(" ?.!\"'“”")}
+    return None
+
+
+def _plan_one(prompt: str, tools: set[str]) -> Call | None:
     """The one tool call a prompt asks for, if a rule and its tool both exist."""
     text = _strip_polite(prompt)
     low = text.lower()
@@ -90,16 +203,9 @@ def _plan_one(prompt: str, tools: set[str]) -> tuple[str, dict[str, Any]] | None
         about = re.sub(r"\bmy\b", "your", about or "what you think", flags=re.I)
         return "ask_user", {"question": f"Please tell me {about}."}
 
-    m = re.match(r"^(?:write|create|save)\s+(?:a\s+)?file\s+(\S+)\s+"
-                 r"(?:with|containing|saying)\s+(.+)$", text, re.I)
-    if m and "write_file" in tools:
-        return "write_file", {"path": m.group(1), "content": m.group(2)}
-    m = re.match(r"^(?:run|execute)\s+(?:the\s+)?(?:shell\s+)?(?:command|shell)\s*:?\s+(.+)$",
-                 text, re.I)
-    if m:
-        for name, key in (("bash", "cmd"), ("run_command", "command")):
-            if name in tools:
-                return name, {key: m.group(1).strip("`")}
+    hands = _plan_hands(text, tools)
+    if hands:
+        return hands
 
     if "schedule_cron" in tools:
         m = re.search(r"\bcron\s+['\"`]?([\d*/,\- ]+?)['\"`]?\s*(?:to|:)\s+(.+)$", text, re.I)
@@ -230,60 +336,20 @@ def plan_for_tool(prompt: str, schemas: dict[str, dict[str, Any]]
 
 
 def plan_calls(prompt: str, tools: set[str]) -> list[tuple[str, dict[str, Any]]]:
-    """Tool calls for a prompt; ``A and B`` gives two calls in one response."""
+    """Tool calls for a prompt; ``A and B`` gives two calls in one response.
+
+    A command, code or a request is taken whole: ``run command: ls; echo done`` is one
+    command, not a command and an ``echo``."""
+    single = _plan_one(prompt, tools)
+    if single and single[0] in _VERBATIM:
+        return [single]
     parts = re.split(r"\s*(?:;|\band then\b|\bthen also\b|\balso\b|\band\b)\s+(?=(?:echo|print|"
                      r"remember|recall|say|log|query|check)\b)", prompt, flags=re.I)
     if len(parts) > 1:
         planned = [_plan_one(part, tools) for part in parts]
         if all(planned):
             return [p for p in planned if p]
-    single = _plan_one(prompt, tools)
     return [single] if single else []
-
-
-def _describe(name: str, args: dict[str, Any], content: str) -> str:
-    if content.startswith("Error"):
-        # What follows a blank line is guidance for the model: followed, not repeated.
-        error = content.removeprefix("Error: ").split("\n\n", 1)[0]
-        return f"The `{name}` call did not go through: {error}"
-    try:
-        result = json.loads(content)
-    except ValueError:
-        result = content
-    if name == "ask_user" and isinstance(result, dict):
-        answer, source = result.get("answer", ""), result.get("source", "")
-        if source == "user":
-            return f"You answered **{answer}**, so I will go with {answer}."
-        if source == "default":
-            return f"No one answered, so I used the default: **{answer}**."
-        return "The question timed out with no answer, so I will not assume one."
-    if name == "echo":
-        return f"The echo tool returned: {result}"
-    if name == "remember" and isinstance(result, dict):
-        return f"I will remember that (memory `{result.get('memory_id', '?')}`)."
-    if name in ("recall", "search_memory") and isinstance(result, dict):
-        items = result.get("memories") or result.get("hits") or []
-        if not items:
-            return f"I found nothing in memory about “{args.get('query', '')}”."
-        lines = [f"- {m.get('content', m) if isinstance(m, dict) else m}" for m in items[:5]]
-        return "Here is what I remember:\n" + "\n".join(lines)
-    if name in ("schedule", "schedule_once", "schedule_cron") and isinstance(result, dict):
-        ident = result.get("taskId") or result.get("schedule_id")
-        if "ipykernel" in sys.modules:  # a notebook: this kernel's scheduler runs it
-            return f"Scheduled it as `{ident}`: I will run it while this kernel is alive."
-        return (f"Scheduled it as `{ident}` and saved it in the workspace: "
-                "`python -m agent_kernel triggers`, or a notebook using this workspace, "
-                "runs it when it is due.")
-    if name == "write_file":
-        return f"I wrote the file `{args.get('path')}`."
-    if name == "console_print":
-        return "I printed that to the console."
-    if name == "reply":
-        return "I sent that reply."
-    shown = json.dumps(result, ensure_ascii=False) if not isinstance(result, str) else result
-    if len(shown) > 300:
-        shown = shown[:297] + "..."
-    return f"`{name}` returned {shown}."
 
 
 def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> DemoTurn:
@@ -302,7 +368,7 @@ def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Demo
                 args = json.loads(fn.get("arguments") or "{}")
             except ValueError:
                 args = {}
-            lines.append(_describe(fn.get("name", "?"), args, results.get(call.get("id"), "")))
+            lines.append(describe(fn.get("name", "?"), args, results.get(call.get("id"), "")))
         return DemoTurn(text=f"{LABEL} " + "\n\n".join(lines))
 
     asks_help = re.search(r"\b(what can you do|help|who are you|capabilities)\b", prompt.lower())
@@ -312,7 +378,8 @@ def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Demo
             text=(
                 f"{LABEL} I am the offline demo model: no API key, no network, fixed rules. "
                 f"I can use these tools: {listed}. Try `echo hello`, `ask me to choose "
-                "between tea or coffee`, `remember that the demo works`, or name any tool "
+                "between tea or coffee`, `remember that the demo works`, `list files`, "
+                "`run command: ls -la`, `search the web for tides`, or name any tool "
                 "followed by its arguments in order (`add 2 and 3` calls a tool `add(a, b)`; "
                 "text in quotes). For a real model: "
                 "`%agent_config --model openai/gpt-4o-mini`."

@@ -9,12 +9,12 @@ command's text. So protection comes from *where the command can write*:
 bubblewrap shows it the whole filesystem read-only, a private ``/tmp``, a
 workspace emptied by a read-only tmpfs with only ``files/`` and ``state/``
 bound back writable, its own PID namespace (no other process to reach
-through ``/proc``), no capabilities, and a clean environment.
+through ``/proc``), its own network namespace unless the person allows the
+network (only a loopback of its own: no other host, and no service listening
+on the machine's ``127.0.0.1``), no capabilities, and a clean environment.
 
 When bubblewrap cannot start here, :func:`find_bubblewrap` says so and the
 caller refuses (or, if the person opted in, runs unsandboxed and says so).
-The network is shared with the host for now; :meth:`Sandbox.argv` is built
-from small parts so network isolation can be added as one more.
 """
 
 from __future__ import annotations
@@ -124,7 +124,8 @@ class Sandbox:
 
     ``root`` (the workspace) is hidden except for the ``writable`` folders inside it;
     ``hidden`` folders are replaced by empty read-only ones, ``hidden`` files by a
-    ``/dev/null`` the command cannot open.
+    ``/dev/null`` the command cannot open. Without ``network`` the command gets a
+    network namespace of its own, holding nothing but its own loopback.
     """
 
     root: Path | None
@@ -132,11 +133,12 @@ class Sandbox:
     cwd: Path
     env: dict[str, str]
     hidden: tuple[Path, ...] = field(default=())
+    network: bool = False
 
     def argv(self, bwrap: str, command: list[str]) -> list[str]:
         """The full ``bwrap`` command line that runs ``command`` inside this sandbox."""
-        return [bwrap, *self._filesystem(), *self._processes(), *self._environment(),
-                "--", *command]
+        return [bwrap, *self._filesystem(), *self._processes(), *self._network(),
+                *self._environment(), "--", *command]
 
     def _filesystem(self) -> list[str]:
         args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
@@ -165,6 +167,9 @@ class Sandbox:
         # A PID namespace: no /proc/<kernel pid>/root way back, and when the command's
         # first process dies every process it left behind dies with it.
         return ["--unshare-pid", "--new-session", "--die-with-parent", "--cap-drop", "ALL"]
+
+    def _network(self) -> list[str]:
+        return [] if self.network else ["--unshare-net"]
 
     def _environment(self) -> list[str]:
         args = ["--clearenv"]

@@ -113,7 +113,17 @@ async def execute(
     ctx = ToolContext(agent=agent, run_id=run_id, agent_id=agent.agent_id,
                       workspace=agent.workspace, trigger=context.get("trigger"),
                       call_id=call.id, clock=clock)
-    verdict = await agent.approvals.check(ctx, tool_obj, values)
+    try:
+        notes = tool_obj.precheck(values) if tool_obj.precheck is not None else None
+    except ToolError as exc:  # refused before anyone is asked to approve it
+        return await finish(agent, call, run_id, arguments, None,
+                            f"Tool '{call.name}' was not run: {exc}", 0,
+                            summary=exc.summary, guidance=exc.guidance)
+    except Exception as exc:  # a precheck that breaks refuses too: it cannot vouch
+        return await finish(agent, call, run_id, arguments, None,
+                            f"Tool '{call.name}' was not run: its arguments could not be "
+                            f"checked ({type(exc).__name__}: {exc})", 0)
+    verdict = await agent.approvals.check(ctx, tool_obj, values, notes)
     if verdict is not None:
         return await finish(agent, call, run_id, arguments, None, verdict.error, 0,
                                   summary=verdict.summary, guidance=verdict.guidance)
@@ -145,8 +155,14 @@ async def execute(
         return await finish(agent, call, run_id, arguments, None,
                                   f"Tool '{call.name}' execution failed: {message}",
                                   monotonic_ms(started),
-                                  summary=told.summary if told else None,
+                                  summary=(told.summary if told else None) or message,
                                   guidance=told.guidance if told else None)
+    if isinstance(value, dict) and value.get("ok") is False:
+        # A spec 004 envelope ({ok: false, error}): a failed call; the model reads the envelope.
+        said = str(value.get("error") or "") or "no reason given"
+        return await finish(agent, call, run_id, arguments, value,
+                            f"Tool '{call.name}' failed: {said}", monotonic_ms(started),
+                            summary=said)
     return await finish(agent, call, run_id, arguments, value, None, monotonic_ms(started))
 
 
@@ -197,7 +213,8 @@ def answer_pending(messages: list[dict[str, Any]], call_ids: list[str], why: str
 
 def tool_message(record: ToolCallRecord, limit: int) -> dict[str, Any]:
     """The tool message the model reads: the result, or the error and what to do next."""
-    content = to_text(record.result) if record.success else f"Error: {record.error}"
+    content = (to_text(record.result) if record.success or record.result is not None
+               else f"Error: {record.error}")
     if not record.success and record.guidance:
         content += f"\n\n{record.guidance}"
     if len(content) > limit:

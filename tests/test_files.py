@@ -1,8 +1,12 @@
-"""read_file, write_file and bash: confined to the workspace, with spec 003's guards."""
+"""The file tools: read_file, write_file, list_files and get_workspace_info.
+
+Real files in tmp_path. Every answer is spec 004's envelope (``{ok, ...}`` or
+``{ok: false, error}``), writes land only in files/ and state/, and the
+listings show neither the runtime's files nor deny-listed names.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import socket
@@ -12,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tool_helpers import call_tool
 
-from agent_kernel import Agent, sandbox
+from agent_kernel import Agent
 from agent_kernel.tools import files
-from agent_kernel.tools.base import ToolArgumentError, ToolContext
+from agent_kernel.tools.base import ToolArgumentError
+from agent_kernel.views.summaries import summarise
 
 
 @pytest.fixture
@@ -23,96 +29,125 @@ def agent(tmp_path: Path) -> Agent:
     return Agent(workspace=tmp_path / "ws")
 
 
-SANDBOXED = sandbox.find_bubblewrap() is not None
-
-
-@pytest.fixture(autouse=True)
-def commands_can_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without bubblewrap here, these bash tests run unsandboxed (test_sandbox.py needs it)."""
-    if not SANDBOXED:
-        monkeypatch.setattr(files.LIMITS, "allow_unsandboxed", True)
-
-
 @pytest.fixture
 def limits(monkeypatch: pytest.MonkeyPatch) -> files.FileToolLimits:
-    fresh = files.FileToolLimits(allow_unsandboxed=not SANDBOXED)
+    fresh = files.FileToolLimits()
     monkeypatch.setattr(files, "LIMITS", fresh)
     return fresh
 
 
-async def call(agent: Agent, name: str, **arguments: Any) -> Any:
-    tool = agent.registry.get(name)
-    ctx = ToolContext(agent=agent, run_id="run_t", agent_id="agent", workspace=agent.workspace)
-    return await tool.invoke(tool.validate(arguments), ctx)
+call = call_tool
 
 
-def test_side_effect_marks(agent: Agent) -> None:
-    assert agent.registry.get("read_file").side_effects is False
-    assert agent.registry.get("write_file").side_effects is True
-    assert agent.registry.get("bash").side_effects is True
-    schema = agent.registry.get("bash").parameters
-    assert set(schema["properties"]) == {"cmd", "cwd", "timeout_seconds"}
-    assert schema["required"] == ["cmd"]
-    assert agent.registry.get("write_file").parameters["properties"]["mode"]["enum"] == [
-        "overwrite", "append"]
+def refused(result: Any, *fragments: str) -> bool:
+    """A spec 004 failure envelope whose error says every one of ``fragments``."""
+    return (isinstance(result, dict) and set(result) == {"ok", "error"}
+            and result["ok"] is False and all(f in result["error"] for f in fragments))
+
+
+# Shapes: the union of the two specs' arguments, spec 004's results.
+
+def test_argument_shapes(agent: Agent) -> None:
+    shapes = {name: agent.registry.get(name).parameters
+              for name in ("read_file", "write_file", "list_files", "get_workspace_info")}
+    assert {n: (sorted(s["properties"]), s["required"]) for n, s in shapes.items()} == {
+        "read_file": (["path"], ["path"]),
+        "write_file": (["content", "mode", "path"], ["path", "content"]),
+        "list_files": (["path"], []),
+        "get_workspace_info": ([], []),
+    }
+    mode = shapes["write_file"]["properties"]["mode"]
+    assert mode["enum"] == ["overwrite", "append"] and mode["default"] == "overwrite"
+    assert [agent.registry.get(n).side_effects for n in shapes] == [False, True, False, False]
 
 
 async def test_write_then_read_and_append(agent: Agent) -> None:
     wrote = await call(agent, "write_file", path="notes/today.txt", content="hello")
-    assert wrote == {"path": "files/notes/today.txt", "bytes": 5, "mode": "overwrite"}
-    await call(agent, "write_file", path="notes/today.txt", content=" world", mode="append")
-    assert await call(agent, "read_file", path="notes/today.txt") == "hello world"
-    assert await call(agent, "read_file", path="file_cache_dir/notes/today.txt") == "hello world"
+    assert wrote == {"ok": True, "path": "files/notes/today.txt", "bytes": 5,
+                     "mode": "overwrite"}
+    appended = await call(agent, "write_file", path="notes/today.txt", content=" wörld",
+                          mode="append")
+    assert appended["ok"] is True and appended["bytes"] == 7
+    assert await call(agent, "read_file", path="notes/today.txt") == {
+        "ok": True, "content": "hello wörld"}
+    assert await call(agent, "read_file", path="file_cache_dir/notes/today.txt") == {
+        "ok": True, "content": "hello wörld"}
+    await call(agent, "write_file", path="notes/today.txt", content="new")
+    assert (agent.workspace.root / "files/notes/today.txt").read_text() == "new"
 
 
 async def test_state_alias(agent: Agent) -> None:
     wrote = await call(agent, "write_file", path="file_state_dir/plan.md", content="# plan")
     assert wrote["path"] == "state/plan.md"
     assert (agent.workspace.root / "state" / "plan.md").read_text() == "# plan"
+    assert (await call(agent, "read_file", path="file_state_dir/plan.md"))["content"] == "# plan"
 
 
 @pytest.mark.parametrize("path", ["../../escape.txt", "/etc/passwd", "file_state_dir/../../x",
-                                  "~/x.txt"])
+                                  "~/x.txt", "/proc/self/root/etc/passwd"])
 async def test_paths_outside_the_workspace_are_refused(agent: Agent, path: str) -> None:
-    with pytest.raises(ValueError, match="outside the workspace"):
-        await call(agent, "read_file", path=path)
-    with pytest.raises(ValueError, match="outside the workspace"):
-        await call(agent, "write_file", path=path, content="x")
+    for name, extra in (("read_file", {}), ("write_file", {"content": "x"}), ("list_files", {})):
+        assert refused(await call(agent, name, path=path, **extra), "outside the workspace"), name
+    assert not (agent.workspace.root.parent / "escape.txt").exists()
 
 
 async def test_absolute_path_inside_the_workspace_is_fine(agent: Agent) -> None:
     target = agent.workspace.root / "files" / "abs.txt"
-    await call(agent, "write_file", path=str(target), content="ok")
+    assert (await call(agent, "write_file", path=str(target), content="ok"))["ok"] is True
     assert target.read_text() == "ok"
 
 
-async def test_alias_without_a_file_is_refused(agent: Agent) -> None:
-    with pytest.raises(ValueError, match="needs a file path after it"):
-        await call(agent, "read_file", path="file_cache_dir")
+async def test_alias_without_a_file_is_refused_but_lists(agent: Agent) -> None:
+    assert refused(await call(agent, "read_file", path="file_cache_dir"),
+                   "'file_cache_dir' needs a file path after it")
+    assert refused(await call(agent, "write_file", path="file_state_dir/", content="x"),
+                   "'file_state_dir' needs a file path after it")
+    await call(agent, "write_file", path="file_state_dir/a.txt", content="x")
+    listed = await call(agent, "list_files", path="file_state_dir")
+    assert listed["entries"] == [{"name": "a.txt", "type": "file"}]
+
+
+async def test_bad_input_is_a_readable_refusal(agent: Agent) -> None:
+    assert refused(await call(agent, "read_file", path="a\x00b"), "NUL character")
+    assert refused(await call(agent, "read_file", path="~nosuchuser_xyz/a"),
+                   "unknown home folder")
+    assert refused(await call(agent, "write_file", path="s.txt", content="bad \ud800"),
+                   "lone surrogate", "nothing was written")
+    assert not (agent.workspace.root / "files" / "s.txt").exists()
 
 
 async def test_deny_paths(agent: Agent) -> None:
-    with pytest.raises(PermissionError, match="denied"):
-        await call(agent, "write_file", path="secrets/.env", content="KEY=1")
-    with pytest.raises(PermissionError, match="denied"):
-        await call(agent, "read_file", path="/" + str(agent.workspace.root / "ledger.jsonl"))
+    assert refused(await call(agent, "write_file", path="secrets/.env", content="KEY=1"),
+                   "denied", "'.env'")
+    assert not (agent.workspace.root / "files/secrets/.env").exists()
+    agent.workspace.ensure()
+    (agent.workspace.root / "ledger.jsonl").write_text("{}\n")
+    assert refused(await call(agent, "read_file",
+                              path="/" + str(agent.workspace.root / "ledger.jsonl")), "denied")
 
 
 async def test_missing_file_and_folder(agent: Agent) -> None:
-    with pytest.raises(FileNotFoundError, match="no such file: files/nope.txt"):
-        await call(agent, "read_file", path="nope.txt")
+    assert await call(agent, "read_file", path="nope.txt") == {
+        "ok": False, "error": "no such file: files/nope.txt"}
     await call(agent, "write_file", path="dir/a.txt", content="a")
-    with pytest.raises(IsADirectoryError):
-        await call(agent, "read_file", path="dir")
+    assert refused(await call(agent, "read_file", path="dir"), "files/dir is a folder")
+    assert refused(await call(agent, "write_file", path="dir", content="x"), "is a folder")
+    assert refused(await call(agent, "list_files", path="nope"), "no such folder: files/nope")
+    assert refused(await call(agent, "list_files", path="dir/a.txt"), "not a folder")
 
 
 async def test_byte_limits(agent: Agent, limits: files.FileToolLimits) -> None:
+    await call(agent, "write_file", path="big.txt", content="keep me")
     limits.write_max_bytes = 10
-    with pytest.raises(ValueError, match="at most 10"):
-        await call(agent, "write_file", path="big.txt", content="x" * 11)
+    assert refused(await call(agent, "write_file", path="big.txt", content="x" * 11),
+                   "content is 11 bytes; write_file allows at most 10")
+    assert refused(await call(agent, "write_file", path="big.txt", content="é" * 6),
+                   "content is 12 bytes")
+    assert (agent.workspace.root / "files/big.txt").read_text() == "keep me"
+    assert (await call(agent, "write_file", path="big.txt", content="x" * 10))["ok"] is True
     limits.read_max_bytes = 4
     await call(agent, "write_file", path="small.txt", content="abcdefgh")
-    text = await call(agent, "read_file", path="small.txt")
+    text = (await call(agent, "read_file", path="small.txt"))["content"]
     assert text.startswith("abcd\n") and "truncated: showed 4 of 8 bytes" in text
 
 
@@ -122,70 +157,19 @@ async def test_bad_mode_is_a_clear_argument_error(agent: Agent) -> None:
         tool.validate({"path": "a", "content": "b", "mode": "truncate"})
 
 
-async def test_bash_runs_in_the_workspace(agent: Agent) -> None:
-    await call(agent, "write_file", path="here.txt", content="x")
-    result = await call(agent, "bash", cmd="pwd; ls; echo oops >&2; exit 3")
-    assert result["exit_code"] == 3
-    lines = result["stdout"].splitlines()
-    assert Path(lines[0]) == agent.workspace.root / "files"
-    assert "here.txt" in lines
-    assert result["stderr"] == "oops\n"
-    (agent.workspace.root / "state").mkdir(exist_ok=True)
-    where = await call(agent, "bash", cmd="pwd", cwd="file_state_dir/.")
-    assert Path(where["stdout"].strip()) == agent.workspace.root / "state"
-
-
-async def test_bash_cwd_outside_is_refused(agent: Agent) -> None:
-    with pytest.raises(ValueError, match="outside the workspace"):
-        await call(agent, "bash", cmd="ls", cwd="/tmp")
-
-
-async def test_bash_timeout_kills_the_command(agent: Agent) -> None:
-    started = time.perf_counter()
-    result = await call(agent, "bash", cmd="echo start; sleep 20", timeout_seconds=0.5)
-    assert time.perf_counter() - started < 5
-    assert result["timed_out"] is True and result["stdout"] == "start\n"
-    assert "killed after 0.5 s timeout" in result["stderr"]
-
-
-async def test_bash_limits(agent: Agent, limits: files.FileToolLimits) -> None:
-    with pytest.raises(ValueError, match="timeout_seconds must be at most 600"):
-        await call(agent, "bash", cmd="true", timeout_seconds=601)
-    limits.bash_output_max_bytes = 5
-    result = await call(agent, "bash", cmd="echo 0123456789")
-    assert result["stdout"] == "01234" and result["truncated"] is True
-    limits.bash_enabled = False
-    with pytest.raises(PermissionError, match="tool is disabled: bash"):
-        await call(agent, "bash", cmd="true")
-
-
-@pytest.mark.skipif(not SANDBOXED, reason="needs bubblewrap")
-async def test_bash_cannot_reach_the_ledger(agent: Agent) -> None:
-    ledger = agent.workspace.ensure() / "ledger.jsonl"
-    ledger.write_text("secret history\n")
-    result = await call(agent, "bash", cmd="cat ../ledger.jsonl; echo x >> ../ledger.jsonl")
-    assert result["sandboxed"] is True and result["exit_code"] != 0
-    assert "secret history" not in result["stdout"]
-    assert ledger.read_text() == "secret history\n"
-
-
-async def test_bash_cancel_kills_the_process_group(agent: Agent) -> None:
-    task = asyncio.ensure_future(call(agent, "bash", cmd="sleep 2; touch done.txt"))
-    await asyncio.sleep(0.3)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    await asyncio.sleep(2.3)
-    assert not (agent.workspace.root / "files" / "done.txt").exists()
-
-
-async def test_errors_reach_the_model_as_tool_results(agent: Agent) -> None:
-    agent.settings.headless_approval = "allow"
-    result = await agent.arun("write file ../../outside.txt with nope")
-    [record] = result.tool_calls
-    assert not record.success
-    assert "execution failed: path '../../outside.txt' is outside the workspace" in record.error
-    assert result.ok
+@pytest.mark.parametrize("name,arguments", [
+    ("read_file", {"path": "a.txt"}), ("write_file", {"path": "b.txt", "content": "new"}),
+    ("list_files", {}), ("get_workspace_info", {})])
+async def test_disabled_tools_answer_in_spec_003s_words(
+        agent: Agent, limits: files.FileToolLimits, name: str, arguments: dict[str, Any]) -> None:
+    await call(agent, "write_file", path="a.txt", content="old")
+    setattr(limits, f"{name}_enabled", False)
+    result = await call(agent, name, **arguments)
+    assert refused(result) and result["error"].startswith(f"{name} tool is disabled")
+    assert not (agent.workspace.root / "files/b.txt").exists()
+    others = {"read_file", "write_file", "list_files", "get_workspace_info"} - {name}
+    for other in others:  # the switch is per tool
+        assert getattr(limits, f"{other}_enabled") is True
 
 
 # Writes: only files/ and state/, on the fully resolved path.
@@ -212,34 +196,57 @@ def unchanged(agent: Agent, made: dict[str, bytes]) -> bool:
 @pytest.mark.parametrize("path", [
     "../triggers/evil.json", "file_state_dir/../triggers/evil.json", "../memory.md",
     "../lancedb/x.txt", "../lancedb/new.txt", "../ledger.jsonl", "../pending_question.json",
-    "../new_file.txt", "ABS/triggers/evil.json", "ABS/memory.md"])
+    "../new_file.txt", "ABS/triggers/evil.json", "ABS/memory.md",
+    "/proc/self/root/ABS/memory.md", "/proc/self/root/ABS/triggers/evil.json"])
 async def test_write_file_refuses_the_runtime_files(
         agent: Agent, runtime_files: dict[str, bytes], path: str) -> None:
-    path = path.replace("ABS", str(agent.workspace.root))
-    with pytest.raises(PermissionError) as caught:
-        await call(agent, "write_file", path=path, content="pwned")
-    assert "denied" in str(caught.value) or (
-        "belongs to the runtime" in str(caught.value)
-        and "files/ (file_cache_dir) or state/ (file_state_dir)" in str(caught.value))
+    path = path.replace("/ABS", str(agent.workspace.root)).replace(
+        "ABS", str(agent.workspace.root))
+    result = await call(agent, "write_file", path=path, content="pwned")
+    assert refused(result, "denied") or refused(
+        result, "belongs to the runtime", "files/ (file_cache_dir) or state/ (file_state_dir)")
     assert unchanged(agent, runtime_files)
     assert not (agent.workspace.root / "new_file.txt").exists()
 
 
 async def test_write_file_refuses_symlinks_out_of_files(
         agent: Agent, runtime_files: dict[str, bytes]) -> None:
-    cache = agent.workspace.root / "files"
+    root = agent.workspace.root
+    cache = root / "files"
     (cache / "led").symlink_to("../ledger.jsonl")
     (cache / "trig").symlink_to("../triggers")
-    (cache / "mem").symlink_to(agent.workspace.root / "memory.md")
-    for path in ("led", "trig/evil.json", "mem", "file_cache_dir/mem"):
-        with pytest.raises(PermissionError):
-            await call(agent, "write_file", path=path, content="pwned", mode="append")
+    (cache / "mem").symlink_to(root / "memory.md")
+    (cache / "viaproc").symlink_to(f"/proc/self/root{root}/memory.md")
+    (cache / "procdir").symlink_to(f"/proc/self/root{root}/triggers")
+    for path in ("led", "trig/evil.json", "mem", "file_cache_dir/mem", "viaproc",
+                 "procdir/evil.json"):
+        result = await call(agent, "write_file", path=path, content="pwned", mode="append")
+        assert refused(result), path
     assert unchanged(agent, runtime_files)
     # A symlink that stays inside files/ is followed.
     (cache / "real.txt").write_text("a")
     (cache / "alias.txt").symlink_to("real.txt")
-    await call(agent, "write_file", path="alias.txt", content="b", mode="append")
+    assert (await call(agent, "write_file", path="alias.txt", content="b", mode="append"))["ok"]
     assert (cache / "real.txt").read_text() == "ab"
+
+
+async def test_a_symlink_at_the_ledger_is_not_read_or_listed(
+        agent: Agent, runtime_files: dict[str, bytes]) -> None:
+    root = agent.workspace.root
+    cache = root / "files"
+    (cache / "led").symlink_to("../ledger.jsonl")
+    (cache / "viaproc").symlink_to(f"/proc/self/root{root}/ledger.jsonl")
+    (cache / "parent").symlink_to("..")  # a symlinked parent folder
+    for path in ("led", "viaproc", "parent/ledger.jsonl", f"/proc/self/root{root}/ledger.jsonl",
+                 "parent/files/led"):
+        result = await call(agent, "read_file", path=path)
+        assert refused(result, "denied"), path
+        assert "seq" not in json.dumps(result)
+    for path in ("parent", "parent/triggers", "trig/../.."):
+        assert refused(await call(agent, "list_files", path=path), "belongs to the runtime")
+    listed = await call(agent, "list_files")
+    assert {e["name"]: e["type"] for e in listed["entries"]} == {
+        "led": "symlink", "viaproc": "symlink", "parent": "symlink"}
 
 
 async def test_relative_runtime_names_land_in_files(
@@ -251,8 +258,7 @@ async def test_relative_runtime_names_land_in_files(
 
 async def test_write_file_refuses_hard_links(agent: Agent, runtime_files: dict[str, bytes]) -> None:
     os.link(agent.workspace.root / "memory.md", agent.workspace.root / "files" / "m.md")
-    with pytest.raises(PermissionError, match="hard links"):
-        await call(agent, "write_file", path="m.md", content="pwned")
+    assert refused(await call(agent, "write_file", path="m.md", content="pwned"), "hard links")
     assert unchanged(agent, runtime_files)
 
 
@@ -262,10 +268,10 @@ async def test_files_folder_that_is_a_symlink_is_refused(
     (root / "files").rmdir()
     (root / "files").symlink_to(root)
     for path in ("memory.md", "triggers/evil.json", "x.txt"):
-        with pytest.raises(PermissionError):
-            await call(agent, "write_file", path=path, content="pwned")
-    with pytest.raises(PermissionError, match="not a plain folder"):
-        await call(agent, "bash", cmd="echo pwned >> memory.md")
+        assert refused(await call(agent, "write_file", path=path, content="pwned")), path
+    assert refused(await call(agent, "list_files"), "not a plain folder")
+    info = await call(agent, "get_workspace_info")
+    assert refused(info, "not a plain folder")
     assert unchanged(agent, runtime_files)
 
 
@@ -277,24 +283,21 @@ def test_a_folder_swapped_for_a_symlink_after_the_check_is_refused(
     with (pytest.raises(PermissionError, match="'sub' changed or is not a folder"),
           files._folder_fd(cache, ["sub"], create=True)):
         pass
+    with pytest.raises(PermissionError, match="changed while it was opened"):
+        files._open_folder(agent.workspace, "files", ["sub"])
     assert unchanged(agent, runtime_files)
 
 
 async def test_reads_stay_workspace_wide_with_deny_paths(
         agent: Agent, runtime_files: dict[str, bytes]) -> None:
-    assert await call(agent, "read_file", path="../triggers/t1.json") == '{"condition": "True"}'
+    assert await call(agent, "read_file", path="../triggers/t1.json") == {
+        "ok": True, "content": '{"condition": "True"}'}
     (agent.workspace.root / "files" / "led").symlink_to("../ledger.jsonl")
-    for path in ("../ledger.jsonl", "led"):
-        with pytest.raises(PermissionError, match="denied"):
-            await call(agent, "read_file", path=path)
+    for path in ("../ledger.jsonl", "led", "../pending_question.json"):
+        assert refused(await call(agent, "read_file", path=path), "denied"), path
 
 
-async def test_bash_cwd_must_be_writable(agent: Agent) -> None:
-    with pytest.raises(PermissionError, match="belongs to the runtime"):
-        await call(agent, "bash", cmd="ls", cwd="../triggers")
-
-
-# Reads and writes refuse FIFOs, sockets and devices without blocking.
+# Reads, writes and listings refuse FIFOs, sockets and devices without blocking.
 
 @pytest.mark.timeout(10)
 async def test_read_file_refuses_a_fifo_at_once(agent: Agent) -> None:
@@ -302,11 +305,14 @@ async def test_read_file_refuses_a_fifo_at_once(agent: Agent) -> None:
     cache.mkdir(parents=True)
     os.mkfifo(cache / "pipe")
     started = time.perf_counter()
-    with pytest.raises(PermissionError, match=r"files/pipe is a FIFO \(named pipe\); "
-                                              r"read_file works only on regular files"):
-        await call(agent, "read_file", path="pipe")
-    with pytest.raises(PermissionError, match="socket or FIFO; write_file works only"):
-        await call(agent, "write_file", path="pipe", content="x")
+    assert refused(await call(agent, "read_file", path="pipe"),
+                   "files/pipe is a FIFO (named pipe); read_file works only on regular files")
+    assert refused(await call(agent, "write_file", path="pipe", content="x"),
+                   "socket or FIFO; write_file works only")
+    listed = await call(agent, "list_files")
+    assert listed["entries"] == [{"name": "pipe", "type": "other"}]
+    info = (await call(agent, "get_workspace_info"))["info"]
+    assert (info["fileCount"], info["directoryCount"]) == (0, 0)
     assert time.perf_counter() - started < 2
 
 
@@ -317,33 +323,176 @@ async def test_read_file_refuses_sockets_and_devices(agent: Agent) -> None:
     server = socket.socket(socket.AF_UNIX)
     try:
         server.bind(str(cache / "sock"))
-        with pytest.raises(PermissionError, match="files/sock is a socket or FIFO"):
-            await call(agent, "read_file", path="sock")
+        assert refused(await call(agent, "read_file", path="sock"),
+                       "files/sock is a socket or FIFO")
     finally:
         server.close()
     (cache / "zero").symlink_to("/dev/zero")  # resolves outside the workspace
-    with pytest.raises(ValueError, match="outside the workspace"):
-        await call(agent, "read_file", path="zero")
+    assert refused(await call(agent, "read_file", path="zero"), "outside the workspace")
     if os.geteuid() == 0:
         os.mknod(cache / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-        with pytest.raises(PermissionError, match="files/null is a character device"):
-            await call(agent, "read_file", path="null")
+        assert refused(await call(agent, "read_file", path="null"),
+                       "files/null is a character device")
 
 
-@pytest.mark.timeout(20)
-async def test_fifo_through_a_run_is_a_tool_error(tmp_path: Path) -> None:
+# Listings: files/ and state/ only, deny-listed names hidden, the work bounded.
+
+async def test_list_files_shows_the_file_folders(
+        agent: Agent, runtime_files: dict[str, bytes]) -> None:
+    assert await call(agent, "list_files") == {
+        "ok": True, "path": "files", "entries": [], "truncated": False}
+    for path in ("src/index.js", "package.json", "src/lib/a.js", "file_state_dir/TODO.WIP.md"):
+        await call(agent, "write_file", path=path, content="x")
+    (agent.workspace.root / "files" / "link").symlink_to("src")
+    listed = await call(agent, "list_files")
+    assert listed == {"ok": True, "path": "files", "truncated": False, "entries": [
+        {"name": "src", "type": "directory"}, {"name": "link", "type": "symlink"},
+        {"name": "package.json", "type": "file"}]}
+    assert [e["name"] for e in (await call(agent, "list_files", path="src"))["entries"]] == [
+        "lib", "index.js"]
+    # A symlink to a folder inside files/ is resolved, like read_file does.
+    assert (await call(agent, "list_files", path="link/lib"))["path"] == "files/src/lib"
+    assert (await call(agent, "list_files", path="file_state_dir"))["entries"] == [
+        {"name": "TODO.WIP.md", "type": "file"}]
+    root = agent.workspace.root
+    for path in ("..", "../triggers", str(root), str(root / "triggers"), "file_state_dir/.."):
+        result = await call(agent, "list_files", path=path)
+        assert refused(result, "belongs to the runtime", "list only files/"), path
+
+
+async def test_deny_listed_names_never_leak(
+        agent: Agent, runtime_files: dict[str, bytes]) -> None:
+    cache, state = agent.workspace.root / "files", agent.workspace.root / "state"
+    state.mkdir()
+    for folder in (cache, cache / "keys", state):
+        folder.mkdir(exist_ok=True)
+        for name in (".env", "server.pem", "id_rsa.pub", "ledger.jsonl", "ok.txt"):
+            (folder / name).write_text("SECRET=hunter2hunter2")
+    everything = [await call(agent, "list_files"), await call(agent, "list_files", path="keys"),
+                  await call(agent, "list_files", path="file_state_dir")]
+    for listed in everything:
+        names = [e["name"] for e in listed["entries"]]
+        assert "ok.txt" in names and not {".env", "server.pem", "id_rsa.pub",
+                                          "ledger.jsonl"} & set(names)
+    info = (await call(agent, "get_workspace_info"))["info"]
+    assert info["fileCount"] == 3  # the three ok.txt
+    assert info["totalSize"] == 3 * len("SECRET=hunter2hunter2")
+    assert refused(await call(agent, "list_files", path="x/.env"), "denied")
+
+
+async def test_workspace_info_counts_the_file_folders(
+        agent: Agent, runtime_files: dict[str, bytes]) -> None:
+    assert (await call(agent, "get_workspace_info"))["info"] == {
+        "fileCount": 0, "directoryCount": 0, "totalSize": 0, "lastModified": None}
+    written = {"a.txt": "hello", "src/b.py": "print(1)\n", "src/deep/c.md": "# c",
+               "file_state_dir/plan.md": "plan", "file_state_dir/notes/n.txt": "n"}
+    for path, content in written.items():
+        await call(agent, "write_file", path=path, content=content)
+    newest = agent.workspace.root / "state" / "plan.md"
+    os.utime(newest, (2_000_000_000, 2_000_000_000))  # 2033-05-18T03:33:20Z
+    (agent.workspace.root / "files" / "to_ledger").symlink_to("../ledger.jsonl")
+    result = await call(agent, "get_workspace_info")
+    assert set(result) == {"ok", "info", "truncated"} and result["truncated"] is False
+    assert result["info"] == {
+        "fileCount": len(written), "directoryCount": 3,  # src, src/deep, notes
+        "totalSize": sum(len(c.encode()) for c in written.values()),
+        "lastModified": "2033-05-18T03:33:20Z"}
+
+
+@pytest.mark.timeout(60)
+async def test_a_huge_tree_is_capped(agent: Agent, limits: files.FileToolLimits) -> None:
+    cache = agent.workspace.root / "files"
+    (cache / "many").mkdir(parents=True)
+    for i in range(3000):
+        (cache / "many" / f"f{i:04}.txt").write_bytes(b"x")
+    limits.list_max_entries, limits.info_max_entries = 100, 500
+    listed = await call(agent, "list_files", path="many")
+    assert len(listed["entries"]) == 100 and listed["truncated"] is True
+    assert "first 100 entries" in listed["note"]
+    info = await call(agent, "get_workspace_info")
+    assert info["truncated"] is True and "totals are lower bounds" in info["note"]
+    assert info["info"]["fileCount"] + info["info"]["directoryCount"] == 500
+    limits.list_max_entries, limits.info_max_entries = 5000, 5000
+    assert len((await call(agent, "list_files", path="many"))["entries"]) == 3000
+    whole = await call(agent, "get_workspace_info")
+    assert whole["truncated"] is False and whole["info"]["fileCount"] == 3000
+
+
+async def test_a_deep_tree_stops_descending(agent: Agent) -> None:
+    deep = agent.workspace.root / "files" / "/".join(["d"] * (files._MAX_DEPTH + 6))
+    deep.mkdir(parents=True)
+    (deep / "bottom.txt").write_text("x")
+    info = await call(agent, "get_workspace_info")
+    assert info["truncated"] is True
+    assert info["info"]["directoryCount"] == files._MAX_DEPTH and info["info"]["fileCount"] == 0
+
+
+async def test_errors_reach_the_model_as_tool_results(agent: Agent) -> None:
+    agent.settings.headless_approval = "allow"
+    result = await agent.arun("write file ../../outside.txt with nope")
+    [record] = result.tool_calls
+    assert refused(record.result, "path '../../outside.txt' is outside the workspace")
+    assert result.ok and not (agent.workspace.root.parent.parent / "outside.txt").exists()
+
+
+# What the person reads for each answer.
+
+def test_summaries_of_the_file_answers() -> None:
+    assert summarise("write_file", {"path": "notes.txt"},
+                     {"ok": True, "path": "files/notes.txt", "bytes": 27, "mode": "overwrite"},
+                     success=True, duration_ms=3) == "wrote files/notes.txt · 27 bytes · 3 ms"
+    assert summarise("read_file", {"path": "a.txt"}, {"ok": True, "content": "héllo"},
+                     success=True, duration_ms=None) == "read a.txt · 6 bytes"
+    assert summarise("list_files", {}, {"ok": True, "path": "files", "truncated": True,
+                                        "entries": [{"name": "a", "type": "file"}]},
+                     success=True, duration_ms=None) == "listed files · 1 entry (cut short)"
+    assert summarise("get_workspace_info", {}, {"ok": True, "truncated": False, "info": {
+        "fileCount": 2, "directoryCount": 1, "totalSize": 10, "lastModified": None}},
+                     success=True, duration_ms=None) == "2 files, 1 folder · 10 bytes"
+    denied = {"ok": False, "error": "path '../ledger.jsonl' is denied (deny_paths pattern)"}
+    assert summarise("read_file", {"path": "../ledger.jsonl"}, denied, success=True,
+                     duration_ms=4) == denied["error"]
+
+
+# Through a real run: the model reads the envelopes, the ledger keeps every call.
+
+@pytest.mark.timeout(30)
+async def test_a_run_reads_the_envelopes(tmp_path: Path) -> None:
     from scripted_server import Call, Message, ScriptedServer
 
     from agent_kernel import Settings
 
     with ScriptedServer() as server:
         agent = Agent(model="openai/test-model", workspace=tmp_path / "ws",
-                      settings=Settings(api_base=server.base_url, api_key="sk-test-0123456789ab"))
+                      settings=Settings(api_base=server.base_url, api_key="sk-test-0123456789ab",
+                                        headless_approval="allow"))
         (agent.workspace.root / "files").mkdir(parents=True)
         os.mkfifo(agent.workspace.root / "files" / "pipe")
-        server.script(Message(calls=[Call("read_file", json.dumps({"path": "pipe"}))]),
-                      Message(text="done"))
-        result = await agent.arun("read the pipe")
-    [record] = result.tool_calls
-    assert not record.success and "is a FIFO (named pipe)" in record.error
+        server.script(
+            Message(calls=[Call("write_file", json.dumps({"path": "notes.txt",
+                                                          "content": "27 bytes of notes, really"})),
+                           Call("write_file", json.dumps({"path": "../triggers/evil.json",
+                                                          "content": "{}"}))]),
+            Message(calls=[Call("list_files", "{}"), Call("read_file", '{"path": "pipe"}'),
+                           Call("get_workspace_info", "")]),
+            Message(text="done"))
+        result = await agent.arun("take notes")
     assert result.ok and result.reply == "done"
+    told = [json.loads(m["content"]) for m in server.tool_messages(1)]
+    assert told[0] == {"ok": True, "path": "files/notes.txt", "bytes": 25, "mode": "overwrite"}
+    assert refused(told[1], "belongs to the runtime")
+    told = [json.loads(m["content"]) for m in server.tool_messages(2)][-3:]
+    assert {e["name"] for e in told[0]["entries"]} == {"notes.txt", "pipe"}
+    assert refused(told[1], "is a FIFO (named pipe)")
+    assert told[2]["info"]["fileCount"] == 1 and told[2]["info"]["totalSize"] == 25
+    assert not (agent.workspace.root / "triggers" / "evil.json").exists()
+    assert [c.tool_name for c in result.tool_calls] == [
+        "write_file", "write_file", "list_files", "read_file", "get_workspace_info"]
+    recorded = [json.loads(line) for line in
+                (agent.workspace.root / "ledger.jsonl").read_text().splitlines()]
+    calls = [r for r in recorded if r.get("tool_name") in {
+        "write_file", "list_files", "read_file", "get_workspace_info"}
+        and r.get("kind") == "tool_call"]
+    assert len(calls) == 5
+    [evil] = [r for r in calls if r["arguments"].get("path") == "../triggers/evil.json"]
+    assert refused(evil["result"], "belongs to the runtime")

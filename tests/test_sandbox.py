@@ -4,8 +4,10 @@ Every attack runs through the real ``bash`` tool in the real bubblewrap sandbox 
 tries to change the ledger, a trigger, the memory mirror and tables, the pending
 question, the workspace folder or the notebook folder around it. Afterwards every
 one of those files must be byte-identical and nothing new may appear, while
-``files/`` and ``state/`` stay writable. Without bubblewrap ``bash`` refuses, unless
-the person opted in to unsandboxed commands.
+``files/`` and ``state/`` stay writable. Every process a command starts (detached,
+double-forked) is gone after it ends, times out or is stopped, for both faces
+(``bash``, ``run_command``). Without bubblewrap commands are refused, unless the
+person opted in to unsandboxed commands.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tool_helpers import call_tool
 
 from agent_kernel import Agent, Settings, sandbox
-from agent_kernel.tools import files
-from agent_kernel.tools.base import ToolContext
+from agent_kernel.tools import commands
+from agent_kernel.tools.base import ToolError
 
 RUNTIME_FILES = {
     "ledger.jsonl": b'{"seq": 1, "hash": "abc"}\n',
@@ -46,9 +49,9 @@ def needs_bubblewrap() -> None:
 
 
 @pytest.fixture
-def limits(monkeypatch: pytest.MonkeyPatch) -> files.FileToolLimits:
-    fresh = files.FileToolLimits()
-    monkeypatch.setattr(files, "LIMITS", fresh)
+def limits(monkeypatch: pytest.MonkeyPatch) -> commands.CommandLimits:
+    fresh = commands.CommandLimits()
+    monkeypatch.setattr(commands, "LIMITS", fresh)
     return fresh
 
 
@@ -67,7 +70,7 @@ def home(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture
-def agent(home: Path, limits: files.FileToolLimits) -> Agent:
+def agent(home: Path, limits: commands.CommandLimits) -> Agent:
     notebook_dir = home / "project"
     notebook_dir.mkdir()
     (notebook_dir / "analysis.ipynb").write_bytes(NOTEBOOK)
@@ -93,10 +96,7 @@ def snapshot(agent: Agent) -> dict[str, tuple[bytes, int]]:
     return seen
 
 
-async def call(agent: Agent, name: str, **arguments: Any) -> Any:
-    tool = agent.registry.get(name)
-    ctx = ToolContext(agent=agent, run_id="run_t", agent_id="agent", workspace=agent.workspace)
-    return await tool.invoke(tool.validate(arguments), ctx)
+call = call_tool
 
 
 ATTACKS = [
@@ -156,7 +156,8 @@ async def test_an_approved_command_cannot_touch_the_runtime(agent: Agent, attack
 async def test_files_and_state_are_writable(agent: Agent) -> None:
     result = await call(agent, "bash", cmd="echo one > a.txt && mkdir -p sub && "
                                            "echo two > ../state/plan.md && cat a.txt")
-    assert result == {"exit_code": 0, "stdout": "one\n", "stderr": "", "sandboxed": True}
+    assert result == {"exit_code": 0, "stdout": "one\n", "stderr": "", "sandboxed": True,
+                      "sandbox": "bubblewrap, no network"}
     root = agent.workspace.root
     assert (root / "files" / "a.txt").read_text() == "one\n"
     assert (root / "state" / "plan.md").read_text() == "two\n"
@@ -200,7 +201,7 @@ async def test_the_demo_model_path_is_sandboxed_too(agent: Agent) -> None:
 # The environment: an allow-list, the person's additions, never a secret.
 
 async def test_the_environment_is_clean(
-        agent: Agent, limits: files.FileToolLimits, monkeypatch: pytest.MonkeyPatch) -> None:
+        agent: Agent, limits: commands.CommandLimits, monkeypatch: pytest.MonkeyPatch) -> None:
     secrets = {"OPENAI_API_KEY": "sk-proj-abcdefghijklmnop0123",
                "ANTHROPIC_API_KEY": "sk-ant-abcdefghijklmnop0123",
                "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
@@ -208,7 +209,7 @@ async def test_the_environment_is_clean(
     for name, value in {**secrets, "MY_SETTING": "visible-value",
                         "UNLISTED": "not-for-commands", "LANG": "C.UTF-8"}.items():
         monkeypatch.setenv(name, value)
-    limits.command_env = ["MY_SETTING", "GITHUB_TOKEN"]
+    limits.env = ["MY_SETTING", "GITHUB_TOKEN"]
     result = await call(agent, "bash", cmd="env")
     seen = dict(line.split("=", 1) for line in result["stdout"].splitlines() if "=" in line)
     assert seen["MY_SETTING"] == "visible-value" and seen["LANG"] == "C.UTF-8"
@@ -220,11 +221,11 @@ async def test_the_environment_is_clean(
 
 
 async def test_the_environment_is_clean_without_the_sandbox_too(
-        agent: Agent, limits: files.FileToolLimits, monkeypatch: pytest.MonkeyPatch) -> None:
+        agent: Agent, limits: commands.CommandLimits, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox, "find_bubblewrap", lambda: None)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-abcdefghijklmnop0123")
     monkeypatch.setenv("MY_SETTING", "visible-value")
-    limits.command_env = ["MY_SETTING"]
+    limits.env = ["MY_SETTING"]
     limits.allow_unsandboxed = True
     result = await call(agent, "bash", cmd="env")
     assert result["sandboxed"] is False
@@ -286,14 +287,45 @@ async def test_a_finished_command_leaves_nothing_behind(agent: Agent) -> None:
     assert await wait_for_none(marker) == []
 
 
+DAEMON = ("python3 -c \"import os; os.fork() and os._exit(0); os.setsid(); "
+          "os.fork() and os._exit(0); os.execvp('sleep', ['sleep', '{seconds}.{marker}'])\"")
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("ending", ["exit", "timeout", "stop"])
+@pytest.mark.parametrize("name,key,timeout", [("bash", "cmd", "timeout_seconds"),
+                                              ("run_command", "command", "timeoutMs")])
+async def test_a_double_forked_daemon_dies_with_the_command(
+        agent: Agent, name: str, key: str, timeout: str, ending: str) -> None:
+    marker = f"{os.getpid()}{time.monotonic_ns() % 10**6}"
+    daemon = DAEMON.format(seconds=300, marker=marker)
+    script = daemon + ("; echo ok" if ending == "exit" else "; sleep 30")
+    arguments: dict[str, Any] = {key: script}
+    if ending == "timeout":
+        arguments[timeout] = 1 if name == "bash" else 1000
+    task = asyncio.ensure_future(call(agent, name, **arguments))
+    deadline = time.monotonic() + 5
+    while not survivors(marker) and time.monotonic() < deadline and not task.done():
+        await asyncio.sleep(0.05)
+    if ending == "stop":
+        assert survivors(marker), "the daemon never started"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    else:
+        result = await task
+        assert result["stdout"] == ("ok\n" if ending == "exit" else "")
+    assert await wait_for_none(marker) == []
+
+
 # No bubblewrap: refuse and say why, unless the person opted in.
 
 async def test_without_bubblewrap_bash_refuses_and_says_how_to_fix(
-        agent: Agent, limits: files.FileToolLimits, monkeypatch: pytest.MonkeyPatch) -> None:
+        agent: Agent, limits: commands.CommandLimits, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox, "find_bubblewrap", lambda: None)
     monkeypatch.setattr(sandbox, "unavailable_reason",
                         lambda: "bubblewrap (bwrap) is not installed")
-    with pytest.raises(PermissionError) as caught:
+    with pytest.raises(ToolError) as caught:
         await call(agent, "bash", cmd="touch made.txt")
     message = str(caught.value)
     assert "bubblewrap (bwrap) is not installed" in message
@@ -399,7 +431,7 @@ async def test_a_hidden_folder_around_the_workspace_still_works(tmp_path: Path, 
 
 @pytest.mark.timeout(30)
 async def test_unsandboxed_timeout_returns_even_if_a_detached_child_holds_the_output(
-        agent: Agent, limits: files.FileToolLimits, monkeypatch: pytest.MonkeyPatch) -> None:
+        agent: Agent, limits: commands.CommandLimits, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox, "find_bubblewrap", lambda: None)
     limits.allow_unsandboxed = True
     marker = f"{os.getpid()}{time.monotonic_ns() % 10**6}"
@@ -408,7 +440,7 @@ async def test_unsandboxed_timeout_returns_even_if_a_detached_child_holds_the_ou
         result = await call(agent, "bash", cmd=f"setsid sleep 20.{marker} & sleep 30",
                             timeout_seconds=0.5)
         assert result["timed_out"] is True and result["sandboxed"] is False
-        assert "output lost" in result["stderr"]
+        assert result["stderr"].startswith("[later output lost: a process the command detached")
         assert time.perf_counter() - started < 10
         # Without the sandbox a detached process survives: what docs/security.md warns of.
         assert survivors(f"sleep 20.{marker}")

@@ -170,8 +170,23 @@ def _format_validation_error(tool_name: str, error: ValidationError) -> str:
     return f"Invalid arguments for tool '{tool_name}': " + "; ".join(parts)
 
 
+Precheck = Callable[[dict[str, Any]], dict[str, Any] | None]
+"""Looks at a call's validated arguments before anyone is asked to approve it: raises
+:class:`ToolError` to refuse the call outright, or returns notes for the approval
+question (``{"sandbox": "not sandboxed: ..."}``), or None."""
+
+
+SideEffects = Callable[[dict[str, Any]], bool]
+"""Decides per call whether a tool's validated arguments need an approval (``url_fetch``:
+a GET does not, a POST does)."""
+
+
 class Tool:
-    """A callable the model may use: name, description, schema, validator."""
+    """A callable the model may use: name, description, schema, validator.
+
+    ``precheck`` (see :data:`Precheck`) runs on every call the model makes, after
+    validation and before approval.
+    """
 
     def __init__(
         self,
@@ -179,15 +194,17 @@ class Tool:
         *,
         name: str | None = None,
         description: str | None = None,
-        side_effects: bool = False,
+        side_effects: bool | SideEffects = False,
         timeout: float | None = None,
         source: str | None = None,
+        precheck: Precheck | None = None,
     ) -> None:
         self.func = func
         self.name = name or func.__name__
         self.side_effects = side_effects
         self.timeout = timeout
         self.source = source
+        self.precheck = precheck
         self.is_async = inspect.iscoroutinefunction(func)
         summary, arg_docs = parse_docstring(func.__doc__)
         self.description = description or summary or self.name
@@ -213,6 +230,16 @@ class Tool:
         self._fields = fields
         self.__doc__ = func.__doc__
         self.__name__ = self.name
+
+    def needs_approval(self, arguments: dict[str, Any]) -> bool:
+        """Whether this call must be approved first (``side_effects``, or its verdict on
+        ``arguments`` when it is a :data:`SideEffects` callable; a callable that fails asks)."""
+        if not callable(self.side_effects):
+            return bool(self.side_effects)
+        try:
+            return bool(self.side_effects(arguments))
+        except Exception:
+            return True
 
     # Building the pydantic model costs ~20 ms a tool; deferring it keeps
     # ``%load_ext`` and ``Agent()`` fast when a session has dozens of tools.
@@ -316,7 +343,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    side_effects: bool = False,
+    side_effects: bool | SideEffects = False,
     timeout: float | None = None,
     register: bool = True,
 ) -> Any:

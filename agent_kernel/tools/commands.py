@@ -1,9 +1,26 @@
-"""Commands: spec 003's ``bash``, run in the sandbox of :mod:`agent_kernel.sandbox`.
+"""Commands: spec 003's ``bash`` and spec 004's ``run_command``, two faces of one runner.
 
-Only ``files/`` and ``state/`` are writable inside the sandbox, and the command
-sees a clean environment. Where no sandbox can start, ``bash`` refuses unless the
-person set ``LIMITS.allow_unsandboxed`` (the limits live in
-:data:`agent_kernel.tools.files.LIMITS`, shared with the file tools).
+Both run a bash command line in the sandbox of :mod:`agent_kernel.sandbox`: only
+``files/`` and ``state/`` are writable, the rest of the workspace is hidden, the
+environment is clean, the command has its own PID namespace (when it ends, times
+out or the person presses Stop, every process it started dies with it) and, unless
+the person set ``LIMITS.network = True``, a network of its own with nothing in it
+but its own loopback. Where no sandbox can start, commands are refused unless the
+person set ``LIMITS.allow_unsandboxed``; the approval card and every result then
+say "not sandboxed".
+
+Before anyone is asked to approve a call, its :func:`precheck` refuses commands on
+the list of :mod:`agent_kernel.tools.dangerous` (spec 004: ``sudo``, ``rm -rf /``
+...), a disabled tool and a missing sandbox, and tells the approval card how the
+command will run (``details["sandbox"]``).
+
+The faces differ only in shape. ``bash(cmd, cwd, timeout_seconds)`` returns spec
+003's facts: ``{exit_code, stdout, stderr, sandboxed, sandbox}``.
+``run_command(command, timeoutMs=60000)`` returns spec 004's envelope:
+``{ok, stdout, stderr, exitCode, sandbox}``, where ``ok`` is true only for exit code
+0 (004 shows ``ok: true`` with ``exitCode: 0`` and ``{ok: false, error}`` for a
+failure); a command that ran and failed keeps its output and exit code beside the
+``error``, since the model needs them (``npm test`` that fails).
 """
 
 from __future__ import annotations
@@ -13,29 +30,112 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
 from .. import sandbox
 from ..workspace import Workspace
 from . import files
-from .base import Field, Tool, ToolContext
+from .base import Field, Tool, ToolContext, ToolError
+from .dangerous import find_danger
 
-_DRAIN_SECONDS = 2.0  # after a kill, how long to wait for the last output
+_DRAIN_SECONDS = 2.0  # after the command ends, how long to wait for the last output
+_READ_CHUNK = 64 * 1024
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    # bwrap leads this group; its PID namespace dies with it (--die-with-parent).
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
+@dataclass
+class CommandLimits:
+    """Spec 003's ``tools.bash.*`` settings, for both faces; change ``LIMITS`` for a session."""
+
+    enabled: bool = True
+    """``tools.bash.enabled``: false gives "tool is disabled" (both faces)."""
+    timeout: float = 30.0
+    """``tools.bash.timeout``: ``bash``'s default, in seconds (``run_command``'s is 60 s)."""
+    max_timeout: float = 600.0
+    output_max_bytes: int = 64 * 1024
+    """stdout and stderr are each cut here (the rest is read and dropped, never held)."""
+    env: list[str] = field(default_factory=list)
+    """Extra environment variables commands may see (PATH, HOME, LANG... always pass);
+    a name that says it holds a secret (API_KEY, TOKEN, PASSWORD...) is never passed."""
+    network: bool = False
+    """Let sandboxed commands reach the network and the machine's own services."""
+    allow_unsandboxed: bool = False
+    """Without bubblewrap, run commands anyway, able to change whatever the kernel can."""
+
+
+LIMITS = CommandLimits()
+
+
+@dataclass
+class Outcome:
+    """What one command did, before either face shapes it."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    truncated: bool
+    timed_out: bool
+    sandbox: str
+    sandboxed: bool
+    env_dropped: list[str]
+
+
+def sandbox_state() -> str:
+    """How a command runs now, in the person's words (the approval card and results).
+
+    ``"bubblewrap, no network"``, ``"bubblewrap, network allowed"`` or
+    ``"not sandboxed: <why>"``; raises :class:`ToolError` when no sandbox can start and
+    the person has not allowed commands without one.
+    """
+    if sandbox.find_bubblewrap() is not None:
+        return f"bubblewrap, {'network allowed' if LIMITS.network else 'no network'}"
+    if not LIMITS.allow_unsandboxed:
+        raise ToolError(_unsandboxed_refusal(),
+                        summary=f"Commands cannot run here: {sandbox.unavailable_reason()}; "
+                                f"{sandbox.INSTALL_HINT}.",
+                        guidance="Do not retry it; tell the user commands need bubblewrap.")
+    return f"not sandboxed: {sandbox.unavailable_reason()}"
 
 
 def _unsandboxed_refusal() -> str:
-    return (f"bash refused: commands need bubblewrap to keep the runtime's files out of reach, "
-            f"and {sandbox.unavailable_reason()}. To fix: {sandbox.INSTALL_HINT}, then run "
-            f"the command again. To run commands without that protection (they could then "
-            f"change anything the kernel can, the agent's ledger and triggers included), the "
-            f"person may set agent_kernel.tools.files.files.LIMITS.allow_unsandboxed = True.")
+    return (f"commands need bubblewrap to keep the runtime's files out of reach, and "
+            f"{sandbox.unavailable_reason()}. To fix: {sandbox.INSTALL_HINT}, then run the "
+            f"command again. To run commands without that protection (they could then "
+            f"change anything the kernel can, the agent's ledger and triggers included), "
+            f"the person may set agent_kernel.tools.commands.LIMITS.allow_unsandboxed = True.")
+
+
+def _checked_timeout(seconds: float | None, shown: str, scale: float = 1.0) -> float:
+    timeout = LIMITS.timeout if seconds is None else seconds
+    if timeout > LIMITS.max_timeout:
+        raise ValueError(f"{shown} must be at most {LIMITS.max_timeout * scale:g}, "
+                         f"got {timeout * scale:g}")
+    return timeout
+
+
+def precheck(script: str, tool_name: str, timeout: float | None, shown: str,
+             scale: float = 1.0) -> dict[str, Any]:
+    """Refuse before approval (disabled, a bad timeout, a dangerous command, no sandbox);
+    else the notes for the approval card: ``{"sandbox": sandbox_state()}``."""
+    if not LIMITS.enabled:
+        raise ToolError(f"tool is disabled: {tool_name} (commands.LIMITS.enabled is false)")
+    try:
+        _checked_timeout(timeout, shown, scale)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+    danger = find_danger(script)
+    if danger is not None:
+        short = danger.command if len(danger.command) <= 60 else danger.command[:59] + "…"
+        raise ToolError(
+            f"`{danger.command}` {danger.why}. It is on the list of dangerous commands, so "
+            f"it was refused before anyone was asked to approve it.",
+            summary=f"Refused without asking you: `{short}` {danger.why}.",
+            guidance="Do not retry it or rephrase it to get past the check: commands run "
+                     "without root, in a sandbox. If the task truly needs it, tell the user "
+                     "what they would have to run themselves, and why.")
+    return {"sandbox": sandbox_state()}
 
 
 def _command_cwd(workspace: Workspace, cwd: str | None) -> Path:
@@ -46,6 +146,87 @@ def _command_cwd(workspace: Workspace, cwd: str | None) -> Path:
     with files._folder_fd(base, parts, create=True):
         pass
     return base.joinpath(*parts)
+
+
+class _Capture:
+    """Reads one pipe to its end in a thread, keeping the first ``limit`` bytes only."""
+
+    def __init__(self, stream: IO[bytes], limit: int) -> None:
+        self.limit = limit
+        self.kept = bytearray()
+        self.total = 0
+        self.thread = threading.Thread(target=self._read, args=(stream,), daemon=True,
+                                       name="agent-command-output")
+        self.thread.start()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        with contextlib.suppress(OSError, ValueError), stream:
+            while chunk := os.read(stream.fileno(), _READ_CHUNK):
+                self.total += len(chunk)
+                room = self.limit - len(self.kept)
+                if room > 0:
+                    self.kept += chunk[:room]
+
+    def text(self) -> str:
+        return bytes(self.kept).decode("utf-8", errors="replace")
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    # bwrap leads this group; its PID namespace dies with it (--die-with-parent).
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+async def run(workspace: Workspace, script: str, cwd: Path, timeout: float) -> Outcome:
+    """Run ``script`` with bash in the sandbox (the one runner behind both faces)."""
+    state = sandbox_state()
+    env, dropped = sandbox.clean_environment(LIMITS.env)
+    bwrap = sandbox.find_bubblewrap()
+    argv = ["bash", "-c", script]
+    if bwrap is not None:
+        writable = tuple(files._writable_root(workspace, name) for name in files.WRITABLE_DIRS)
+        box = sandbox.Sandbox(root=workspace.root, writable=writable, cwd=cwd, env=env,
+                              hidden=tuple(sandbox.private_paths()), network=LIMITS.network)
+        argv = box.argv(bwrap, argv)
+    process = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    out = _Capture(process.stdout, LIMITS.output_max_bytes)
+    err = _Capture(process.stderr, LIMITS.output_max_bytes)
+    loop = asyncio.get_running_loop()
+    waiter = loop.run_in_executor(None, process.wait)
+    timed_out = False
+    try:
+        await asyncio.wait_for(asyncio.shield(waiter), timeout)
+    except asyncio.TimeoutError:
+        _kill(process)
+        timed_out = True
+        await waiter
+    except asyncio.CancelledError:
+        _kill(process)  # Stop pressed: the command must not outlive the run that started it
+        raise
+    drained = await loop.run_in_executor(None, _drain, out, err)
+    stderr = err.text()
+    if not drained:  # unsandboxed only: a detached child still holds the pipes
+        stderr += "\n[later output lost: a process the command detached still holds it]"
+    if timed_out:
+        stderr += f"\n[killed after {timeout:g} s timeout]"
+    return Outcome(exit_code=process.returncode, stdout=out.text(), stderr=stderr.lstrip("\n"),
+                   truncated=max(out.total, err.total) > LIMITS.output_max_bytes,
+                   timed_out=timed_out, sandbox=state, sandboxed=bwrap is not None,
+                   env_dropped=dropped)
+
+
+def _drain(*captures: _Capture) -> bool:
+    for capture in captures:
+        capture.thread.join(_DRAIN_SECONDS)
+    return not any(capture.thread.is_alive() for capture in captures)
+
+
+_ENV_NOTE = ("not passed to the command: their names say they hold secrets "
+             "(commands.LIMITS.env never passes those)")
 
 
 async def bash(
@@ -61,59 +242,72 @@ async def bash(
         cwd: Working folder in file_cache_dir or file_state_dir (default: file_cache_dir).
         timeout_seconds: Seconds before the command is killed (default 30, at most 600).
     """
-    if not files.LIMITS.bash_enabled:
+    if not LIMITS.enabled:
         raise PermissionError("tool is disabled: bash (tools.bash.enabled is false)")
-    timeout = files.LIMITS.bash_timeout if timeout_seconds is None else timeout_seconds
-    if timeout > files.LIMITS.bash_max_timeout:
-        raise ValueError(f"timeout_seconds must be at most {files.LIMITS.bash_max_timeout:g}, "
-                         f"got {timeout:g}")
-    folder = _command_cwd(ctx.workspace, cwd)
-    env, dropped = sandbox.clean_environment(files.LIMITS.command_env)
-    bwrap = sandbox.find_bubblewrap()
-    argv = ["bash", "-c", cmd]
-    if bwrap is not None:
-        writable = tuple(files._writable_root(ctx.workspace, name) for name in files.WRITABLE_DIRS)
-        box = sandbox.Sandbox(root=ctx.workspace.root, writable=writable, cwd=folder, env=env,
-                              hidden=tuple(sandbox.private_paths()))
-        argv = box.argv(bwrap, argv)
-    elif not files.LIMITS.allow_unsandboxed:
-        raise PermissionError(_unsandboxed_refusal())
-    process = subprocess.Popen(
-        argv, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, start_new_session=True,
-    )
-    waiter = asyncio.get_running_loop().run_in_executor(None, process.communicate)
-    try:
-        stdout, stderr = await asyncio.wait_for(asyncio.shield(waiter), timeout)
-        timed_out = False
-    except asyncio.TimeoutError:
-        _kill(process)
-        timed_out = True
-        try:
-            stdout, stderr = await asyncio.wait_for(asyncio.shield(waiter), _DRAIN_SECONDS)
-        except asyncio.TimeoutError:  # unsandboxed only: a detached child holds the pipes
-            stdout, stderr = b"", b"[output lost: a process the command detached still holds it]"
-    except asyncio.CancelledError:
-        # Stop pressed: the command must not outlive the run that started it.
-        _kill(process)
-        raise
-    out, out_clipped = files._clip(stdout, files.LIMITS.bash_output_max_bytes)
-    err, err_clipped = files._clip(stderr, files.LIMITS.bash_output_max_bytes)
-    result: dict[str, Any] = {"exit_code": process.poll(), "stdout": out, "stderr": err,
-                              "sandboxed": bwrap is not None}
-    if out_clipped or err_clipped:
+    timeout = _checked_timeout(timeout_seconds, "timeout_seconds")
+    done = await run(ctx.workspace, cmd, _command_cwd(ctx.workspace, cwd), timeout)
+    result: dict[str, Any] = {"exit_code": done.exit_code, "stdout": done.stdout,
+                              "stderr": done.stderr, "sandboxed": done.sandboxed,
+                              "sandbox": done.sandbox}
+    if done.truncated:
         result["truncated"] = True
-    if timed_out:
+    if done.timed_out:
         result["timed_out"] = True
-        result["stderr"] = (err + f"\n[killed after {timeout:g} s timeout]").lstrip("\n")
-    if dropped:
-        result["env_dropped"] = dropped
-        result["env_note"] = ("not passed to the command: their names say they hold secrets "
-                              "(files.LIMITS.command_env never passes those)")
+    if done.env_dropped:
+        result["env_dropped"] = done.env_dropped
+        result["env_note"] = _ENV_NOTE
     return result
 
 
+async def run_command(
+    command: Annotated[str, Field(min_length=1, max_length=20000)],
+    ctx: ToolContext,
+    timeoutMs: Annotated[float, Field(gt=0)] = 60000,  # noqa: N803 - spec 004's name
+) -> dict[str, Any]:
+    """Run a terminal command in the workspace's file folder, in a sandbox.
+
+    Args:
+        command: The command to run (bash syntax).
+        timeoutMs: Milliseconds before the command is killed (default 60000, at most 600000).
+    """
+    if not LIMITS.enabled:
+        return {"ok": False, "error": "tool is disabled: run_command (tools.bash.enabled "
+                                      "is false)"}
+    try:
+        timeout = _checked_timeout(timeoutMs / 1000, "timeoutMs", 1000)
+        done = await run(ctx.workspace, command, _command_cwd(ctx.workspace, None), timeout)
+    except (ToolError, ValueError, PermissionError) as exc:
+        return {"ok": False, "error": str(exc)}
+    result: dict[str, Any] = {"ok": done.exit_code == 0 and not done.timed_out,
+                              "stdout": done.stdout, "stderr": done.stderr,
+                              "exitCode": None if done.timed_out else done.exit_code,
+                              "sandbox": done.sandbox}
+    if done.timed_out:
+        result["error"] = f"the command was killed after {timeoutMs:g} ms (timeoutMs)"
+        result["timedOut"] = True
+    elif done.exit_code != 0:
+        result["error"] = f"the command exited with code {done.exit_code}"
+    if done.truncated:
+        result["truncated"] = True
+    if done.env_dropped:
+        result["envDropped"] = done.env_dropped
+        result["envNote"] = _ENV_NOTE
+    return result
+
+
+def _bash_precheck(values: dict[str, Any]) -> dict[str, Any]:
+    return precheck(values["cmd"], "bash", values.get("timeout_seconds"), "timeout_seconds")
+
+
+def _run_command_precheck(values: dict[str, Any]) -> dict[str, Any]:
+    return precheck(values["command"], "run_command", values["timeoutMs"] / 1000, "timeoutMs",
+                    1000)
+
+
 TOOLS = [
-    # bash enforces its own timeout_seconds; the loop's 30 s tool timeout must not cut it.
-    Tool(bash, source="builtin", side_effects=True, timeout=files.LIMITS.bash_max_timeout + 5.0),
+    # Each face enforces its own timeout; the loop's 30 s tool timeout must not cut it.
+    Tool(bash, source="builtin", side_effects=True, timeout=LIMITS.max_timeout + 5.0,
+         precheck=_bash_precheck),
+    Tool(run_command, source="builtin", side_effects=True, timeout=LIMITS.max_timeout + 5.0,
+         precheck=_run_command_precheck),
 ]

@@ -1,21 +1,25 @@
-"""Workspace files: spec 003's ``read_file`` and ``write_file`` (``bash`` is in commands.py).
+"""Workspace files: ``read_file``, ``write_file``, ``list_files``, ``get_workspace_info``.
+
+Arguments are the union of spec 003 (``mode``, the ``file_cache_dir/`` and
+``file_state_dir/`` aliases, deny paths, byte limits, "tool is disabled") and
+spec 004 (``list_files``, ``get_workspace_info``); results are spec 004's
+envelopes: ``{ok: true, ...}`` or ``{ok: false, error}``. A refusal is a result
+the model reads, never an exception.
 
 Paths name files inside the agent's workspace. Relative paths land in the file
-cache (``<workspace>/files``, spec 003's ``file_cache_dir``);
-``file_cache_dir/<path>`` and ``file_state_dir/<path>`` (``<workspace>/state``)
-are accepted as aliases, and an absolute path is accepted only when it lies
-inside the workspace. The rest of the workspace is the runtime's own state
-(ledger, memory, triggers, questions), so the model may read it but never
-write it: ``write_file`` writes only inside ``files/`` and ``state/``, checked
-on the fully resolved path and opened without following a symlink, and
-``bash`` runs in the sandbox of :mod:`agent_kernel.sandbox`, where only those
-two folders are writable, with a clean environment. Where no sandbox can
-start, ``bash`` refuses unless the person set ``LIMITS.allow_unsandboxed``.
-Reads refuse anything but regular files, so a FIFO cannot hang the kernel.
-``write_file`` and ``bash`` are marked ``side_effects=True``: every call asks
-the person first (see :mod:`agent_kernel.approvals`). Spec 003's guards are
-kept: deny paths, byte limits, a bash timeout and ``tools.bash.enabled``
-(here ``LIMITS.bash_enabled``).
+cache (``<workspace>/files``, ``file_cache_dir``); ``file_cache_dir/<path>`` and
+``file_state_dir/<path>`` (``<workspace>/state``) are aliases, and an absolute
+path is accepted only when it lies inside the workspace. The rest of the
+workspace is the runtime's own state (ledger, memory, triggers, questions): the
+model may read it by name but never write it, and the listings do not show it,
+so ``list_files`` and ``get_workspace_info`` cover ``files/`` and ``state/``
+only, without deny-listed names, and stop after ``LIMITS.list_max_entries`` /
+``LIMITS.info_max_entries`` entries (saying so). Writes are checked on the
+fully resolved path and opened without following a symlink. Reads and listings
+never open anything but regular files and folders, so a FIFO cannot hang the
+kernel. ``write_file`` is marked ``side_effects=True``: every call asks the
+person first (see :mod:`agent_kernel.approvals`). ``bash`` and ``run_command``
+(commands.py, with their own ``LIMITS``) share the path helpers.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ import errno
 import fnmatch
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -46,19 +51,18 @@ class FileToolLimits:
 
     read_max_bytes: int = 256 * 1024
     write_max_bytes: int = 1024 * 1024
-    bash_enabled: bool = True
-    bash_timeout: float = 30.0
-    bash_max_timeout: float = 600.0
-    bash_output_max_bytes: int = 64 * 1024
+    # "<tool> tool is disabled" when false (tools.read_file.enabled and the like).
+    read_file_enabled: bool = True
+    write_file_enabled: bool = True
+    list_files_enabled: bool = True
+    get_workspace_info_enabled: bool = True
+    # Listings stop here and say so: a folder of 100k files must not stall the kernel.
+    list_max_entries: int = 1000
+    info_max_entries: int = 20000
     # Glob patterns (matched against the workspace-relative path and the file name).
     deny_paths: list[str] = field(default_factory=lambda: [
         ".env", "*.pem", "*.key", "id_rsa*", "ledger.jsonl", "ledger.quarantine.jsonl",
         "pending_question.json"])
-    # Extra environment variables commands may see (PATH, HOME, LANG... always pass);
-    # a name that says it holds a secret (API_KEY, TOKEN, PASSWORD...) is never passed.
-    command_env: list[str] = field(default_factory=list)
-    # Without bubblewrap, run commands anyway, able to write whatever the kernel can.
-    allow_unsandboxed: bool = False
 
 
 LIMITS = FileToolLimits()
@@ -77,6 +81,8 @@ def resolve(workspace: Workspace, user_path: str) -> Path:
     text = (user_path or "").strip()
     if not text:
         raise ValueError("path must be a non-empty string")
+    if "\0" in text:
+        raise ValueError(f"path {user_path!r} contains a NUL character")
     base = workspace.root / CACHE_DIR
     for alias, folder in ((CACHE_ALIAS, CACHE_DIR), (STATE_ALIAS, STATE_DIR)):
         if text.rstrip("/") == alias:
@@ -84,7 +90,11 @@ def resolve(workspace: Workspace, user_path: str) -> Path:
         if text.startswith(alias + "/"):
             base, text = workspace.root / folder, text[len(alias) + 1:]
             break
-    candidate = Path(text).expanduser()
+    try:
+        candidate = Path(text).expanduser()
+    except RuntimeError:  # ~name of no known user
+        raise ValueError(f"path {user_path!r} names an unknown home folder; use a relative "
+                         f"path (it goes to {CACHE_ALIAS})") from None
     if not candidate.is_absolute():
         candidate = base / candidate
     try:
@@ -104,14 +114,18 @@ def _check_denied(workspace: Workspace, resolved: Path, user_path: str) -> None:
         raise PermissionError(f"path {user_path!r} is denied (deny_paths pattern {pattern!r})")
 
 
-def _writable_parts(workspace: Workspace, resolved: Path, user_path: str) -> tuple[str, list[str]]:
-    """Split a resolved path into its writable folder (files or state) and the parts below."""
+def _writable_parts(workspace: Workspace, resolved: Path, user_path: str,
+                    rule: str = "write only inside") -> tuple[str, list[str]]:
+    """Split a resolved path into its writable folder (files or state) and the parts below.
+
+    ``rule`` words the refusal of a path outside them ("the file tools list only").
+    """
     parts = list(resolved.relative_to(workspace.root).parts)
     if not parts or parts[0] not in WRITABLE_DIRS:
         shown = "/".join(parts) or "the workspace folder itself"
         raise PermissionError(
             f"path {user_path!r} resolves to {shown}, which belongs to the runtime; "
-            f"write only inside {CACHE_DIR}/ ({CACHE_ALIAS}) or {STATE_DIR}/ ({STATE_ALIAS})")
+            f"{rule} {CACHE_DIR}/ ({CACHE_ALIAS}) or {STATE_DIR}/ ({STATE_ALIAS})")
     return parts[0], parts[1:]
 
 
@@ -207,23 +221,36 @@ def _opened_path(fd: int) -> Path | None:
         return None
 
 
-def read_file(
-    path: Annotated[str, Field(min_length=1, max_length=4096)], ctx: ToolContext
-) -> str:
-    """Read a text file from the workspace (long files are truncated).
+Result = dict[str, Any]
+_MAX_DEPTH = 64  # get_workspace_info descends no deeper (and holds at most this many fds)
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
-    Args:
-        path: File path. Relative paths are in file_cache_dir; file_cache_dir/<path> and
-            file_state_dir/<path> aliases are supported.
-    """
-    target = resolve(ctx.workspace, path)
-    shown = _shown(ctx.workspace, target)
+
+def _failed(error: str) -> Result:
+    return {"ok": False, "error": error}
+
+
+def _answer(tool_name: str, work: Callable[[], Result]) -> Result:
+    """Run ``work`` as spec 004 answers: its result, or ``{ok: false, error}``."""
+    if not getattr(LIMITS, f"{tool_name}_enabled"):
+        return _failed(f"{tool_name} tool is disabled (LIMITS.{tool_name}_enabled is false)")
+    try:
+        return work()
+    except (OSError, ValueError, RuntimeError) as exc:
+        if isinstance(exc, OSError) and exc.strerror:  # the system's, not one of ours
+            return _failed(f"{tool_name} failed: {exc.strerror}")
+        return _failed(str(exc) or type(exc).__name__)
+
+
+def _read(workspace: Workspace, path: str) -> Result:
+    target = resolve(workspace, path)
+    shown = _shown(workspace, target)
     fd, info = _open_regular(target, os.O_RDONLY, shown, "read_file")
     try:
         opened = _opened_path(fd)
         if opened is not None:  # a folder swapped for a symlink after resolve()
             try:
-                _check_denied(ctx.workspace, ctx.workspace.resolve(str(opened)), path)
+                _check_denied(workspace, workspace.resolve(str(opened)), path)
             except WorkspaceError:
                 raise PermissionError(f"path {path!r} changed while it was opened") from None
         chunks, wanted = [], LIMITS.read_max_bytes + 1
@@ -235,33 +262,36 @@ def read_file(
     text, clipped = _clip(b"".join(chunks), LIMITS.read_max_bytes)
     if clipped:
         text += f"\n...[truncated: showed {LIMITS.read_max_bytes} of {info.st_size} bytes]"
-    return text
+    return {"ok": True, "content": text}
 
 
-def write_file(
-    path: Annotated[str, Field(min_length=1, max_length=4096)],
-    content: str,
-    ctx: ToolContext,
-    mode: Literal["overwrite", "append"] = "overwrite",
-) -> dict[str, Any]:
-    """Write a text file in file_cache_dir or file_state_dir; parent folders are created.
+def read_file(
+    path: Annotated[str, Field(min_length=1, max_length=4096)], ctx: ToolContext
+) -> Result:
+    """Read a text file from the workspace (long files are truncated).
 
     Args:
-        path: Target path. Relative paths go to file_cache_dir; file_state_dir/<path> is
-            also supported.
-        content: The text to write.
-        mode: "overwrite" (default) or "append".
+        path: File path. Relative paths are in file_cache_dir; file_cache_dir/<path> and
+            file_state_dir/<path> aliases are supported.
     """
-    data = content.encode("utf-8")
+    return _answer("read_file", lambda: _read(ctx.workspace, path))
+
+
+def _write(workspace: Workspace, path: str, content: str, mode: str) -> Result:
+    try:
+        data = content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"content is not valid text: a lone surrogate at character "
+                         f"{exc.start}; nothing was written") from None
     if len(data) > LIMITS.write_max_bytes:
         raise ValueError(f"content is {len(data)} bytes; write_file allows at most "
                          f"{LIMITS.write_max_bytes} (tools.write_file.max_bytes)")
-    target = resolve(ctx.workspace, path)
-    folder, parts = _writable_parts(ctx.workspace, target, path)
-    shown = _shown(ctx.workspace, target)
+    target = resolve(workspace, path)
+    folder, parts = _writable_parts(workspace, target, path)
+    shown = _shown(workspace, target)
     if not parts:
         raise IsADirectoryError(f"{shown} is a folder, not a file")
-    base = _writable_root(ctx.workspace, folder)
+    base = _writable_root(workspace, folder)
     flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode == "append" else 0)
     with _folder_fd(base, parts[:-1], create=True) as parent:
         fd, info = _open_regular(parts[-1], flags, shown, "write_file", dir_fd=parent)
@@ -277,10 +307,188 @@ def write_file(
             view = view[os.write(fd, view):]
     finally:
         os.close(fd)
-    return {"path": shown, "bytes": len(data), "mode": mode}
+    return {"ok": True, "path": shown, "bytes": len(data), "mode": mode}
+
+
+def write_file(
+    path: Annotated[str, Field(min_length=1, max_length=4096)],
+    content: str,
+    ctx: ToolContext,
+    mode: Literal["overwrite", "append"] = "overwrite",
+) -> Result:
+    """Write a text file in file_cache_dir or file_state_dir; parent folders are created.
+
+    Args:
+        path: Target path. Relative paths go to file_cache_dir; file_state_dir/<path> is
+            also supported.
+        content: The text to write.
+        mode: "overwrite" (default) or "append".
+    """
+    return _answer("write_file", lambda: _write(ctx.workspace, path, content, mode))
+
+
+def _listed_folder(workspace: Workspace, user_path: str | None) -> tuple[str, list[str]]:
+    """The file folder (files or state) and the parts below it that ``user_path`` names."""
+    text = (user_path or "").strip()
+    if text in ("", ".", "./", CACHE_ALIAS, CACHE_ALIAS + "/"):
+        return CACHE_DIR, []
+    if text in (STATE_ALIAS, STATE_ALIAS + "/"):
+        return STATE_DIR, []
+    return _writable_parts(workspace, resolve(workspace, text), str(user_path),
+                           rule="the file tools list only")
+
+
+def _open_folder(workspace: Workspace, folder: str, parts: list[str]) -> int | None:
+    """An fd for ``<workspace>/folder/parts...`` opened without following a symlink at any
+    step; None when the file folder itself does not exist yet (nothing written)."""
+    shown = "/".join([folder, *parts])
+    try:
+        fd = os.open(workspace.root / folder, _FOLDER_FLAGS)
+    except FileNotFoundError:
+        if parts:
+            raise FileNotFoundError(f"no such folder: {shown}") from None
+        return None
+    except OSError:
+        raise PermissionError(f"{folder}/ in the workspace is not a plain folder (a "
+                              f"symlink?); move it away and try again") from None
+    for part in parts:
+        try:
+            child = os.open(part, _FOLDER_FLAGS, dir_fd=fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # O_NOFOLLOW meets a symlink as ENOTDIR
+                if stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode):
+                    exc.errno = errno.ELOOP
+            os.close(fd)
+            if exc.errno == errno.ENOENT:
+                raise FileNotFoundError(f"no such folder: {shown}") from None
+            if exc.errno == errno.ENOTDIR:
+                raise NotADirectoryError(f"{shown} is not a folder; read it with "
+                                         f"read_file") from None
+            raise PermissionError(f"cannot open {shown}: it changed while it was opened "
+                                  f"({exc.strerror})") from None
+        os.close(fd)
+        fd = child
+    return fd
+
+
+def _kind(entry: os.DirEntry[str]) -> str:
+    if entry.is_symlink():
+        return "symlink"
+    if entry.is_dir(follow_symlinks=False):
+        return "directory"
+    return "file" if entry.is_file(follow_symlinks=False) else "other"
+
+
+def _list(workspace: Workspace, path: str | None) -> Result:
+    folder, parts = _listed_folder(workspace, path)
+    where = "/".join([folder, *parts])
+    _check_denied(workspace, workspace.root / where, path or where)
+    fd = _open_folder(workspace, folder, parts)
+    entries: list[dict[str, str]] = []
+    truncated = False
+    if fd is not None:
+        try:
+            with os.scandir(fd) as listing:  # names and d_type only: nothing is opened
+                for entry in listing:
+                    if _denied(f"{where}/{entry.name}"):
+                        continue
+                    if len(entries) >= LIMITS.list_max_entries:
+                        truncated = True
+                        break
+                    entries.append({"name": entry.name, "type": _kind(entry)})
+        finally:
+            os.close(fd)
+    entries.sort(key=lambda e: (e["type"] != "directory", e["name"]))
+    result: Result = {"ok": True, "path": where, "entries": entries, "truncated": truncated}
+    if truncated:
+        result["note"] = (f"only the first {LIMITS.list_max_entries} entries the file system "
+                          f"returned are listed (list_max_entries); list a subfolder")
+    return result
+
+
+def list_files(
+    ctx: ToolContext,
+    path: Annotated[str | None, Field(max_length=4096)] = None,
+) -> Result:
+    """List the files and folders in file_cache_dir (default) or a folder inside it.
+
+    Args:
+        path: Folder to list: relative to file_cache_dir, or file_state_dir,
+            file_state_dir/<path>. Default: file_cache_dir itself.
+    """
+    return _answer("list_files", lambda: _list(ctx.workspace, path))
+
+
+def _walk(workspace: Workspace, folder: str, budget: list[int]) -> Iterator[os.stat_result]:
+    """lstat of every entry below ``folder`` that is not deny-listed, depth first, without
+    following a symlink; stops when ``budget[0]`` reaches zero or ``_MAX_DEPTH`` is hit."""
+    fd = _open_folder(workspace, folder, [])
+    if fd is None:
+        return
+    stack: list[tuple[int, Any, str]] = [(fd, os.scandir(fd), folder)]
+    try:
+        while stack:
+            parent, listing, where = stack[-1]
+            entry = next(listing, None)
+            if entry is None:
+                stack.pop()
+                os.close(parent)
+                continue
+            relative = f"{where}/{entry.name}"
+            if _denied(relative):
+                continue
+            if budget[0] <= 0:
+                budget.append(1)  # tells the caller it stopped early
+                return
+            budget[0] -= 1
+            with contextlib.suppress(OSError):  # gone meanwhile
+                info = os.stat(entry.name, dir_fd=parent, follow_symlinks=False)
+                yield info
+                if stat.S_ISDIR(info.st_mode):
+                    if len(stack) >= _MAX_DEPTH:
+                        budget.append(1)
+                        continue
+                    child = os.open(entry.name, _FOLDER_FLAGS, dir_fd=parent)
+                    stack.append((child, os.scandir(child), relative))
+    finally:
+        for parent, listing, _where in stack:
+            listing.close()
+            os.close(parent)
+
+
+def _info(workspace: Workspace) -> Result:
+    files = folders = size = 0
+    newest = 0.0
+    budget = [LIMITS.info_max_entries]
+    for folder in WRITABLE_DIRS:
+        for info in _walk(workspace, folder, budget):
+            if stat.S_ISDIR(info.st_mode):
+                folders += 1
+            elif stat.S_ISREG(info.st_mode):
+                files += 1
+                size += info.st_size
+            newest = max(newest, info.st_mtime)
+    modified = (datetime.fromtimestamp(newest, timezone.utc).isoformat(timespec="seconds")
+                .replace("+00:00", "Z") if newest else None)
+    result: Result = {"ok": True, "info": {
+        "fileCount": files, "directoryCount": folders, "totalSize": size,
+        "lastModified": modified}, "truncated": len(budget) > 1}
+    if result["truncated"]:
+        result["note"] = (f"counted the first {LIMITS.info_max_entries} entries "
+                          f"(info_max_entries) at most {_MAX_DEPTH} folders deep; the "
+                          f"totals are lower bounds")
+    return result
+
+
+def get_workspace_info(ctx: ToolContext) -> Result:
+    """Count the files and folders in file_cache_dir and file_state_dir, their total size in
+    bytes and when the newest changed."""
+    return _answer("get_workspace_info", lambda: _info(ctx.workspace))
 
 
 TOOLS = [
     Tool(read_file, source="builtin", side_effects=False),
     Tool(write_file, source="builtin", side_effects=True),
+    Tool(list_files, source="builtin", side_effects=False),
+    Tool(get_workspace_info, source="builtin", side_effects=False),
 ]

@@ -10,12 +10,15 @@ records or an error), so the HTML fallback and the JupyterLab extension agree.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 Summariser = Callable[[dict[str, Any], Any], str | None]
 
 CMD_CHARS = 60
+COMMAND_TOOLS = ("bash", "run_command")
+PAGE_TOOLS = ("url_fetch", "http_request")
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:
@@ -28,12 +31,47 @@ def _short(text: str, limit: int = CMD_CHARS) -> str:
 
 
 def _bash(arguments: dict[str, Any], result: Any) -> str | None:
-    if not isinstance(result, dict):
+    """bash and run_command: the command, then how it ended."""
+    if not isinstance(result, dict) or not ("exit_code" in result or "exitCode" in result):
         return None
-    ran = f"ran `{_short(arguments.get('cmd', ''))}`"
-    if result.get("timed_out"):
+    ran = f"ran `{_short(arguments.get('cmd') or arguments.get('command') or '')}`"
+    if result.get("timed_out") or result.get("timedOut") or (
+            "exitCode" in result and result["exitCode"] is None):
         return f"{ran} · timed out"
-    return f"{ran} · exit {result.get('exit_code')}"
+    return f"{ran} · exit {result.get('exit_code', result.get('exitCode'))}"
+
+
+def _fetched(arguments: dict[str, Any], result: Any) -> str | None:
+    """url_fetch and http_request: method, address, status, and what came back."""
+    if not isinstance(result, dict) or "status" not in result:
+        return None
+    method = str(arguments.get("method") or "GET").upper()
+    verb = "fetched" if method == "GET" else method
+    parts = [f"{verb} {_short(result.get('url') or arguments.get('url', ''), 70)}",
+             str(result["status"])]
+    if result.get("path"):
+        parts.append(f"saved to {result['path']} · {_count(result.get('bytes', 0), 'byte')}")
+    elif result.get("title"):
+        parts.append(f"“{_short(result['title'], 50)}”")
+    if result.get("truncated"):
+        parts.append("cut short")
+    return " · ".join(parts)
+
+
+def _searched(arguments: dict[str, Any], result: Any) -> str | None:
+    if not isinstance(result, dict) or not isinstance(result.get("results"), list):
+        return None
+    query = _short(result.get("query") or arguments.get("q", ""), 50)
+    return f"{_count(len(result['results']), 'result')} for “{query}”"
+
+
+def _javascript(_arguments: dict[str, Any], result: Any) -> str | None:
+    if not isinstance(result, dict) or result.get("ok") is not True:
+        return None
+    value = result.get("result")
+    shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    more = " (cut short)" if result.get("truncated") else ""
+    return f"returned {_short(shown, 50)}{more}"
 
 
 def _write_file(arguments: dict[str, Any], result: Any) -> str | None:
@@ -45,9 +83,27 @@ def _write_file(arguments: dict[str, Any], result: Any) -> str | None:
 
 
 def _read_file(arguments: dict[str, Any], result: Any) -> str | None:
-    if not isinstance(result, str):
+    text = result.get("content") if isinstance(result, dict) else result
+    if not isinstance(text, str):
         return None
-    return f"read {arguments.get('path')} · {_count(len(result.encode()), 'byte')}"
+    return f"read {arguments.get('path')} · {_count(len(text.encode()), 'byte')}"
+
+
+def _list_files(_arguments: dict[str, Any], result: Any) -> str | None:
+    if not isinstance(result, dict) or not isinstance(result.get("entries"), list):
+        return None
+    more = " (cut short)" if result.get("truncated") else ""
+    entries = _count(len(result["entries"]), "entry", "entries")
+    return f"listed {result.get('path')} · {entries}{more}"
+
+
+def _workspace_info(_arguments: dict[str, Any], result: Any) -> str | None:
+    info = result.get("info") if isinstance(result, dict) else None
+    if not isinstance(info, dict):
+        return None
+    more = " or more" if result.get("truncated") else ""
+    return (f"{_count(info['fileCount'], 'file')}, {_count(info['directoryCount'], 'folder')}"
+            f"{more} · {_count(info['totalSize'], 'byte')}")
 
 
 def _listing(key: str, one: str, many: str | None = None) -> Summariser:
@@ -75,8 +131,15 @@ def _scheduled(_arguments: dict[str, Any], result: Any) -> str | None:
 
 SUMMARISERS: dict[str, Summariser] = {
     "bash": _bash,
+    "run_command": _bash,
+    "url_fetch": _fetched,
+    "http_request": _fetched,
+    "web_search": _searched,
+    "run_javascript": _javascript,
     "write_file": _write_file,
     "read_file": _read_file,
+    "list_files": _list_files,
+    "get_workspace_info": _workspace_info,
     "recall": _listing("memories", "memory", "memories"),
     "search_memory": _listing("hits", "hit"),
     "memory_recently": _listing("items", "memory", "memories"),
@@ -95,9 +158,13 @@ def summarise(tool: str, arguments: Any, result: Any, *, success: bool | None,
     """The card's one line: what the call did, in a person's words."""
     if success is None:
         return "waiting for your approval" if waiting else "running…"
-    if not success:
-        return (failure or "failed").strip().splitlines()[0] if failure else "failed"
     took = f"{duration_ms} ms" if duration_ms is not None else ""
+    if not success and not is_envelope(result):
+        return (failure or "failed").strip().splitlines()[0] if failure else "failed"
+    if isinstance(result, dict) and result.get("ok") is False and not _said_more(result):
+        # a refusal the tool returned: its reason is the line
+        said = str(result.get("error") or failure or "").strip().splitlines()
+        return _short(said[0], 160) if said else "failed"
     line = None
     if (summariser := SUMMARISERS.get(tool)) is not None:
         try:
@@ -107,6 +174,16 @@ def summarise(tool: str, arguments: Any, result: Any, *, success: bool | None,
     if line is None:
         return f"ok · {took}" if took else "ok"
     return f"{line} · {took}" if took else line
+
+
+def is_envelope(result: Any) -> bool:
+    """A spec 004 answer ``{ok: ..., ...}``: shown even when it says the call failed."""
+    return isinstance(result, dict) and isinstance(result.get("ok"), bool)
+
+
+def _said_more(result: dict[str, Any]) -> bool:
+    """An ``{ok: false}`` answer with more than its error (a command's output, a page)."""
+    return bool(set(result) - {"ok", "error", "note", "guidance"})
 
 
 def records_of(result: Any) -> list[dict[str, Any]] | None:
@@ -122,19 +199,26 @@ def records_of(result: Any) -> list[dict[str, Any]] | None:
 
 
 def result_kind(tool: str, result: Any, success: bool | None) -> str | None:
-    """``text``, ``json``, ``table`` or ``error`` (None while running or for no result).
+    """``text``, ``page``, ``json``, ``table`` or ``error`` (None while running or no result).
 
-    ``text`` is a string, or ``bash``'s ``{stdout, stderr, exit_code, ...}`` whose
-    streams are shown as monospace blocks; ``table`` is a result holding a list of
-    records (see :func:`records_of`).
+    ``text`` is a string, or a command's ``{stdout, stderr, exit code, sandbox}`` whose
+    streams are shown as monospace blocks; ``page`` is a fetched response (address,
+    status, title, then its readable text or JSON); ``table`` is a result holding a list
+    of records (see :func:`records_of`). A failed call is ``error``, unless it answered
+    a spec 004 envelope that says more than its error (a command's output, a 404 page):
+    that is drawn by its kind, under the error sentence.
     """
     if success is None:
         return None
-    if success is False:
+    if success is False and not (is_envelope(result) and _said_more(result)):
         return "error"
     if result is None:
         return None
-    if isinstance(result, str) or (tool == "bash" and isinstance(result, dict)):
+    if isinstance(result, dict) and tool in COMMAND_TOOLS:
+        return "text"
+    if isinstance(result, dict) and tool in PAGE_TOOLS and "status" in result:
+        return "page"
+    if isinstance(result, str):
         return "text"
     if records_of(result) is not None:
         return "table"
