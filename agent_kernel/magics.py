@@ -11,8 +11,8 @@ lancedb or ipywidgets on the calling thread. Once the model is one that needs
 litellm (at ``%load_ext`` or when ``model`` changes; never for ``demo``) its
 import starts in a background thread; another imports the loop, the tools and,
 in a kernel, the widget view ahead of the first ``%agent``. ``%load_ext`` also
-sends the frontend probe (see ``FrontendProbe``) that decides whether anyone can
-click answers to questions.
+sends the frontend probe (see :mod:`agent_kernel.views.frontend`) that decides whether
+anyone can click answers, and whether our extension draws the controls.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
+from .views.frontend import FrontendProbe
+
 # IPython 9 types its magic markers as "the function or a decorator"; given a name,
 # the marker is the decorator (the method cannot be called ``agent``: that is a property).
 _AGENT_MAGIC = cast(Callable[[Callable[..., None]], Callable[..., None]],
@@ -42,11 +44,13 @@ _AGENT_MAGIC = cast(Callable[[Callable[..., None]], Callable[..., None]],
 MAGIC_MODULES = ("agent_kernel.memory.magics", "agent_kernel.triggers.magics")
 
 _TASKS: set[asyncio.Task[Any]] = set()
+# Traits that are the session agent's Settings (trait name -> Settings field).
+_SETTINGS = {"tool_timeout": "tool_timeout", "max_tool_calls": "max_tool_calls",
+             "headless_approval": "headless_approval", "api_base": "api_base"}
 _CURRENT: AgentMagics | None = None
 _NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _LEADING_OPTIONS = re.compile(r"^\s*((?:--(?:wait|new)\b\s*|--model(?:=|\s+)\S+\s*)*)(.*)$", re.S)
 _QUESTION_LINE = re.compile(r"^([ \t]*)%agent[ \t]+(.*\?)[ \t]*(\r?\n)?$")
-PROBE_TARGET = "agent_kernel.frontend_probe"
 
 
 def protect_help_syntax(lines: list[str]) -> list[str]:
@@ -68,42 +72,6 @@ def interpolate(prompt: str, namespace: dict[str, Any]) -> str:
         return str(namespace[name]) if name in namespace else match.group(0)
 
     return _NAME.sub(value, prompt)
-
-
-class FrontendProbe:
-    """Finds out whether a live Jupyter frontend is connected to this kernel.
-
-    It opens a comm to a target no frontend registers. JupyterLab and Notebook 7
-    answer an unknown comm target at once by closing the comm; headless clients
-    (nbclient, papermill) never answer. So "closed within the wait" means someone
-    can click buttons; silence means headless.
-    """
-
-    def __init__(self) -> None:
-        self.answered = threading.Event()
-        self.sent_at: float | None = None
-        self._comm: Any = None
-
-    def send(self) -> None:
-        """Open the probe comm (does nothing outside a kernel)."""
-        try:
-            from comm import create_comm
-
-            self._comm = create_comm(target_name=PROBE_TARGET, data={"probe": True})
-            self._comm.on_close(lambda _msg: self.answered.set())
-            self.sent_at = time.monotonic()
-        except Exception:
-            self._comm, self.sent_at = None, None
-
-    async def result(self, wait: float = 1.0) -> bool:
-        """True once a frontend answered; waits up to ``wait`` s after sending."""
-        if self.sent_at is None:
-            return False
-        while not self.answered.is_set():
-            if time.monotonic() - self.sent_at >= wait:
-                return False
-            await asyncio.sleep(0.02)
-        return True
 
 
 @magics_class
@@ -132,10 +100,21 @@ class AgentMagics(Magics, Configurable):
         self._add_redact_patterns({"new": self.redact_patterns})
         self.observe(self._add_redact_patterns, names=["redact_patterns"])
         self.observe(self._warm_up_for, names=["model"])
+        self.observe(self._settings_changed, names=list(_SETTINGS))
         self._agent: Any = None
         self.probe = FrontendProbe()
         self.last_result: Any = None
         self.views: list[Any] = []
+
+    def _settings_changed(self, change: Any) -> None:
+        """``%config AgentMagics.tool_timeout = 60`` and the like: the agent follows at once."""
+        if self._agent is None:
+            return
+        import dataclasses
+
+        name = _SETTINGS[change["name"]]
+        value = change["new"] if change["name"] != "api_base" else (change["new"] or None)
+        self._agent.settings = dataclasses.replace(self._agent.settings, **{name: value})
 
     @staticmethod
     def _warm_up_for(change: Any) -> None:
@@ -242,6 +221,8 @@ class AgentMagics(Magics, Configurable):
         live = self.frontend_live()
         view = WidgetView(agent, run_id, stop=lambda: agent.stop(run_id))
         view.interactive = live
+        if live and self.probe.extension:  # the extension draws the controls in the run
+            view.channel = self.probe
         view.transcript.prompt, view.transcript.model = prompt, model or agent.model
         self.views = [*self.views[-20:], view]
         view.show()

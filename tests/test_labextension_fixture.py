@@ -54,7 +54,9 @@ def test_the_fixture_covers_every_kind() -> None:
     assert {e["kind"] for e in entries} == {"text", "tool", "question", "notice", "console",
                                             "error"}
     tools = [e for e in entries if e["kind"] == "tool"]
-    assert {t["result_kind"] for t in tools} == {"text", "json", "table", "error"}
+    assert {t["result_kind"] for t in tools} == {"text", "page", "json", "table", "error"}
+    # a failed call whose answer says more (a command's output) keeps it, under its error
+    assert any(t["state"] == "failed" and t["result"] and t["error"] for t in tools)
     assert {t["state"] for t in tools} == {"ok", "failed"}  # running/waiting: the browser test
     questions = [e for e in entries if e["kind"] == "question"] + [
         t["approval"] for t in tools if t["approval"]]

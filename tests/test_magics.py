@@ -79,6 +79,10 @@ def test_magics_live_mode_and_traitlets(run_notebook, output_text, tmp_path):
         "s = m.current().agent.settings\nprint(s.max_tool_calls, s.tool_timeout, "
         "s.headless_approval)",
         "%agent echo second run\n%agent_wait\nprint(m.current().last_result.reply)",
+        # set after the agent was made: the agent follows at once
+        "%config AgentMagics.headless_approval = 'deny'\n"
+        "%config AgentMagics.tool_timeout = 45\n"
+        "s = m.current().agent.settings\nprint('after', s.tool_timeout, s.headless_approval)",
     ], cwd=tmp_path, env={"IPYTHONDIR": str(ipython_dir)}, timeout=90)
     _no_traceback(nb)
     config = output_text(nb.cells[0])
@@ -89,3 +93,4 @@ def test_magics_live_mode_and_traitlets(run_notebook, output_text, tmp_path):
         nb.cells[2])
     assert "7 12.0 allow" in output_text(nb.cells[3])
     assert "The echo tool returned: second run" in output_text(nb.cells[4])
+    assert "after 45.0 deny" in output_text(nb.cells[5])

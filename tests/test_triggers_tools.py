@@ -250,3 +250,48 @@ async def test_panel_is_a_static_table_and_its_cancel_button_cancels(tmp_path: P
     assert newer.controls.outcomes[0].startswith(f"Cancelled {trigger.id} (every 3600 s) · ")
     assert "data-status='cancelled'" in panel.bundle()["text/html"]
     await scheduler.close()
+
+
+async def test_extension_draws_the_panel_controls_and_its_clicks_come_over_the_comm(
+        tmp_path: Path) -> None:
+    """With our extension: no widget; the bundle carries the live rows, then becomes text."""
+    from agent_kernel.triggers.panel import CONTROLS_MIME, ExtensionControls, TriggersPanel
+    from agent_kernel.views.frontend import FrontendProbe
+
+    class Handle:
+        def __init__(self) -> None:
+            self.bundles: list[dict[str, Any]] = []
+
+        def update(self, bundle: dict[str, Any], raw: bool = False) -> None:
+            self.bundles.append(bundle)
+
+    agent = make_agent(tmp_path)
+    scheduler = scheduler_for(agent)
+    scheduler.start(pump=False)
+    trigger = scheduler.every(3600, "echo from the extension")
+    other = scheduler.every(7200, "echo the other one")
+    probe = FrontendProbe()
+    panel = TriggersPanel(scheduler)
+    controls = ExtensionControls(panel, probe)
+    panel.controls = controls
+    controls.handle = Handle()
+    bundle = controls.bundle()
+    state = bundle[CONTROLS_MIME]
+    assert [r["trigger_id"] for r in state["rows"]] == [trigger.id, other.id]
+    assert state["rows"][0]["label"].startswith("every 3600 s · echo from the extension")
+    assert f"%agent_triggers cancel {trigger.id}" in bundle["text/plain"]
+    assert "<script" not in bundle["text/html"]
+    assert probe.handle({"action": "trigger", "op": "cancel", "trigger_id": "trg_nope"}) == (
+        False, "trg_nope has no live controls in this kernel.")
+    assert probe.handle({"action": "trigger", "op": "rm", "trigger_id": trigger.id})[0] is False
+    assert probe.handle({"action": "trigger", "op": "cancel", "trigger_id": trigger.id}) == (
+        True, "")
+    assert not trigger.active and other.active
+    live = controls.handle.bundles[-1]
+    assert [r["trigger_id"] for r in live[CONTROLS_MIME]["rows"]] == [other.id]
+    assert live[CONTROLS_MIME]["outcomes"][0].startswith(f"Cancelled {trigger.id} (every 3600 s)")
+    scheduler.cancel(other.id)  # cancelled elsewhere (the magic): the controls settle to text
+    final = controls.handle.bundles[-1]
+    assert controls.settled and set(final) == {"text/plain", "text/html"}
+    assert final["text/plain"].startswith(f"Cancelled {trigger.id}")
+    await scheduler.close()

@@ -35,6 +35,12 @@ def _someone_can_click(agent_magics: Any) -> bool:
     return bool(agent_magics.probe.answered.is_set())
 
 
+def _extension(agent_magics: Any) -> Any:
+    """Our extension's channel when it draws the controls (else None: ipywidgets)."""
+    probe = agent_magics.probe
+    return probe if agent_magics.interactive is not False and probe.extension else None
+
+
 def _wiring(ipython: Any, agent_magics: Any) -> Any:
     def wire(scheduler: Any) -> None:
         if scheduler.namespace is None:
@@ -50,7 +56,8 @@ def _card_hook(scheduler: Any, agent_magics: Any) -> Any:
     def show(trigger: Any) -> None:
         from .panel import TriggersPanel
 
-        TriggersPanel(scheduler, [trigger.id]).show(controls=_someone_can_click(agent_magics))
+        TriggersPanel(scheduler, [trigger.id]).show(controls=_someone_can_click(agent_magics),
+                                                    channel=_extension(agent_magics))
 
     show._agent_kernel_card = True  # type: ignore[attr-defined]
     return show
@@ -120,7 +127,8 @@ def agent_triggers(ipython: Any, agent_magics: Any, line: str) -> Any:
         return None
     from .panel import TriggersPanel
 
-    TriggersPanel(scheduler).show(controls=agent_magics.frontend_live())
+    TriggersPanel(scheduler).show(controls=agent_magics.frontend_live(),
+                                  channel=_extension(agent_magics))
     return None
 
 

@@ -15,8 +15,10 @@ display ids per cell) and, when another cell is running, of that cell too
 (nbclient and papermill apply display updates only while they read the running
 cell's messages).
 
-What a person presses lives in a SEPARATE output: one row of ipywidgets per
-live trigger (Approve for a condition that needs approval, Cancel). Only the
+What a person presses lives in a SEPARATE output: one row per live trigger
+(Approve for a condition that needs approval, Cancel), drawn by our JupyterLab
+extension where it is active (:class:`ExtensionControls`, no widget) and as
+ipywidgets otherwise (:class:`PanelControls`). Only the
 newest panel showing a trigger holds its controls; an older panel's controls
 output turns into text when it has none left ("Cancelled trg_… · 12:04:31",
 or that the controls moved to a newer panel). Headless clients get no
@@ -69,7 +71,7 @@ class TriggersPanel:
         self._seen_run: dict[str, str | None] = {t.id: t.last_run_id
                                                  for t in scheduler.triggers.values()}
         self.updates = 0
-        self.controls: PanelControls | None = None
+        self.controls: _Controls | None = None
         self._handle: Any = None
         self._cell: dict[str, Any] | None = None
         self._last_push = 0.0
@@ -101,8 +103,12 @@ class TriggersPanel:
     def _repr_mimebundle_(self, **_kwargs: Any) -> dict[str, str]:
         return self.bundle()
 
-    def show(self, controls: bool = False) -> None:
-        """Display the table (and the controls when a person can click) in this cell."""
+    def show(self, controls: bool = False, channel: Any = None) -> None:
+        """Display the table (and the controls when a person can click) in this cell.
+
+        With ``channel`` (our extension's, see :mod:`agent_kernel.views.frontend`), the
+        extension draws the controls; otherwise they are ipywidgets.
+        """
         from IPython.display import display
 
         pub = display_pub()
@@ -110,8 +116,10 @@ class TriggersPanel:
         self._handle = display(self.bundle(), raw=True, display_id=True)
         self._last_push = time.monotonic()
         if controls:
-            self.controls = PanelControls(self)
-            self.controls.show()
+            made = ExtensionControls(self, channel) if channel is not None else \
+                PanelControls(self)
+            self.controls = made
+            made.show()
         self._schedule_refresh()
 
     # -- updates --------------------------------------------------------------
@@ -175,23 +183,123 @@ class TriggersPanel:
         self._schedule_refresh()
 
 
-class PanelControls:
-    """The panel's Cancel / Approve buttons, in an output of their own, text once done."""
+class _Controls:
+    """What both kinds of panel controls share: which rows are live, and what was done."""
 
     def __init__(self, panel: TriggersPanel) -> None:
-        import ipywidgets as w
-
         self.panel = panel
         self.rows: dict[str, Any] = {}
         self.outcomes: list[str] = []
         self.handle: Any = None
         self.settled = False
+
+    def _claim_live(self) -> None:
+        for trigger in self.panel.triggers():
+            if trigger.status in LIVE:
+                self._claim(trigger)
+
+    def _claim(self, trigger: Trigger) -> None:
+        previous = _CONTROLS_OWNER.get(trigger.id)
+        _CONTROLS_OWNER[trigger.id] = self.panel
+        if previous is not None and previous is not self.panel and previous.controls:
+            previous.controls.drop(trigger.id, moved=True)
+        self._add_row(trigger)
+
+    def _add_row(self, trigger: Trigger) -> None:
+        raise NotImplementedError
+
+    def _remove_row(self, row: Any) -> None:
+        raise NotImplementedError
+
+    def _redraw(self) -> None:
+        """Show the rows and outcomes as they are now."""
+
+    def use(self, action: str, trigger_id: str) -> tuple[bool, str]:
+        """A click on Cancel or Approve: act, then say what happened (and return it)."""
+        scheduler = self.panel.scheduler
+        trigger = scheduler.triggers.get(trigger_id)
+        done = scheduler.cancel(trigger_id) if action == "cancel" else \
+            scheduler.approve(trigger_id)
+        what = "Cancelled" if action == "cancel" else "Approved"
+        line = (f"{what} {trigger_id}" + (f" ({trigger.schedule_text()})" if trigger else "")
+                if done else f"{trigger_id}: nothing to {action}") + f" · {_now_text()}"
+        self.outcomes.append(line)
+        self._after_change(trigger_id)
+        if not self.settled:
+            self._redraw()
+        elif self.handle is not None:  # settled by the change itself: add this outcome
+            with in_cell(self.panel._cell):
+                self.handle.update(self._text_bundle(), raw=True)
+        return bool(done), line
+
+    def changed(self, trigger: Trigger) -> None:
+        """A trigger of the panel changed: add, update or drop its row."""
+        if self.settled:
+            return
+        if trigger.id not in self.rows and trigger.status in LIVE:
+            self._claim(trigger)
+        self._after_change(trigger.id)
+
+    def _after_change(self, trigger_id: str) -> None:
+        trigger = self.panel.scheduler.triggers.get(trigger_id)
+        if trigger_id not in self.rows:
+            return
+        if trigger is None or trigger.status not in LIVE:
+            self.drop(trigger_id)
+            return
+        self._update_row(trigger)
+
+    def _update_row(self, trigger: Trigger) -> None:
+        self._redraw()
+
+    def drop(self, trigger_id: str, moved: bool = False) -> None:
+        """Remove one trigger's row; with none left, the output becomes text."""
+        row = self.rows.pop(trigger_id, None)
+        if row is None:
+            return
+        if moved:
+            self.outcomes.append(f"Controls for {trigger_id} moved to a newer triggers panel"
+                                 f" · {_now_text()}")
+        elif _CONTROLS_OWNER.get(trigger_id) is self.panel:
+            del _CONTROLS_OWNER[trigger_id]
+        self._remove_row(row)
+        if not self.rows:
+            self.settle()
+        else:
+            self._redraw()
+
+    def _text_bundle(self) -> dict[str, str]:
+        lines = self.outcomes or [f"No live trigger to cancel · {_now_text()}"]
+        style = "font-size:13px;line-height:1.45;color:var(--jp-ui-font-color2,#4a4a4a)"
+        return {"text/plain": "\n".join(lines),
+                "text/html": "".join(f"<div class='agent-kernel-outcome' style='{style}'>"
+                                     f"{_html(line)}</div>" for line in lines)}
+
+    def settle(self) -> None:
+        """Replace the buttons with what was done, as text."""
+        if self.settled:
+            return
+        self.settled = True
+        if self.handle is not None:
+            with in_cell(self.panel._cell):
+                self.handle.update(self._text_bundle(), raw=True)
+        self._closed()
+
+    def _closed(self) -> None:
+        """Free what the live controls held."""
+
+
+class PanelControls(_Controls):
+    """The panel's Cancel / Approve buttons as ipywidgets, in an output of their own."""
+
+    def __init__(self, panel: TriggersPanel) -> None:
+        import ipywidgets as w
+
+        super().__init__(panel)
         self.note = w.HTML("")
         self.box = w.VBox([self.note])
         self.box.add_class("agent-kernel-trigger-controls")
-        for trigger in panel.triggers():
-            if trigger.status in LIVE:
-                self._claim(trigger)
+        self._claim_live()
 
     def show(self) -> None:
         """Display the controls as an output of their own (or their text if none is live)."""
@@ -202,13 +310,6 @@ class PanelControls:
             self.settled = True
             return
         self.handle = display(self.box, display_id=True)
-
-    def _claim(self, trigger: Trigger) -> None:
-        previous = _CONTROLS_OWNER.get(trigger.id)
-        _CONTROLS_OWNER[trigger.id] = self.panel
-        if previous is not None and previous is not self.panel and previous.controls:
-            previous.controls.drop(trigger.id, moved=True)
-        self._add_row(trigger)
 
     def _add_row(self, trigger: Trigger) -> None:
         import ipywidgets as w
@@ -231,75 +332,93 @@ class PanelControls:
         self.rows[t.id] = row
         self.box.children = (*self.box.children, row)
 
-    def use(self, action: str, trigger_id: str) -> None:
-        """A click on Cancel or Approve: act, then say what happened."""
-        scheduler = self.panel.scheduler
-        trigger = scheduler.triggers.get(trigger_id)
-        done = scheduler.cancel(trigger_id) if action == "cancel" else \
-            scheduler.approve(trigger_id)
-        what = "Cancelled" if action == "cancel" else "Approved"
-        line = (f"{what} {trigger_id}" + (f" ({trigger.schedule_text()})" if trigger else "")
-                if done else f"{trigger_id}: nothing to {action}") + f" · {_now_text()}"
-        self.outcomes.append(line)
-        self._after_change(trigger_id)
-        if not self.settled:
-            self.note.value = "<br>".join(_html(o) for o in self.outcomes)
-        elif self.handle is not None:  # settled by the change itself: add this outcome
-            with in_cell(self.panel._cell):
-                self.handle.update(self._text_bundle(), raw=True)
-
-    def changed(self, trigger: Trigger) -> None:
-        """A trigger of the panel changed: add, update or drop its row."""
-        if self.settled:
-            return
-        if trigger.id not in self.rows and trigger.status in LIVE:
-            self._claim(trigger)
-        self._after_change(trigger.id)
-
-    def _after_change(self, trigger_id: str) -> None:
-        row = self.rows.get(trigger_id)
-        trigger = self.panel.scheduler.triggers.get(trigger_id)
-        if row is None:
-            return
-        if trigger is None or trigger.status not in LIVE:
-            self.drop(trigger_id)
-            return
-        approve = row.buttons["approve"]
+    def _update_row(self, trigger: Trigger) -> None:
+        approve = self.rows[trigger.id].buttons["approve"]
         approve.layout.display = None if trigger.needs_approval else "none"
 
-    def drop(self, trigger_id: str, moved: bool = False) -> None:
-        """Remove one trigger's row; with none left, the output becomes text."""
-        row = self.rows.pop(trigger_id, None)
-        if row is None:
-            return
-        if moved:
-            self.outcomes.append(f"Controls for {trigger_id} moved to a newer triggers panel"
-                                 f" · {_now_text()}")
-        elif _CONTROLS_OWNER.get(trigger_id) is self.panel:
-            del _CONTROLS_OWNER[trigger_id]
+    def _redraw(self) -> None:
+        self.note.value = "<br>".join(_html(o) for o in self.outcomes)
+
+    def _remove_row(self, row: Any) -> None:
         self.box.children = tuple(c for c in self.box.children if c is not row)
         for widget in (*row.buttons.values(), *row.children, row):
             widget.close()
-        if not self.rows:
-            self.settle()
 
-    def _text_bundle(self) -> dict[str, str]:
-        lines = self.outcomes or [f"No live trigger to cancel · {_now_text()}"]
-        style = "font-size:13px;line-height:1.45;color:var(--jp-ui-font-color2,#4a4a4a)"
-        return {"text/plain": "\n".join(lines),
-                "text/html": "".join(f"<div class='agent-kernel-outcome' style='{style}'>"
-                                     f"{_html(line)}</div>" for line in lines)}
-
-    def settle(self) -> None:
-        """Replace the buttons with what was done, as text."""
-        if self.settled:
-            return
-        self.settled = True
-        if self.handle is not None:
-            with in_cell(self.panel._cell):
-                self.handle.update(self._text_bundle(), raw=True)
+    def _closed(self) -> None:
         self.note.close()
         self.box.close()
+
+
+class ExtensionControls(_Controls):
+    """The panel's Cancel / Approve drawn by our JupyterLab extension: no widget at all.
+
+    The output is a bundle of :data:`CONTROLS_MIME` (the live rows and what was done)
+    with ``text/html`` and ``text/plain`` saying how to do the same with
+    ``%agent_triggers``; clicks come back over the extension's comm
+    (:mod:`agent_kernel.views.frontend`, action ``trigger``). Once no row is live, the
+    output is plain text like the widget flavour's.
+    """
+
+    def __init__(self, panel: TriggersPanel, channel: Any) -> None:
+        super().__init__(panel)
+        self.channel = channel
+        channel.on_action("trigger", _trigger_action)
+        self._claim_live()
+
+    def show(self) -> None:
+        """Display the controls' bundle (or their text if none is live)."""
+        from IPython.display import display
+
+        self.settled = not self.rows
+        self.handle = display(self.bundle(), raw=True, display_id=True)
+
+    def bundle(self) -> dict[str, Any]:
+        """The live rows for the extension, with words for every other frontend."""
+        if self.settled or not self.rows:
+            return self._text_bundle()
+        rows = [{"trigger_id": i, "label": label, "needs_approval": needs}
+                for i, (label, needs) in self.rows.items()]
+        hint = "; ".join(f"%agent_triggers cancel {i}" for i in self.rows)
+        words = [*self.outcomes, f"Live controls (while the kernel runs): {hint}"]
+        style = "font-size:13px;line-height:1.45;color:var(--jp-ui-font-color2,#4a4a4a)"
+        return {CONTROLS_MIME: {"version": 1, "kind": "triggers", "rows": rows,
+                                "outcomes": self.outcomes},
+                "text/plain": "\n".join(words),
+                "text/html": "".join(f"<div class='agent-kernel-outcome' style='{style}'>"
+                                     f"{_html(line)}</div>" for line in words)}
+
+    def _add_row(self, trigger: Trigger) -> None:
+        t = shown(trigger)
+        self.rows[t.id] = (f"{t.schedule_text()} · {t.prompt[:60]}", trigger.needs_approval)
+        self._redraw()
+
+    def _update_row(self, trigger: Trigger) -> None:
+        label, _needs = self.rows[trigger.id]
+        self.rows[trigger.id] = (label, trigger.needs_approval)
+        self._redraw()
+
+    def _remove_row(self, row: Any) -> None:
+        pass
+
+    def _redraw(self) -> None:
+        if self.handle is not None and not self.settled:
+            with in_cell(self.panel._cell):
+                self.handle.update(self.bundle(), raw=True)
+
+
+CONTROLS_MIME = "application/vnd.agent-kernel.controls.v1+json"
+
+
+def _trigger_action(data: dict[str, Any]) -> tuple[bool, str]:
+    """The extension's Cancel or Approve: the panel holding the trigger's controls acts."""
+    op, trigger_id = data.get("op"), data.get("trigger_id")
+    if op not in ("cancel", "approve") or not isinstance(trigger_id, str):
+        return False, "a trigger action needs op (cancel or approve) and trigger_id"
+    panel = _CONTROLS_OWNER.get(trigger_id)
+    if panel is None or panel.controls is None or trigger_id not in panel.controls.rows:
+        return False, f"{trigger_id[:40]} has no live controls in this kernel."
+    done, line = panel.controls.use(op, trigger_id)
+    return done, "" if done else line
 
 
 def _html(text: str) -> str:

@@ -23,6 +23,8 @@ from .model import Trigger, parse_iso
 RESULT_CHARS = 300
 PROMPT_CHARS = 200
 
+# JupyterLab marks its dark themes with data-jp-theme-light="false" on <body>: there the
+# darker status shades fall under 4.5:1, so the lighter ones (…-color2) are used.
 _CSS = """<style>
 .agent-kernel-triggers{font-size:13px;line-height:1.45;color:var(--jp-ui-font-color1,#1f1f1f);
 font-family:var(--jp-ui-font-family,system-ui,sans-serif)}
@@ -41,6 +43,9 @@ font-family:var(--jp-code-font-family,monospace)}
 .agent-kernel-triggers .ak-ok{color:var(--jp-success-color0,#1b5e20)}
 .agent-kernel-triggers .ak-failed{color:var(--jp-error-color0,#a4161a)}
 .agent-kernel-triggers .ak-warn{color:var(--jp-warn-color0,#7a4100)}
+[data-jp-theme-light='false'] .agent-kernel-triggers .ak-ok{color:var(--jp-success-color2)}
+[data-jp-theme-light='false'] .agent-kernel-triggers .ak-failed{color:var(--jp-error-color2)}
+[data-jp-theme-light='false'] .agent-kernel-triggers .ak-warn{color:var(--jp-warn-color2)}
 </style>"""
 
 # Inline, because JupyterLab's rendered-HTML rules right-align table cells over a <style>.

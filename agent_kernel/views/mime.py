@@ -39,7 +39,7 @@ from ..events import (
 )
 from ..redaction import redact_text
 from .run_html import clock
-from .summaries import result_kind, summarise
+from .summaries import is_envelope, result_kind, summarise
 
 RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
 STATUS_WORDS = {"ok": "done", "cancelled": "stopped", "error": "error", "limit": "limit"}
@@ -119,7 +119,7 @@ class ToolCard:
             "summary": summarise(self.tool_name, self.arguments, self.result,
                                  success=self.success, duration_ms=self.duration_ms,
                                  failure=self.summary or self.error, waiting=waiting),
-            "result": self.result if self.success else None,
+            "result": self.result if self.success or is_envelope(self.result) else None,
             "result_kind": result_kind(self.tool_name, self.result, self.success),
             "error": (self.summary or self.error) if self.success is False else None,
             "duration_ms": self.duration_ms,
@@ -146,6 +146,8 @@ class Transcript:
     loading: dict[str, Any] | None = None
     ended: str | None = None
     """How the run ended when it could not finish normally (``stopped``/``failed``)."""
+    controls: str | None = None
+    """``extension`` while our JupyterLab extension draws this run's live controls."""
     _turn_mark: tuple[int, int] = (0, 0)
 
     @property
@@ -318,8 +320,22 @@ class Transcript:
             "usage": {k: int(usage.get(k, 0)) for k in ("prompt_tokens", "completion_tokens",
                                                           "total_tokens")} if usage else None,
             "cost": getattr(result, "cost", None),
-            "loading": self.loading, "entries": entries,
+            "loading": self.loading, "entries": entries, **self._live(entries),
         })
+
+    def _live(self, entries: list[dict[str, Any]]) -> dict[str, Any]:
+        """While the extension draws the controls: say so, and each wait's seconds left."""
+        if self.controls is None or self.status != "running":
+            return {}
+        now = time.time()
+        for entry in entries:
+            question = entry.get("approval") if entry["kind"] == "tool" else entry
+            if not isinstance(question, dict):
+                continue
+            card = self.questions.get(question.get("question_id", ""))
+            if card is not None and card.source is None and card.asked_at is not None:
+                question["seconds_left"] = max(0, round(card.asked_at + card.timeout - now))
+        return {"controls": self.controls}
 
 
 def _jsonable(value: Any) -> Any:

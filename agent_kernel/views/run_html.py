@@ -30,6 +30,8 @@ TABLE_COLUMNS = 6
 CELL_CHARS = 200
 TEXT_RESULT_CHARS = 200
 
+# JupyterLab marks its dark themes with data-jp-theme-light="false" on <body>: there the
+# darker status shades fall under 4.5:1, so the lighter ones (…-color2) are used.
 _CSS = """<style>
 .agent-kernel-run{font-size:13px;line-height:1.45;color:var(--jp-ui-font-color1,#1f1f1f);
 font-family:var(--jp-ui-font-family,system-ui,sans-serif)}
@@ -43,13 +45,16 @@ border-radius:4px;padding:2px 8px;margin:4px 0}
 padding:4px 6px;font-family:var(--jp-code-font-family,monospace);font-size:12px;
 line-height:1.4;background:var(--jp-layout-color2,#f2f2f2);
 color:var(--jp-content-font-color1,#1f1f1f);border-radius:3px}
-.agent-kernel-run pre.ak-json{max-height:18em;overflow:auto}
+.agent-kernel-run pre.ak-json,.agent-kernel-run pre.ak-page{max-height:18em;overflow:auto}
 .agent-kernel-run table{border-collapse:collapse;font-size:12px;margin:2px 0 4px}
 .agent-kernel-run th,.agent-kernel-run td{border:1px solid var(--jp-border-color2,#c8c8c8);
 padding:1px 6px;text-align:left;vertical-align:top}
 .agent-kernel-run .ak-failed{color:var(--jp-error-color0,#a4161a)}
 .agent-kernel-run .ak-ok{color:var(--jp-success-color0,#1b5e20)}
 .agent-kernel-run .ak-warn{color:var(--jp-warn-color0,#7a4100)}
+[data-jp-theme-light='false'] .agent-kernel-run .ak-ok{color:var(--jp-success-color2)}
+[data-jp-theme-light='false'] .agent-kernel-run .ak-failed{color:var(--jp-error-color2)}
+[data-jp-theme-light='false'] .agent-kernel-run .ak-warn{color:var(--jp-warn-color2)}
 </style>"""
 
 
@@ -175,11 +180,40 @@ def _records_table(records: list[dict[str, Any]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _page(result: dict[str, Any]) -> str:
+    """A fetched response: where it came from, then what it says."""
+    head = " · ".join(esc(v) for v in (result.get("status"), result.get("url"),
+                                         result.get("content_type")) if v)
+    parts = [f"<div class='ak-muted'>{head}</div>"]
+    if result.get("title"):
+        parts.append(f"<div><b>{esc(result['title'])}</b></div>")
+    if result.get("path"):
+        parts.append(f"<div>saved to <code>{esc(result['path'])}</code> · "
+                     f"{esc(result.get('bytes'))} bytes</div>")
+    body = result.get("content", result.get("body"))
+    if "json" in result:
+        body = json.dumps(result["json"], ensure_ascii=False, indent=2, default=repr)
+    if isinstance(body, str) and body:
+        parts.append(f"<pre class='ak-page'>{esc(body)}</pre>")
+    elif body is not None and not isinstance(body, str):
+        pretty = json.dumps(body, ensure_ascii=False, indent=2, default=repr)
+        parts.append(f"<pre class='ak-json'>{esc(pretty)}</pre>")
+    if result.get("note"):
+        parts.append(f"<div class='ak-muted'>{esc(result['note'])}</div>")
+    return "".join(parts)
+
+
 def _result(entry: dict[str, Any]) -> str:
     kind, result = entry["result_kind"], entry["result"]
     if kind == "error":
         return f"<div class='ak-failed'>{esc(entry['error'] or 'failed')}</div>"
-    if kind == "text" and isinstance(result, dict):  # bash: the streams as they were
+    failed = (f"<div class='ak-failed'>{esc(entry['error'])}</div>"
+              if entry.get("error") else "")
+    return failed + _shown(kind, result)
+
+
+def _shown(kind: str | None, result: Any) -> str:
+    if kind == "text" and isinstance(result, dict):  # a command: its streams as they were
         parts = []
         for stream in ("stdout", "stderr"):
             if result.get(stream):
@@ -188,7 +222,13 @@ def _result(entry: dict[str, Any]) -> str:
         notes = [n for n in ("truncated", "timed_out") if result.get(n)]
         if notes:
             parts.append(f"<div class='ak-muted'>{esc(', '.join(notes).replace('_', ' '))}</div>")
-        return "".join(parts) or "<div class='ak-muted'>no output</div>"
+        if not parts:
+            parts.append("<div class='ak-muted'>no output</div>")
+        if result.get("sandbox"):
+            parts.append(f"<div class='ak-muted'>sandbox: {esc(result['sandbox'])}</div>")
+        return "".join(parts)
+    if kind == "page" and isinstance(result, dict):
+        return _page(result)
     if kind == "text":
         return f"<pre>{esc(result)}</pre>"
     if kind == "table":
@@ -222,6 +262,9 @@ def tool_html(entry: dict[str, Any]) -> str:
             f"</b> · <span class='ak-summary'>{_code_spans(entry['summary'])}</span>")
     body = [_arguments(entry["arguments"])]
     if (approval := entry.get("approval")) is not None:
+        sandbox = (approval.get("details") or {}).get("sandbox")
+        if sandbox and approval.get("source") is None:
+            body.append(f"<div class='ak-muted'>sandbox: {esc(sandbox)}</div>")
         body.append(f"<div class='agent-kernel-answered'>{esc(outcome(approval))}</div>")
     body.append(_result(entry))
     body.append(_ledger(entry.get("ledger")))
@@ -298,10 +341,11 @@ def text_of(state: dict[str, Any]) -> str:
             lines.append(f"- {entry['tool']}: {entry['summary']}{ledger}")
             if entry.get("approval"):
                 lines.append(f"    approval: {outcome(entry['approval'])}")
-            if entry["result_kind"] == "text":
+            if entry["result_kind"] in ("text", "page"):
                 result = entry["result"]
-                shown = result if isinstance(result, str) else (result or {}).get("stdout", "")
-                if shown.strip():
+                shown = result if isinstance(result, str) else (result or {}).get(
+                    "stdout", (result or {}).get("content", (result or {}).get("body", "")))
+                if isinstance(shown, str) and shown.strip():
                     lines.append("    " + _compact(shown.strip(), TEXT_RESULT_CHARS))
         elif kind == "question":
             lines.append(f"? {entry['question']} -> {outcome(entry)}")

@@ -10,12 +10,17 @@ when nothing else changed, and always once at the end. That output never
 carries a widget, live or saved, so a notebook reopened without its kernel
 reads the same as it did live.
 
-What a person can press lives in SEPARATE outputs with their own display id:
-a question's buttons or text box (Enter sends), an approval's Approve / Deny /
-Always allow, and Stop while the run is running. These are ipywidgets (this
-is the only module of the run view that imports ipywidgets); each is replaced
-by a static text bundle ("You chose tea · 12:04:31", "Stopped") as soon as it
-is answered or the run ends, so no saved output depends on a widget model.
+What a person can press depends on who is connected (see
+:mod:`agent_kernel.views.frontend`). With our JupyterLab extension
+(``channel`` set), the extension draws every control inside the run output:
+an approval in the card it gates with its countdown, question buttons or a
+text box, Stop in the header; answers come back over the extension's comm.
+Otherwise the controls live in SEPARATE outputs with their own display id:
+ipywidgets (this is the only module of the run view that imports ipywidgets)
+for a question's buttons or text box (Enter sends), an approval's Approve /
+Deny / Always allow, and Stop while the run is running; each is replaced by a
+static text bundle ("You chose tea · 12:04:31", "Stopped") as soon as it is
+answered or the run ends. Either way no saved output depends on a widget model.
 Headless runs (nobody can click) show no controls at all.
 """
 
@@ -74,7 +79,7 @@ def _countdown(left: float) -> str:
 class QuestionControl:
     """The live controls of one question or approval, shown in their own output."""
 
-    def __init__(self, event: Question, answer: Callable[[str], None]) -> None:
+    def __init__(self, event: Question, answer: Callable[[str], object]) -> None:
         self.event = event
         self.deadline = time.monotonic() + event.timeout
         self.handle: Any = None
@@ -172,6 +177,8 @@ class WidgetView:
         self._ticker: asyncio.Task[Any] | None = None
         self._stop = stop
         self._stop_button: Any = None
+        self.channel: Any = None
+        """The extension's channel (a FrontendProbe) when the extension draws the controls."""
         self._unsubscribe = agent.bus.subscribe(self.on_event)
 
     @property
@@ -202,9 +209,12 @@ class WidgetView:
 
         pub = display_pub()
         self._parent = dict(getattr(pub, "parent_header", None) or {}) or None
+        if self.interactive and self.channel is not None:
+            self.transcript.controls = "extension"
+            self.channel.add_run(self)
         self._handle = display(self.bundle(), raw=True, display_id=True)
         self._last_push = time.monotonic()
-        if self.interactive:
+        if self.interactive and self.channel is None:
             self._stop_handle = display(self.stop_button, display_id=True)
         try:
             self._ticker = asyncio.get_running_loop().create_task(self._tick())
@@ -245,7 +255,8 @@ class WidgetView:
             return
         event = for_display(event)
         self.transcript.feed(event)
-        if isinstance(event, Question) and self.interactive and not self.done:
+        if (isinstance(event, Question) and self.interactive and self.channel is None
+                and not self.done):
             qid = event.question_id
             control = QuestionControl(event, lambda text: self.answer(qid, text))
             self.questions[qid] = control
@@ -268,25 +279,36 @@ class WidgetView:
             line = f"{(q.details or {}).get('tool', 'approval')}: {line}"
         control.settle(line)
 
-    def answer(self, question_id: str, text: str) -> None:
+    def answer(self, question_id: str, text: str) -> bool:
         """A click, Send or Enter: hand the answer to the waiting run (any thread)."""
         control = self.questions.get(question_id)
         if control is not None:
             control.disable()
-        if not self.agent.questions.answer(question_id, text) and control is not None:
+        taken = bool(self.agent.questions.answer(question_id, text))
+        if not taken and control is not None:
             control.settle("This question is no longer waiting.")
+        return taken
 
-    def _on_stop(self, _button: Any) -> None:
-        self.stop_button.disabled = True
+    def request_stop(self) -> bool:
+        """Stop pressed (a widget or the extension's header; any thread)."""
+        if self.done:
+            return False
         self.stopped_by_person = True
         if self._stop is not None:
             self._stop()
+        return True
+
+    def _on_stop(self, _button: Any) -> None:
+        self.stop_button.disabled = True
+        self.request_stop()
 
     # -- the end --------------------------------------------------------------
     def _end(self) -> None:
         if self.done:
             return
         self.done = True
+        if self.channel is not None:
+            self.channel.drop_run(self.run_id)
         for question_id, control in self.questions.items():
             if not control.settled:
                 q = self.transcript.questions.get(question_id)

@@ -5,15 +5,18 @@
  * `application/vnd.agent-kernel.run.v1+json` beside `text/html` and
  * `text/plain`. This renderer ranks above `text/html`, so JupyterLab and
  * Notebook 7 draw the run from that JSON in the theme's colours, live or from
- * a saved file with no kernel. It only shows state: questions and approvals
- * read as their outcome, never as a control.
+ * a saved file with no kernel. Saved or ended, questions and approvals read as
+ * their outcome, never as a control. In a notebook whose kernel runs the run
+ * (see plugin.ts), the same renderer also draws the live controls.
  */
 
 import { renderMarkdown } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
-import { runView } from './render';
+import type { KernelControls } from './controls';
+import { ILiveControls, runView } from './render';
+import { panelControlsFactory } from './panel';
 import { IRunState, RUN_MIME } from './state';
 
 /** The class of the renderer's node (the kernel's HTML fallback uses `agent-kernel-run`). */
@@ -34,9 +37,10 @@ function isRunState(data: unknown): data is IRunState {
 
 /** Draws one run from its saved JSON. */
 export class RunRenderer extends Widget implements IRenderMime.IRenderer {
-  constructor(options: IRenderMime.IRendererOptions) {
+  constructor(options: IRenderMime.IRendererOptions, controls: KernelControls | null = null) {
     super();
     this._options = options;
+    this._controls = controls;
     this.addClass(CLASS_NAME);
   }
 
@@ -56,14 +60,81 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
       );
       return;
     }
+    this._state = data;
+    await this._draw();
+  }
+
+  /** Draw the last state again (live: also after a click, keeping what the person typed). */
+  private async _draw(): Promise<void> {
+    const data = this._state;
+    if (!data) {
+      return;
+    }
     const pending: Promise<void>[] = [];
     const markdown = (host: HTMLElement, source: string): Promise<void> => {
       const done = this._markdown(host, source);
       pending.push(done);
       return done;
     };
-    this.node.replaceChildren(runView(data, markdown));
+    const live = this._live(data);
+    const focused = this.node.querySelector<HTMLInputElement>('input.akl-answer-input:focus');
+    const opened = new Set(
+      Array.from(this.node.querySelectorAll<HTMLDetailsElement>('details.akl-tool'))
+        .filter(card => card.open !== (card.dataset.state === 'waiting'))
+        .map(card => card.dataset.callId ?? '')
+    );
+    this.node.replaceChildren(runView(data, markdown, live));
+    // A person's own unfolding of a card survives the once-a-second redraw.
+    for (const card of Array.from(this.node.querySelectorAll<HTMLDetailsElement>('details.akl-tool'))) {
+      if (opened.has(card.dataset.callId ?? '')) {
+        card.open = !card.open;
+      }
+    }
+    if (focused) {
+      const again = this.node.querySelector<HTMLInputElement>(
+        `input.akl-answer-input[data-question-id="${CSS.escape(focused.dataset.questionId ?? '')}"]`
+      );
+      again?.focus();
+    }
     await Promise.all(pending);
+  }
+
+  /** The live controls for this run, when the kernel running it is ours to talk to. */
+  private _live(data: IRunState): ILiveControls | null {
+    const controls = this._controls;
+    if (!controls || data.controls !== 'extension' || data.status !== 'running') {
+      return null;
+    }
+    if (!controls.ready) {
+      // Reloaded while the run lives: find the kernel's comm, then draw the controls.
+      void controls.connect().then(found => {
+        if (found) {
+          void this._draw();
+        }
+      });
+      return null;
+    }
+    const runId = data.run_id;
+    const send = (key: string, request: () => Promise<{ ok: boolean; message: string }>) => {
+      this._sending.add(key);
+      this._notes.delete(key);
+      void this._draw();
+      void request().then(reply => {
+        this._sending.delete(key);
+        if (!reply.ok) {
+          this._notes.set(key, reply.message);
+        }
+        void this._draw();
+      });
+    };
+    return {
+      connected: true,
+      drafts: this._drafts,
+      sending: this._sending,
+      notes: this._notes,
+      answer: (questionId, text) => send(questionId, () => controls.answer(runId, questionId, text)),
+      stop: () => send('stop', () => controls.stop(runId))
+    };
   }
 
   /** The answer's Markdown through JupyterLab's own renderer, always sanitized. */
@@ -100,6 +171,11 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
   }
 
   private _options: IRenderMime.IRendererOptions;
+  private _controls: KernelControls | null;
+  private _state: IRunState | null = null;
+  private _drafts = new Map<string, string>();
+  private _sending = new Set<string>();
+  private _notes = new Map<string, string>();
 }
 
 export const rendererFactory: IRenderMime.IRendererFactory = {
@@ -117,4 +193,12 @@ const extension: IRenderMime.IExtension = {
   dataType: 'json'
 };
 
-export default extension;
+const panelExtension: IRenderMime.IExtension = {
+  id: 'agent-kernel:panel-controls-renderer',
+  description: "Shows a saved triggers panel's controls as text.",
+  rendererFactory: panelControlsFactory,
+  rank: RANK,
+  dataType: 'json'
+};
+
+export default [extension, panelExtension];

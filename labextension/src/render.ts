@@ -13,10 +13,30 @@ import {
   IRunState,
   IToolEntry
 } from './state';
-import { clock, modelWords, outcome, seconds, statusWords } from './words';
+import { ALWAYS, clock, modelWords, outcome, seconds, statusWords } from './words';
 
 /** Renders Markdown into a host element (sanitized), or shows it as text. */
 export type MarkdownRenderer = (host: HTMLElement, source: string) => Promise<void>;
+
+/** What a live run's controls can do, and what the renderer keeps between redraws. */
+export interface ILiveControls {
+  /** A kernel is connected (else the controls say they cannot reach it). */
+  connected: boolean;
+  /** Text typed into free-text answers, by question id. */
+  drafts: Map<string, string>;
+  /** Requests on their way to the kernel (question ids, or `stop`). */
+  sending: Set<string>;
+  /** Why the kernel refused a request, by question id (or `stop`). */
+  notes: Map<string, string>;
+  answer(questionId: string, text: string): void;
+  stop(): void;
+}
+
+const APPROVAL_BUTTONS: { [option: string]: string } = {
+  Approve: 'jp-mod-accept',
+  Deny: 'jp-mod-reject',
+  [ALWAYS]: 'jp-mod-reject akl-always'
+};
 
 const MARKS: { [state: string]: string } = { running: '◌', waiting: '?', ok: '✓', failed: '✗' };
 const TABLE_COLUMNS = 8;
@@ -125,14 +145,48 @@ function recordsTable(records: { [key: string]: unknown }[]): HTMLTableElement {
   return table;
 }
 
-/** A tool's result drawn by its kind: text, JSON, a table of records, or an error. */
+/** A fetched response: where it came from, then what it says. */
+function pageView(box: HTMLElement, result: { [key: string]: unknown }): void {
+  const head = ['status', 'url', 'content_type']
+    .map(k => result[k])
+    .filter(v => v !== null && v !== undefined && v !== '')
+    .map(String)
+    .join(' · ');
+  box.appendChild(el('div', 'akl-quiet akl-page-head', head));
+  if (typeof result['title'] === 'string' && result['title']) {
+    box.appendChild(el('div', 'akl-page-title', result['title']));
+  }
+  if (typeof result['path'] === 'string') {
+    box.appendChild(el('div', '', `saved to ${result['path']} · ${String(result['bytes'])} bytes`));
+  }
+  const body = 'json' in result ? result['json'] : (result['content'] ?? result['body']);
+  if (typeof body === 'string' && body) {
+    box.appendChild(block(body, 'akl-page'));
+  } else if (body !== null && body !== undefined && typeof body !== 'string') {
+    box.appendChild(block(JSON.stringify(body, null, 2) ?? String(body), 'akl-json'));
+  }
+  if (typeof result['note'] === 'string' && result['note']) {
+    box.appendChild(el('div', 'akl-quiet', result['note']));
+  }
+}
+
+/** A tool's result drawn by its kind: text, a page, JSON, a table of records, or an error. */
 export function resultView(entry: IToolEntry): HTMLElement | null {
   const result = entry.result;
   const box = el('div', 'akl-result');
   box.dataset.kind = entry.result_kind ?? '';
+  if (entry.result_kind !== 'error' && entry.error) {
+    // A failed call whose answer says more (a command's output, a 404 page).
+    box.appendChild(el('p', 'akl-error-text', entry.error));
+  }
   switch (entry.result_kind) {
     case 'error':
       box.appendChild(el('p', 'akl-error-text', entry.error || 'The call failed.'));
+      return box;
+    case 'page':
+      if (isRecord(result)) {
+        pageView(box, result);
+      }
       return box;
     case 'text':
       if (typeof result === 'string') {
@@ -150,8 +204,11 @@ export function resultView(entry: IToolEntry): HTMLElement | null {
         if (notes.length) {
           box.appendChild(el('div', 'akl-quiet', notes.join(', ').replace('_', ' ')));
         }
-        if (!box.childNodes.length) {
+        if (!box.querySelector('pre')) {
           box.appendChild(el('div', 'akl-quiet', 'no output'));
+        }
+        if (typeof result['sandbox'] === 'string' && result['sandbox']) {
+          box.appendChild(el('div', 'akl-quiet akl-sandbox', `sandbox: ${result['sandbox']}`));
         }
       }
       return box;
@@ -199,10 +256,99 @@ function ledgerLine(entry: IToolEntry): HTMLElement | null {
   return line;
 }
 
-function outcomeLine(question: IQuestionEntry, running: boolean): HTMLElement {
+function button(label: string, classes: string, title: string, onClick: () => void): HTMLButtonElement {
+  const node = el('button', `jp-Button jp-mod-styled ${classes}`, label);
+  node.type = 'button';
+  node.title = title;
+  node.addEventListener('click', event => {
+    event.preventDefault();
+    event.stopPropagation();
+    onClick();
+  });
+  return node;
+}
+
+function countdown(left: number): string {
+  const s = Math.max(0, Math.round(left));
+  if (s >= 3600) {
+    return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
+  }
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+}
+
+/** The controls of a waiting question or approval: buttons or a text box, and the time left. */
+export function answerControls(question: IQuestionEntry, live: ILiveControls): HTMLElement {
+  const box = el('div', 'akl-controls');
+  box.dataset.questionId = question.question_id;
+  const qid = question.question_id;
+  const busy = live.sending.has(qid) || !live.connected;
+  const row = el('div', 'akl-buttons');
+  if (question.options && question.options.length) {
+    for (const option of question.options) {
+      const classes = question.approval
+        ? `agent-kernel-approval ${APPROVAL_BUTTONS[option] ?? 'jp-mod-reject'}`
+        : `agent-kernel-option ${option === question.default ? 'jp-mod-accept' : 'jp-mod-reject'}`;
+      const title =
+        question.approval && option === ALWAYS
+          ? 'Allow this tool for the rest of the session (revoke with %agent_config --revoke)'
+          : option;
+      const node = button(option, classes, title, () => live.answer(qid, option));
+      node.disabled = busy;
+      row.appendChild(node);
+    }
+  } else {
+    const holder = el('span', 'agent-kernel-answer-text');
+    const input = el('input', 'jp-mod-styled akl-answer-input');
+    input.type = 'text';
+    input.placeholder = 'Your answer, then Enter';
+    input.value = live.drafts.get(qid) ?? '';
+    input.dataset.questionId = qid;
+    input.disabled = busy;
+    input.setAttribute('aria-label', 'Your answer');
+    input.addEventListener('input', () => live.drafts.set(qid, input.value));
+    const send = () => {
+      live.drafts.delete(qid);
+      live.answer(qid, input.value);
+    };
+    input.addEventListener('keydown', event => {
+      if (event.key === 'Enter' && !event.isComposing) {
+        event.preventDefault();
+        event.stopPropagation();
+        send();
+      }
+    });
+    holder.appendChild(input);
+    row.appendChild(holder);
+    const sendButton = button('Send', 'jp-mod-accept agent-kernel-answer-send', 'Send your answer', send);
+    sendButton.disabled = busy;
+    row.appendChild(sendButton);
+  }
+  box.appendChild(row);
+  const note = live.notes.get(qid);
+  const left = question.seconds_left;
+  let words = '';
+  if (!live.connected) {
+    words = 'The kernel that asked is not connected: this can no longer be answered here.';
+  } else if (live.sending.has(qid)) {
+    words = 'sending your answer…';
+  } else if (left !== undefined && left !== null) {
+    const then = question.default ? ` · then: ${question.default}` : '';
+    words = `answer within ${countdown(left)}${then}`;
+  }
+  if (words) {
+    box.appendChild(el('div', 'akl-countdown akl-quiet', words));
+  }
+  if (note) {
+    box.appendChild(el('div', 'akl-note', note));
+  }
+  return box;
+}
+
+function outcomeLine(question: IQuestionEntry, running: boolean, live = false): HTMLElement {
   const line = el('div', 'akl-outcome', outcome(question, running));
   line.dataset.source = question.source ?? 'waiting';
-  if (question.source === null && running) {
+  // Live, the controls show the time left instead.
+  if (question.source === null && running && !live) {
     line.appendChild(
       el('span', 'akl-quiet', ` (no answer after ${Math.round(question.timeout)} s ends it)`)
     );
@@ -211,9 +357,14 @@ function outcomeLine(question: IQuestionEntry, running: boolean): HTMLElement {
 }
 
 /** One tool call: a card whose summary line says what it did, details on demand. */
-export function toolCard(entry: IToolEntry, running: boolean): HTMLElement {
+export function toolCard(
+  entry: IToolEntry,
+  running: boolean,
+  live: ILiveControls | null = null
+): HTMLElement {
   const card = el('details', 'akl-tool');
   card.dataset.state = entry.state;
+  card.dataset.callId = entry.call_id;
   card.open = entry.state === 'waiting';
   const summary = el('summary', 'akl-tool-summary');
   summary.appendChild(el('span', `akl-mark akl-mark-${entry.state}`, MARKS[entry.state] ?? ''));
@@ -229,7 +380,20 @@ export function toolCard(entry: IToolEntry, running: boolean): HTMLElement {
   if (entry.approval) {
     const approval = el('div', 'akl-approval');
     approval.appendChild(el('span', 'akl-label', 'Approval: '));
-    approval.appendChild(outcomeLine(entry.approval, running));
+    const waiting = entry.approval.source === null || entry.approval.source === undefined;
+    if (live && waiting) {
+      approval.classList.add('akl-approval-live');
+      approval.appendChild(
+        el('span', 'akl-outcome', `Waiting for your approval: allow ${entry.tool} to run with the arguments above?`)
+      );
+      const sandbox = entry.approval.details?.['sandbox'];
+      if (typeof sandbox === 'string' && sandbox) {
+        approval.appendChild(el('div', 'akl-quiet', `sandbox: ${sandbox}`));
+      }
+      approval.appendChild(answerControls(entry.approval, live));
+    } else {
+      approval.appendChild(outcomeLine(entry.approval, running));
+    }
     body.appendChild(approval);
   }
   const result = resultView(entry);
@@ -245,7 +409,11 @@ export function toolCard(entry: IToolEntry, running: boolean): HTMLElement {
 }
 
 /** A question (or an approval outside any card) and how it ended. */
-export function questionView(question: IQuestionEntry, running: boolean): HTMLElement {
+export function questionView(
+  question: IQuestionEntry,
+  running: boolean,
+  live: ILiveControls | null = null
+): HTMLElement {
   const box = el('div', 'akl-question');
   const line = el('div', 'akl-question-text');
   line.appendChild(el('span', 'akl-label', question.approval ? 'Approval: ' : 'Question: '));
@@ -261,11 +429,14 @@ export function questionView(question: IQuestionEntry, running: boolean): HTMLEl
       box.appendChild(args);
     }
   }
-  box.appendChild(outcomeLine(question, running));
+  box.appendChild(outcomeLine(question, running, !!live));
+  if (live && (question.source === null || question.source === undefined)) {
+    box.appendChild(answerControls(question, live));
+  }
   return box;
 }
 
-function header(state: IRunState): HTMLElement {
+function header(state: IRunState, live: ILiveControls | null): HTMLElement {
   const head = el('div', 'akl-header');
   const status = el('span', 'akl-status', statusWords(state));
   status.dataset.status = state.status;
@@ -274,10 +445,30 @@ function header(state: IRunState): HTMLElement {
     head.appendChild(el('span', 'akl-elapsed', seconds(state.elapsed_ms)));
   }
   head.appendChild(el('span', 'akl-model akl-quiet', modelWords(state)));
+  if (live) {
+    const stopping = live.sending.has('stop');
+    const stop = button(
+      stopping ? 'Stopping…' : 'Stop',
+      'jp-mod-warn agent-kernel-stop akl-stop',
+      'Stop this run',
+      () => live.stop()
+    );
+    stop.disabled = stopping || !live.connected;
+    head.appendChild(stop);
+    const note = live.notes.get('stop');
+    if (note) {
+      head.appendChild(el('span', 'akl-note', note));
+    }
+  }
   return head;
 }
 
-function entryView(entry: Entry, state: IRunState, markdown: MarkdownRenderer): HTMLElement {
+function entryView(
+  entry: Entry,
+  state: IRunState,
+  markdown: MarkdownRenderer,
+  live: ILiveControls | null
+): HTMLElement {
   const running = state.status === 'running';
   switch (entry.kind) {
     case 'text': {
@@ -286,9 +477,9 @@ function entryView(entry: Entry, state: IRunState, markdown: MarkdownRenderer): 
       return host;
     }
     case 'tool':
-      return toolCard(entry, running);
+      return toolCard(entry, running, live);
     case 'question':
-      return questionView(entry, running);
+      return questionView(entry, running, live);
     case 'notice': {
       const notice = el('div', 'akl-notice', entry.text);
       notice.dataset.level = entry.level;
@@ -308,11 +499,15 @@ function entryView(entry: Entry, state: IRunState, markdown: MarkdownRenderer): 
 }
 
 /** The whole run, as one element. */
-export function runView(state: IRunState, markdown: MarkdownRenderer): HTMLElement {
+export function runView(
+  state: IRunState,
+  markdown: MarkdownRenderer,
+  live: ILiveControls | null = null
+): HTMLElement {
   const root = el('div', 'akl-run');
   root.dataset.status = state.status;
   root.dataset.runId = state.run_id;
-  root.appendChild(header(state));
+  root.appendChild(header(state, live));
   const prompt = el('div', 'akl-prompt');
   prompt.appendChild(el('span', 'akl-label', 'Prompt: '));
   prompt.appendChild(document.createTextNode(state.prompt));
@@ -324,7 +519,7 @@ export function runView(state: IRunState, markdown: MarkdownRenderer): HTMLEleme
     );
   }
   for (const entry of state.entries ?? []) {
-    root.appendChild(entryView(entry, state, markdown));
+    root.appendChild(entryView(entry, state, markdown, live));
   }
   return root;
 }

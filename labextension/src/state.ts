@@ -46,6 +46,8 @@ export interface IQuestionEntry {
   answer: string | null;
   source: 'user' | 'default' | 'timeout' | 'headless' | 'standing' | null;
   answered_at: string | null;
+  /** While the extension draws the controls: seconds left to answer. */
+  seconds_left?: number | null;
 }
 
 export interface ILedgerLine {
@@ -62,7 +64,7 @@ export interface IToolEntry {
   state: 'running' | 'waiting' | 'ok' | 'failed';
   summary: string;
   result: unknown;
-  result_kind: 'text' | 'json' | 'table' | 'error' | null;
+  result_kind: 'text' | 'page' | 'json' | 'table' | 'error' | null;
   error: string | null;
   duration_ms: number | null;
   ledger: ILedgerLine | null;
@@ -106,4 +108,6 @@ export interface IRunState {
   cost: number | null;
   loading: ILoading | null;
   entries: Entry[];
+  /** `extension` while the run is live and this extension draws its controls. */
+  controls?: 'extension' | null;
 }

@@ -10,12 +10,19 @@
 import { chromium } from "playwright-core";
 import fs from "node:fs";
 import path from "node:path";
+import { textContrast } from "./contrast.mjs";
 
 const config = JSON.parse(process.argv[2]);
 const report = { scenario: config.scenario, steps: {}, errors: [], shots: [] };
 const STEP_TIMEOUT = 60_000;
 const ENDED = ["done", "done_with_failures", "denied", "stopped", "failed", "limit"];
 const RUN_CELLS = [1, 2, 3, 4, 5, 6];
+// "extension": our extension draws the live controls inside each run output.
+// "widgets": the extension is disabled and the kernel's ipywidgets controls are used.
+const EXT = (config.controls ?? "extension") === "extension";
+// Where a question's or an approval's outcome reads once answered.
+const OUTCOME = EXT ? ".akl-question .akl-outcome, .akl-approval .akl-outcome" : ".agent-kernel-outcome";
+const PRIMARY = EXT ? "jp-mod-accept" : "mod-primary";
 
 function log(...parts) {
   console.log(new Date().toISOString(), ...parts);
@@ -37,7 +44,7 @@ async function main() {
   try {
     const started = Date.now();
     await page.goto(config.url, { waitUntil: "domcontentloaded" });
-    await page.locator(".jp-Notebook .jp-Cell").first().waitFor({ timeout: STEP_TIMEOUT });
+    await page.locator(".jp-Notebook .jp-Cell").first().waitFor({ state: "attached", timeout: STEP_TIMEOUT });
     report.lab_open_ms = Date.now() - started;
     const notebook = new Notebook(page);
     await notebook.waitKernel();
@@ -160,10 +167,10 @@ async function askAndClick(page, nb, index, choice, key) {
   step.clicked_at = await timedClick(button);
   step.status = await nb.waitStatus(index, ENDED);
   await nb.waitIdle(index);
-  await nb.cell(index).locator(".agent-kernel-outcome").waitFor({ timeout: STEP_TIMEOUT });
+  await nb.cell(index).locator(OUTCOME, { hasText: "You chose" }).first().waitFor({ state: "attached", timeout: STEP_TIMEOUT });
   step.reply = await nb.allText(index, ".agent-kernel-reply, .akl-text");
   step.answered = await nb.allText(index, ".agent-kernel-question .agent-kernel-answered, .akl-question .akl-outcome");
-  step.outcome = await nb.allText(index, ".agent-kernel-outcome");
+  step.outcome = await nb.allText(index, OUTCOME);
   step.buttons_left = await nb.cell(index).locator("button.agent-kernel-option").count();
   step.widget_outputs = await nb.widgetOutputs(index);
   step.stderr = await nb.text(index, '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
@@ -185,13 +192,14 @@ async function testScenario(page, nb) {
     await box.waitFor({ timeout: STEP_TIMEOUT });
     await page.waitForFunction((el) => !el.disabled, await box.elementHandle());
     await box.fill("Ada Lovelace");
+    report.text_contrast = EXT ? await page.evaluate(textContrast, ".akl-question") : [];
     await shot(page, "text-question", nb.cell(index));
     await box.press("Enter");
     const step = { status: await nb.waitStatus(index, ENDED) };
-    await nb.cell(index).locator(".agent-kernel-outcome").waitFor({ timeout: STEP_TIMEOUT });
+    await nb.cell(index).locator(OUTCOME, { hasText: "You answered" }).first().waitFor({ state: "attached", timeout: STEP_TIMEOUT });
     step.reply = await nb.allText(index, ".agent-kernel-reply, .akl-text");
     step.answered = await nb.allText(index, ".agent-kernel-question .agent-kernel-answered, .akl-question .akl-outcome");
-    step.outcome = await nb.allText(index, ".agent-kernel-outcome");
+    step.outcome = await nb.allText(index, OUTCOME);
     await shot(page, "text-answered", nb.cell(index));
     report.steps.text = step;
   }
@@ -205,18 +213,22 @@ async function testScenario(page, nb) {
     await nb.cell(index).locator(".agent-kernel-tool summary, .akl-tool-summary",
       { hasText: "waiting for your approval" }).first().waitFor({ timeout: 5000 }).catch(() => {});
     const step = {
-      question: await nb.text(index, ".agent-kernel-question"),
+      question: await nb.text(index, EXT ? ".akl-tool[data-state='waiting']" : ".agent-kernel-question"),
       approval_buttons: await nb.cell(index).locator("button.agent-kernel-approval").allInnerTexts(),
-      primary: await nb.cell(index).locator("button.agent-kernel-approval.mod-primary").allInnerTexts(),
+      primary: await nb.cell(index).locator(`button.agent-kernel-approval.${PRIMARY}`).allInnerTexts(),
       card_while_asking: await nb.allText(index, ".agent-kernel-tool summary, .akl-tool-summary"),
+      approval_in_card: await nb.cell(index).locator(".akl-tool button.agent-kernel-approval").count(),
+      countdown: await nb.text(index, ".akl-countdown, .agent-kernel-countdown"),
     };
+    if (EXT) step.contrast = await page.evaluate(textContrast, ".akl-approval-live, .akl-header");
+    step.dark = await page.evaluate(() => document.body.dataset.jpThemeLight === "false");
     await shot(page, "approval-question", nb.cell(index));
     await deny.click();
     step.status = await nb.waitStatus(index, ENDED);
-    await nb.cell(index).locator(".agent-kernel-outcome").waitFor({ timeout: STEP_TIMEOUT });
+    await nb.cell(index).locator(OUTCOME, { hasText: "Denied" }).first().waitFor({ state: "attached", timeout: STEP_TIMEOUT });
     step.reply = await nb.allText(index, ".agent-kernel-reply, .akl-text");
     step.card = await nb.allText(index, ".agent-kernel-tool, .akl-tool");
-    step.outcome = await nb.allText(index, ".agent-kernel-outcome");
+    step.outcome = await nb.allText(index, OUTCOME);
     step.widget_outputs = await nb.widgetOutputs(index);
     await shot(page, "approval-denied", nb.cell(index));
     report.steps.deny = step;
@@ -228,8 +240,8 @@ async function testScenario(page, nb) {
     const approve = nb.button(index, "agent-kernel-approval", "Approve");
     await approve.waitFor({ timeout: STEP_TIMEOUT });
     await approve.click();
-    await nb.cell(index).locator(".agent-kernel-outcome", { hasText: "Approved" })
-      .waitFor({ timeout: STEP_TIMEOUT });
+    await nb.cell(index).locator(OUTCOME, { hasText: "Approved" }).first()
+      .waitFor({ state: "attached", timeout: STEP_TIMEOUT });
     await page.waitForTimeout(1500); // `sleep 30` is running now
     const step = {
       running_status: await nb.status(index),
@@ -241,8 +253,10 @@ async function testScenario(page, nb) {
     await nb.button(index, "agent-kernel-stop", "Stop").click();
     step.status = await nb.waitStatus(index, ENDED, 20_000);
     step.stop_to_stopped_ms = Date.now() - stopAt;
-    await nb.cell(index).locator(".agent-kernel-outcome", { hasText: "Stopped" })
-      .waitFor({ timeout: STEP_TIMEOUT });
+    if (!EXT) {
+      await nb.cell(index).locator(".agent-kernel-outcome", { hasText: "Stopped" })
+        .waitFor({ timeout: STEP_TIMEOUT });
+    }
     step.outcome = await nb.allText(index, ".agent-kernel-outcome");
     step.stop_buttons_after = await nb.cell(index).locator("button.agent-kernel-stop").count();
     step.widget_outputs = await nb.widgetOutputs(index);
@@ -299,6 +313,19 @@ async function testScenario(page, nb) {
   await nb.waitIdle(11);
   report.steps.memory = { table: await nb.text(11, ".agent-kernel-memory") };
   await shot(page, "memory-table", nb.cell(11));
+  // 12 (extension only): a trigger left live when the notebook is saved.
+  if (EXT) {
+    await nb.run(12);
+    await nb.waitStatus(12, ENDED);
+    await nb.cell(12).locator("button.agent-kernel-trigger-cancel").waitFor({ timeout: STEP_TIMEOUT });
+    report.steps.live_trigger = {
+      buttons: await nb.cell(12).locator("button.agent-kernel-trigger-cancel").count(),
+      // the panels, the memory table and the panel's live controls, in the dark theme
+      contrast: await page.evaluate(textContrast,
+        ".agent-kernel-triggers, .agent-kernel-memory, .akl-panel-controls"),
+    };
+    await shot(page, "live-trigger", nb.cell(12));
+  }
 }
 
 // Save, shut the kernel down, reload: every run must read from the file alone.
@@ -318,7 +345,7 @@ async function reopenScenario(page) {
   await page.reload({ waitUntil: "domcontentloaded" });
   const nb = new Notebook(page);
   await nb.cell(0).waitFor({ timeout: STEP_TIMEOUT });
-  await page.locator(".agent-kernel-run, .akl-run").first().waitFor({ timeout: STEP_TIMEOUT });
+  await page.locator(".agent-kernel-run, .akl-run").first().waitFor({ state: "attached", timeout: STEP_TIMEOUT });
   await page.waitForTimeout(1500);
   // Which renderer drew the runs: our extension (.akl-run) or the text/html fallback.
   const reopened = {
@@ -333,12 +360,18 @@ async function reopenScenario(page) {
     reopened.runs[index] = {
       status: await nb.status(index),
       text: await nb.allText(index, ".agent-kernel-run, .akl-run"),
-      outcome: await nb.allText(index, ".agent-kernel-outcome"),
+      outcome: await nb.allText(index, `${OUTCOME}, .agent-kernel-outcome`),
     };
   }
   reopened.triggers = await nb.text(9, ".agent-kernel-triggers");
   reopened.trigger_outcome = await nb.allText(9, ".agent-kernel-outcome");
   reopened.memory = await nb.text(11, ".agent-kernel-memory");
+  if (EXT) {
+    reopened.live_panel_controls = await nb.text(12, ".akl-panel-controls");
+    reopened.live_panel_buttons = await nb.cell(12).locator(".akl-panel-controls button").count();
+    await nb.cell(12).scrollIntoViewIfNeeded();
+    await shot(page, "reopened-cell12", nb.cell(12));
+  }
   report.steps.reopened = reopened;
   for (const index of [1, 4, 5, 9, 11]) {
     await nb.cell(index).scrollIntoViewIfNeeded();

@@ -90,8 +90,11 @@ class Lab:
                 self.process.wait(5)
 
 
-def start_lab(base: Path, ready_timeout: float = 60.0) -> Lab:
-    """Start JupyterLab with everything private under ``base``; wait until it answers."""
+def start_lab(base: Path, ready_timeout: float = 60.0, disabled: list[str] | None = None) -> Lab:
+    """Start JupyterLab with everything private under ``base``; wait until it answers.
+
+    ``disabled`` names labextensions to turn off (as ``jupyter labextension disable``).
+    """
     dirs = {name: base / sub for name, sub in (
         ("JUPYTER_CONFIG_DIR", "jupyter-config"), ("JUPYTER_DATA_DIR", "jupyter-data"),
         ("JUPYTER_RUNTIME_DIR", "jupyter-runtime"), ("IPYTHONDIR", "ipython"),
@@ -100,6 +103,11 @@ def start_lab(base: Path, ready_timeout: float = 60.0) -> Lab:
         ("AGENT_KERNEL_WORKSPACE", "agent-workspace"))}
     for folder in dirs.values():
         folder.mkdir(parents=True, exist_ok=True)
+    if disabled:
+        labconfig = dirs["JUPYTER_CONFIG_DIR"] / "labconfig"
+        labconfig.mkdir(parents=True, exist_ok=True)
+        (labconfig / "page_config.json").write_text(json.dumps(
+            {"disabledExtensions": {name: True for name in disabled}}))
     app_settings = base / "lab-app-settings"
     app_settings.mkdir(parents=True, exist_ok=True)
     (app_settings / "overrides.json").write_text(json.dumps(SETTINGS_OVERRIDES, indent=2))
@@ -135,6 +143,13 @@ def start_lab(base: Path, ready_timeout: float = 60.0) -> Lab:
             time.sleep(0.25)
     lab.stop()
     raise RuntimeError(f"JupyterLab did not answer within {ready_timeout:g} s:\n{lab.log()}")
+
+
+def set_theme(lab: Lab, theme: str) -> None:
+    """JupyterLab's theme for the next page load ("JupyterLab Light" / "JupyterLab Dark")."""
+    folder = Path(lab.env["JUPYTERLAB_SETTINGS_DIR"]) / "@jupyterlab" / "apputils-extension"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "themes.jupyterlab-settings").write_text(json.dumps({"theme": theme}))
 
 
 def write_notebook(lab: Lab, name: str, cells: list[str]) -> Path:

@@ -5,22 +5,27 @@ a notebook and runs ``%agent`` cells on the demo model: a question with
 options answered by a click (non-blocking, then ``--wait``), a free-text
 answer, an approval clicked Deny, a slow approved command stopped with Stop,
 and a run after Stop; then it saves, shuts the kernel down and reloads, and
-every run must read in full from the file. Screenshots of each step go to
-``test-output/browser/``. Missing Chromium or node modules FAIL the test:
+every run must read in full from the file. It runs twice: with our extension,
+which draws the live controls inside each run output (an approval inside the
+card it gates, Stop in the header), and with the extension disabled, where the
+kernel falls back to ipywidgets controls in outputs of their own. Screenshots
+of each step go to ``test-output/browser/<mode>/``. Missing Chromium or node modules FAIL the test:
 CI installs them (``.ci/run``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from labserver import drive, missing_requirements, start_lab, write_notebook
+from labserver import drive, missing_requirements, set_theme, start_lab, write_notebook
 
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output" / "browser"
+AA = 4.5  # WCAG AA for text
 DONE = "done"
 
 CELLS = [
@@ -42,21 +47,29 @@ CELLS = [
     "%agent_triggers",
     "%agent remember that the standup is in the Oak room",
     "%agent_memory",
+    "%agent remind me every 10 minutes to drink water",  # live when saved (extension mode)
 ]
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+@pytest.fixture(scope="module", params=["extension", "widgets"])
+def report(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     problem = missing_requirements()
     if problem:
         pytest.fail(f"the browser test needs Chromium and playwright-core: {problem}",
                     pytrace=False)
-    shutil.rmtree(OUTPUT, ignore_errors=True)
-    lab = start_lab(tmp_path_factory.mktemp("lab"))
+    mode = request.param
+    shots = OUTPUT / mode
+    shutil.rmtree(shots, ignore_errors=True)
+    lab = start_lab(tmp_path_factory.mktemp("lab"),
+                    disabled=["agent-kernel"] if mode == "widgets" else [])
+    if mode == "extension":  # the live controls are also seen (and measured) in the dark
+        set_theme(lab, "JupyterLab Dark")
     try:
         write_notebook(lab, "human_in_the_loop.ipynb", CELLS)
-        result = drive(lab, "human_in_the_loop.ipynb", "test", OUTPUT)
-        (OUTPUT / "report.json").write_text(json.dumps(result, indent=2))
+        result = drive(lab, "human_in_the_loop.ipynb", "test", shots, controls=mode)
+        result["mode"] = mode
+        (shots / "report.json").write_text(json.dumps(result, indent=2))
         result["server_log"] = lab.log()
         result["saved"] = (lab.root / "human_in_the_loop.ipynb").read_text(encoding="utf-8")
         return result
@@ -77,7 +90,7 @@ def test_click_an_option_and_the_reply_uses_it(report: dict[str, Any]) -> None:
     assert step["status"] == DONE
     assert "You answered tea, so I will go with tea." in step["reply"]
     assert step["answered"].startswith("You chose tea · ")
-    assert step["outcome"].startswith("You chose tea · ")  # the buttons' output, now text
+    assert step["outcome"].startswith("You chose tea · ")  # the buttons, now text
     assert step["buttons_left"] == 0 and step["widget_outputs"] == 0
 
 
@@ -104,10 +117,23 @@ def test_approval_denied_shows_arguments_and_the_model_goes_on(report: dict[str,
     assert "write_file" in step["question"]
     assert "notes.txt" in step["question"] and "hello" in step["question"]
     assert "waiting for your approval" in step["card_while_asking"]
+    assert re.search(r"answer within [0-9]+:[0-9]{2} · then: Deny", step["countdown"])
     assert step["status"] == "denied"
     assert "did not go through" in step["reply"] and "the user denied it" in step["reply"]
     assert "You denied write_file" in step["card"] and "Denied" in step["card"]
-    assert step["outcome"].startswith("write_file: Denied · ") and step["widget_outputs"] == 0
+    assert step["widget_outputs"] == 0
+    if report["mode"] == "extension":  # the approval sits inside the card it gates
+        assert step["approval_in_card"] == 3
+        assert step["outcome"].startswith("Denied · ")
+        assert step["dark"], "the extension's live controls are checked in the dark theme"
+        measured = step["contrast"] + report["text_contrast"]
+        assert {"Approve", "Deny", "Always allow this tool", "Stop", "Send"} <= {
+            m["text"] for m in measured}
+        low = [m for m in measured if m["ratio"] < AA]
+        assert not low, json.dumps(low, indent=1, ensure_ascii=False)
+    else:
+        assert step["approval_in_card"] == 0
+        assert step["outcome"].startswith("write_file: Denied · ")
 
 
 def test_stop_cancels_and_the_conversation_goes_on(report: dict[str, Any]) -> None:
@@ -116,7 +142,9 @@ def test_stop_cancels_and_the_conversation_goes_on(report: dict[str, Any]) -> No
     assert step["running_status"] == "running" and step["stop_buttons"] == 1
     assert step["status"] == "stopped"
     assert step["stop_to_stopped_ms"] < 10_000
-    assert "Stopped · " in step["outcome"] and step["stop_buttons_after"] == 0
+    assert step["stop_buttons_after"] == 0
+    if report["mode"] == "widgets":  # Stop had an output of its own: now text
+        assert "Stopped · " in step["outcome"]
     assert step["widget_outputs"] == 0
     after = _step(report, "after_stop")
     assert after["status"] == DONE
@@ -154,12 +182,30 @@ def test_reopened_without_a_kernel_every_run_reads_in_full(report: dict[str, Any
     assert "You answered coffee" in runs["2"]["text"]
     assert "You answered “Ada Lovelace”" in runs["3"]["text"]
     assert runs["4"]["status"] == "denied" and "You denied write_file" in runs["4"]["text"]
-    assert runs["5"]["status"] == "stopped" and "Stopped · " in runs["5"]["outcome"]
+    assert runs["5"]["status"] == "stopped"
+    if report["mode"] == "widgets":
+        assert "Stopped · " in runs["5"]["outcome"]
+        assert reopened["html_runs"] >= 6 and reopened["extension_runs"] == 0
+    else:
+        assert "Approved · " in runs["5"]["outcome"]
+        assert reopened["extension_runs"] >= 6
     assert runs["6"]["status"] == DONE and "still usable after stop" in runs["6"]["text"]
     assert "cancelled" in reopened["triggers"] and "stretch" in reopened["triggers"]
-    assert "not run yet" not in reopened["triggers"]
+    stretch = [line for line in reopened["triggers"].splitlines() if "stretch" in line]
+    assert stretch and not any("not run yet" in line for line in stretch)
     assert reopened["trigger_outcome"].startswith("Cancelled trg_")
     assert "standup is in the Oak room" in reopened["memory"]
+    if report["mode"] == "extension":  # saved while its trigger was live: text, no button
+        live = reopened["live_panel_controls"]
+        assert "every 600 s · remind me to drink water" in live
+        assert "%agent_triggers cancel trg_" in live
+        assert reopened["live_panel_buttons"] == 0
+        assert report["steps"]["live_trigger"]["buttons"] == 1  # Cancel, while it ran
+        measured = report["steps"]["live_trigger"]["contrast"]
+        assert {"Cancel", "Status", "Schedule"} <= {m["text"] for m in measured}
+        assert any("standup is in the Oak room" in m["text"] for m in measured)
+        low = [m for m in measured if m["ratio"] < AA]
+        assert not low, json.dumps(low, indent=1, ensure_ascii=False)
 
 
 def test_no_news_popup_and_screenshots_saved(report: dict[str, Any]) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from labserver import CHROMIUM, HERE, Lab, missing_requirements, start_lab
+from labserver import CHROMIUM, HERE, Lab, missing_requirements, set_theme, start_lab
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "labextension" / "test" / "fixtures" / "run.json"
@@ -68,12 +68,6 @@ def write_saved_notebook(lab: Lab, name: str) -> None:
         nb.cells.append(cell)
     nbformat.validate(nb)
     nbformat.write(nb, str(lab.root / name))
-
-
-def set_theme(lab: Lab, theme: str) -> None:
-    folder = Path(lab.env["JUPYTERLAB_SETTINGS_DIR"]) / "@jupyterlab" / "apputils-extension"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "themes.jupyterlab-settings").write_text(json.dumps({"theme": theme}))
 
 
 def render(lab: Lab, notebook: str, theme: str) -> dict[str, Any]:
@@ -142,7 +136,8 @@ def test_header_tells_the_truth(report: dict[str, Any]) -> None:
 def test_tool_cards_summaries_results_and_ledger(report: dict[str, Any]) -> None:
     run = report["runs"][0]
     assert run["tools"][0] == "✓bash · ran ls -la · exit 0 · 5 ms"
-    assert run["tool_states"] == ["ok", "failed", "failed", "ok", "ok", "ok", "ok"]
+    assert run["tool_states"] == ["ok", "failed", "failed", "ok", "ok", "ok", "ok", "failed",
+                                  "ok"]
     assert run["args"][0] == ["cmd"], "null arguments are hidden"
     assert sorted(run["args"][1]) == ["content", "path"]  # "mode": null hidden
     stdout = run["blocks"][0]
@@ -154,7 +149,13 @@ def test_tool_cards_summaries_results_and_ledger(report: dict[str, Any]) -> None
     assert report["json_block"]["max_height"] != "none"
     assert "You denied write_file, so notes.txt was not written." in run["errors"]
     assert run["ledger"][0] == "ledger rec_0001 · 12:04:31 · in ledger ✓ · 3f9a1c0b7e2d"
-    assert len(run["ledger"]) == 6
+    assert len(run["ledger"]) == 8
+    fetched, failed = run["tools"][6], run["tools"][7]
+    assert fetched.startswith("✓url_fetch · fetched http://127.0.0.1:8765/guide.html · 200")
+    assert failed.startswith("✗run_command · ran python3 -c") and "exit 3" in failed
+    assert "the command exited with code 3" in run["errors"]
+    assert "Oak trees keep their leaves late." in "\n".join(run["blocks"])
+    assert "checking" in run["blocks"], "a failed command still shows its output"
 
 
 def test_questions_and_approvals_read_as_their_outcome(report: dict[str, Any]) -> None:

@@ -1,0 +1,137 @@
+"""Who is on the other end of the kernel, and the extension's channel for live controls.
+
+``%load_ext`` opens one comm to the target ``agent_kernel.frontend_probe``
+(:class:`FrontendProbe`). What happens next tells the kernel who is there:
+
+- JupyterLab or Notebook 7 **without** our extension close it at once (a comm
+  to a target nobody registered): a person can click, so runs show ipywidgets
+  controls in outputs of their own.
+- **With** the extension (``labextension/``), the frontend registers that target
+  and answers ``{"action": "hello"}``: runs then let the extension draw their
+  controls inside the run output itself (an approval inside the card it gates,
+  Stop in the header) and the comm stays open as the channel for the person's
+  answers. No ipywidgets output is made at all, so nothing in a saved notebook
+  depends on a widget model.
+- Headless clients (nbclient, papermill) never answer: nobody can click.
+
+Messages from the extension, each with a ``request_id`` the reply repeats:
+``{"action": "answer", "run_id", "question_id", "answer"}`` and
+``{"action": "stop", "run_id"}``, and ``{"action": "trigger", "op": "cancel" | "approve",
+"trigger_id"}`` from a triggers panel's controls. Replies are
+``{"request_id", "ok", "message"}``.
+A page reloaded while the kernel lives finds the same comm again through
+``comm_info_request`` and says hello on it. Messages may arrive on a kernel
+subshell thread; answering and stopping are thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+PROBE_TARGET = "agent_kernel.frontend_probe"
+PROTOCOL = 1
+_MAX_ANSWER = 20000
+
+
+class LiveRun(Protocol):
+    """What the channel needs of a run whose controls the extension draws."""
+
+    run_id: str
+
+    def answer(self, question_id: str, text: str) -> bool:
+        """Hand a person's answer to the waiting run; False when it no longer waits."""
+
+    def request_stop(self) -> bool:
+        """Stop the run; False when it has already ended."""
+
+
+class FrontendProbe:
+    """Finds out who is connected to this kernel and carries the extension's controls."""
+
+    def __init__(self) -> None:
+        self.answered = threading.Event()
+        self.extension = False
+        self.sent_at: float | None = None
+        self._comm: Any = None
+        self._runs: dict[str, LiveRun] = {}
+        self._actions: dict[str, Callable[[dict[str, Any]], tuple[bool, str]]] = {}
+        self._lock = threading.Lock()
+
+    def send(self) -> None:
+        """Open the probe comm (does nothing outside a kernel)."""
+        try:
+            from comm import create_comm
+
+            self._comm = create_comm(target_name=PROBE_TARGET,
+                                     data={"probe": True, "protocol": PROTOCOL})
+            self._comm.on_close(lambda _msg: self.answered.set())
+            self._comm.on_msg(self._on_msg)
+            self.sent_at = time.monotonic()
+        except Exception:
+            self._comm, self.sent_at = None, None
+
+    async def result(self, wait: float = 1.0) -> bool:
+        """True once a frontend answered; waits up to ``wait`` s after sending."""
+        if self.sent_at is None:
+            return False
+        while not self.answered.is_set():
+            if time.monotonic() - self.sent_at >= wait:
+                return False
+            await asyncio.sleep(0.02)
+        return True
+
+    # -- the extension's channel ------------------------------------------------
+    def add_run(self, run: LiveRun) -> None:
+        """A run whose controls the extension draws: its answers come through here."""
+        with self._lock:
+            self._runs[run.run_id] = run
+
+    def drop_run(self, run_id: str) -> None:
+        """The run ended: answers for it are refused from now on."""
+        with self._lock:
+            self._runs.pop(run_id, None)
+
+    def on_action(self, action: str, handler: Callable[[dict[str, Any]], tuple[bool, str]]
+                  ) -> None:
+        """Let ``handler`` carry out the extension's ``action`` messages (e.g. ``trigger``)."""
+        self._actions[action] = handler
+
+    def _on_msg(self, msg: dict[str, Any]) -> None:
+        data = (msg.get("content") or {}).get("data")
+        if not isinstance(data, dict):
+            return
+        action = data.get("action")
+        if action == "hello":
+            self.extension = True
+            self.answered.set()
+            return
+        request_id = data.get("request_id")
+        ok, message = self.handle(data)
+        if isinstance(request_id, (str, int)) and self._comm is not None:
+            self._comm.send({"request_id": request_id, "ok": ok, "message": message})
+
+    def handle(self, data: dict[str, Any]) -> tuple[bool, str]:
+        """Carry out one message of the extension; (done, what to tell the person)."""
+        action, run_id = data.get("action"), data.get("run_id")
+        if isinstance(action, str) and (handler := self._actions.get(action)) is not None:
+            return handler(data)
+        if action not in ("answer", "stop"):
+            return False, f"unknown action {str(action)[:40]!r}"
+        with self._lock:
+            run = self._runs.get(run_id) if isinstance(run_id, str) else None
+        if run is None:
+            return False, "This run is no longer live in the kernel."
+        if action == "stop":
+            return (True, "") if run.request_stop() else (False, "The run has already ended.")
+        question_id, answer = data.get("question_id"), data.get("answer")
+        if not isinstance(question_id, str) or not isinstance(answer, str):
+            return False, "an answer needs question_id and answer as text"
+        if len(answer) > _MAX_ANSWER:
+            return False, f"That answer is too long (more than {_MAX_ANSWER} characters)."
+        if not run.answer(question_id, answer):
+            return False, "This question is no longer waiting."
+        return True, ""
