@@ -124,8 +124,10 @@ class Sandbox:
 
     ``root`` (the workspace) is hidden except for the ``writable`` folders inside it;
     ``hidden`` folders are replaced by empty read-only ones, ``hidden`` files by a
-    ``/dev/null`` the command cannot open. Without ``network`` the command gets a
-    network namespace of its own, holding nothing but its own loopback.
+    ``/dev/null`` the command cannot open. ``keep`` names paths under ``/tmp`` the
+    command must still see, read-only (an interpreter in a virtual environment there).
+    Without ``network`` the command gets a network namespace of its own, holding
+    nothing but its own loopback.
     """
 
     root: Path | None
@@ -134,6 +136,7 @@ class Sandbox:
     env: dict[str, str]
     hidden: tuple[Path, ...] = field(default=())
     network: bool = False
+    keep: tuple[Path, ...] = field(default=())
 
     def argv(self, bwrap: str, command: list[str]) -> list[str]:
         """The full ``bwrap`` command line that runs ``command`` inside this sandbox."""
@@ -142,8 +145,12 @@ class Sandbox:
 
     def _filesystem(self) -> list[str]:
         args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        # /tmp is already a fresh tmpfs, so whatever was in it is hidden.
-        hidden = [f for f in self.hidden if f != _TMP and _TMP not in f.parents]
+        kept = [k for k in self.keep if _TMP in k.parents]
+        for path in kept:
+            args += ["--ro-bind", str(path), str(path)]
+        # /tmp is already a fresh tmpfs, so whatever was in it is hidden (unless kept).
+        hidden = [f for f in self.hidden if f != _TMP and (_TMP not in f.parents or any(
+            k == f or k in f.parents for k in kept))]
         # A hidden folder holding the workspace is emptied first (the workspace is then
         # rebuilt inside it); any other is emptied last, so no bind can show it again.
         around = [f for f in hidden if self.root is not None and

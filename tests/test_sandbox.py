@@ -447,3 +447,34 @@ async def test_unsandboxed_timeout_returns_even_if_a_detached_child_holds_the_ou
     finally:
         for pid in survivors(f"sleep 20.{marker}"):
             os.kill(pid, 9)
+
+
+def test_kept_paths_under_tmp_stay_visible_read_only(tmp_path: Path) -> None:
+    """An interpreter in a virtual environment under /tmp must still run in the sandbox."""
+    bwrap = sandbox.find_bubblewrap()
+    if bwrap is None:
+        pytest.skip(sandbox.unavailable_reason())
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    tool = venv / "tool"
+    tool.write_text("#!/bin/sh\necho from the kept folder\n")
+    tool.chmod(0o755)
+    secret = tmp_path / "venv" / "bin" / "secret.txt"
+    secret.write_text("hidden even inside a kept folder")
+    other = tmp_path / "other.txt"
+    other.write_text("not kept")
+
+    def run(keep: tuple[Path, ...], command: str) -> tuple[int, str]:
+        box = sandbox.Sandbox(root=None, writable=(), cwd=Path("/"), env={"PATH": "/usr/bin"},
+                              hidden=(secret,), keep=keep)
+        import subprocess
+
+        done = subprocess.run(box.argv(bwrap, ["sh", "-c", command]), capture_output=True,
+                              text=True, timeout=30)
+        return done.returncode, done.stdout + done.stderr
+
+    assert run((), str(tool))[0] != 0  # /tmp is a fresh tmpfs: nothing of it is there
+    code, out = run((venv,), f"{tool}; cat {secret}; cat {other}; touch {venv}/new")
+    assert "from the kept folder" in out
+    assert "hidden even inside" not in out and "not kept" not in out
+    assert not (venv / "new").exists() and "Read-only file system" in out

@@ -174,8 +174,11 @@ def command(workspace: Workspace) -> tuple[tuple[str, ...], bool]:
     # A folder that holds the interpreter or the engine stays visible (still read-only).
     hidden = tuple(p for p in (workspace.root, *sandbox.private_paths())
                    if p.exists() and not _holds(p, needed))
+    # The interpreter, its environment and the runner stay visible even under /tmp.
+    keep = (Path(sys.prefix), Path(sys.executable).parent, RUNNER.parent,
+            *([Path(spec.origin).parent] if spec and spec.origin else []))
     box = sandbox.Sandbox(root=None, writable=(), cwd=Path("/"), env={}, hidden=hidden,
-                          network=False)
+                          network=False, keep=keep)
     boxed = box.argv(bwrap, argv)
     isolate = [flag for flag in ("--unshare-net", "--unshare-ipc", "--unshare-uts")
                if flag not in boxed]

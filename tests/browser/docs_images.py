@@ -20,13 +20,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from labserver import (  # noqa: E402
-    CHROMIUM,
-    Lab,
-    missing_requirements,
-    set_theme,  # noqa: E402
-    start_lab,
-)
+from labserver import CHROMIUM, Lab, missing_requirements, set_theme, start_lab  # noqa: E402
 from test_labextension import FIXTURE, THEMES, bundle  # noqa: E402
 
 ROOT = HERE.parents[1]
