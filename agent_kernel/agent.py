@@ -23,6 +23,7 @@ from typing import Any
 from . import llm, tool_calls
 from .approvals import Approvals
 from .config import DEMO_MODEL, Settings
+from .context import ContextWindow
 from .events import (
     EventBus,
     LedgerRecorded,
@@ -135,6 +136,8 @@ class Agent:
         self.messages: list[dict[str, Any]] = []
         self._runs: dict[str, asyncio.Task[Any]] = {}
         self._conversation_lock: asyncio.Lock | None = None
+        self.windows: dict[str, ContextWindow] = {}
+        """The conversation of each run in progress, by run id (context tools read it)."""
         for module in modules:
             attach = getattr(module, "attach", None)
             if attach is not None:
@@ -204,6 +207,7 @@ class Agent:
                                        self.messages)
         finally:
             self._runs.pop(run_id, None)
+            self.windows.pop(run_id, None)
 
     def stop(self, run_id: str | None = None) -> int:
         """Cancel one run (or all); safe from any thread. Returns how many were asked."""
@@ -233,6 +237,7 @@ class Agent:
         if not messages and (system := self._system_message()):
             messages.append(system)
         messages.append({"role": "user", "content": fix_text(prompt)})
+        window = self.windows[run_id] = ContextWindow(model, messages, self.settings)
         calls_made = 0
         pending_ids: list[str] = []
         try:
@@ -240,9 +245,11 @@ class Agent:
                 emit(Loading(run_id, llm.LIBRARY))
                 emit(Loading(run_id, llm.LIBRARY, seconds=await llm.load_off_loop()))
             while True:
+                schemas = self.registry.schemas(self.role)
+                await window.fit(self, run_id, schemas, result)
                 emit(ModelCallStarted(run_id))
                 turn = await llm.complete(
-                    model, messages, self.registry.schemas(self.role), self.settings,
+                    model, messages, schemas, self.settings,
                     on_text=lambda text: emit(TextDelta(run_id, text)),
                     on_retry=lambda n, delay, why: _say_retry(emit, run_id, n, delay, why),
                 )

@@ -32,6 +32,10 @@ class Settings:
     api_key: str | None = None
     headless_approval: str = "deny"
     extra_completion_args: dict[str, Any] = field(default_factory=dict)
+    # The model's context window in tokens (None: litellm's model data, else 128,000).
+    context_window: int | None = None
+    # Compact the conversation before a model call that would fill the window.
+    auto_compact: bool = True
 
     def __post_init__(self) -> None:
         if self.tool_timeout <= 0:
@@ -43,6 +47,9 @@ class Settings:
                              f"{self.max_tool_result_chars}")
         if self.max_retries < 0:
             raise ValueError(f"max_retries must be 0 or more, got {self.max_retries}")
+        if self.context_window is not None and self.context_window < 256:
+            raise ValueError(f"context_window must be at least 256 tokens, got "
+                             f"{self.context_window}")
         if self.headless_approval not in ("deny", "allow"):
             raise ValueError(
                 f"headless_approval must be 'deny' or 'allow', got {self.headless_approval!r}"

@@ -141,6 +141,23 @@ class Notice(Event):
 
 
 @dataclass
+class ContextCompacted(Notice):
+    """Older messages were replaced by a summary to keep the conversation in the window.
+
+    A :class:`Notice` (``text`` says it in a person's words), so every view shows it as
+    one; the counts let a view say more. ``summary_by`` is ``model``, ``digest`` (made
+    without a model) or ``agent`` (its own ``compress_context`` call).
+    """
+
+    compressed_count: int = 0
+    remaining_count: int = 0
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    max_tokens: int | None = None
+    summary_by: str = "model"
+
+
+@dataclass
 class Loading(Event):
     """The run waits for ``what`` to load; sent again with ``seconds`` once it has."""
 
