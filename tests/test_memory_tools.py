@@ -63,12 +63,8 @@ def test_attach_is_cheap_and_opens_nothing(agent: Agent) -> None:
 
 
 @pytest.mark.parametrize(("name", "arguments", "message"), [
-    ("remember", {"content": "x" * 2001}, "at most 2000 characters"),
-    ("remember", {"content": ""}, "at least 1 character"),
     ("remember", {}, "content: required argument is missing"),
     ("remember", {"content": "x", "longTerm": "maybe"}, "longTerm"),
-    ("recall", {"query": "x", "limit": 0}, "greater than or equal to 1"),
-    ("recall", {"query": "x", "limit": 21}, "less than or equal to 20"),
     ("search_memory", {"query": "x", "limit": 0}, "greater than or equal to 1"),
     ("memory_recently", {"days": 0}, "greater than or equal to 1"),
     ("get_recent_history", {}, "count: required argument is missing"),
@@ -79,6 +75,19 @@ def test_bad_arguments_get_clear_errors(agent: Agent, name: str, arguments: dict
                                         message: str) -> None:
     with pytest.raises(ToolArgumentError, match=re.escape(message)):
         agent.registry.get(name).validate(arguments)
+
+
+@pytest.mark.parametrize(("name", "arguments", "message"), [
+    ("remember", {"content": "x" * 2001}, "content exceeds 2000 characters (got 2001)"),
+    ("remember", {"content": ""}, "content cannot be empty"),
+    ("recall", {"query": "x", "limit": 0}, "limit must be between 1 and 20, got 0"),
+    ("recall", {"query": "x", "limit": 21}, "limit must be between 1 and 20, got 21"),
+])
+async def test_spec_bounds_are_refused_in_the_specs_words(
+        agent: Agent, name: str, arguments: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        await call(agent, name, **arguments)
+    assert agent.services["memory"].tables._db is None  # refused before the store opened
 
 
 async def test_remember_recall_and_search_shapes(agent: Agent) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import re
 import threading
 from typing import Annotated, Any, Literal, Optional
 
@@ -263,10 +264,13 @@ def test_spec_tools_names_and_arguments_exactly():
     assert decision["decision_type"]["default"] == "other"
 
 
-def test_log_decision_limits():
+async def test_log_decision_limits():
     log_decision = next(t for t in TOOLS if t.name == "log_decision")
-    with pytest.raises(ToolArgumentError, match="at most 1000 characters"):
-        log_decision.validate({"reasoning": "x" * 1001})
+    # The tool checks reasoning itself, in spec 001's words, before it touches the ledger.
+    for reasoning, words in (("x" * 1001, "reasoning exceeds 1000 characters (got 1001)"),
+                             ("", "reasoning cannot be empty")):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            await log_decision.invoke(log_decision.validate({"reasoning": reasoning}), None)
     with pytest.raises(ToolArgumentError, match="decision_type"):
         log_decision.validate({"reasoning": "why", "decision_type": "whim"})
     assert log_decision.validate({"reasoning": "x" * 1000})["decision_type"] == "other"

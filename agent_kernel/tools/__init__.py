@@ -14,7 +14,8 @@ from .base import Field, Tool, ToolArgumentError, ToolContext, ToolError, ToolRe
 # Each module lists its tools in ``TOOLS`` and may define ``attach(agent)``, called
 # once per new Agent (to subscribe to its bus, register services, ...). Attach
 # functions must stay cheap: heavy imports happen on first real use.
-TOOL_MODULES = ("core", "human", "files", "commands", "triggers", "memory", "web", "javascript")
+TOOL_MODULES = ("core", "human", "files", "commands", "triggers", "memory", "web", "javascript",
+                "context")
 
 
 def tool_modules() -> list[ModuleType]:

@@ -3,7 +3,10 @@
 Names, arguments and return shapes are the specs' own: ``echo`` from spec
 003, ``reply`` from spec 000, ``log_decision`` and ``query_state`` from spec
 001 (state providers registered with ``@agent_kernel.state``), and
-``console_print`` from spec 004.
+``console_print`` from spec 004. ``log_decision`` checks ``reasoning`` itself,
+so the model reads spec 001's words (``reasoning cannot be empty``,
+``reasoning exceeds 1000 characters (got 1001)``) rather than pydantic's; its
+schema shows the same bounds.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from .base import Field, Tool, ToolContext
 
 STATE_PROVIDERS: dict[str, Callable[[], Any]] = {}
 _STATE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+REASONING_CHARS = 1000
 
 
 def state(name: str) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
@@ -55,7 +59,8 @@ async def reply(text: str, ctx: ToolContext) -> None:
 
 
 async def log_decision(
-    reasoning: Annotated[str, Field(min_length=1, max_length=1000)],
+    reasoning: Annotated[str, Field(json_schema_extra={"minLength": 1,
+                                                       "maxLength": REASONING_CHARS})],
     ctx: ToolContext,
     decision_type: Literal[
         "capability_selection", "schedule_decision", "no_action", "other"
@@ -67,6 +72,10 @@ async def log_decision(
         reasoning: Explanation of your decision (at most 1000 characters).
         decision_type: Type of decision being logged.
     """
+    if not reasoning.strip():
+        raise ValueError("reasoning cannot be empty")
+    if len(reasoning) > REASONING_CHARS:
+        raise ValueError(f"reasoning exceeds {REASONING_CHARS} characters (got {len(reasoning)})")
     record = await asyncio.to_thread(
         ctx.agent.ledger.record_decision, agent_id=ctx.agent_id, run_id=ctx.run_id,
         reasoning=reasoning, decision_type=decision_type,

@@ -8,6 +8,12 @@ most 2000 characters → ``{memory_id, timestamp}``) and returns all three.
 is spec 003's. Each runs its LanceDB and embedding work in a worker thread,
 so the event loop never waits for them, and emits its events on the loop.
 
+The bounds spec 001 words itself (``content cannot be empty``, ``content
+exceeds 2000 characters (got 2001)``, ``limit must be between 1 and 20, got
+21``) are checked by the tool with those words before anything is opened; the
+schema shows the same bounds (``SCHEMA_*``) but pydantic, which would answer in
+its own words first, leaves them to the tool.
+
 :func:`attach` puts the workspace's store in ``agent.services["memory"]``
 (nothing is imported or opened until the first call) and subscribes a
 :class:`~agent_kernel.memory.history.HistoryWriter` to the agent's bus.
@@ -20,10 +26,15 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from ..events import Notice
+from ..memory.filters import MAX_CHARS, check_content
 from .base import Field, Tool, ToolContext
 
 SNIPPET_CHARS = 300
 HISTORY_CAP = 1000
+RECALL_LIMIT = (1, 20)
+SCHEMA_CONTENT = Field(json_schema_extra={"minLength": 1, "maxLength": MAX_CHARS})
+SCHEMA_RECALL_LIMIT = Field(json_schema_extra={"minimum": RECALL_LIMIT[0],
+                                               "maximum": RECALL_LIMIT[1]})
 
 
 def _open_store(ctx: ToolContext) -> tuple[Any, str | None]:
@@ -56,7 +67,7 @@ def _flush_history(ctx: ToolContext) -> None:
 
 
 async def remember(
-    content: Annotated[str, Field(min_length=1, max_length=2000)],
+    content: Annotated[str, SCHEMA_CONTENT],
     ctx: ToolContext,
     longTerm: bool = False,  # noqa: N803 - spec 000's name
     tags: list[str] | None = None,
@@ -69,6 +80,7 @@ async def remember(
             writes it to memory/YYYY-MM-DD-{slug}.md.
         tags: Optional tags for categorization, e.g. ["trading", "lesson"].
     """
+    check_content(content)  # spec 001's words, before the store is opened
     return await _with_store(ctx, lambda store: store.remember(
         content, agent_id=ctx.agent_id, tags=tags, long_term=longTerm, run_id=ctx.run_id))
 
@@ -76,7 +88,7 @@ async def remember(
 async def recall(
     query: Annotated[str, Field(min_length=1, max_length=2000)],
     ctx: ToolContext,
-    limit: Annotated[int, Field(ge=1, le=20)] = 5,
+    limit: Annotated[int, SCHEMA_RECALL_LIMIT] = 5,
 ) -> dict[str, Any]:
     """Search memory for relevant past facts and lessons (by meaning and by keywords).
 
@@ -84,6 +96,9 @@ async def recall(
         query: What to search for, e.g. "entry timing lessons".
         limit: Maximum number of memories to return (1-20, default 5).
     """
+    low, high = RECALL_LIMIT
+    if not low <= limit <= high:
+        raise ValueError(f"limit must be between {low} and {high}, got {limit}")
     memories = await _with_store(ctx, lambda store: store.search(
         query, agent_id=ctx.agent_id, limit=limit))
     for memory in memories:

@@ -65,6 +65,7 @@ async def schedule(
     condition: ConditionArg | None = None,
     cooldown: float = 0,
     timeout: float | None = None,
+    traceId: Annotated[str | None, Field(min_length=1, max_length=200)] = None,  # noqa: N803
 ) -> dict[str, str]:
     """Create a persistent trigger that starts an agent run later, while the kernel lives.
 
@@ -80,12 +81,17 @@ async def schedule(
             {"kind": "variable", "name": "df"} (changes). The person approves it first.
         cooldown: Conditional only: minimum seconds between two runs (default 0).
         timeout: Seconds a triggered run may take; null for no limit.
+        traceId: Optional id tying the trigger and every run it starts to one piece of
+            work; a run started by a trigger passes its own on by default.
     """
     from ..triggers.conditions import Condition
     from ..triggers.make import make_schedule
     from ..triggers.model import check_text
     from ..trust import condition_digest
 
+    # Spec 002's traceId: saved with the trigger, in its ledger records and in the
+    # trigger context of the runs it starts, whose own triggers inherit it.
+    trace_id = traceId or (ctx.trigger or {}).get("trace_id")
     scheduler = _scheduler(ctx)
     shape: dict[str, Any] | None = None
     if condition is not None:
@@ -103,7 +109,7 @@ async def schedule(
                 summary=f"No trigger was made: its condition was not approved ({verdict.reason})")
     trigger = make_schedule(scheduler, prompt=prompt, type=type, interval=interval, runAt=runAt,
                             condition=shape, cooldown=cooldown, timeout=timeout,
-                            source="schedule", run_id=ctx.run_id)
+                            source="schedule", run_id=ctx.run_id, trace_id=trace_id)
     return {"taskId": trigger.id}
 
 

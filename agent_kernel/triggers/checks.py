@@ -45,7 +45,8 @@ COUNTERS = ("runs", "errors", "skipped")
 # The schedule field each kind uses; the others are cleared.
 _KIND_FIELDS = {"interval": ("recurring",), "run_at": ONE_SHOT, "cron": ("cron",),
                 "condition": ("conditional",)}
-TEXTS = ("source", "scheduled_by_run_id", "model", "last_run_id", "last_status", "last_result")
+TEXTS = ("source", "scheduled_by_run_id", "model", "trace_id", "last_run_id", "last_status",
+         "last_result")
 
 
 class RecordError(ValueError):

@@ -30,6 +30,7 @@ from .model import (
 )
 
 TYPES = ("recurring", "scheduled", "conditional")
+MAX_TRACE_ID = 200
 
 
 def _base(scheduler: TriggerHost, kind: str, prompt: str, source: str,
@@ -44,9 +45,15 @@ def _base(scheduler: TriggerHost, kind: str, prompt: str, source: str,
 def make_schedule(scheduler: TriggerHost, *, prompt: str, type: str,
                   interval: float | None = None, runAt: str | None = None,  # noqa: N803
                   condition: Any = None, cooldown: float = 0, timeout: float | None = None,
-                  source: str = "api", run_id: str | None = None) -> Trigger:
-    """Spec 000's ``schedule``: validate every argument for its ``type`` and add the trigger."""
+                  source: str = "api", run_id: str | None = None,
+                  trace_id: str | None = None) -> Trigger:
+    """Spec 000's ``schedule``: validate every argument for its ``type`` and add the trigger
+    (with spec 002's ``traceId`` as ``trace_id``)."""
     prompt = check_text("prompt", prompt)
+    if trace_id is not None and not (isinstance(trace_id, str) and trace_id.strip()
+                                     and len(trace_id) <= MAX_TRACE_ID):
+        raise ValueError(f"traceId must be a non-empty string of at most {MAX_TRACE_ID} "
+                         f"characters, got {trace_id!r:.80}")
     if type not in TYPES:
         raise ValueError(f"type must be one of {', '.join(TYPES)}, got {type!r}")
     for name, value, wanted in (("interval", interval, "recurring"), ("runAt", runAt, "scheduled"),
@@ -61,6 +68,7 @@ def make_schedule(scheduler: TriggerHost, *, prompt: str, type: str,
         raise ValueError(f"timeout must be a positive number of seconds or null, got {timeout}")
     trigger = _base(scheduler, type, prompt, source, run_id, "trg")
     trigger.timeout = float(timeout) if timeout is not None else None
+    trigger.trace_id = trace_id
     first_due: datetime | None = None
     if type == "recurring":
         trigger.interval = check_interval(interval)

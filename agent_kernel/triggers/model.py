@@ -120,6 +120,8 @@ class Trigger:
     timeout: float | None = None
     scheduled_by_run_id: str | None = None
     model: str | None = None
+    trace_id: str | None = None
+    """Spec 002's ``traceId``: one piece of work across the trigger and its runs."""
     approved: bool = True
     status: str = "active"
     next_run: str | None = None
@@ -189,4 +191,8 @@ class Trigger:
         return {"agent_id": self.agent_id, "trigger": name, "type": self.kind,
                 "trigger_id": self.id, "focus": self.prompt,
                 "scheduled_by_run_id": self.scheduled_by_run_id, "due_at": due_at,
-                "fired_at": fired_at}
+                "fired_at": fired_at, **self.trace_fields()}
+
+    def trace_fields(self) -> dict[str, str]:
+        """``{"trace_id": ...}`` for its ledger records and runs, or nothing without one."""
+        return {"trace_id": self.trace_id} if self.trace_id else {}

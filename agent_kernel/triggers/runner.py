@@ -45,7 +45,8 @@ async def run_firing(scheduler: TriggerHost, firing: Firing) -> None:
     await _ledger(scheduler, run_id, "trigger_fired", trigger_id=trigger.id, type=trigger.kind,
                   due_at=iso(firing.due_at), fired_at=iso(firing.fired_at),
                   started_at=iso(started_at), delay_ms=delay_ms,
-                  fire_delay_ms=int((firing.fired_at - firing.due_at).total_seconds() * 1000))
+                  fire_delay_ms=int((firing.fired_at - firing.due_at).total_seconds() * 1000),
+                  **trigger.trace_fields())
     context = trigger.run_context(iso(firing.due_at), iso(firing.fired_at))
     loop = asyncio.get_running_loop()
     timed_out = False
@@ -85,7 +86,8 @@ async def run_firing(scheduler: TriggerHost, firing: Firing) -> None:
             scheduler.store.save(trigger.to_record())
         scheduler.changed(trigger)
     await _ledger(scheduler, run_id, "trigger_run", trigger_id=trigger.id, status=status,
-                  error=error, reply=reply[:MAX_RESULT], duration_ms=duration_ms)
+                  error=error, reply=reply[:MAX_RESULT], duration_ms=duration_ms,
+                  **trigger.trace_fields())
 
 
 def check_condition(scheduler: TriggerHost, trigger_id: str, watch: ConditionWatch,

@@ -181,7 +181,7 @@ class TriggerScheduler(TriggerMaker):
         self.store.save(trigger.to_record())
         self.record("trigger_created", trigger_id=trigger.id, type=trigger.kind,
                      prompt=trigger.prompt, when=trigger.schedule_text(),
-                     run_id=trigger.scheduled_by_run_id)
+                     run_id=trigger.scheduled_by_run_id, **trigger.trace_fields())
         for hook in list(self.on_created):
             try:
                 hook(trigger)
