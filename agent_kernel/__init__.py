@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .agent import Agent, RunResult, ToolCallRecord
     from .config import Settings
     from .ledger import Ledger
+    from .team import Team, TeamResult
     from .tools.base import Field, Tool, ToolContext, ToolError, tool
     from .tools.core import state
     from .workspace import Workspace
@@ -26,7 +27,8 @@ __version__ = "0.1.0"
 _LAZY = {"Agent": "agent", "RunResult": "agent", "ToolCallRecord": "agent",
          "Settings": "config", "Ledger": "ledger", "Field": "tools.base", "Tool": "tools.base",
          "ToolContext": "tools.base", "ToolError": "tools.base", "tool": "tools.base",
-         "state": "tools.core", "Workspace": "workspace"}
+         "state": "tools.core", "Workspace": "workspace", "Team": "team.team",
+         "TeamResult": "team.team"}
 
 
 def __getattr__(name: str) -> Any:
@@ -52,6 +54,6 @@ def unload_ipython_extension(ipython: Any) -> None:
     unload(ipython)
 
 
-__all__ = ["Agent", "Field", "Ledger", "RunResult", "Settings", "Tool", "ToolCallRecord",
-           "ToolContext", "ToolError", "Workspace", "load_ipython_extension", "state", "tool",
-           "unload_ipython_extension"]
+__all__ = ["Agent", "Field", "Ledger", "RunResult", "Settings", "Team", "TeamResult", "Tool",
+           "ToolCallRecord", "ToolContext", "ToolError", "Workspace", "load_ipython_extension",
+           "state", "tool", "unload_ipython_extension"]

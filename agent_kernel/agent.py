@@ -40,6 +40,7 @@ from .ledger import LEDGER_FILE, Ledger, LedgerError, new_id
 from .model_names import check_model
 from .questions import QuestionChannel
 from .redaction import fix_text, redact_text
+from .team.roles import role_permits
 from .tool_calls import LedgerUnavailable, ToolCallRecord
 from .tools.base import USER_TOOLS, Tool, ToolRegistry
 from .workspace import Workspace
@@ -123,8 +124,10 @@ class Agent:
         self.ledger = Ledger(self.workspace.root / LEDGER_FILE)
         self.questions = QuestionChannel(self.bus, self.workspace)
         self.approvals = Approvals(self)
-        self.registry = ToolRegistry()
+        self.registry = ToolRegistry(permission_hook=role_permits)
         self.services: dict[str, Any] = {}
+        self.ledger_fields: dict[str, Any] = {}
+        """Added to every ledger record of this agent's runs (a team task's place in its tree)."""
         modules = tool_modules() if builtin_tools else []
         for module in modules:
             for builtin in module.TOOLS:
@@ -297,7 +300,7 @@ class Agent:
             try:
                 cancelled = await asyncio.to_thread(
                     self.ledger.record_event, "run_cancelled", agent_id=self.agent_id,
-                    run_id=run_id, tool_calls=len(result.tool_calls))
+                    run_id=run_id, tool_calls=len(result.tool_calls), **self.ledger_fields)
                 emit(LedgerRecorded(run_id, cancelled))
             except (LedgerError, OSError) as exc:
                 emit(Notice(run_id, f"The ledger could not record the stop: {exc}",
@@ -331,7 +334,7 @@ class Agent:
         try:
             record = await asyncio.to_thread(
                 self.ledger.record_event, "run_error", agent_id=self.agent_id, run_id=run_id,
-                error_kind=kind, error=error, **fields)
+                error_kind=kind, error=error, **fields, **self.ledger_fields)
         except (LedgerError, OSError) as exc:
             self.bus.emit(Notice(run_id, f"The ledger could not record the error: {exc}",
                                  level="error"))

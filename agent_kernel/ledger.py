@@ -275,8 +275,10 @@ class Ledger:
         error: str | None,
         duration_ms: int,
         timestamp: str | None = None,
+        **context: Any,
     ) -> dict[str, Any]:
-        """Append a tool-call record with spec 001's fields."""
+        """Append a tool-call record with spec 001's fields (``context``: the caller's place in
+        a team, such as ``role``, ``task_id`` and ``trace_id``)."""
         return self.append(
             {
                 "kind": "tool_call",
@@ -290,6 +292,7 @@ class Ledger:
                 "error": error,
                 "timestamp": timestamp or now_iso(),
                 "duration_ms": duration_ms,
+                **context,
             }
         )
 

@@ -97,9 +97,12 @@ async def execute(
                                   0, summary=f"unknown tool '{call.name}'",
                                   guidance=f"Available tools: {known}")
     if not agent.registry.allowed(agent.role, tool_obj):
+        from .team.roles import refusal
+
         return await finish(agent, call, run_id, arguments, None,
-                                  f"Tool '{call.name}' is not permitted for role "
-                                  f"'{agent.role}'", 0)
+                            f"Tool '{call.name}' is not permitted for role '{agent.role}'", 0,
+                            summary=f"{call.name} is not for the {agent.role}",
+                            guidance=refusal(agent.role, call.name))
     try:
         values = tool_obj.validate(arguments)
     except ToolArgumentError as exc:
@@ -191,6 +194,7 @@ async def finish(
             agent.ledger.record_tool_call, agent_id=agent.agent_id, run_id=run_id,
             tool_name=call.name, arguments=arguments, result=result,
             success=error is None, error=error, duration_ms=duration_ms,
+            **getattr(agent, "ledger_fields", {}),
         )
     except (LedgerError, OSError) as exc:
         raise LedgerUnavailable(

@@ -157,7 +157,8 @@ async def measure_bare(runs: int, warmup: int) -> list[float]:
     out = []
     try:
         with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as folder:
-            agent = Agent(model="canned", workspace=folder, tools=[echo], builtin_tools=False)
+            agent = Agent(model="openai/canned", workspace=folder, tools=[echo],
+                          builtin_tools=False)
             for index in range(warmup + runs):
                 started = time.perf_counter()
                 result = await agent.arun(PROMPT, new=True)

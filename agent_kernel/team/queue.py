@@ -1,0 +1,182 @@
+"""Tasks, the priority queues they wait in, and the files that keep them across kernels.
+
+A :class:`Task` is one piece of delegated work: its prompt, spec 000's
+``type``, ``priority`` (0-10, higher first) and ``timeout``, spec 002's
+``traceId``, and where it sits in the tree (parent task, depth). A
+:class:`TaskQueue` hands out the highest priority first and, within one
+priority, the oldest first (a heap ordered by ``(-priority, seq)``; a
+cancelled task is dropped from the index at once and skipped when it reaches
+the top). :class:`TaskStore` writes every waiting or running task to
+``<workspace>/team/tasks/<id>.json`` (to a temporary file, then renamed, as
+the trigger store does), so a later session can put the queued ones back and
+name those that were running when the kernel died.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import json
+import os
+import stat
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..workspace import Workspace
+
+DEFAULT_PRIORITY = 5
+FOLDER = "team/tasks"
+MAX_FILES = 10_000
+MAX_FILE_BYTES = 256 * 1024
+OPEN = ("held", "queued", "running")
+"""A task in one of these states has not ended."""
+
+_SEQ = itertools.count()
+
+
+@dataclass
+class Task:
+    """One delegated piece of work and what became of it."""
+
+    id: str
+    role: str
+    """The queue it waits in and the role that runs it: ``planner`` or ``worker``."""
+    prompt: str
+    type: str = "oneshot"
+    priority: int = DEFAULT_PRIORITY
+    timeout: float | None = None
+    trace_id: str | None = None
+    parent_id: str | None = None
+    parent_agent_id: str | None = None
+    depth: int = 1
+    created_at: str = ""
+    status: str = "queued"
+    """held (a Planner's, until its run ends), queued, running, trigger, then ok, error,
+    cancelled, timeout, limit or interrupted."""
+    agent_id: str | None = None
+    run_id: str | None = None
+    condition: dict[str, Any] | None = None
+    trigger_id: str | None = None
+    result: str = ""
+    error: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    children: list[str] = field(default_factory=list)
+    seq: int = field(default_factory=lambda: next(_SEQ))
+
+    @property
+    def open(self) -> bool:
+        """True until the task has ended (a trigger counts as ended: it lives on by itself)."""
+        return self.status in OPEN
+
+    def to_record(self) -> dict[str, Any]:
+        """The task as saved (JSON-ready)."""
+        return asdict(self)
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Task:
+        """A task read back from its file; unknown keys are ignored, bad values refused."""
+        known = {k: record[k] for k in cls.__dataclass_fields__ if k in record and k != "seq"}
+        for name in ("id", "role", "prompt"):
+            if not isinstance(known.get(name), str) or not known[name]:
+                raise ValueError(f"a saved task needs a {name}")
+        priority = known.get("priority", DEFAULT_PRIORITY)
+        if not isinstance(priority, int) or not 0 <= priority <= 10:
+            raise ValueError(f"priority must be between 0 and 10, got {priority!r}")
+        return cls(**known)
+
+
+class TaskQueue:
+    """Tasks waiting for a role: highest priority first, first in first out within one."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, str]] = []
+        self._tasks: dict[str, Task] = {}
+
+    def push(self, task: Task) -> None:
+        """Add ``task`` behind every task of its priority."""
+        self._tasks[task.id] = task
+        heapq.heappush(self._heap, (-task.priority, task.seq, task.id))
+
+    def pop(self) -> Task | None:
+        """The next task to run, or None when none waits."""
+        while self._heap:
+            _, _, task_id = heapq.heappop(self._heap)
+            task = self._tasks.pop(task_id, None)
+            if task is not None:
+                return task
+        return None
+
+    def remove(self, task_id: str) -> Task | None:
+        """Take a waiting task out (it is skipped when it reaches the top)."""
+        task = self._tasks.pop(task_id, None)
+        if not self._tasks:
+            self._heap.clear()
+        return task
+
+    def waiting(self) -> list[Task]:
+        """The waiting tasks in the order they will run."""
+        return sorted(self._tasks.values(), key=lambda t: (-t.priority, t.seq))
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._tasks
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+
+class TaskStore:
+    """One JSON file per open task under ``<workspace>/team/tasks/``."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.folder: Path = workspace.root / FOLDER
+
+    def _path(self, task_id: str) -> Path:
+        if not task_id or "/" in task_id or "\\" in task_id or task_id.startswith("."):
+            raise ValueError(f"not a task id: {task_id!r}")
+        return self.folder / f"{task_id}.json"
+
+    def save(self, task: Task) -> None:
+        """Write ``task`` atomically (redacted: a secret in a prompt never reaches the disk)."""
+        from ..redaction import scrub
+
+        path = self._path(task.id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(scrub(task.to_record()), ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
+
+    def delete(self, task_id: str) -> None:
+        """Forget a task that ended; a missing file is fine."""
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            self._path(task_id).unlink()
+
+    def load_all(self) -> tuple[list[Task], list[str]]:
+        """Every saved task, oldest first, and a line for each file that could not be read."""
+        if not self.folder.is_dir():
+            return [], []
+        tasks: list[Task] = []
+        problems: list[str] = []
+        for path in sorted(self.folder.glob("*.json"))[:MAX_FILES]:
+            try:
+                info = path.stat()
+                if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+                    problems.append(f"{path.name}: not read (not a small regular file)")
+                    continue
+                record = json.loads(path.read_text(encoding="utf-8"))
+                if not isinstance(record, dict):
+                    raise ValueError("not a JSON object")
+                task = Task.from_record(record)
+            except (OSError, ValueError, TypeError, RecursionError) as exc:
+                problems.append(f"{path.name}: not restored ({exc})")
+                continue
+            if f"{task.id}.json" != path.name:
+                problems.append(f"{path.name}: not restored: its id is not its file name")
+                continue
+            tasks.append(task)
+        tasks.sort(key=lambda t: t.created_at)
+        for task in tasks:  # first in, first out again within a priority
+            task.seq = next(_SEQ)
+        return tasks, problems

@@ -1,0 +1,133 @@
+"""The built-in roles of a team and which tools each may use: one table, enforced in code.
+
+Spec 000 gives a permission matrix for its ten tools (``delegate``, ``reply``,
+``remember``, ...). Every other tool of the catalogue is assigned here too,
+by what the role is for: the Teller talks with the person and hands work on,
+the Planner splits it and reads what is remembered, Workers do it (files,
+commands, the web, JavaScript). :func:`role_permits` is the registry's
+permission hook: a tool a role may not use is neither offered to the model
+nor run when asked for, and :func:`refusal` says why, in words the model can
+act on. An agent without a role (the single agent of ``%agent``) keeps every
+tool, and so does a role this table does not know. This module imports
+nothing of ours, so the agent can install the hook cheaply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+TELLER, PLANNER, WORKER = "teller", "planner", "worker"
+ROLE_NAMES = (TELLER, PLANNER, WORKER)
+
+_T, _P, _W = frozenset({TELLER}), frozenset({PLANNER}), frozenset({WORKER})
+_ALL = frozenset(ROLE_NAMES)
+
+SPEC_MATRIX: dict[str, frozenset[str]] = {
+    "delegate": frozenset({TELLER, PLANNER}),
+    "reply": _T,
+    "remember": _T,
+    "get_recent_history": _P,
+    "get_history_by_time": _P,
+    "search_memory": _P,
+    "ask_user": _T,
+    "schedule": _P,
+    "list_tasks": frozenset({TELLER, PLANNER}),
+    "cancel_task": frozenset({TELLER, PLANNER}),
+}
+"""Spec 000's table "工具权限", as written."""
+
+ASSIGNED: dict[str, frozenset[str]] = {
+    # Bookkeeping every agent needs: an audit trail and care of its own context window.
+    "echo": _ALL, "log_decision": _ALL, "get_context_status": _ALL, "compress_context": _ALL,
+    # Reading what is remembered is the Planner's, as search_memory is.
+    "recall": _P, "memory_recently": _P,
+    # Timed work is planned work, as schedule is.
+    "schedule_once": _P, "schedule_cron": _P, "cancel_schedule": _P,
+    # Looking at the notebook's state informs a plan and a piece of work.
+    "query_state": frozenset({PLANNER, WORKER}),
+    # Doing the work: files, commands, the web, JavaScript, printing to the cell.
+    "read_file": _W, "write_file": _W, "list_files": _W, "get_workspace_info": _W,
+    "bash": _W, "run_command": _W,
+    "url_fetch": _W, "web_search": _W, "http_request": _W,
+    "run_javascript": _W, "console_print": _W,
+}
+"""The tools spec 000's table does not name; see docs/team.md for why each group goes where."""
+
+TEAM_ONLY = frozenset({"delegate"})
+"""Tools that only mean something inside a team: an agent without a role is not offered them."""
+
+OTHER_TOOLS = _W
+"""A tool in neither table (the person's own ``@tool`` functions) is a Worker's."""
+
+PURPOSE = {
+    TELLER: "talks with the person and hands work to the Planner",
+    PLANNER: "splits work into tasks for Workers",
+    WORKER: "does one task with files, commands, the web and JavaScript",
+}
+
+
+@dataclass(frozen=True)
+class Role:
+    """A built-in role: its name, default wall-clock limit per task, and its instructions."""
+
+    name: str
+    default_timeout: float
+    instructions: str
+
+
+_NOW = " The current time is {now}."
+ROLES = {
+    TELLER: Role(TELLER, 300.0, (
+        "You are the Teller of a team of agents run from a Jupyter notebook. You talk with the "
+        "person. Answer small questions yourself; for work that needs tools, call delegate "
+        "with a clear, self-contained prompt: the Planner takes it. When the results come "
+        "back, answer the person concisely in Markdown." + _NOW)),
+    PLANNER: Role(PLANNER, 600.0, (
+        "You are the Planner of a team of agents. Split the task you are given into "
+        "independent pieces of work and call delegate once for each, with a self-contained "
+        "prompt and a priority from 0 to 10 (higher runs first). Workers start them when your "
+        "run ends and their results go back with your final text, so end with a one-line "
+        "summary of the plan." + _NOW)),
+    WORKER: Role(WORKER, 900.0, (
+        "You are a Worker in a team of agents. Do the one task you are given with your tools, "
+        "then end with its result as your final answer: it goes back to whoever asked."
+        + _NOW)),
+}
+"""The built-in roles; a task's ``timeout`` of null means its role's ``default_timeout``."""
+
+
+def roles_for(name: str | None) -> frozenset[str] | None:
+    """The roles that may use tool ``name`` (None: any role, for an unlisted tool)."""
+    if name is None:
+        return None
+    return SPEC_MATRIX.get(name) or ASSIGNED.get(name) or OTHER_TOOLS
+
+
+def role_permits(role: str | None, tool: Any) -> bool:
+    """The registry's permission hook: may an agent of ``role`` use ``tool``?"""
+    if role is None or role not in ROLE_NAMES:
+        return getattr(tool, "name", None) not in TEAM_ONLY
+    allowed = roles_for(getattr(tool, "name", None))
+    return allowed is None or role in allowed
+
+
+def refusal(role: str | None, name: str) -> str | None:
+    """What the model is told when ``role`` asks for tool ``name`` it may not use (None when
+    another permission hook refused it: this table has nothing to add)."""
+    if role not in ROLE_NAMES and name not in TEAM_ONLY:
+        return None
+    if role not in ROLE_NAMES:
+        return (f"'{name}' works only inside a team (Teller, Planner, Workers): "
+                "agent_kernel.Team runs one.")
+    allowed = roles_for(name) or _ALL
+    who = " and ".join(r.capitalize() for r in ROLE_NAMES if r in allowed)
+    return (f"As the {str(role).capitalize()} (who {PURPOSE.get(str(role), 'has its own tools')})"
+            f" you cannot use '{name}'; it belongs to the {who}. Use the tools you are offered.")
+
+
+def permission_table() -> dict[str, dict[str, bool]]:
+    """Every tool of the built-in catalogue and whether each role may use it."""
+    names = sorted({*SPEC_MATRIX, *ASSIGNED})
+    return {name: {role: role in (roles_for(name) or _ALL) for role in ROLE_NAMES}
+            for name in names}

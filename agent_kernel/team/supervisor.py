@@ -1,0 +1,395 @@
+"""The supervisor: routes delegated work through priority queues to agents of each role.
+
+Spec 000's routing, on the kernel's asyncio loop: a Teller's ``delegate`` puts
+a task on the planner queue at once; a Planner's delegations are *held* and go
+on the worker queue together when the Planner's run ends (so they are
+ordered by priority, never by who asked first). Each queue hands out the
+highest priority first, oldest first within one, to at most ``max_planners``
+/ ``max_workers`` agents at a time. Every task runs in an agent of its own
+(``planner-3``, ``worker-12``: an ``Agent`` costs a fifth of a millisecond)
+whose ledger records carry the task's id, role, parent and ``traceId``, and
+under its role's wall-clock limit. A task *settles* when its run and the
+runs of every one-shot task it delegated have ended: that is when its result
+reaches whoever waits for it (a Planner's, with its Workers' results, goes
+back to the Teller). Limits end runaways with a message the model can read:
+queued tasks, depth, delegations per run (a Planner delegating in a loop is
+stopped), wall-clock per task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..agent import Agent
+from ..config import Settings
+from ..events import EventBus, LedgerRecorded, Notice
+from ..ledger import new_id, now_iso
+from ..tools.base import Tool, ToolError
+from ..workspace import Workspace
+from .queue import Task, TaskQueue, TaskStore
+from .roles import PLANNER, ROLES, TELLER, WORKER
+
+log = logging.getLogger(__name__)
+PROMPT_LIMIT = 100
+
+
+@dataclass
+class TeamLimits:
+    """What a team may do before the supervisor says no."""
+
+    max_workers: int = 4
+    max_planners: int = 1
+    max_queued: int = 1000
+    """Tasks waiting (queued or held) in the whole team."""
+    max_delegations: int = 20
+    """Delegations one run may make; past it the run is stopped."""
+    max_depth: int = 2
+    """Teller 0, Planner 1, Worker 2."""
+    max_rounds: int = 5
+    """Times the Teller may delegate again after results came back, per prompt."""
+    timeouts: dict[str, float] = field(
+        default_factory=lambda: {name: role.default_timeout for name, role in ROLES.items()})
+
+    def __post_init__(self) -> None:
+        for name in ("max_workers", "max_planners", "max_queued", "max_delegations",
+                     "max_depth", "max_rounds"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
+
+
+def cut(text: str) -> str:
+    """A prompt as ``list_tasks`` shows it: at most 100 characters."""
+    return text if len(text) <= PROMPT_LIMIT else text[: PROMPT_LIMIT - 1] + "…"
+
+
+class Supervisor:
+    """Queues, runs and tracks the delegated tasks of one team."""
+
+    def __init__(self, *, model: str, workspace: Workspace, settings: Settings,
+                 limits: TeamLimits, tools: Iterable[Tool | Any] = (),
+                 bus: EventBus | None = None) -> None:
+        self.model = model
+        self.workspace = workspace
+        self.settings = settings
+        self.limits = limits
+        self.tools = list(tools)
+        self.bus = bus or EventBus()
+        self.store = TaskStore(workspace)
+        self.tasks: dict[str, Task] = {}
+        self.queues = {PLANNER: TaskQueue(), WORKER: TaskQueue()}
+        self.running: dict[str, Task] = {}
+        self.agents: dict[str, Agent] = {}
+        """The agent of each running task, by task id."""
+        self.started: list[str] = []
+        """Task ids in the order their runs started."""
+        self.peak = {PLANNER: 0, WORKER: 0}
+        self.desk: Agent | None = None
+        """The agent that holds the team's triggers (set by the Team)."""
+        self._counts = {PLANNER: 0, WORKER: 0}
+        self._held: dict[str, list[Task]] = {}
+        self._per_run: dict[str, list[str]] = {}
+        self._settled: dict[str, asyncio.Future[Task]] = {}
+        self._runs: dict[str, asyncio.Task[None]] = {}
+        self._numbers = itertools.count(1)
+        self._background: set[asyncio.Task[None]] = set()
+        self._stopping: set[str] = set()
+
+    # -- agents -------------------------------------------------------------------
+    def make_agent(self, role: str, agent_id: str, *, cls: Callable[..., Agent] = Agent) -> Agent:
+        """An agent of ``role`` in this team: the role's instructions and tools, this bus."""
+        agent = cls(model=self.model, workspace=self.workspace, tools=self.tools,
+                    agent_id=agent_id, role=role, settings=self.settings,
+                    system_prompt=ROLES[role].instructions)
+        agent.services["team"] = self
+        if role != TELLER:  # history is the person's conversation with the Teller
+            writer = agent.services.pop("history_writer", None)
+            if writer is not None:
+                agent.bus.unsubscribe(writer)
+        if self.desk is not None and role != TELLER:  # one scheduler holds the team's triggers
+            agent.services["triggers"] = self.desk.services.get("triggers")
+        agent.bus.subscribe(self.bus.emit)
+        return agent
+
+    @staticmethod
+    def label(agent: Agent, task: Task) -> None:
+        """Put ``task``'s place in the tree on every ledger record ``agent`` writes."""
+        agent.services["team_task"] = task
+        agent.ledger_fields = {"role": agent.role, "task_id": task.id,
+                               "parent_task_id": task.parent_id,
+                               "parent_agent_id": task.parent_agent_id,
+                               "trace_id": task.trace_id}
+
+    # -- delegating ---------------------------------------------------------------
+    def root(self, prompt: str, role: str = TELLER) -> Task:
+        """The task at the top of a tree: one prompt to the Teller, with a new trace id."""
+        task = Task(id=new_id("task"), role=role, prompt=prompt, depth=0, status="running",
+                    created_at=now_iso(), trace_id=new_id("trace"))
+        self.tasks[task.id] = task
+        self._settled[task.id] = asyncio.get_running_loop().create_future()
+        return task
+
+    def new_task(self, parent: Task, agent_id: str, role: str, prompt: str, **fields: Any
+                 ) -> Task:
+        """A task delegated by ``agent_id`` while it works on ``parent``."""
+        task = Task(id=new_id("task"), role=role, prompt=prompt, parent_id=parent.id,
+                    parent_agent_id=agent_id, depth=parent.depth + 1, created_at=now_iso(),
+                    **fields)
+        if task.trace_id is None:
+            task.trace_id = parent.trace_id
+        self.tasks[task.id] = task
+        self._settled[task.id] = asyncio.get_running_loop().create_future()
+        parent.children.append(task.id)
+        return task
+
+    def delegate(self, agent: Agent, run_id: str, prompt: str, **fields: Any) -> Task:
+        """Spec 000's ``delegate`` for a one-shot task: route it, or raise :class:`ToolError`."""
+        parent = self.check_room(agent, run_id, prompt)
+        if agent.role == TELLER:
+            task = self.new_task(parent, agent.agent_id, PLANNER, prompt, **fields)
+            self._per_run[run_id].append(task.id)
+            self.enqueue(task)
+            return task
+        task = self.new_task(parent, agent.agent_id, WORKER, prompt, status="held", **fields)
+        self._per_run[run_id].append(task.id)
+        self._held.setdefault(parent.id, []).append(task)
+        self.store.save(task)
+        return task
+
+    def check_room(self, agent: Agent, run_id: str, prompt: str) -> Task:
+        """The task ``agent`` works on, if it may delegate ``prompt`` now; else ToolError."""
+        parent = agent.services.get("team_task")
+        if parent is None or agent.role not in (TELLER, PLANNER):
+            raise ToolError(f"delegate is for the Teller and the Planner, not {agent.role!r}")
+        if parent.depth + 1 > self.limits.max_depth:
+            raise ToolError(f"Delegation refused: the task tree is at most "
+                            f"{self.limits.max_depth} levels deep")
+        made = self._per_run.setdefault(run_id, [])
+        if len(made) >= self.limits.max_delegations:
+            message = (f"Delegation refused: this run already delegated {len(made)} tasks, the "
+                       f"limit per run; the run is stopped so a delegation loop cannot go on")
+            parent.error = message
+            agent.stop(run_id)
+            raise ToolError(message, summary=f"{agent.agent_id} stopped: too many delegations")
+        again = next((t for t in made if self.tasks[t].prompt == prompt), None)
+        if again is not None:
+            raise ToolError(f"Delegation refused: this run already delegated the same prompt "
+                            f"as task {again}; do not delegate a task twice",
+                            summary="the same task was delegated twice")
+        waiting = sum(len(q) for q in self.queues.values()) + sum(
+            len(h) for h in self._held.values())
+        if waiting >= self.limits.max_queued:
+            raise ToolError(f"Delegation refused: {waiting} tasks are waiting, the team's "
+                            f"limit; wait for results or cancel_task some first")
+        return parent
+
+    def noted(self, run_id: str, task: Task) -> None:
+        """Count ``task`` among the delegations of ``run_id`` (a conditional one)."""
+        self._per_run.setdefault(run_id, []).append(task.id)
+
+    def delegated_by(self, run_id: str) -> list[Task]:
+        """The tasks a run delegated, in order."""
+        return [self.tasks[t] for t in self._per_run.get(run_id, [])]
+
+    # -- queues and runs ------------------------------------------------------------
+    def enqueue(self, task: Task) -> None:
+        """Put ``task`` on its role's queue (saved) and start what may start."""
+        task.status = "queued"
+        self.queues[task.role].push(task)
+        self.store.save(task)
+        self.dispatch()
+
+    def dispatch(self) -> None:
+        """Start queued tasks while their role has room."""
+        for role, queue in self.queues.items():
+            limit = self.limits.max_workers if role == WORKER else self.limits.max_planners
+            while self._counts[role] < limit:
+                task = queue.pop()
+                if task is None:
+                    break
+                self._start(task)
+
+    def _start(self, task: Task) -> None:
+        self._counts[task.role] += 1
+        self.peak[task.role] = max(self.peak[task.role], self._counts[task.role])
+        task.status, task.started_at = "running", now_iso()
+        task.run_id = new_id("run")
+        task.agent_id = f"{task.role}-{next(self._numbers)}"
+        self.running[task.id] = task
+        self.started.append(task.id)
+        self._runs[task.id] = asyncio.get_running_loop().create_task(
+            self._run(task), name=f"team-{task.agent_id}")
+
+    async def _run(self, task: Task) -> None:
+        agent = self.agents[task.id] = self.make_agent(task.role, str(task.agent_id))
+        self.label(agent, task)
+        timeout = task.timeout or self.limits.timeouts[task.role]
+        timed_out = False
+
+        def stop_for_timeout() -> None:
+            nonlocal timed_out
+            timed_out = True
+            agent.stop(task.run_id)
+
+        timer = asyncio.get_running_loop().call_later(timeout, stop_for_timeout)
+        status, error = "error", None
+        try:
+            self.store.save(task)
+            await self.record("task_started", task)
+            if task.id in self._stopping:  # stopped before its run began
+                raise asyncio.CancelledError
+            result = await agent.arun(task.prompt, isolated=True, run_id=task.run_id)
+            status, error, task.result = result.status, result.error, result.reply
+            if status == "cancelled" and timed_out:
+                status, error = "timeout", f"the task exceeded its {timeout:g} s limit"
+            elif status == "cancelled" and task.error:  # stopped by a limit
+                status, error = "limit", task.error
+        except asyncio.CancelledError:
+            status, error = "cancelled", "stopped before its run began"
+        except Exception as exc:  # ours: the task still ends, the team goes on
+            log.exception("team task %s failed", task.id)
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            timer.cancel()
+            self._stopping.discard(task.id)
+            self._counts[task.role] -= 1
+            self.running.pop(task.id, None)
+            self.agents.pop(task.id, None)
+            self._runs.pop(task.id, None)
+            self.store.delete(task.id)
+            task.status, task.error, task.ended_at = status, error, now_iso()
+            self._release_held(task)
+            self.dispatch()
+        await self.record("task_finished", task, status=status, error=error,
+                          result=task.result[:2000])
+        self.settle(task)
+
+    def _release_held(self, planner: Task) -> None:
+        """A Planner's run ended: its held delegations go on the worker queue (or end)."""
+        held = self._held.pop(planner.id, [])
+        for task in held:
+            if planner.status in ("ok", "limit"):
+                task.status = "queued"
+                self.queues[WORKER].push(task)
+                self.store.save(task)
+            else:
+                self._end(task, "cancelled", f"its Planner's run ended: {planner.status}")
+
+    def settle(self, task: Task) -> None:
+        """Resolve ``task`` once it and every one-shot task under it ended; then its parent."""
+        while task is not None:
+            if task.open or any(self.tasks[c].open for c in task.children):
+                return
+            future = self._settled.get(task.id)
+            if future is None or future.done():
+                return
+            future.set_result(task)
+            task = self.tasks.get(task.parent_id or "")  # type: ignore[assignment]
+
+    async def settled(self, task: Task) -> Task:
+        """Wait until ``task`` and everything it delegated have ended."""
+        return await asyncio.shield(self._settled[task.id])
+
+    def _end(self, task: Task, status: str, error: str | None = None) -> None:
+        task.status, task.error, task.ended_at = status, error, now_iso()
+        self.store.delete(task.id)
+        self.settle(task)
+
+    # -- cancelling and listing ---------------------------------------------------------
+    def cancel(self, task_id: str) -> bool:
+        """Spec 000's ``cancel_task``: a queued or held task, or a trigger; never a running one."""
+        task = self.tasks.get(task_id)
+        scheduler = self.desk.services.get("triggers") if self.desk is not None else None
+        if task is not None and task.status == "trigger" and task.trigger_id:
+            task_id = task.trigger_id
+        if task is None or task.status == "trigger":
+            if scheduler is not None and scheduler.cancel(task_id):
+                for made in self.tasks.values():
+                    if made.trigger_id == task_id:
+                        made.status, made.ended_at = "cancelled", now_iso()
+                return True
+            return False
+        removed = self.queues.get(task.role, TaskQueue()).remove(task_id) is not None
+        held = self._held.get(task.parent_id or "", [])
+        if task in held:
+            held.remove(task)
+            removed = True
+        if not removed:
+            return False
+        self._end(task, "cancelled", "cancelled before it started")
+        self._record_soon("task_cancelled", task)
+        return True
+
+    def stop(self, task_id: str) -> bool:
+        """End a task whatever its state: cancel it when it waits, stop its run when it runs."""
+        if self.cancel(task_id):
+            return True
+        agent = self.agents.get(task_id)
+        task = self.running.get(task_id)
+        if agent is None or task is None:
+            return False
+        if not agent.stop(task.run_id):  # its run has not begun yet: it will not
+            self._stopping.add(task_id)
+        return True
+
+    def rows(self, scope: str = "all", role: str | None = None) -> list[dict[str, Any]]:
+        """Spec 000's ``TaskSummary`` rows: queued (held too), running, and triggers."""
+        roles = [role] if role else [PLANNER, WORKER]
+        out: list[dict[str, Any]] = []
+        if scope in ("queue", "all"):
+            for name in roles:
+                waiting = [*self.queues[name].waiting(),
+                           *(t for h in self._held.values() for t in h if t.role == name)]
+                out += [self._row(t, "queued") for t in waiting]
+        if scope in ("running", "all"):
+            out += [self._row(t, "running") for t in self.running.values() if t.role in roles]
+        if scope in ("triggers", "all") and self.desk is not None:
+            scheduler = self.desk.services.get("triggers")
+            by_trigger = {t.trigger_id: t for t in self.tasks.values() if t.trigger_id}
+            for trigger in [*scheduler.active(), *scheduler.pending()] if scheduler else []:
+                made = by_trigger.get(trigger.id)
+                out.append({"id": trigger.id, "type": trigger.kind, "prompt": cut(trigger.prompt),
+                            "priority": made.priority if made else 5,
+                            "status": "trigger" if trigger.active else trigger.status,
+                            "createdAt": trigger.created_at})
+        return out
+
+    @staticmethod
+    def _row(task: Task, status: str) -> dict[str, Any]:
+        return {"id": task.id, "type": task.type, "prompt": cut(task.prompt),
+                "priority": task.priority, "status": status, "createdAt": task.created_at}
+
+    # -- the ledger -----------------------------------------------------------------
+    async def record(self, kind: str, task: Task, **fields: Any) -> None:
+        """Write a task's record (its place in the tree included); a failure is a notice."""
+        body = {"agent_id": task.agent_id or task.parent_agent_id, "role": task.role,
+                "task_id": task.id, "parent_task_id": task.parent_id,
+                "parent_agent_id": task.parent_agent_id, "trace_id": task.trace_id,
+                "priority": task.priority, "type": task.type, "run_id": task.run_id, **fields}
+        ledger = self.desk.ledger if self.desk is not None else None
+        if ledger is None:
+            return
+        try:
+            made = await asyncio.to_thread(ledger.record_event, kind, **body)
+        except Exception as exc:
+            self.bus.emit(Notice(task.run_id or "team", f"The ledger could not record "
+                                 f"{kind} of {task.id}: {exc}", level="error"))
+            return
+        self.bus.emit(LedgerRecorded(task.run_id or "team", made))
+
+    def _record_soon(self, kind: str, task: Task) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # called from plain code: write it here
+            if self.desk is not None:
+                self.desk.ledger.record_event(kind, task_id=task.id, role=task.role,
+                                              agent_id=task.parent_agent_id)
+            return
+        made = loop.create_task(self.record(kind, task))
+        self._background.add(made)
+        made.add_done_callback(self._background.discard)

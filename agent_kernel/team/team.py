@@ -1,0 +1,219 @@
+"""``Team``: the Python entry point of the supervisor, a Teller answering one prompt at a time.
+
+``team.run(prompt)`` runs the Teller on the prompt. Whatever it delegates
+goes through the supervisor (Planner, then Workers); when all of it has
+settled, the results go back to the Teller as its next message, and the
+Teller answers the person (with ``reply`` or its final text). That repeats
+while the Teller delegates again, at most ``max_rounds`` times, and the call
+returns a :class:`TeamResult` once the work the prompt started has ended:
+status, the Teller's reply, and the task tree. A conditional delegation
+becomes a trigger on the team's *desk*, an agent whose triggered runs are
+worker tasks on the same queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..agent import Agent, RunResult
+from ..config import DEMO_MODEL, Settings
+from ..events import EventBus, Reply
+from ..ledger import new_id, now_iso
+from ..tools.base import Tool
+from ..workspace import Workspace
+from .queue import Task
+from .roles import TELLER, WORKER
+from .supervisor import Supervisor, TeamLimits
+
+RESULT_CHARS = 4000
+
+
+@dataclass
+class TeamResult:
+    """What one prompt to the team produced: the Teller's reply and the tree of tasks."""
+
+    status: str
+    reply: str
+    tree: dict[str, Any]
+    runs: list[RunResult] = field(default_factory=list)
+    error: str | None = None
+    duration_ms: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """True when the Teller answered."""
+        return self.status == "ok"
+
+    def tasks(self) -> list[dict[str, Any]]:
+        """Every task of the tree below the prompt, depth first."""
+        out: list[dict[str, Any]] = []
+
+        def walk(node: dict[str, Any]) -> None:
+            for child in node["children"]:
+                out.append(child)
+                walk(child)
+
+        walk(self.tree)
+        return out
+
+    def __str__(self) -> str:
+        return self.reply if self.ok else f"[{self.status}] {self.error or self.reply}"
+
+
+class TriggerDesk(Agent):
+    """The agent a team's triggers belong to: each firing becomes a worker task on the queue."""
+
+    supervisor: Supervisor
+
+    async def arun(self, prompt: str, *, new: bool = False, model: str | None = None,
+                   trigger: dict[str, Any] | None = None, isolated: bool = False,
+                   run_id: str | None = None) -> RunResult:
+        """Queue ``prompt`` as a worker task and wait for it (the scheduler calls this)."""
+        team = self.supervisor
+        run_id = run_id or new_id("run")
+        result = RunResult(run_id=run_id, model=model or self.model)
+        current = asyncio.current_task()
+        if current is not None:
+            self._runs[run_id] = current
+        made = next((t for t in team.tasks.values()
+                     if t.trigger_id and t.trigger_id == (trigger or {}).get("trigger_id")), None)
+        parent = made or team.root(prompt, TELLER)
+        task = team.new_task(parent, self.agent_id, WORKER, prompt, type=parent.type,
+                             priority=parent.priority, timeout=parent.timeout,
+                             trace_id=(trigger or {}).get("trace_id"))
+        team.enqueue(task)
+        try:
+            await team.settled(task)
+        except asyncio.CancelledError:
+            team.stop(task.id)
+            result.status, result.error = "cancelled", "The run was stopped."
+            return result
+        finally:
+            self._runs.pop(run_id, None)
+        result.status, result.reply, result.error = task.status, task.result, task.error
+        return result
+
+
+class Team:
+    """A Teller, a Planner queue and a worker queue under one supervisor."""
+
+    def __init__(self, model: str = DEMO_MODEL, workspace: str | Workspace | None = None,
+                 max_workers: int = 4, *, tools: Iterable[Tool | Any] = (),
+                 settings: Settings | None = None, limits: TeamLimits | None = None,
+                 max_planners: int = 1) -> None:
+        self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+        self.limits = limits or TeamLimits(max_workers=max_workers, max_planners=max_planners)
+        self.bus = EventBus()
+        """Every event of every agent of the team."""
+        self.supervisor = Supervisor(model=model, workspace=self.workspace,
+                                     settings=settings or Settings(), limits=self.limits,
+                                     tools=tools, bus=self.bus)
+        desk = self.supervisor.make_agent(WORKER, "team-desk", cls=TriggerDesk)
+        assert isinstance(desk, TriggerDesk)
+        desk.supervisor = self.supervisor
+        self.supervisor.desk = desk
+        self.teller = self.supervisor.make_agent(TELLER, "teller")
+        self.ledger = self.teller.ledger
+
+    @property
+    def triggers(self) -> Any:
+        """The scheduler holding the team's triggers (conditional delegations, ``schedule``)."""
+        from ..triggers import scheduler_for
+
+        assert self.supervisor.desk is not None
+        return scheduler_for(self.supervisor.desk)
+
+    def run(self, prompt: str) -> TeamResult:
+        """Run to the end and return the result; works with or without a running loop."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(prompt))
+        import nest_asyncio2
+
+        nest_asyncio2.apply(loop)
+        return loop.run_until_complete(self.arun(prompt))
+
+    async def arun(self, prompt: str) -> TeamResult:
+        """Answer ``prompt`` with the team; returns once the work it started has ended."""
+        team, teller = self.supervisor, self.teller
+        started = time.perf_counter()
+        root = team.root(prompt, TELLER)
+        team.label(teller, root)
+        root.agent_id = teller.agent_id
+        runs: list[RunResult] = []
+        said: list[str] = []
+        text, status, error = prompt, "ok", None
+        listening = teller.bus.subscribe(
+            lambda e: said.append(e.text) if isinstance(e, Reply) else None)
+        try:
+            for round_no in range(self.limits.max_rounds + 1):
+                said.clear()
+                run_id = new_id("run")
+                root.run_id = run_id
+                timer = asyncio.get_running_loop().call_later(
+                    self.limits.timeouts[TELLER], teller.stop, run_id)
+                try:
+                    result = await teller.arun(text, run_id=run_id)
+                finally:
+                    timer.cancel()
+                runs.append(result)
+                status, error = result.status, result.error
+                wave = [t for t in team.delegated_by(run_id) if t.type == "oneshot"]
+                if result.status != "ok" or not wave:
+                    break
+                if round_no == self.limits.max_rounds:
+                    for task in wave:
+                        team.stop(task.id)
+                    status = "limit"
+                    error = (f"The Teller delegated again after {self.limits.max_rounds} rounds "
+                             "of results; the new tasks were cancelled so the work ends")
+                await asyncio.gather(*(team.settled(t) for t in wave))
+                if status == "limit":
+                    break
+                text = self.results_message(wave)
+        finally:
+            listening()
+            root.status, root.ended_at = ("ok" if status == "ok" else status), now_iso()
+            root.result = "\n\n".join(said) or (runs[-1].reply if runs else "")
+            team.settle(root)
+        return TeamResult(status=status, reply=root.result, tree=self.tree(root), runs=runs,
+                          error=error, duration_ms=int((time.perf_counter() - started) * 1000))
+
+    def results_message(self, wave: list[Task]) -> str:
+        """What the Teller reads when the work it delegated has ended."""
+        parts = ["The work you delegated has ended. Answer the person from these results."]
+        for task in wave:
+            parts.append(self._describe(task, level=0))
+        return "\n\n".join(parts)
+
+    def _describe(self, task: Task, level: int) -> str:
+        pad = "  " * level
+        said = (task.result or task.error or "").strip()[:RESULT_CHARS]
+        lines = [f"{pad}- {task.role} task {task.id} ({task.status}): {task.prompt[:200]}",
+                 f"{pad}  result: {said or '(none)'}"]
+        for child_id in task.children:
+            lines.append(self._describe(self.supervisor.tasks[child_id], level + 1))
+        return "\n".join(lines)
+
+    def tree(self, task: Task) -> dict[str, Any]:
+        """``task`` and everything under it, as nested dicts."""
+        node = {k: v for k, v in task.to_record().items() if k not in ("children", "seq")}
+        node["children"] = [self.tree(self.supervisor.tasks[c]) for c in task.children]
+        return node
+
+    def list_tasks(self, scope: str = "all", role: str | None = None) -> list[dict[str, Any]]:
+        """What ``list_tasks`` shows: queued, running and trigger rows."""
+        return self.supervisor.rows(scope, role)
+
+    def cancel(self, task_id: str) -> bool:
+        """Cancel a queued task or a trigger (False for a running or unknown one)."""
+        return self.supervisor.cancel(task_id)
+
+    def stop(self, task_id: str) -> bool:
+        """End a task in any state: a running one is stopped."""
+        return self.supervisor.stop(task_id)
