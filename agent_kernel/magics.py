@@ -49,7 +49,8 @@ _SETTINGS = {"tool_timeout": "tool_timeout", "max_tool_calls": "max_tool_calls",
              "headless_approval": "headless_approval", "api_base": "api_base"}
 _CURRENT: AgentMagics | None = None
 _NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_LEADING_OPTIONS = re.compile(r"^\s*((?:--(?:wait|new)\b\s*|--model(?:=|\s+)\S+\s*)*)(.*)$", re.S)
+_LEADING_OPTIONS = re.compile(
+    r"^\s*((?:--(?:wait|new|team|single)\b\s*|--model(?:=|\s+)\S+\s*)*)(.*)$", re.S)
 _QUESTION_LINE = re.compile(r"^([ \t]*)%agent[ \t]+(.*\?)[ \t]*(\r?\n)?$")
 
 
@@ -92,6 +93,8 @@ class AgentMagics(Magics, Configurable):
                        ).tag(config=True)
     probe_wait = Float(1.0, help="Seconds to wait for the frontend probe's answer."
                        ).tag(config=True)
+    team = Bool(False, help="Send %agent prompts to the team (Teller, Planner, Workers); "
+                "%agent_config --team on|off.").tag(config=True)
     redact_patterns = List(Unicode(), help="More regular expressions whose matches are "
                            "redacted from the ledger, memory and saved outputs.").tag(config=True)
 
@@ -102,6 +105,7 @@ class AgentMagics(Magics, Configurable):
         self.observe(self._warm_up_for, names=["model"])
         self.observe(self._settings_changed, names=list(_SETTINGS))
         self._agent: Any = None
+        self._team: Any = None
         self.probe = FrontendProbe()
         self.last_result: Any = None
         self.views: list[Any] = []
@@ -172,11 +176,14 @@ class AgentMagics(Magics, Configurable):
     @argument("--model", default=None, help="Model for this run only.")
     @argument("--wait", action="store_true", help="Block the cell until the run ends.")
     @argument("--new", action="store_true", help="Start a fresh conversation.")
+    @argument("--team", action="store_true", help="Run the prompt through the team.")
+    @argument("--single", action="store_true", help="Run the single agent (team mode on).")
     @argument("prompt", nargs="*", help="The prompt (the cell body for %%agent).")
     @_AGENT_MAGIC
     @no_var_expand
     def agent_magic(self, line: str, cell: str | None = None) -> None:
-        """Run the agent: ``%agent PROMPT`` or ``%%agent [--model M] [--wait] [--new]``."""
+        """Run the agent: ``%agent PROMPT`` or ``%%agent [--model M] [--wait] [--new]``;
+        ``--team`` runs it through the team (``agent_kernel.team.magics``)."""
         if cell is None:
             match = _LEADING_OPTIONS.match(line)
             options, prompt = (match.group(1), match.group(2)) if match else ("", line)
@@ -188,6 +195,15 @@ class AgentMagics(Magics, Configurable):
         prompt = interpolate(prompt.strip(), self.shell.user_ns if self.shell else {})
         if not prompt:
             print("agent-kernel: nothing to ask. Usage: %agent PROMPT", file=sys.stderr)
+            return
+        if args.team or (self.team and not args.single):
+            if args.model is not None:
+                print("agent-kernel: --model is for a single-agent run; the team uses "
+                      "%agent_config --model.", file=sys.stderr)
+                return
+            from .team.magics import start_team
+
+            start_team(self, prompt, new=args.new, wait=args.wait, tasks=_TASKS)
             return
         self.start(prompt, model=args.model, new=args.new, wait=args.wait)
 
@@ -291,6 +307,8 @@ class AgentMagics(Magics, Configurable):
     @argument("--workspace", default=None, help="Set the workspace folder (a fresh agent).")
     @argument("--permissions", action="store_true",
               help='List the standing permissions ("Always allow this tool").')
+    @argument("--team", choices=("on", "off"), default=None,
+              help="Team mode: %agent prompts go to the team (off: the single agent).")
     @argument("--revoke", default=None, metavar="TOOL",
               help="Revoke the standing permission of TOOL (or all of them: --revoke all).")
     @line_magic
@@ -324,6 +342,8 @@ class AgentMagics(Magics, Configurable):
                 return
             self.workspace = args.workspace
             self._agent = None
+        if args.team:
+            self.team = args.team == "on"
         print(self.describe())
 
     def describe(self) -> str:
@@ -341,7 +361,8 @@ class AgentMagics(Magics, Configurable):
         return (f"model: {self.model}\nworkspace: {root}\ntool_timeout: {self.tool_timeout:g} s\n"
                 f"max_tool_calls: {self.max_tool_calls}\nheadless_approval: "
                 f"{self.headless_approval}\napi_base: {self.api_base or '(provider default)'}\n"
-                f"interactive: {interactive}\nstanding permissions: {standing}"
+                f"interactive: {interactive}\nteam mode: {'on' if self.team else 'off'}\n"
+                f"standing permissions: {standing}"
                 f"{' (%agent_config --permissions)' if standing else ''}")
 
     @line_magic

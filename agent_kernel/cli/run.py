@@ -7,6 +7,10 @@ going, and the question's own timeout and default still apply); with no terminal
 (pipes, CI, cron) questions are headless: the default is used at once, or
 they end as ``timeout``. Exit code 0 when the run ends with an answer, 1 when
 it ends with an error, was stopped or hit a limit.
+
+``--team`` answers the prompt with a :class:`~agent_kernel.team.Team`: the
+Teller's runs are printed as one transcript, then the task tree (role, status,
+priority and the first line of each result).
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         epilog=examples('run "echo hello"',
                         'run "remember that the build server is orion-7" --workspace .agent',
                         'run --model openai/gpt-4o-mini "summarise notes.txt"  '
-                        '# needs OPENAI_API_KEY'))
+                        '# needs OPENAI_API_KEY',
+                        'run --team "research three cities for a trip and compare them"'))
     parser.add_argument("prompt", help="what to ask the agent")
     parser.add_argument("--model", default="demo",
                         help="'demo' (offline) or a litellm model string (default: demo)")
@@ -39,6 +44,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="tool calls allowed in the run (default 50)")
     parser.add_argument("--headless-approval", choices=("deny", "allow"), default="deny",
                         help="approvals with no terminal to ask (default deny)")
+    parser.add_argument("--team", action="store_true",
+                        help="answer with the team: a Teller, a Planner and Workers")
+    parser.add_argument("--max-workers", type=int, default=4,
+                        help="with --team: Workers running at once (default 4)")
     return parser
 
 
@@ -52,6 +61,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         settings = Settings(tool_timeout=args.tool_timeout, max_tool_calls=args.max_tool_calls,
                             api_base=args.api_base, headless_approval=args.headless_approval)
+        if args.team:
+            return run_team(args, settings)
         agent = Agent(model=args.model, workspace=args.workspace, settings=settings)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -73,4 +84,43 @@ def main(args: argparse.Namespace) -> int:
     shown = sys.stdout.isatty() and sys.stderr.isatty()
     why = "" if shown or not result.error else f": {result.error}"
     print(f"error: the run ended with status '{result.status}'{why}", file=sys.stderr)
+    return 1
+
+
+def run_team(args: argparse.Namespace, settings: Any) -> int:
+    """``run --team``: the Teller's transcript, then the task tree; 0 when the Teller
+    answered. Raises ValueError or OSError for a bad model, workspace or limit."""
+    from ..ledger import new_id
+    from ..team import Team
+    from ..team.relay import TellerRelay
+    from ..team.summary import tree_text
+    from ..views.terminal import TerminalAnswerer, can_answer_on
+    from ..views.text import TextView
+
+    if args.max_workers < 1:
+        raise ValueError(f"--max-workers must be at least 1, got {args.max_workers}")
+    team = Team(model=args.model, workspace=args.workspace, settings=settings,
+                max_workers=args.max_workers)
+    relay = TellerRelay(team, new_id("run"))
+    view = TextView(relay.bus, run_id=relay.run_id)
+    answerer = TerminalAnswerer(relay, view).attach() if can_answer_on(sys.stdin) else None
+    result = None
+    try:
+        result = asyncio.run(team.arun(args.prompt))
+    except KeyboardInterrupt:
+        print("\nerror: interrupted", file=sys.stderr)
+        return 1
+    finally:
+        relay.close(result)
+        if answerer is not None:
+            answerer.close()
+        view.close()
+    for note in result.notes:
+        print(note)
+    print(tree_text(result.tree))
+    if result.ok:
+        return 0
+    shown = sys.stdout.isatty() and sys.stderr.isatty()
+    why = "" if shown or not result.error else f": {result.error}"
+    print(f"error: the team's run ended with status '{result.status}'{why}", file=sys.stderr)
     return 1

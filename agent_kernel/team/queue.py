@@ -9,7 +9,11 @@ cancelled task is dropped from the index at once and skipped when it reaches
 the top). :class:`TaskStore` writes every waiting or running task to
 ``<workspace>/team/tasks/<id>.json`` (to a temporary file, then renamed, as
 the trigger store does), so a later session can put the queued ones back and
-name those that were running when the kernel died.
+name those that were running when the kernel died. A file is data a person or
+a crash may have changed: :meth:`Task.from_record` checks every field it
+relies on, and a file it refuses costs that one task, never the team. A task
+that was running when its kernel died is moved to ``team/interrupted/`` with
+status ``interrupted``; :class:`RestoreReport` says what came back.
 """
 
 from __future__ import annotations
@@ -28,10 +32,13 @@ from ..workspace import Workspace
 
 DEFAULT_PRIORITY = 5
 FOLDER = "team/tasks"
+INTERRUPTED = "team/interrupted"
 MAX_FILES = 10_000
 MAX_FILE_BYTES = 256 * 1024
 OPEN = ("held", "queued", "running")
 """A task in one of these states has not ended."""
+STATUSES = (*OPEN, "trigger", "ok", "error", "cancelled", "timeout", "limit", "interrupted")
+ROLES = ("planner", "worker")
 
 _SEQ = itertools.count()
 
@@ -82,9 +89,33 @@ class Task:
         for name in ("id", "role", "prompt"):
             if not isinstance(known.get(name), str) or not known[name]:
                 raise ValueError(f"a saved task needs a {name}")
+        if known["role"] not in ROLES:
+            raise ValueError(f"role must be 'planner' or 'worker', got {known['role']!r}")
         priority = known.get("priority", DEFAULT_PRIORITY)
-        if not isinstance(priority, int) or not 0 <= priority <= 10:
+        if type(priority) is not int or not 0 <= priority <= 10:
             raise ValueError(f"priority must be between 0 and 10, got {priority!r}")
+        if known.get("status", "queued") not in STATUSES:
+            raise ValueError(f"not a task status: {known.get('status')!r}")
+        if known.get("type", "oneshot") not in ("oneshot", "conditional"):
+            raise ValueError(f"type must be 'oneshot' or 'conditional', got {known['type']!r}")
+        timeout = known.get("timeout")
+        if timeout is not None and (type(timeout) not in (int, float) or not timeout > 0):
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        depth = known.get("depth", 1)
+        if type(depth) is not int or not 0 <= depth <= 100:
+            raise ValueError(f"depth must be a small whole number, got {depth!r}")
+        for name in ("created_at", "result"):
+            if not isinstance(known.get(name, ""), str):
+                raise ValueError(f"{name} must be text")
+        for name in ("trace_id", "parent_id", "parent_agent_id", "agent_id", "run_id",
+                     "trigger_id", "error", "started_at", "ended_at"):
+            if known.get(name) is not None and not isinstance(known[name], str):
+                raise ValueError(f"{name} must be text or null")
+        children = known.get("children", [])
+        if not isinstance(children, list) or not all(isinstance(c, str) for c in children):
+            raise ValueError("children must be a list of task ids")
+        if known.get("condition") is not None and not isinstance(known["condition"], dict):
+            raise ValueError("condition must be an object or null")
         return cls(**known)
 
 
@@ -132,6 +163,7 @@ class TaskStore:
 
     def __init__(self, workspace: Workspace) -> None:
         self.folder: Path = workspace.root / FOLDER
+        self.interrupted_folder: Path = workspace.root / INTERRUPTED
 
     def _path(self, task_id: str) -> Path:
         if not task_id or "/" in task_id or "\\" in task_id or task_id.startswith("."):
@@ -148,6 +180,18 @@ class TaskStore:
         tmp.write_text(json.dumps(scrub(task.to_record()), ensure_ascii=False), encoding="utf-8")
         tmp.replace(path)
 
+    def interrupted(self, task: Task) -> None:
+        """Move an interrupted task's file to ``team/interrupted/`` with its new status."""
+        self._path(task.id)  # refuses an id that is not a file name
+        keep = self.interrupted_folder / f"{task.id}.json"
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        tmp = keep.with_name(f".{keep.name}.{os.getpid()}.tmp")
+        from ..redaction import scrub
+
+        tmp.write_text(json.dumps(scrub(task.to_record()), ensure_ascii=False), encoding="utf-8")
+        tmp.replace(keep)
+        self.delete(task.id)
+
     def delete(self, task_id: str) -> None:
         """Forget a task that ended; a missing file is fine."""
         with contextlib.suppress(FileNotFoundError, ValueError):
@@ -158,6 +202,7 @@ class TaskStore:
         if not self.folder.is_dir():
             return [], []
         tasks: list[Task] = []
+        saved_seq: dict[str, int] = {}
         problems: list[str] = []
         for path in sorted(self.folder.glob("*.json"))[:MAX_FILES]:
             try:
@@ -175,8 +220,42 @@ class TaskStore:
             if f"{task.id}.json" != path.name:
                 problems.append(f"{path.name}: not restored: its id is not its file name")
                 continue
+            seq = record.get("seq")
+            saved_seq[task.id] = seq if type(seq) is int else 0
             tasks.append(task)
-        tasks.sort(key=lambda t: t.created_at)
+        # Creation time first; tasks made in the same millisecond keep their saved order.
+        tasks.sort(key=lambda t: (t.created_at, saved_seq[t.id], t.id))
         for task in tasks:  # first in, first out again within a priority
             task.seq = next(_SEQ)
         return tasks, problems
+
+
+
+@dataclass
+class RestoreReport:
+    """What a new team found of the tasks an earlier kernel left, as data and as a note."""
+
+    queued: list[Task] = field(default_factory=list)
+    interrupted: list[Task] = field(default_factory=list)
+    cancelled: list[Task] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def has_news(self) -> bool:
+        """True when there is anything to tell the person."""
+        return bool(self.queued or self.interrupted or self.cancelled or self.problems)
+
+    def text(self) -> str:
+        """A short note for the person: what runs again, what was lost, what was unreadable."""
+        if not self.has_news:
+            return "No saved team tasks to restore."
+        lines = [f"Restored {len(self.queued)} queued team task(s) from the workspace"
+                 + ("; they run when the team next runs." if self.queued else ".")]
+        lines += [f"  {t.id}: {t.role}, priority {t.priority}: {t.prompt[:60]}"
+                  for t in self.queued]
+        lines += [f"  interrupted: {t.id} ({t.role}, {t.agent_id or '?'}) was running when the "
+                  f"kernel stopped; it did not finish: {t.prompt[:60]}" for t in self.interrupted]
+        lines += [f"  cancelled: {t.id} (worker) was held by a Planner whose run never ended: "
+                  f"{t.prompt[:60]}" for t in self.cancelled]
+        lines += [f"  problem: {p}" for p in self.problems]
+        return "\n".join(lines)

@@ -31,7 +31,7 @@ from ..events import EventBus, LedgerRecorded, Notice
 from ..ledger import new_id, now_iso
 from ..tools.base import Tool, ToolError
 from ..workspace import Workspace
-from .queue import Task, TaskQueue, TaskStore
+from .queue import RestoreReport, Task, TaskQueue, TaskStore
 from .roles import PLANNER, ROLES, TELLER, WORKER
 
 log = logging.getLogger(__name__)
@@ -99,6 +99,8 @@ class Supervisor:
         self._numbers = itertools.count(1)
         self._background: set[asyncio.Task[None]] = set()
         self._stopping: set[str] = set()
+        self.restored: list[Task] = []
+        """Queued tasks put back from the workspace by :meth:`restore`."""
 
     # -- agents -------------------------------------------------------------------
     def make_agent(self, role: str, agent_id: str, *, cls: Callable[..., Agent] = Agent) -> Agent:
@@ -195,6 +197,61 @@ class Supervisor:
     def delegated_by(self, run_id: str) -> list[Task]:
         """The tasks a run delegated, in order."""
         return [self.tasks[t] for t in self._per_run.get(run_id, [])]
+
+    # -- restarts -------------------------------------------------------------------
+    def restore(self) -> RestoreReport:
+        """Take back the tasks an earlier kernel left: queue the queued ones (not started yet),
+        mark the running ones interrupted, cancel held ones (their Planner never finished)."""
+        tasks, problems = self.store.load_all()
+        report = RestoreReport(problems=problems)
+        fresh = [t for t in tasks if t.id not in self.tasks and t.open]
+        report.problems += [f"{t.id}.json: not restored: its status is {t.status!r}, not held, "
+                            f"queued or running" for t in tasks if not t.open]
+        for task in fresh:
+            self.tasks[task.id] = task
+        for task in fresh:  # only tasks this team knows, so settling never looks up a stranger
+            task.children = [c for c in task.children if c in self.tasks]
+            if task.status == "queued":
+                self.queues[task.role].push(task)
+                self.restored.append(task)
+                report.queued.append(task)
+            elif task.status == "running":
+                task.status, task.ended_at = "interrupted", now_iso()
+                task.error = "the kernel stopped while this task was running"
+                self._record_now("task_interrupted", task, error=task.error)
+                self.store.interrupted(task)
+                report.interrupted.append(task)
+            else:  # held by a Planner whose run never ended
+                task.status, task.ended_at = "cancelled", now_iso()
+                task.error = "its Planner's run never ended: the kernel stopped first"
+                self._record_now("task_cancelled", task, error=task.error)
+                self.store.delete(task.id)
+                report.cancelled.append(task)
+        return report
+
+    def resume_restored(self) -> list[Task]:
+        """Start the restored tasks (needs the running loop); returns those not ended yet."""
+        loop = asyncio.get_running_loop()
+        waiting = [t for t in self.restored if t.open]
+        for task in waiting:
+            future = self._settled.get(task.id)
+            if future is None or future.get_loop() is not loop:
+                self._settled[task.id] = loop.create_future()
+        self.dispatch()
+        return waiting
+
+    def _record_now(self, kind: str, task: Task, **fields: Any) -> None:
+        """Write a task's record from plain code; a failure is logged, the restore goes on."""
+        if self.desk is None:
+            return
+        try:
+            self.desk.ledger.record_event(
+                kind, agent_id=task.agent_id or task.parent_agent_id, role=task.role,
+                task_id=task.id, parent_task_id=task.parent_id,
+                parent_agent_id=task.parent_agent_id, trace_id=task.trace_id,
+                priority=task.priority, type=task.type, run_id=task.run_id, **fields)
+        except Exception:
+            log.exception("could not record %s of %s", kind, task.id)
 
     # -- queues and runs ------------------------------------------------------------
     def enqueue(self, task: Task) -> None:

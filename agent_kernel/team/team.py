@@ -14,6 +14,7 @@ worker tasks on the same queue.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,11 +22,11 @@ from typing import Any
 
 from ..agent import Agent, RunResult
 from ..config import DEMO_MODEL, Settings
-from ..events import EventBus, Reply
+from ..events import EventBus, Notice, Reply
 from ..ledger import new_id, now_iso
 from ..tools.base import Tool
 from ..workspace import Workspace
-from .queue import Task
+from .queue import RestoreReport, Task
 from .roles import TELLER, WORKER
 from .supervisor import Supervisor, TeamLimits
 
@@ -42,6 +43,10 @@ class TeamResult:
     runs: list[RunResult] = field(default_factory=list)
     error: str | None = None
     duration_ms: int = 0
+    restored: list[dict[str, Any]] = field(default_factory=list)
+    """Tasks an earlier kernel left queued, run with this prompt (see ``docs/team.md``)."""
+    notes: list[str] = field(default_factory=list)
+    """What the person should know besides the reply: the restore note, once."""
 
     @property
     def ok(self) -> bool:
@@ -118,6 +123,53 @@ class Team:
         self.supervisor.desk = desk
         self.teller = self.supervisor.make_agent(TELLER, "teller")
         self.ledger = self.teller.ledger
+        self.restore_report: RestoreReport = self.supervisor.restore()
+        """What came back from the workspace: queued, interrupted and cancelled tasks."""
+        self._restore_told = not self.restore_report.has_news
+        self._restore_reported = self._restore_told
+        self._resuming: asyncio.Task[list[Task]] | None = None
+        # In a kernel (a running loop) restored work starts at once; in a script, when the
+        # team next runs.
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().call_soon(self._resume_soon)
+
+    def _resume_soon(self) -> None:
+        if self._resuming is None:
+            self._resuming = asyncio.get_running_loop().create_task(self.aresume())
+
+    def resume(self) -> list[Task]:
+        """Run the restored work without a prompt; returns the restored tasks once ended."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.aresume())
+        import nest_asyncio2
+
+        nest_asyncio2.apply(loop)
+        return loop.run_until_complete(self.aresume())
+
+    async def aresume(self) -> list[Task]:
+        """Start what an earlier kernel left (queued tasks, the desk's saved triggers) and
+        wait until those tasks have ended."""
+        current = asyncio.current_task()
+        if self._resuming is not None and self._resuming is not current and (
+                self._resuming.get_loop() is asyncio.get_running_loop()):
+            return await asyncio.shield(self._resuming)
+        if not self._restore_told:
+            self._restore_told = True
+            self.bus.emit(Notice("team", self.restore_report.text()))
+        self._start_triggers()
+        waiting = self.supervisor.resume_restored()
+        await asyncio.gather(*(self.supervisor.settled(t) for t in waiting))
+        return list(self.supervisor.restored)
+
+    def _start_triggers(self) -> None:
+        """Start the desk's scheduler when it has saved triggers: starting restores them."""
+        from ..triggers.store import TriggerStore
+
+        folder = TriggerStore(self.workspace).folder
+        if folder.is_dir() and any(folder.glob("*.json")):
+            self.triggers.ensure_started()
 
     @property
     def triggers(self) -> Any:
@@ -142,6 +194,11 @@ class Team:
         """Answer ``prompt`` with the team; returns once the work it started has ended."""
         team, teller = self.supervisor, self.teller
         started = time.perf_counter()
+        note = "" if self._restore_reported else self.restore_report.text()
+        self._restore_reported = True
+        resumed = None
+        if any(t.open for t in team.restored) or note:
+            resumed = asyncio.ensure_future(self.aresume())
         root = team.root(prompt, TELLER)
         team.label(teller, root)
         root.agent_id = teller.agent_id
@@ -181,7 +238,9 @@ class Team:
             root.status, root.ended_at = ("ok" if status == "ok" else status), now_iso()
             root.result = "\n\n".join(said) or (runs[-1].reply if runs else "")
             team.settle(root)
+        restored = [self.tree(t) for t in await resumed] if resumed is not None else []
         return TeamResult(status=status, reply=root.result, tree=self.tree(root), runs=runs,
+                          restored=restored, notes=[note] if note else [],
                           error=error, duration_ms=int((time.perf_counter() - started) * 1000))
 
     def results_message(self, wave: list[Task]) -> str:

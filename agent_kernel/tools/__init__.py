@@ -15,7 +15,7 @@ from .base import Field, Tool, ToolArgumentError, ToolContext, ToolError, ToolRe
 # once per new Agent (to subscribe to its bus, register services, ...). Attach
 # functions must stay cheap: heavy imports happen on first real use.
 TOOL_MODULES = ("core", "human", "files", "commands", "triggers", "memory", "web", "javascript",
-                "context", "team")
+                "context", "team", "society")
 
 
 def tool_modules() -> list[ModuleType]:

@@ -1,0 +1,115 @@
+"""The Teller's runs for one prompt, shown as one run.
+
+``Team.arun`` runs the Teller once on the prompt and once more on each wave
+of results, each time with a run id of its own. The run views
+(:class:`~agent_kernel.views.widgets.WidgetView`, :class:`~agent_kernel.views.text.TextView`)
+follow one run id, so a :class:`TellerRelay` listens to the Teller's bus and
+re-emits its events on a bus of its own under one run id: the first
+``RunStarted`` passes, a later one becomes a notice ("the delegated work has
+ended"), and only the last ``RunFinished`` is passed on, when :meth:`close`
+is called after the prompt's work has ended. The relay has ``bus``,
+``questions`` and ``stop``, which is all a view needs of an agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from ..events import EventBus, Notice, RunError, RunFinished, RunStarted
+
+if TYPE_CHECKING:
+    from .queue import Task
+    from .team import Team, TeamResult
+
+RESULTS_NOTICE = "The delegated work has ended; the Teller answers from its results."
+
+
+class TellerRelay:
+    """Re-emits the Teller's events for one prompt under ``run_id``."""
+
+    def __init__(self, team: Team, run_id: str) -> None:
+        self.team = team
+        self.run_id = run_id
+        self.bus = EventBus()
+        self.questions = team.teller.questions
+        self.task: asyncio.Task[Any] | None = None
+        """The task running the prompt (set by whoever starts it), cancelled by :meth:`stop`."""
+        self._before = set(team.supervisor.tasks)
+        self._started = False
+        self._current: str | None = None
+        self._held: RunFinished | None = None
+        self._closed = False
+        self._unsubscribe = team.teller.bus.subscribe(self._on_event)
+
+    @property
+    def model(self) -> str:
+        """The Teller's model."""
+        return str(self.team.teller.model)
+
+    def _on_event(self, event: Any) -> None:
+        if isinstance(event, RunStarted):
+            self._current = event.run_id
+            self._held = None
+            if self._started:
+                self.bus.emit(Notice(self.run_id, RESULTS_NOTICE))
+                return
+            self._started = True
+        elif isinstance(event, RunFinished):
+            self._held = dataclasses.replace(event, run_id=self.run_id)
+            return
+        self.bus.emit(dataclasses.replace(event, run_id=self.run_id))
+
+    def new_tasks(self) -> list[Task]:
+        """The tasks made since this prompt began (its tree), oldest first."""
+        tasks = self.team.supervisor.tasks
+        return [t for tid, t in tasks.items() if tid not in self._before]
+
+    def tree(self, result: TeamResult | None = None) -> dict[str, Any]:
+        """The prompt's task tree: the result's, else built from the tasks made so far."""
+        if result is not None:
+            return result.tree
+        roots = [t for t in self.new_tasks() if t.parent_id is None]
+        if not roots:
+            return {"children": []}
+        return self.team.tree(roots[-1])
+
+    def stop(self, run_id: str | None = None) -> int:
+        """Stop the prompt's work: every open task of its tree, the Teller's run, the task."""
+        stopped = 0
+        for task in self.new_tasks():
+            if task.open and task.parent_id is not None and self.team.supervisor.stop(task.id):
+                stopped += 1
+        if self._current is not None:
+            stopped += self.team.teller.stop(self._current)
+        if self.task is not None and not self.task.done():
+            self.task.get_loop().call_soon_threadsafe(self.task.cancel)
+            stopped += 1
+        return stopped
+
+    async def settle(self, timeout: float = 10.0) -> bool:
+        """Wait (at most ``timeout`` seconds) until every task of the prompt has ended, as
+        stopped tasks do shortly after :meth:`stop`; True when they all have."""
+        waiting = [asyncio.ensure_future(self.team.supervisor.settled(t))
+                   for t in self.new_tasks() if t.open and t.parent_id is not None]
+        if not waiting:
+            return True
+        _done, pending = await asyncio.wait(waiting, timeout=timeout)
+        for future in pending:
+            future.cancel()
+        return not pending
+
+    def close(self, result: TeamResult | None = None) -> None:
+        """The prompt's work has ended: say how, pass the last ``RunFinished`` on, stop
+        listening."""
+        if self._closed:
+            return
+        self._closed = True
+        self._unsubscribe()
+        if result is not None and not result.ok and self._held is not None and (
+                getattr(self._held.result, "ok", False)):
+            kind = "limit" if result.status == "limit" else "error"
+            self.bus.emit(RunError(self.run_id, result.error or result.status, kind=kind))
+        if self._held is not None:
+            self.bus.emit(self._held)
