@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tool_helpers import call_tool
 
-from agent_kernel import Agent, Settings, ToolContext
+from agent_kernel import Agent, Settings
 from agent_kernel.ledger import Ledger
 from agent_kernel.triggers.clock import ManualClock
 from agent_kernel.triggers.scheduler import TriggerScheduler
@@ -83,12 +84,7 @@ async def tick(scheduler: TriggerScheduler, clock: ManualClock, seconds: float =
     await scheduler.drain(timeout=180)
 
 
-async def call(agent: Agent, name: str, **arguments: Any) -> Any:
-    tool = agent.registry.get(name)
-    assert tool is not None
-    ctx = ToolContext(agent=agent, run_id="run_test", agent_id=agent.agent_id,
-                      workspace=agent.workspace)
-    return await tool.invoke(tool.validate(arguments), ctx)
+call = call_tool  # validate, then invoke, as the loop does
 
 
 def records(workspace: Path, kind: str) -> list[dict[str, Any]]:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tool_helpers import call_tool
 
-from agent_kernel import Agent, Settings, ToolContext, state
+from agent_kernel import Agent, Settings, state
 from agent_kernel.triggers import scheduler_for
 from agent_kernel.triggers.clock import ManualClock
 from agent_kernel.triggers.scheduler import TriggerScheduler
@@ -33,13 +34,7 @@ def make_agent(tmp_path: Path, approval: str = "allow") -> Agent:
     return Agent(workspace=tmp_path / "ws", settings=Settings(headless_approval=approval))
 
 
-async def call(agent: Agent, name: str, **arguments: Any) -> Any:
-    """Validate and invoke a tool the way the loop does (schema first, then the function)."""
-    tool = agent.registry.get(name)
-    assert tool is not None, name
-    ctx = ToolContext(agent=agent, run_id="run_test", agent_id=agent.agent_id,
-                      workspace=agent.workspace)
-    return await tool.invoke(tool.validate(arguments), ctx)
+call = call_tool  # validate, then invoke, as the loop does
 
 
 async def test_tools_return_the_specs_shapes(tmp_path: Path) -> None:
