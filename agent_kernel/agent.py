@@ -67,6 +67,9 @@ class RunResult:
     status: str = "running"
     error: str | None = None
     duration_ms: int = 0
+    ended_by: str | None = None
+    """The tool that ended the run to wait for someone (``ask_user`` in a team,
+    ``wait_for_message``); None when the model answered."""
 
     @property
     def ok(self) -> bool:
@@ -287,6 +290,10 @@ class Agent:
                 failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
                 if failure is not None:
                     raise failure
+                if context.get("end_run") and not refused:
+                    result.reply, result.status = turn.text, "ok"
+                    result.ended_by = str(context["end_run"])
+                    break
                 if refused:
                     result.status = "limit"
                     result.error = (f"Stopped after {calls_made} tool calls: the limit is "

@@ -250,7 +250,7 @@ class Approvals:
         record = self.host.ledger.record_event(
             "approval", agent_id=self.host.agent_id, run_id=run_id, tool_name=what,
             arguments=arguments, decision="approved" if approved else "denied", answer=answer,
-            source=source, **fields,
+            source=source, **getattr(self.host, "ledger_fields", {}), **fields,
         )
         return record, warning
 

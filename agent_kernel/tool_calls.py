@@ -115,7 +115,7 @@ async def execute(
     clock = ToolClock(timeout)
     ctx = ToolContext(agent=agent, run_id=run_id, agent_id=agent.agent_id,
                       workspace=agent.workspace, trigger=context.get("trigger"),
-                      call_id=call.id, clock=clock)
+                      call_id=call.id, clock=clock, extra=context)
     try:
         notes = tool_obj.precheck(values) if tool_obj.precheck is not None else None
     except ToolError as exc:  # refused before anyone is asked to approve it

@@ -239,18 +239,26 @@ class RestoreReport:
     interrupted: list[Task] = field(default_factory=list)
     cancelled: list[Task] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    question: str | None = None
+    """The Teller's question still waiting for the person, if one was saved."""
 
     @property
     def has_news(self) -> bool:
         """True when there is anything to tell the person."""
-        return bool(self.queued or self.interrupted or self.cancelled or self.problems)
+        return bool(self.queued or self.interrupted or self.cancelled or self.problems
+                    or self.question)
 
     def text(self) -> str:
         """A short note for the person: what runs again, what was lost, what was unreadable."""
         if not self.has_news:
             return "No saved team tasks to restore."
-        lines = [f"Restored {len(self.queued)} queued team task(s) from the workspace"
-                 + ("; they run when the team next runs." if self.queued else ".")]
+        lines = []
+        if self.question:
+            lines.append(f"The Teller's question is still waiting for your answer: "
+                         f"{self.question[:200]} (your next prompt to the team answers it)")
+        if self.queued or self.interrupted or self.cancelled or self.problems:
+            lines.append(f"Restored {len(self.queued)} queued team task(s) from the workspace"
+                         + ("; they run when the team next runs." if self.queued else "."))
         lines += [f"  {t.id}: {t.role}, priority {t.priority}: {t.prompt[:60]}"
                   for t in self.queued]
         lines += [f"  interrupted: {t.id} ({t.role}, {t.agent_id or '?'}) was running when the "

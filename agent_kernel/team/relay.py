@@ -5,8 +5,9 @@ of results, each time with a run id of its own. The run views
 (:class:`~agent_kernel.views.widgets.WidgetView`, :class:`~agent_kernel.views.text.TextView`)
 follow one run id, so a :class:`TellerRelay` listens to the Teller's bus and
 re-emits its events on a bus of its own under one run id: the first
-``RunStarted`` passes, a later one becomes a notice ("the delegated work has
-ended"), and only the last ``RunFinished`` is passed on, when :meth:`close`
+``RunStarted`` passes, a later one is dropped (the team's notice before it says
+why the Teller runs again: results came back, or the person answered), and
+only the last ``RunFinished`` is passed on, when :meth:`close`
 is called after the prompt's work has ended. The relay has ``bus``,
 ``questions`` and ``stop``, which is all a view needs of an agent.
 """
@@ -17,13 +18,11 @@ import asyncio
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from ..events import EventBus, Notice, RunError, RunFinished, RunStarted
+from ..events import EventBus, RunError, RunFinished, RunStarted
 
 if TYPE_CHECKING:
     from .queue import Task
     from .team import Team, TeamResult
-
-RESULTS_NOTICE = "The delegated work has ended; the Teller answers from its results."
 
 
 class TellerRelay:
@@ -52,8 +51,7 @@ class TellerRelay:
         if isinstance(event, RunStarted):
             self._current = event.run_id
             self._held = None
-            if self._started:
-                self.bus.emit(Notice(self.run_id, RESULTS_NOTICE))
+            if self._started:  # the team said why it runs again (a notice)
                 return
             self._started = True
         elif isinstance(event, RunFinished):

@@ -29,8 +29,9 @@ from ..agent import Agent
 from ..config import Settings
 from ..events import EventBus, LedgerRecorded, Notice
 from ..ledger import new_id, now_iso
-from ..tools.base import Tool, ToolError
+from ..tools.base import Tool, ToolContext, ToolError
 from ..workspace import Workspace
+from .asking import NamedQuestions, PendingQuestion, QuestionStore
 from .queue import RestoreReport, Task, TaskQueue, TaskStore
 from .roles import PLANNER, ROLES, TELLER, WORKER
 
@@ -101,6 +102,12 @@ class Supervisor:
         self._stopping: set[str] = set()
         self.restored: list[Task] = []
         """Queued tasks put back from the workspace by :meth:`restore`."""
+        self.asker: Any = None
+        """The Teller's question channel: every team agent's questions go there (set by the
+        Team), so the view that answers the Teller answers a Worker's approval too."""
+        self.question_store = QuestionStore(workspace)
+        self.question: PendingQuestion | None = None
+        """The Teller's question waiting for the person (spec 000's ``ask_user``)."""
 
     # -- agents -------------------------------------------------------------------
     def make_agent(self, role: str, agent_id: str, *, cls: Callable[..., Agent] = Agent) -> Agent:
@@ -115,6 +122,8 @@ class Supervisor:
                 agent.bus.unsubscribe(writer)
         if self.desk is not None and role != TELLER:  # one scheduler holds the team's triggers
             agent.services["triggers"] = self.desk.services.get("triggers")
+        if self.asker is not None and role != TELLER:  # the person sees who asks
+            agent.questions = NamedQuestions(self.asker, agent)  # type: ignore[assignment]
         agent.bus.subscribe(self.bus.emit)
         return agent
 
@@ -189,6 +198,28 @@ class Supervisor:
             raise ToolError(f"Delegation refused: {waiting} tasks are waiting, the team's "
                             f"limit; wait for results or cancel_task some first")
         return parent
+
+    def hold_question(self, ctx: ToolContext, question: str, *, options: list[str] | None,
+                      timeout: float, default: str | None) -> dict[str, str]:
+        """Spec 000's ``ask_user`` for the Teller: keep the question (in the workspace) and
+        end the run; the team asks the person and wakes the Teller with the answer."""
+        if self.question is not None:
+            raise ToolError(f"A question is already waiting for the person: "
+                            f"{self.question.question[:200]!r}; wait for its answer")
+        task = ctx.agent.services.get("team_task")
+        root = task
+        while root is not None and root.parent_id is not None:
+            root = self.tasks.get(root.parent_id)
+        pending = PendingQuestion.new(
+            question, options, timeout, default, prompt=root.prompt if root else "",
+            call_id=ctx.call_id, trace_id=task.trace_id if task else None,
+            task_id=task.id if task else None)
+        self.question_store.save(pending)
+        self.question = pending
+        ctx.end_run("ask_user")
+        return {"status": "asked",
+                "note": "The question is with the person. Your run ends now; their answer "
+                        "comes as your next message."}
 
     def noted(self, run_id: str, task: Task) -> None:
         """Count ``task`` among the delegations of ``run_id`` (a conditional one)."""

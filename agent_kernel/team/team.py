@@ -26,11 +26,15 @@ from ..events import EventBus, Notice, Reply
 from ..ledger import new_id, now_iso
 from ..tools.base import Tool
 from ..workspace import Workspace
+from .asking import PendingQuestion, answered_message, tool_result
 from .queue import RestoreReport, Task
 from .roles import TELLER, WORKER
+from .society import SocietyError
 from .supervisor import Supervisor, TeamLimits
 
 RESULT_CHARS = 4000
+RESULTS_NOTICE = "The delegated work has ended; the Teller answers from its results."
+ANSWER_NOTICE = "The person answered; the Teller goes on."
 
 
 @dataclass
@@ -122,9 +126,12 @@ class Team:
         desk.supervisor = self.supervisor
         self.supervisor.desk = desk
         self.teller = self.supervisor.make_agent(TELLER, "teller")
+        self.supervisor.asker = desk.questions = self.teller.questions  # type: ignore[assignment]
         self.ledger = self.teller.ledger
         self.restore_report: RestoreReport = self.supervisor.restore()
-        """What came back from the workspace: queued, interrupted and cancelled tasks."""
+        """What came back from the workspace: queued, interrupted and cancelled tasks, and
+        the Teller's question if one was waiting."""
+        self._restore_question()
         self._restore_told = not self.restore_report.has_news
         self._restore_reported = self._restore_told
         self._resuming: asyncio.Task[list[Task]] | None = None
@@ -132,6 +139,34 @@ class Team:
         # team next runs.
         with contextlib.suppress(RuntimeError):
             asyncio.get_running_loop().call_soon(self._resume_soon)
+
+    def _restore_question(self) -> None:
+        """Take back the Teller's question an earlier kernel left waiting."""
+        team = self.supervisor
+        self._question_restored = False
+        try:
+            team.question = team.question_store.load()
+        except SocietyError as exc:
+            self.restore_report.problems.append(f"the Teller's pending question could not be "
+                                                f"read and was dropped: {exc}")
+            team.question_store.clear()
+            return
+        self._question_restored = team.question is not None
+        if team.question is not None:
+            self.restore_report.question = team.question.question
+
+    @property
+    def pending_question(self) -> dict[str, Any] | None:
+        """The Teller's question waiting for the person (spec 000's fields), or None."""
+        question = self.supervisor.question
+        return None if question is None else question.to_result()
+
+    def answer(self, text: str) -> TeamResult:
+        """Answer the Teller's waiting question (one an earlier kernel left, for instance)
+        and run until the work it leads to has ended."""
+        if self.supervisor.question is None:
+            raise ValueError("No question of the Teller is waiting for an answer.")
+        return self.run(text)
 
     def _resume_soon(self) -> None:
         if self._resuming is None:
@@ -205,10 +240,13 @@ class Team:
         runs: list[RunResult] = []
         said: list[str] = []
         text, status, error = prompt, "ok", None
+        if self._question_restored and team.question is not None:
+            text = await self._answer_restored(prompt, root)
         listening = teller.bus.subscribe(
             lambda e: said.append(e.text) if isinstance(e, Reply) else None)
+        rounds = asks = 0
         try:
-            for round_no in range(self.limits.max_rounds + 1):
+            while True:
                 said.clear()
                 run_id = new_id("run")
                 root.run_id = run_id
@@ -221,18 +259,38 @@ class Team:
                 runs.append(result)
                 status, error = result.status, result.error
                 wave = [t for t in team.delegated_by(run_id) if t.type == "oneshot"]
-                if result.status != "ok" or not wave:
+                asked = team.question if result.ended_by == "ask_user" else None
+                if result.status != "ok" or not (wave or asked):
                     break
-                if round_no == self.limits.max_rounds:
-                    for task in wave:
-                        team.stop(task.id)
+                parts: list[str] = []
+                if asked is not None:
+                    asks += 1
+                    reply = await self._put_question(asked, run_id, root)
+                    parts.append(answered_message(asked, reply))
+                if wave:
+                    if rounds == self.limits.max_rounds:
+                        for task in wave:
+                            team.stop(task.id)
+                        status = "limit"
+                        error = (f"The Teller delegated again after {self.limits.max_rounds} "
+                                 "rounds of results; the new tasks were cancelled so the work "
+                                 "ends")
+                    rounds += 1
+                    await asyncio.gather(*(team.settled(t) for t in wave))
+                    if status == "limit":
+                        break
+                    parts.append(self.results_message(wave))
+                if asks > self.limits.max_rounds:
                     status = "limit"
-                    error = (f"The Teller delegated again after {self.limits.max_rounds} rounds "
-                             "of results; the new tasks were cancelled so the work ends")
-                await asyncio.gather(*(team.settled(t) for t in wave))
-                if status == "limit":
+                    error = (f"The Teller asked more than {self.limits.max_rounds} questions "
+                             "for one prompt; the work ends here")
                     break
-                text = self.results_message(wave)
+                teller.bus.emit(Notice(run_id, RESULTS_NOTICE if wave else ANSWER_NOTICE))
+                text = "\n\n".join(parts)
+        except asyncio.CancelledError:
+            if team.question is not None and team.question.trace_id == root.trace_id:
+                self._forget_question()  # stopped by the person: the question goes too
+            raise
         finally:
             listening()
             root.status, root.ended_at = ("ok" if status == "ok" else status), now_iso()
@@ -242,6 +300,51 @@ class Team:
         return TeamResult(status=status, reply=root.result, tree=self.tree(root), runs=runs,
                           restored=restored, notes=[note] if note else [],
                           error=error, duration_ms=int((time.perf_counter() - started) * 1000))
+
+    async def _put_question(self, pending: PendingQuestion, run_id: str,
+                            root: Task) -> dict[str, str]:
+        """Ask the person the Teller's question (a view answers it, or the headless rules);
+        the ``ask_user`` call's result becomes the answer."""
+        if pending.seconds_left() <= 0:
+            reply = pending.expired_answer()
+        else:
+            reply = await self.teller.questions.ask(
+                run_id=run_id, question=pending.question, options=pending.options,
+                timeout=pending.seconds_left(), default=pending.default)
+        for message in self.teller.messages:
+            if message.get("role") == "tool" and message.get("tool_call_id") == pending.call_id:
+                message["content"] = tool_result(reply)
+        await self._answered(pending, reply, root)
+        return reply
+
+    async def _answer_restored(self, prompt: str, root: Task) -> str:
+        """The Teller's first message when a question from an earlier kernel waits: the
+        person's prompt answers it (unless it expired meanwhile)."""
+        pending = self.supervisor.question
+        assert pending is not None
+        self._question_restored = False
+        if pending.seconds_left() > 0:
+            reply = {"answer": prompt, "source": "user"}
+            text = answered_message(pending, reply, restarted=True)
+        else:
+            reply = pending.expired_answer()
+            text = (f"{answered_message(pending, reply, restarted=True)}\n\n"
+                    f"The person now says: {prompt}")
+        await self._answered(pending, reply, root)
+        return text
+
+    async def _answered(self, pending: PendingQuestion, reply: dict[str, str],
+                        root: Task) -> None:
+        """Forget the question and record its answer under the Teller's task."""
+        self._forget_question()
+        await self.supervisor.record("question_answered", root, agent_id=self.teller.agent_id,
+                                     question=pending.question[:2000],
+                                     answer=reply["answer"][:2000], source=reply["source"],
+                                     asked_at=pending.createdAt)
+
+    def _forget_question(self) -> None:
+        self.supervisor.question = None
+        self.supervisor.question_store.clear()
 
     def results_message(self, wave: list[Task]) -> str:
         """What the Teller reads when the work it delegated has ended."""

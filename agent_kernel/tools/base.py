@@ -70,6 +70,11 @@ class ToolContext:
         """Emit an event on the agent's bus."""
         self.agent.bus.emit(event)
 
+    def end_run(self, why: str) -> None:
+        """End the run once this response's tool calls are answered, without another model
+        call (``ask_user`` in a team, ``wait_for_message``); ``why`` names the tool."""
+        self.extra["end_run"] = why
+
     async def ask(
         self,
         question: str,

@@ -10,7 +10,9 @@ papermill, a CLI with no terminal) the same rules apply at once instead of
 after the timeout. The waiting itself lives in
 :class:`~agent_kernel.questions.QuestionChannel`; this module only validates
 and asks; who can answer is decided by the views that attach to the channel
-(the magics probe the frontend) and by :mod:`agent_kernel.blocking`.
+(the magics probe the frontend) and by :mod:`agent_kernel.blocking`. In a team
+the Teller's question follows spec 000 instead: its run ends and the team
+asks (:mod:`agent_kernel.team.asking`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ async def ask_user(
         if len(set(cleaned)) != len(cleaned):
             raise ValueError(f"options must be distinct, got {options!r}")
         options = cleaned or None
+    team = ctx.agent.services.get("team")
+    if team is not None and getattr(ctx.agent, "role", None) == "teller":
+        # Spec 000: the Teller's run ends here; the team asks and wakes it with the answer.
+        asked: dict[str, str] = team.hold_question(ctx, question, options=options,
+                                                   timeout=timeout, default=default)
+        return asked
     return await ctx.ask(question, options=options, timeout=timeout, default=default)
 
 

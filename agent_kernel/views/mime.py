@@ -240,8 +240,8 @@ class Transcript:
         qcard = QuestionCard(event.question_id, event.question, event.options, event.kind,
                              event.timeout, event.default, event.details, asked_at=event.at)
         self.questions[event.question_id] = qcard
-        card = self._gated((event.details or {}).get("tool")) if event.kind == "approval" \
-            else None
+        card = self._gated((event.details or {}).get("tool")) if (
+            event.kind == "approval" and not (event.details or {}).get("asked_by")) else None
         if card is not None:
             card.approval = qcard
         else:

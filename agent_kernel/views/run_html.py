@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from ..times import parse_iso
-from .summaries import records_of
+from .summaries import question_label, records_of
 
 STATUS_TEXT = {"running": "running", "done": "done", "done_with_failures": "done with failures",
                "denied": "denied", "stopped": "stopped", "failed": "failed",
@@ -275,7 +275,7 @@ def tool_html(entry: dict[str, Any]) -> str:
 
 def question_html(q: dict[str, Any]) -> str:
     """A question (or an approval with no card) and how it ended."""
-    title = "Approval" if q["approval"] else "Question"
+    title = question_label(bool(q["approval"]), q.get("details"))
     options = f" <span class='ak-muted'>({esc(' / '.join(q['options']))})</span>" \
         if q.get("options") and not q["approval"] else ""
     details = ""

@@ -152,6 +152,23 @@ SUMMARISERS: dict[str, Summariser] = {
 }
 
 
+def asked_by(details: dict[str, Any] | None) -> str | None:
+    """Who asks, for a question a team agent put to the person (``worker-3 (Worker)``)."""
+    agent = (details or {}).get("asked_by")
+    if not isinstance(agent, str) or not agent:
+        return None
+    role = (details or {}).get("asked_by_role")
+    return f"{agent} ({role.capitalize()})" if isinstance(role, str) and role else agent
+
+
+def question_label(approval: bool, details: dict[str, Any] | None) -> str:
+    """A question's label: ``Approval``, ``Question``, or who it is for or from."""
+    who = asked_by(details)
+    if who is None:
+        return "Approval" if approval else "Question"
+    return f"Approval for {who}" if approval else f"Question from {who}"
+
+
 def summarise(tool: str, arguments: Any, result: Any, *, success: bool | None,
               duration_ms: int | None, failure: str | None = None,
               waiting: bool = False) -> str:

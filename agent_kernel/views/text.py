@@ -33,6 +33,7 @@ from ..events import (
 )
 from ..redaction import StreamRedactor
 from .mime import usage_line
+from .summaries import question_label
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -127,7 +128,7 @@ class TextView:
                           f"{_short(event.shown)}")
         elif isinstance(event, Question):
             options = f" [{' / '.join(event.options)}]" if event.options else ""
-            label = "approval" if event.kind == "approval" else "question"
+            label = question_label(event.kind == "approval", event.details).lower()
             self.line(f"[{label}] {event.question}{options}")
             if event.kind == "approval" and event.details:
                 self.line(f"  {_short(event.details, 500)}")

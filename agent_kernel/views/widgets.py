@@ -39,6 +39,7 @@ from ..redaction import redact_text
 from .cells import display_pub, in_cell
 from .mime import Transcript, mime_bundle
 from .run_html import _arguments, _code_spans, esc, outcome
+from .summaries import asked_by, question_label
 
 UPDATES_PER_SECOND = 4
 TICK_SECONDS = 1 / UPDATES_PER_SECOND
@@ -87,10 +88,13 @@ class QuestionControl:
         approval = event.kind == "approval"
         if approval:
             details = event.details or {}
-            title = (f"<b>Allow <code>{esc(details.get('tool', '?'))}</code> to run?</b> "
+            who = asked_by(details)
+            title = ((f"<b>{esc(who)} asks:</b> " if who else "")
+                     + f"<b>Allow <code>{esc(details.get('tool', '?'))}</code> to run?</b> "
                      "It will run with:" + _arguments(details.get("arguments")))
         else:
-            title = f"<b>Question:</b> {_code_spans(event.question)}"
+            title = (f"<b>{esc(question_label(False, event.details))}:</b> "
+                     f"{_code_spans(event.question)}")
         self.text = w.HTML(f"<div style='{_STATIC_STYLE}'>{title}</div>")
         self.buttons: list[w.Button] = []
         self.entry: w.Text | None = None

@@ -408,6 +408,19 @@ export function toolCard(
   return card;
 }
 
+/** A question's label: Approval or Question, naming the team agent that asks, if any. */
+function questionLabel(question: IQuestionEntry): string {
+  const details = question.details ?? {};
+  const agent = details['asked_by'];
+  if (typeof agent !== 'string' || !agent) {
+    return question.approval ? 'Approval' : 'Question';
+  }
+  const role = details['asked_by_role'];
+  const who =
+    typeof role === 'string' && role ? `${agent} (${role[0].toUpperCase()}${role.slice(1)})` : agent;
+  return question.approval ? `Approval for ${who}` : `Question from ${who}`;
+}
+
 /** A question (or an approval outside any card) and how it ended. */
 export function questionView(
   question: IQuestionEntry,
@@ -416,7 +429,7 @@ export function questionView(
 ): HTMLElement {
   const box = el('div', 'akl-question');
   const line = el('div', 'akl-question-text');
-  line.appendChild(el('span', 'akl-label', question.approval ? 'Approval: ' : 'Question: '));
+  line.appendChild(el('span', 'akl-label', `${questionLabel(question)}: `));
   withCode(line, question.question);
   box.appendChild(line);
   if (question.options && !question.approval) {
