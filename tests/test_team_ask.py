@@ -14,7 +14,6 @@ import asyncio
 import json
 import signal
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
