@@ -187,6 +187,19 @@ class RunError(Event):
     kind: str = "error"
 
 
+@dataclass
+class AgentActivity(Event):
+    """An event of another agent of a team (a Planner's, a Worker's), carried into the run
+    whose work it does, where it is shown nested under that agent."""
+
+    agent_id: str
+    role: str
+    task_id: str
+    parent_task_id: str | None
+    prompt: str
+    inner: Event
+
+
 Subscriber = Callable[[Event], None]
 
 
@@ -217,7 +230,7 @@ class EventBus:
 
 
 DISPLAY_MAX_CHARS = 20_000
-_RAW_FIELDS = {"run_id", "at"}
+_RAW_FIELDS = {"run_id", "at", "inner"}  # inner: redacted when it is fed on
 
 
 def for_display(event: Event) -> Event:

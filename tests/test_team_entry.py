@@ -125,7 +125,7 @@ def test_team_from_a_headless_kernel(server, run_notebook, output_text, tmp_path
     html = output_text(team_cell, "text/html")
     assert REPLY in html and "The delegated work has ended" in html
     assert "data-status='done'" in html
-    tree = output_text(team_cell)
+    tree = "".join(team_cell.outputs[-1]["data"]["text/plain"]) + "\n"  # the summary below
     assert "Tasks (3):" in tree
     assert "- planner · ok · priority 5: Plan: one Worker per city." in tree
     assert "    - worker · ok · priority 7: Paris: notes written\n" in tree
@@ -134,6 +134,9 @@ def test_team_from_a_headless_kernel(server, run_notebook, output_text, tmp_path
     assert "agent-kernel-team-tree" in html and "data-role='worker'" not in html
     assert html.count('data-role="worker"') == 2
     assert team_cell.outputs.index(run) < len(team_cell.outputs) - 1  # the tree is below
+    # the Planner's and Workers' runs are nested in the run, each with its tool cards
+    assert html.count("data-agent-role='worker'") == 2
+    assert "write_file" in run["data"]["text/plain"] and "(Worker) · done" in html
     assert (ws / "files" / "paris.md").read_text() == "Paris notes"
     assert (ws / "files" / "rome.md").read_text() == "Rome notes"
     # team mode on: plain %agent goes to the same Teller, which remembers the conversation

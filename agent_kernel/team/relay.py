@@ -8,7 +8,10 @@ re-emits its events on a bus of its own under one run id: the first
 ``RunStarted`` passes, a later one is dropped (the team's notice before it says
 why the Teller runs again: results came back, or the person answered), and
 only the last ``RunFinished`` is passed on, when :meth:`close`
-is called after the prompt's work has ended. The relay has ``bus``,
+is called after the prompt's work has ended. The events of the Planners and
+Workers of the prompt's tree come along wrapped in
+:class:`~agent_kernel.events.AgentActivity`, which the views show nested
+under each agent. The relay has ``bus``,
 ``questions`` and ``stop``, which is all a view needs of an agent.
 """
 
@@ -18,7 +21,16 @@ import asyncio
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from ..events import EventBus, RunError, RunFinished, RunStarted
+from ..events import (
+    AgentActivity,
+    Event,
+    EventBus,
+    Question,
+    QuestionAnswered,
+    RunError,
+    RunFinished,
+    RunStarted,
+)
 
 if TYPE_CHECKING:
     from .queue import Task
@@ -41,6 +53,9 @@ class TellerRelay:
         self._held: RunFinished | None = None
         self._closed = False
         self._unsubscribe = team.teller.bus.subscribe(self._on_event)
+        self._by_run: dict[str, Task] = {}
+        self._elsewhere: set[str] = set()
+        self._unsubscribe_team = team.bus.subscribe(self._on_team_event)
 
     @property
     def model(self) -> str:
@@ -58,6 +73,25 @@ class TellerRelay:
             self._held = dataclasses.replace(event, run_id=self.run_id)
             return
         self.bus.emit(dataclasses.replace(event, run_id=self.run_id))
+
+    def _on_team_event(self, event: Event) -> None:
+        """A Planner's or Worker's event of this prompt's tree: carried in, to be nested."""
+        if isinstance(event, (AgentActivity, Question, QuestionAnswered)):
+            return  # questions come to the top through the Teller's channel
+        task = self._by_run.get(event.run_id)
+        if task is None:
+            if event.run_id in self._elsewhere:
+                return
+            self._by_run = {t.run_id: t for t in self.new_tasks()
+                            if t.run_id and t.parent_id is not None}
+            task = self._by_run.get(event.run_id)
+            if task is None:  # the Teller's, or another prompt's: a run id is set before
+                self._elsewhere.add(event.run_id)  # its first event, so this is final
+                return
+        self.bus.emit(AgentActivity(self.run_id, agent_id=task.agent_id or task.role,
+                                    role=task.role, task_id=task.id,
+                                    parent_task_id=task.parent_id, prompt=task.prompt,
+                                    inner=event))
 
     def new_tasks(self) -> list[Task]:
         """The tasks made since this prompt began (its tree), oldest first."""
@@ -105,6 +139,7 @@ class TellerRelay:
             return
         self._closed = True
         self._unsubscribe()
+        self._unsubscribe_team()
         if result is not None and not result.ok and self._held is not None and (
                 getattr(self._held.result, "ok", False)):
             kind = "limit" if result.status == "limit" else "error"

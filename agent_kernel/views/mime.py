@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from ..events import (
+    AgentActivity,
     ConsoleOutput,
     Event,
     LedgerRecorded,
@@ -148,6 +149,8 @@ class Transcript:
     """How the run ended when it could not finish normally (``stopped``/``failed``)."""
     controls: str | None = None
     """``extension`` while our JupyterLab extension draws this run's live controls."""
+    agents: dict[str, tuple[dict[str, Any], Transcript]] = field(default_factory=dict)
+    """The team agents whose runs this run shows nested, by task id: who, and their run."""
     _turn_mark: tuple[int, int] = (0, 0)
 
     @property
@@ -173,6 +176,9 @@ class Transcript:
         if self.run_id is None:
             self.run_id = event.run_id
         if event.run_id != self.run_id:
+            return
+        if isinstance(event, AgentActivity):
+            self._on_agent(event)
             return
         event = for_display(event)
         if isinstance(event, RunStarted):
@@ -217,6 +223,17 @@ class Transcript:
                 self.entries.append(("error", event.message))
         elif isinstance(event, RunFinished):
             self.result = event.result
+
+    def _on_agent(self, event: AgentActivity) -> None:
+        """A team agent's event: into its own nested transcript, under its parent's."""
+        found = self.agents.get(event.task_id)
+        if found is None:
+            who = {"agent_id": event.agent_id, "role": event.role, "task_id": event.task_id,
+                   "prompt": redact_text(event.prompt)}
+            found = self.agents[event.task_id] = (who, Transcript(run_id=event.inner.run_id))
+            parent = self.agents.get(event.parent_task_id or "")
+            (parent[1].entries if parent else self.entries).append(("agent", event.task_id))
+        found[1].feed(event.inner)
 
     def _drop_turn_text(self) -> None:
         index, keep = self._turn_mark
@@ -302,17 +319,7 @@ class Transcript:
         else:
             elapsed = None
         usage = getattr(result, "usage", None) or None
-        entries: list[dict[str, Any]] = []
-        for kind, value in self.entries:
-            if kind == "text":
-                if value.strip():
-                    entries.append({"kind": "text", "text": redact_text(value)})
-            elif kind in ("tool", "question"):
-                entries.append(value.state())
-            elif kind == "notice":
-                entries.append({"kind": "notice", "level": value[0], "text": value[1]})
-            else:
-                entries.append({"kind": kind, "text": value})
+        entries = self._entries(self.agents)
         return _jsonable({
             "version": 1, "run_id": self.run_id or "", "prompt": self.prompt,
             "model": self.model, "offline": self.model == "demo", "status": self.status,
@@ -322,6 +329,30 @@ class Transcript:
             "cost": getattr(result, "cost", None),
             "loading": self.loading, "entries": entries, **self._live(entries),
         })
+
+    def _entries(self, agents: dict[str, tuple[dict[str, Any], Transcript]]
+                 ) -> list[dict[str, Any]]:
+        """The saved form of the entries, team agents' runs nested (``kind: agent``)."""
+        entries: list[dict[str, Any]] = []
+        for kind, value in self.entries:
+            if kind == "text":
+                if value.strip():
+                    entries.append({"kind": "text", "text": redact_text(value)})
+            elif kind in ("tool", "question"):
+                entries.append(value.state())
+            elif kind == "notice":
+                entries.append({"kind": "notice", "level": value[0], "text": value[1]})
+            elif kind == "agent":
+                if value in agents:
+                    who, run = agents[value]
+                    result = run.result
+                    entries.append({
+                        "kind": "agent", **who, "status": run.status,
+                        "elapsed_ms": getattr(result, "duration_ms", None),
+                        "entries": run._entries(agents)})
+            else:
+                entries.append({"kind": kind, "text": value})
+        return entries
 
     def _live(self, entries: list[dict[str, Any]]) -> dict[str, Any]:
         """While the extension draws the controls: say so, and each wait's seconds left."""

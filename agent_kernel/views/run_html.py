@@ -41,6 +41,8 @@ font-family:var(--jp-ui-font-family,system-ui,sans-serif)}
 .agent-kernel-run details.agent-kernel-tool{border:1px solid var(--jp-border-color2,#c8c8c8);
 border-radius:4px;padding:2px 8px;margin:4px 0}
 .agent-kernel-run summary{cursor:pointer}
+.agent-kernel-run details.agent-kernel-agent{border-left:3px solid var(--jp-brand-color1,#1976d2);
+padding:2px 0 2px 8px;margin:6px 0}
 .agent-kernel-run pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0 4px;
 padding:4px 6px;font-family:var(--jp-code-font-family,monospace);font-size:12px;
 line-height:1.4;background:var(--jp-layout-color2,#f2f2f2);
@@ -285,6 +287,47 @@ def question_html(q: dict[str, Any]) -> str:
             f"{options}{details}<div class='agent-kernel-answered'>{esc(outcome(q))}</div></div>")
 
 
+def _entries_html(entries: list[dict[str, Any]]) -> list[str]:
+    out: list[str] = []
+    for entry in entries:
+        kind = entry["kind"]
+        if kind == "text":
+            out.append(f"<div class='agent-kernel-reply'>{_markdown(entry['text'])}</div>")
+        elif kind == "tool":
+            out.append(tool_html(entry))
+        elif kind == "question":
+            out.append(question_html(entry))
+        elif kind == "console":
+            out.append(f"<pre class='ak-console'>{esc(entry['text'])}</pre>")
+        elif kind == "notice":
+            level = {"warning": "ak-warn", "error": "ak-failed"}.get(entry["level"], "ak-muted")
+            out.append(f"<div class='{level}'>{esc(entry['text'])}</div>")
+        elif kind == "error":
+            out.append(f"<div class='ak-failed'><b>Error:</b> {esc(entry['text'])}</div>")
+        elif kind == "agent":
+            out.append(agent_html(entry))
+    return out
+
+
+def agent_label(entry: dict[str, Any]) -> str:
+    """``worker-3 (Worker) · done · 1.2 s``: a team agent's nested run, in one line."""
+    parts = [f"{entry['agent_id']} ({str(entry['role']).capitalize()})",
+             STATUS_TEXT.get(entry["status"], entry["status"])]
+    if entry.get("elapsed_ms") is not None:
+        parts.append(seconds(entry["elapsed_ms"]))
+    return " · ".join(parts)
+
+
+def agent_html(entry: dict[str, Any]) -> str:
+    """A Planner's or Worker's run inside the Teller's: folded, open while it runs."""
+    opened = " open" if entry["status"] == "running" else ""
+    prompt = _compact(entry["prompt"], 200)
+    head = (f"<b>{esc(agent_label(entry))}</b> <span class='ak-muted'>{esc(prompt)}</span>")
+    return (f"<details class='agent-kernel-agent' data-agent-role='{esc(entry['role'])}' "
+            f"data-state='{esc(entry['status'])}'{opened}><summary>{head}</summary>"
+            f"{''.join(_entries_html(entry['entries']))}</details>")
+
+
 def html_of(state: dict[str, Any]) -> str:
     """The whole run as self-contained HTML."""
     status = state["status"]
@@ -307,32 +350,14 @@ def html_of(state: dict[str, Any]) -> str:
         line = (f"loading {loading['what']}…" if loading.get("seconds") is None else
                 f"loaded {loading['what']} in {loading['seconds']:.1f} s")
         out.append(f"<div class='ak-muted'>{esc(line)}</div>")
-    for entry in state["entries"]:
-        kind = entry["kind"]
-        if kind == "text":
-            out.append(f"<div class='agent-kernel-reply'>{_markdown(entry['text'])}</div>")
-        elif kind == "tool":
-            out.append(tool_html(entry))
-        elif kind == "question":
-            out.append(question_html(entry))
-        elif kind == "console":
-            out.append(f"<pre class='ak-console'>{esc(entry['text'])}</pre>")
-        elif kind == "notice":
-            level = {"warning": "ak-warn", "error": "ak-failed"}.get(entry["level"], "ak-muted")
-            out.append(f"<div class='{level}'>{esc(entry['text'])}</div>")
-        elif kind == "error":
-            out.append(f"<div class='ak-failed'><b>Error:</b> {esc(entry['text'])}</div>")
+    out.extend(_entries_html(state["entries"]))
     out.append("</div>")
     return "".join(out)
 
 
-def text_of(state: dict[str, Any]) -> str:
-    """The whole run as plain text."""
-    status = STATUS_TEXT.get(state["status"], state["status"])
-    lines = [f"[agent · {state['model']} · {state['run_id']}] {state['prompt']}"]
-    if (loading := state.get("loading")) is not None and loading.get("seconds") is not None:
-        lines.append(f"loaded {loading['what']} in {loading['seconds']:.1f} s")
-    for entry in state["entries"]:
+def _entries_text(entries: list[dict[str, Any]]) -> list[str]:
+    lines: list[str] = []
+    for entry in entries:
         kind = entry["kind"]
         if kind == "text":
             lines.append(entry["text"].strip())
@@ -351,8 +376,21 @@ def text_of(state: dict[str, Any]) -> str:
             lines.append(f"? {entry['question']} -> {outcome(entry)}")
         elif kind == "error":
             lines.append(f"Error: {entry['text']}")
+        elif kind == "agent":
+            lines.append(f"> {agent_label(entry)}: {_compact(entry['prompt'], 200)}")
+            lines += ["    " + line for line in _entries_text(entry["entries"])]
         else:
             lines.append(entry["text"])
+    return lines
+
+
+def text_of(state: dict[str, Any]) -> str:
+    """The whole run as plain text."""
+    status = STATUS_TEXT.get(state["status"], state["status"])
+    lines = [f"[agent · {state['model']} · {state['run_id']}] {state['prompt']}"]
+    if (loading := state.get("loading")) is not None and loading.get("seconds") is not None:
+        lines.append(f"loaded {loading['what']} in {loading['seconds']:.1f} s")
+    lines.extend(_entries_text(state["entries"]))
     tail = [status]
     if state.get("elapsed_ms") is not None:
         tail.append(seconds(state["elapsed_ms"]))

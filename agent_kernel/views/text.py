@@ -14,6 +14,7 @@ import sys
 from typing import Any, TextIO
 
 from ..events import (
+    AgentActivity,
     ConsoleOutput,
     Event,
     LedgerRecorded,
@@ -97,9 +98,26 @@ class TextView:
         else:
             self._write(text + "\n")
 
+    def _agent(self, event: AgentActivity) -> None:
+        """A team agent's run, a line per start, tool call and end (its text is not streamed:
+        agents working at once would interleave)."""
+        inner, who = for_display(event.inner), f"[{event.agent_id}]"
+        if isinstance(inner, RunStarted):
+            self.line(f"{who} {event.role} starts: {_short(event.prompt)}")
+        elif isinstance(inner, ToolCallFinished):
+            outcome = "ok" if inner.success else f"FAILED: {_short(inner.shown)}"
+            self.line(f"{who} [tool] {inner.tool_name} {outcome}")
+        elif isinstance(inner, RunFinished) and inner.result is not None:
+            result = inner.result
+            said = result.reply if result.status == "ok" else (result.error or result.status)
+            self.line(f"{who} {result.status}: {_short(said or '(no text)')}")
+
     def on_event(self, event: Event) -> None:
         """Render one event."""
         if self.run_id is not None and event.run_id != self.run_id:
+            return
+        if isinstance(event, AgentActivity):
+            self._agent(event)
             return
         event = for_display(event)
         if isinstance(event, RunStarted):

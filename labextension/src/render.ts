@@ -9,11 +9,20 @@
 
 import {
   Entry,
+  IAgentEntry,
   IQuestionEntry,
   IRunState,
   IToolEntry
 } from './state';
-import { ALWAYS, clock, modelWords, outcome, seconds, statusWords } from './words';
+import {
+  ALWAYS,
+  STATUS_TEXT,
+  clock,
+  modelWords,
+  outcome,
+  seconds,
+  statusWords
+} from './words';
 
 /** Renders Markdown into a host element (sanitized), or shows it as text. */
 export type MarkdownRenderer = (host: HTMLElement, source: string) => Promise<void>;
@@ -506,9 +515,38 @@ function entryView(
       error.appendChild(document.createTextNode(entry.text));
       return error;
     }
+    case 'agent':
+      return agentView(entry, state, markdown, live);
     default:
       return el('div', 'akl-quiet', `(an entry this version cannot show: ${compact(entry)})`);
   }
+}
+
+/** A Planner's or Worker's run inside the Teller's: folded, open while it runs. */
+function agentView(
+  entry: IAgentEntry,
+  state: IRunState,
+  markdown: MarkdownRenderer,
+  live: ILiveControls | null
+): HTMLElement {
+  const box = el('details', 'akl-agent');
+  box.dataset.agentRole = entry.role;
+  box.dataset.state = entry.status;
+  box.open = entry.status === 'running';
+  const summary = el('summary', 'akl-agent-summary');
+  const role = entry.role ? entry.role[0].toUpperCase() + entry.role.slice(1) : '';
+  const parts = [`${entry.agent_id} (${role})`, STATUS_TEXT[entry.status] ?? String(entry.status)];
+  if (entry.elapsed_ms !== null && entry.elapsed_ms !== undefined) {
+    parts.push(seconds(entry.elapsed_ms));
+  }
+  summary.appendChild(el('b', 'akl-agent-name', parts.join(' · ')));
+  summary.appendChild(document.createTextNode(' '));
+  summary.appendChild(el('span', 'akl-quiet', compact(entry.prompt)));
+  box.appendChild(summary);
+  for (const inner of entry.entries ?? []) {
+    box.appendChild(entryView(inner, state, markdown, live));
+  }
+  return box;
 }
 
 /** The whole run, as one element. */

@@ -87,7 +87,20 @@ export interface IErrorEntry {
   text: string;
 }
 
+/** A team agent's run (a Planner's, a Worker's) nested in the run that started its work. */
+export interface IAgentEntry {
+  kind: 'agent';
+  agent_id: string;
+  role: string;
+  task_id: string;
+  prompt: string;
+  status: RunStatus;
+  elapsed_ms: number | null;
+  entries: Entry[];
+}
+
 export type Entry =
+  | IAgentEntry
   | ITextEntry
   | IToolEntry
   | IQuestionEntry
