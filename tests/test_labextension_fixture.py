@@ -32,6 +32,19 @@ def test_top_level_keys_match_the_kernel() -> None:
     assert fixture()["version"] == kernel["version"] == 1
 
 
+def kernel_agent_entry() -> dict[str, Any]:
+    """A team agent's nested run as the kernel saves it."""
+    from agent_kernel.events import AgentActivity, RunStarted
+
+    transcript = Transcript(run_id="run_1", prompt="hello", model="demo")
+    transcript.feed(AgentActivity("run_1", agent_id="worker-1", role="worker",
+                                  task_id="task_1", parent_task_id=None, prompt="research",
+                                  inner=RunStarted("run_2", prompt="research", model="demo",
+                                                   agent_id="worker-1")))
+    entry: dict[str, Any] = transcript.state()["entries"][0]
+    return entry
+
+
 def test_tool_and_question_entries_match_the_kernel() -> None:
     question = QuestionCard("q_1", "Tea or coffee?", ["tea", "coffee"], "ask", 60.0, "tea")
     tool = ToolCard("call_1", "echo", {"text": "hi"}, result="hi", success=True,
@@ -44,6 +57,8 @@ def test_tool_and_question_entries_match_the_kernel() -> None:
                 assert set(entry["approval"]) == set(question.state())
         elif entry["kind"] == "question":
             assert set(entry) == set(question.state()), entry["question_id"]
+        elif entry["kind"] == "agent":
+            assert set(entry) == set(kernel_agent_entry()), entry["agent_id"]
         else:
             expected = {"kind", "level", "text"} if entry["kind"] == "notice" else {"kind", "text"}
             assert set(entry) == expected, entry
@@ -52,7 +67,9 @@ def test_tool_and_question_entries_match_the_kernel() -> None:
 def test_the_fixture_covers_every_kind() -> None:
     entries = fixture()["entries"]
     assert {e["kind"] for e in entries} == {"text", "tool", "question", "notice", "console",
-                                            "error"}
+                                            "error", "agent"}
+    [planner] = [e for e in entries if e["kind"] == "agent"]
+    assert any(e["kind"] == "agent" for e in planner["entries"])  # a Worker in its Planner
     tools = [e for e in entries if e["kind"] == "tool"]
     assert {t["result_kind"] for t in tools} == {"text", "page", "json", "table", "error"}
     # a failed call whose answer says more (a command's output) keeps it, under its error

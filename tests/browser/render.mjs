@@ -104,6 +104,13 @@ function inspect() {
       errors: texts(root, ".akl-error-text, .akl-error"),
       notices: texts(root, ".akl-notice"),
       markdown_strong: texts(root, ".akl-text strong"),
+      agents: [...root.querySelectorAll(".akl-agent")].map((box) => ({
+        role: box.dataset.agentRole,
+        summary: box.querySelector(":scope > .akl-agent-summary").innerText.trim(),
+        inside: box.parentElement.closest(".akl-agent")?.dataset.agentRole ?? null,
+        tools: [...box.querySelectorAll(":scope > .akl-tool .akl-tool-summary")].map(
+          (e) => e.innerText.trim()),
+      })),
       text: root.innerText,
     })),
     unsafe: document.querySelectorAll(

@@ -137,25 +137,38 @@ def test_tool_cards_summaries_results_and_ledger(report: dict[str, Any]) -> None
     run = report["runs"][0]
     assert run["tools"][0] == "✓bash · ran ls -la · exit 0 · 5 ms"
     assert run["tool_states"] == ["ok", "failed", "failed", "ok", "ok", "ok", "ok", "failed",
-                                  "ok"]
+                                  "ok", "ok", "ok"]  # the last two in the nested Planner, Worker
     assert run["args"][0] == ["cmd"], "null arguments are hidden"
     assert sorted(run["args"][1]) == ["content", "path"]  # "mode": null hidden
     stdout = run["blocks"][0]
     assert "total 8\ndrwxr-xr-x" in stdout, "text results keep their line breaks"
-    assert run["blocks"][-1] == "first line\nsecond line"
+    assert "first line\nsecond line" in run["blocks"]
     assert run["table_rows"] == 3, "a list of records is a table"
     assert report["json_block"] == {"max_height": report["json_block"]["max_height"],
                                     "scrolls": True}
     assert report["json_block"]["max_height"] != "none"
     assert "You denied write_file, so notes.txt was not written." in run["errors"]
     assert run["ledger"][0] == "ledger rec_0001 · 12:04:31 · in ledger ✓ · 3f9a1c0b7e2d"
-    assert len(run["ledger"]) == 8
+    assert len(run["ledger"]) == 10
     fetched, failed = run["tools"][6], run["tools"][7]
     assert fetched.startswith("✓url_fetch · fetched http://127.0.0.1:8765/guide.html · 200")
     assert failed.startswith("✗run_command · ran python3 -c") and "exit 3" in failed
     assert "the command exited with code 3" in run["errors"]
     assert "Oak trees keep their leaves late." in "\n".join(run["blocks"])
     assert "checking" in run["blocks"], "a failed command still shows its output"
+
+
+def test_a_team_agents_runs_are_nested_and_folded(report: dict[str, Any]) -> None:
+    planner, worker = report["runs"][0]["agents"]
+    assert planner == {"role": "planner", "inside": None,
+                       "summary": "planner-1 (Planner) · done · 2.1 s compare two cities for a "
+                                  "trip",
+                       "tools": ["✓delegate · research Paris · priority 7"]}
+    assert worker == {"role": "worker", "inside": "planner",
+                      "summary": "worker-2 (Worker) · done · 0.9 s research Paris",
+                      "tools": ["✓write_file · wrote files/paris.md · 11 bytes · 1 ms"]}
+    assert "notes.txt" in report["runs"][0]["markdown_strong"]
+    assert "paris.md" in report["runs"][0]["markdown_strong"]  # a nested reply's Markdown
 
 
 def test_questions_and_approvals_read_as_their_outcome(report: dict[str, Any]) -> None:
@@ -173,7 +186,7 @@ def test_questions_and_approvals_read_as_their_outcome(report: dict[str, Any]) -
 
 def test_model_text_is_data_only(report: dict[str, Any]) -> None:
     run = report["runs"][0]
-    assert run["markdown_strong"] == ["step 1", "notes.txt"], "Markdown is rendered"
+    assert run["markdown_strong"] == ["step 1", "notes.txt", "paris.md"], "Markdown is rendered"
     assert report["unsafe"] == 0 and report["xss"] is None
 
 
