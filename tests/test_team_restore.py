@@ -194,3 +194,85 @@ async def test_torn_and_tampered_files_are_reported_and_skipped(tmp_path):
 
     again = await team.arun("hi again")
     assert again.restored == [] and again.notes == []
+
+
+async def test_a_conditional_delegation_keeps_its_priority_across_a_restart(tmp_path):
+    from test_team import until
+
+    from agent_kernel.team.roles import WORKER
+
+    workspace, flag = tmp_path / "ws", tmp_path / "flag.txt"
+
+    def script(role: str, body: dict[str, Any]) -> Message:
+        said = last(body)
+        if role == TELLER:
+            if said["role"] == "user" and not said["content"].startswith("The work"):
+                return Message(calls=[delegate("watch for the flag")])
+            return Message(text="watching")
+        if role == PLANNER:
+            if said["role"] == "user":
+                return Message(calls=[delegate(
+                    "report the flag", type="conditional", priority=8, timeout=30,
+                    traceId="trace-flag", condition={"kind": "file", "path": str(flag)})])
+            return Message(text="a watch is set")
+        return Message(text="flag reported")
+
+    with RoleServer(script) as server:
+        first = make_team(server, workspace)
+        result = await first.arun("tell me when the flag appears")
+        [watch] = result.tree["children"][0]["children"]
+        await first.triggers.close()  # the kernel ends with the watch set
+
+        second = make_team(server, workspace)
+        assert not second.restore_report.problems, second.restore_report.text()
+        await second.aresume()
+        [row] = second.list_tasks("triggers")
+        assert (row["id"], row["priority"]) == (watch["trigger_id"], 8)
+        second.triggers.namespace = {}
+        seen = second.triggers._watches[watch["trigger_id"]]  # the file's edge needs a baseline
+        await until(lambda: seen._previous is None, 10)
+        flag.write_text("up")
+        sup = second.supervisor
+        fired = await until(lambda: next((t for t in sup.tasks.values() if t.role == WORKER
+                                          and t.parent_id == watch["id"]
+                                          and t.status == "ok"), None), 15)
+        assert second.cancel(watch["id"]) is True
+        await second.triggers.close()
+    assert (fired.priority, fired.timeout, fired.trace_id) == (8, 30, "trace-flag")
+    assert not list((workspace / "team" / "tasks").glob("*.json")), "a cancelled watch stayed"
+    approvals = [r for r in second.ledger.records() if r.get("kind") == "approval"]
+    assert len(approvals) == 1, "the restored watch asked for its approval again"
+
+
+async def test_a_planners_schedule_keeps_its_approval_across_a_restart(tmp_path):
+    from scripted_server import Call
+
+    workspace = tmp_path / "ws"
+
+    def script(role: str, body: dict[str, Any]) -> Message:
+        said = last(body)
+        if role == TELLER:
+            if said["role"] == "user" and not said["content"].startswith("The work"):
+                return Message(calls=[delegate("set up a watch")])
+            return Message(text="set")
+        if role == PLANNER and said["role"] == "user":
+            return Message(calls=[Call("schedule", json.dumps({
+                "prompt": "report the flag", "type": "conditional",
+                "condition": {"kind": "file", "path": str(tmp_path / "flag.txt")}}))])
+        return Message(text="scheduled")
+
+    with RoleServer(script) as server:
+        first = make_team(server, workspace)
+        assert (await first.arun("watch the flag")).ok
+        [made] = first.triggers.active()
+        await first.triggers.close()
+        second = make_team(server, workspace)
+        await second.aresume()
+        [back] = second.triggers.active()
+        await second.triggers.close()
+    assert back.id == made.id and back.approved and back.agent_id == "team-desk"
+    records = second.ledger.records()
+    [approval] = [r for r in records if r.get("kind") == "approval"]
+    assert approval["role"] == PLANNER and approval["decision"] == "approved"
+    assert not [r for r in records if r.get("kind") == "trigger_restored"
+                and r.get("needs_approval")], records[-1]

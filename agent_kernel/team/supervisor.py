@@ -237,7 +237,15 @@ class Supervisor:
         report = RestoreReport(problems=problems)
         fresh = [t for t in tasks if t.id not in self.tasks and t.open]
         report.problems += [f"{t.id}.json: not restored: its status is {t.status!r}, not held, "
-                            f"queued or running" for t in tasks if not t.open]
+                            f"queued, running or trigger" for t in tasks
+                            if not t.open and t.status != "trigger"]
+        for task in tasks:  # a conditional delegation: its firings keep priority and timeout
+            if task.status == "trigger" and task.id not in self.tasks:
+                if self._trigger_lives(task.trigger_id):
+                    task.children = []
+                    self.tasks[task.id] = task
+                else:
+                    self.store.delete(task.id)
         for task in fresh:
             self.tasks[task.id] = task
         for task in fresh:  # only tasks this team knows, so settling never looks up a stranger
@@ -259,6 +267,24 @@ class Supervisor:
                 self.store.delete(task.id)
                 report.cancelled.append(task)
         return report
+
+    def _trigger_lives(self, trigger_id: str | None) -> bool:
+        """True when the desk's saved trigger ``trigger_id`` is still live."""
+        import json
+
+        from ..triggers.model import LIVE
+        from ..triggers.store import TriggerStore
+
+        if not trigger_id:
+            return False
+        try:
+            path = TriggerStore(self.workspace).folder / f"{trigger_id}.json"
+            if "/" in trigger_id or path.is_symlink():
+                return False
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return isinstance(record, dict) and record.get("status") in LIVE
 
     def resume_restored(self) -> list[Task]:
         """Start the restored tasks (needs the running loop); returns those not ended yet."""
@@ -400,6 +426,7 @@ class Supervisor:
                 for made in self.tasks.values():
                     if made.trigger_id == task_id:
                         made.status, made.ended_at = "cancelled", now_iso()
+                        self.store.delete(made.id)
                 return True
             return False
         removed = self.queues.get(task.role, TaskQueue()).remove(task_id) is not None

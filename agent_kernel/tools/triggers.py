@@ -98,8 +98,9 @@ async def schedule(
         shape = Condition.parse(condition.model_dump(exclude_none=True)).to_dict()
     if type == "conditional" and shape is not None:
         scheduler.check_room()
-        # The digest covers exactly what the trigger will hold (and the store will save).
-        digest = condition_digest(ctx.agent.agent_id, shape, check_text("prompt", prompt))
+        # The digest covers exactly what the trigger will hold (and the store will save),
+        # under the agent that holds it: in a team, the desk, whichever member asked.
+        digest = condition_digest(scheduler.agent.agent_id, shape, check_text("prompt", prompt))
         verdict = await ctx.agent.approvals.request(ctx.run_id, "condition", {
             "condition": shape, "prompt": prompt, "cooldown": cooldown}, digest=digest)
         if verdict is not None:
