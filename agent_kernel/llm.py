@@ -24,7 +24,7 @@ from typing import Any
 
 from .config import DEMO_MODEL, Settings
 from .litellm_loader import LIBRARY, load_litellm, load_off_loop, needs_loading, warm_up
-from .provider_errors import BrokenStream, ProviderError, classify, retry_after
+from .provider_errors import CUT_STREAM_WORDS, BrokenStream, ProviderError, classify, retry_after
 
 __all__ = ["LIBRARY", "BrokenStream", "ModelTurn", "ProviderError", "ToolCallRequest",
            "complete", "load_litellm", "load_off_loop", "needs_loading", "warm_up"]
@@ -168,7 +168,7 @@ async def _complete_once(
         if choice.finish_reason:
             turn.finish_reason = choice.finish_reason
     if turn.finish_reason is None or _truncated(stream):
-        raise BrokenStream("the stream ended before the model finished its answer")
+        raise BrokenStream(CUT_STREAM_WORDS)
     turn.text = "".join(text_parts)
     for index in sorted(partial):
         slot = partial[index]

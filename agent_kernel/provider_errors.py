@@ -30,6 +30,11 @@ class BrokenStream(RuntimeError):
     """The stream ended before the model said it had finished."""
 
 
+# litellm 1.110 says so itself when a stream stops without a finish_reason; older
+# releases end the stream quietly and llm.py raises BrokenStream.
+_CUT_STREAM = re.compile(r"(?i)stream ended before a finish_reason")
+CUT_STREAM_WORDS = "the stream ended before the model finished its answer"
+
 _MISSING_KEY = re.compile(r"(?i)missing credentials|api_key client option must be set|"
                           r"no api key|api[_ ]key (?:is )?(?:not set|missing|required)")
 
@@ -44,6 +49,8 @@ def classify(exc: BaseException, model: str = "", key_given: bool = False
         text = text[:297] + "..."
     if isinstance(exc, BrokenStream):
         return True, None, str(exc)
+    if _CUT_STREAM.search(text):
+        return True, status, CUT_STREAM_WORDS
     if status in (401, 403) or "Authentication" in name or "PermissionDenied" in name or \
             _MISSING_KEY.search(text):
         said = text.split(" - ", 1)[-1][:200]
