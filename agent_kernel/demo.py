@@ -9,8 +9,9 @@ or, when a prompt starts with the name of any tool it was offered (the
 person's own ``@tool`` functions included), calls that tool with arguments
 read from the words that follow (``add 2 and 3``). After the results come
 back it says what each one really was, failures included
-(:mod:`agent_kernel.demo_answers`). Every answer says it comes from the
-offline demo model. ``llm.complete`` asks it
+(:mod:`agent_kernel.demo_answers`). In a team it plays the Teller, the
+Planner and the Workers (:mod:`agent_kernel.demo_team`). Every answer says it
+comes from the offline demo model. ``llm.complete`` asks it
 in-process, without litellm (see ``llm.py``), and turns its answer into the
 same streamed turn a real model gives, so the loop, tools and views cannot
 tell them apart.
@@ -355,6 +356,14 @@ def plan_calls(prompt: str, tools: set[str]) -> list[tuple[str, dict[str, Any]]]
 def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> DemoTurn:
     """The demo model's next response to ``messages`` with ``tools`` on offer."""
     names = {t.get("function", {}).get("name") for t in tools or []} - {None}
+    schemas = {t["function"]["name"]: t["function"].get("parameters") or {}
+               for t in tools or [] if t.get("function", {}).get("name")}
+    from .demo_team import play, role_of  # a team's roles: the same rules, one room further
+
+    role = role_of(messages)
+    played = play(role, messages, names, schemas) if role else None
+    if played is not None:
+        return played
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     prompt = _text_of(messages[last_user]).strip() if last_user >= 0 else ""
     turn = messages[last_user + 1 :]
@@ -388,8 +397,6 @@ def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Demo
     calls = plan_calls(prompt, names)
     if calls:
         return DemoTurn(tool_calls=calls)
-    schemas = {t["function"]["name"]: t["function"].get("parameters") or {}
-               for t in tools or [] if t.get("function", {}).get("name")}
     named = plan_for_tool(prompt, schemas)
     if named:
         return DemoTurn(tool_calls=[named])
