@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from . import llm, tool_calls
 from .approvals import Approvals
@@ -98,6 +98,24 @@ def _say_retry(emit: Callable[[Any], None], run_id: str, attempt: int, delay: fl
 def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:
     for key, value in usage.items():
         total[key] = total.get(key, 0) + int(value)
+
+
+def _difference(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {key: value - before.get(key, 0) for key, value in after.items()}
+
+
+class Budget(Protocol):
+    """``services["budget"]``: asked before each model call, told after each response.
+
+    ``before_call`` returns why the call may not be made (the run then ends with status
+    ``limit`` and that message) or None; ``spent`` gets each response's usage and cost
+    (None when the price is unknown).
+    """
+
+    async def before_call(self, agent: Agent, run_id: str) -> str | None: ...
+
+    def spent(self, agent: Agent, run_id: str, usage: dict[str, int],
+              cost: float | None) -> None: ...
 
 
 class Agent:
@@ -215,6 +233,18 @@ class Agent:
             self._runs.pop(run_id, None)
             self.windows.pop(run_id, None)
 
+    def counted_as_run(self, run_id: str) -> Callable[[], None]:
+        """Count the current asyncio task as run ``run_id`` (so :meth:`stop` cancels it)
+        until the returned function is called; for a wait that stands in for a run."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._runs[run_id] = task
+
+        def done() -> None:
+            self._runs.pop(run_id, None)
+
+        return done
+
     def stop(self, run_id: str | None = None) -> int:
         """Cancel one run (or all); safe from any thread. Returns how many were asked."""
         targets = [t for r, t in self._runs.items() if run_id is None or r == run_id]
@@ -246,13 +276,24 @@ class Agent:
         window = self.windows[run_id] = ContextWindow(model, messages, self.settings)
         calls_made = 0
         pending_ids: list[str] = []
+        budget: Budget | None = self.services.get("budget")
         try:
             if llm.needs_loading(model):  # say so at once: the import takes seconds
                 emit(Loading(run_id, llm.LIBRARY))
                 emit(Loading(run_id, llm.LIBRARY, seconds=await llm.load_off_loop()))
             while True:
+                refusal = await budget.before_call(self, run_id) if budget else None
+                if refusal:
+                    result.status, result.error = "limit", refusal
+                    emit(RunError(run_id, refusal, kind="limit"))
+                    break
                 schemas = self.registry.schemas(self.role)
+                spent_before = dict(result.usage), result.cost
                 await window.fit(self, run_id, schemas, result)
+                if budget is not None and result.usage != spent_before[0]:  # a summary call
+                    budget.spent(self, run_id, _difference(result.usage, spent_before[0]),
+                                 None if result.cost is None
+                                 else result.cost - (spent_before[1] or 0.0))
                 emit(ModelCallStarted(run_id))
                 turn = await llm.complete(
                     model, messages, schemas, self.settings,
@@ -262,6 +303,8 @@ class Agent:
                 _add_usage(result.usage, turn.usage)
                 if turn.cost is not None:
                     result.cost = (result.cost or 0.0) + turn.cost
+                if budget is not None:
+                    budget.spent(self, run_id, turn.usage, turn.cost)
                 messages.append(turn.as_message())
                 if not turn.tool_calls:
                     result.reply = turn.text

@@ -99,10 +99,12 @@ async def execute(
     if not agent.registry.allowed(agent.role, tool_obj):
         from .team.roles import refusal
 
+        explain = getattr(agent.registry.permission_hook, "refusal", None)  # a spawned role's
         return await finish(agent, call, run_id, arguments, None,
                             f"Tool '{call.name}' is not permitted for role '{agent.role}'", 0,
                             summary=f"{call.name} is not for the {agent.role}",
-                            guidance=refusal(agent.role, call.name))
+                            guidance=explain(call.name) if explain is not None
+                            else refusal(agent.role, call.name))
     try:
         values = tool_obj.validate(arguments)
     except ToolArgumentError as exc:

@@ -33,11 +33,21 @@ SPEC_000 = {
 }
 DOERS = {"read_file", "write_file", "list_files", "get_workspace_info", "bash", "run_command",
          "url_fetch", "web_search", "http_request", "run_javascript"}
+# Spec 004's agents and messages, as docs/team.md assigns them.
+SOCIETY = {
+    "spawn_agent": {PLANNER},
+    "terminate_agent": {PLANNER},
+    "send_message": {TELLER, PLANNER, WORKER},
+    "wait_for_message": {PLANNER, WORKER},
+}
+TEAM_ONLY = {"delegate", *SOCIETY}
 
 
 def expected(name: str) -> set[str]:
     if name in SPEC_000:
         return SPEC_000[name]
+    if name in SOCIETY:
+        return SOCIETY[name]
     if name in DOERS:  # files, commands, the web and JavaScript: Workers only
         return {WORKER}
     return set(ASSIGNED[name])
@@ -79,13 +89,41 @@ async def test_each_role_is_offered_exactly_its_tools_and_refused_the_rest(
     assert agent.ledger.verify().ok
 
 
-def test_the_single_agent_keeps_every_tool_but_delegate(tmp_path: Path) -> None:
+def test_the_single_agent_keeps_every_tool_but_the_team_only_ones(tmp_path: Path) -> None:
     agent = Agent(workspace=tmp_path / "ws")
-    assert offered(agent) == {t.name for t in default_tools()} - {"delegate"}
+    assert offered(agent) == {t.name for t in default_tools()} - TEAM_ONLY
 
 
-async def test_delegate_outside_a_team_is_refused_with_a_pointer(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("name", "arguments"), [
+    ("delegate", {"prompt": "x"}),
+    ("spawn_agent", {"roleId": "role-x", "taskBrief": {}}),
+    ("terminate_agent", {"agentId": "agent-x"}),
+    ("send_message", {"to": "user", "content": "hi"}),
+    ("wait_for_message", {}),
+])
+async def test_team_tools_outside_a_team_are_refused_with_a_pointer(
+        name: str, arguments: dict[str, object], tmp_path: Path) -> None:
+    import json
+
     agent = Agent(workspace=tmp_path / "ws")
-    call = ToolCallRequest(id="call_d", name="delegate", arguments='{"prompt": "x"}')
+    call = ToolCallRequest(id=f"call_{name}", name=name, arguments=json.dumps(arguments))
     record = await tool_calls.execute(agent, call, "run_d", {})
     assert not record.success and "only inside a team" in str(record.guidance)
+
+
+@pytest.mark.parametrize("name", sorted(TEAM_ONLY - {"delegate"}))
+async def test_the_society_tools_themselves_say_they_need_a_team(name: str,
+                                                                 tmp_path: Path) -> None:
+    """Even with the permission hook out of the way, a single agent's call is refused."""
+    from agent_kernel.tools.base import ToolContext, ToolError
+
+    agent = Agent(workspace=tmp_path / "ws")
+    tool = agent.registry.get(name)
+    assert tool is not None
+    arguments = {"spawn_agent": {"roleId": "role-x", "taskBrief": {}},
+                 "terminate_agent": {"agentId": "agent-x"},
+                 "send_message": {"to": "user", "content": "hi"}}.get(name, {})
+    ctx = ToolContext(agent=agent, run_id="run_x", agent_id=agent.agent_id,
+                      workspace=agent.workspace)
+    with pytest.raises(ToolError, match="works only inside a team"):
+        await tool.invoke(tool.validate(arguments), ctx)

@@ -241,12 +241,14 @@ class RestoreReport:
     problems: list[str] = field(default_factory=list)
     question: str | None = None
     """The Teller's question still waiting for the person, if one was saved."""
+    agents: list[str] = field(default_factory=list)
+    """Spawned agents (spec 004) that were alive when the kernel stopped: now interrupted."""
 
     @property
     def has_news(self) -> bool:
         """True when there is anything to tell the person."""
         return bool(self.queued or self.interrupted or self.cancelled or self.problems
-                    or self.question)
+                    or self.question or self.agents)
 
     def text(self) -> str:
         """A short note for the person: what runs again, what was lost, what was unreadable."""
@@ -265,5 +267,8 @@ class RestoreReport:
                   f"kernel stopped; it did not finish: {t.prompt[:60]}" for t in self.interrupted]
         lines += [f"  cancelled: {t.id} (worker) was held by a Planner whose run never ended: "
                   f"{t.prompt[:60]}" for t in self.cancelled]
+        if self.agents:
+            lines.append(f"{len(self.agents)} spawned agent(s) were alive when the kernel "
+                         "stopped and are now interrupted: " + ", ".join(self.agents))
         lines += [f"  problem: {p}" for p in self.problems]
         return "\n".join(lines)

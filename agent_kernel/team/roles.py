@@ -44,6 +44,12 @@ ASSIGNED: dict[str, frozenset[str]] = {
     "put_artifact": _ALL, "get_artifact": _ALL,
     # Growing the team with roles made at run time is planning (spec 004's organisation tools).
     "find_role_by_name": _P, "create_role": _P,
+    # Spec 004's agents: the Planner spawns agents in roles it made and ends them; an agent of
+    # such a role may too when its role lists the tool (see RoleTools).
+    "spawn_agent": _P, "terminate_agent": _P,
+    # Spec 004's messages: every team agent speaks; Planners and Workers wait for an answer.
+    # The Teller's run ending is already its wait: its next message is the person's prompt.
+    "send_message": _ALL, "wait_for_message": frozenset({PLANNER, WORKER}),
     # Reading what is remembered is the Planner's, as search_memory is.
     "recall": _P, "memory_recently": _P,
     # Timed work is planned work, as schedule is.
@@ -58,7 +64,8 @@ ASSIGNED: dict[str, frozenset[str]] = {
 }
 """The tools spec 000's table does not name; see docs/team.md for why each group goes where."""
 
-TEAM_ONLY = frozenset({"delegate"})
+TEAM_ONLY = frozenset({"delegate", "spawn_agent", "terminate_agent", "send_message",
+                       "wait_for_message"})
 """Tools that only mean something inside a team: an agent without a role is not offered them."""
 
 OTHER_TOOLS = _W
@@ -99,6 +106,23 @@ ROLES = {
         + _NOW)),
 }
 """The built-in roles; a task's ``timeout`` of null means its role's ``default_timeout``."""
+
+
+class RoleTools:
+    """The permission hook of an agent spawned in a role made at run time: exactly the
+    role's tools (spec 004). ``refusal`` says what the model is told for any other."""
+
+    def __init__(self, role: str, tools: set[str] | frozenset[str]) -> None:
+        self.role = role
+        self.tools = frozenset(tools)
+
+    def __call__(self, role: str | None, tool: Any) -> bool:
+        return getattr(tool, "name", None) in self.tools
+
+    def refusal(self, name: str) -> str:
+        """Why the role's agent may not use ``name``, and what it may use."""
+        return (f"An agent in the role {self.role!r} uses only the role's tools, and "
+                f"'{name}' is not one of them: " + ", ".join(sorted(self.tools)) + ".")
 
 
 def roles_for(name: str | None) -> frozenset[str] | None:

@@ -13,7 +13,8 @@ runs of every one-shot task it delegated have ended: that is when its result
 reaches whoever waits for it (a Planner's, with its Workers' results, goes
 back to the Teller). Limits end runaways with a message the model can read:
 queued tasks, depth, delegations per run (a Planner delegating in a loop is
-stopped), wall-clock per task.
+stopped), wall-clock per task, and tokens and cost per task tree and per
+session (``budget.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from ..ledger import new_id, now_iso
 from ..tools.base import Tool, ToolContext, ToolError
 from ..workspace import Workspace
 from .asking import NamedQuestions, PendingQuestion, QuestionStore
+from .budget import TeamBudget
+from .members import Society
 from .queue import RestoreReport, Task, TaskQueue, TaskStore
 from .roles import PLANNER, ROLES, TELLER, WORKER
 
@@ -53,15 +56,40 @@ class TeamLimits:
     """Teller 0, Planner 1, Worker 2."""
     max_rounds: int = 5
     """Times the Teller may delegate again after results came back, per prompt."""
+    max_agents: int = 16
+    """Spawned agents (spec 004's ``spawn_agent``) alive at once in the whole team."""
+    max_agent_depth: int = 3
+    """How deep spawned agents nest: a built-in agent's child is 1, its child 2, ..."""
     timeouts: dict[str, float] = field(
         default_factory=lambda: {name: role.default_timeout for name, role in ROLES.items()})
+    max_tree_tokens: int | None = 2_000_000
+    """Tokens (prompt and completion) of every model call under one prompt to the Teller."""
+    max_session_tokens: int | None = None
+    """Tokens of the team's whole lifetime; None: no limit."""
+    max_tree_cost: float | None = None
+    """Dollars (as litellm prices the model) under one prompt; None: no limit."""
+    max_session_cost: float | None = None
+    """Dollars of the team's whole lifetime; None: no limit."""
 
     def __post_init__(self) -> None:
         for name in ("max_workers", "max_planners", "max_queued", "max_delegations",
-                     "max_depth", "max_rounds"):
+                     "max_depth", "max_rounds", "max_agents", "max_agent_depth"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
+        for name in ("max_tree_tokens", "max_session_tokens"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise ValueError(f"{name} must be a whole number of tokens of at least 1, or "
+                                 f"None for no limit, got {value!r}")
+        for name in ("max_tree_cost", "max_session_cost"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool)
+                                      or not isinstance(value, (int, float))
+                                      or not 0 < value < float("inf")):
+                raise ValueError(f"{name} must be a number of dollars above 0, or None for no "
+                                 f"limit, got {value!r}")
 
 
 def cut(text: str) -> str:
@@ -108,14 +136,24 @@ class Supervisor:
         self.question_store = QuestionStore(workspace)
         self.question: PendingQuestion | None = None
         """The Teller's question waiting for the person (spec 000's ``ask_user``)."""
+        self.society = Society(self)
+        """Spec 004's spawned agents and the team's messages."""
+        self.listeners: list[Callable[[Task], None]] = []
+        """Called with a task whenever it is held, queued, started or ended (the team
+        board listens here); a failing listener is logged and dropped."""
+        self.budget = TeamBudget(self)
+        """Tokens and cost per task tree and per session (every agent's ``services["budget"]``)."""
 
     # -- agents -------------------------------------------------------------------
-    def make_agent(self, role: str, agent_id: str, *, cls: Callable[..., Agent] = Agent) -> Agent:
-        """An agent of ``role`` in this team: the role's instructions and tools, this bus."""
+    def make_agent(self, role: str, agent_id: str, *, cls: Callable[..., Agent] = Agent,
+                   instructions: str | None = None) -> Agent:
+        """An agent of ``role`` in this team: the role's instructions and tools, this bus
+        (``instructions`` for a role made at run time)."""
         agent = cls(model=self.model, workspace=self.workspace, tools=self.tools,
                     agent_id=agent_id, role=role, settings=self.settings,
-                    system_prompt=ROLES[role].instructions)
+                    system_prompt=instructions or ROLES[role].instructions)
         agent.services["team"] = self
+        agent.services["budget"] = self.budget
         if role != TELLER:  # history is the person's conversation with the Teller
             writer = agent.services.pop("history_writer", None)
             if writer is not None:
@@ -143,6 +181,7 @@ class Supervisor:
                     created_at=now_iso(), trace_id=new_id("trace"))
         self.tasks[task.id] = task
         self._settled[task.id] = asyncio.get_running_loop().create_future()
+        self.changed(task)
         return task
 
     def new_task(self, parent: Task, agent_id: str, role: str, prompt: str, **fields: Any
@@ -170,6 +209,7 @@ class Supervisor:
         self._per_run[run_id].append(task.id)
         self._held.setdefault(parent.id, []).append(task)
         self.store.save(task)
+        self.changed(task)
         return task
 
     def check_room(self, agent: Agent, run_id: str, prompt: str) -> Task:
@@ -266,6 +306,7 @@ class Supervisor:
                 self._record_now("task_cancelled", task, error=task.error)
                 self.store.delete(task.id)
                 report.cancelled.append(task)
+        self.society.restore(report)
         return report
 
     def _trigger_lives(self, trigger_id: str | None) -> bool:
@@ -317,6 +358,16 @@ class Supervisor:
         self.queues[task.role].push(task)
         self.store.save(task)
         self.dispatch()
+        self.changed(task)
+
+    def changed(self, task: Task) -> None:
+        """Tell the listeners that ``task`` changed."""
+        for listener in list(self.listeners):
+            try:
+                listener(task)
+            except Exception:
+                log.exception("a team listener failed; it is dropped")
+                self.listeners.remove(listener)
 
     def dispatch(self) -> None:
         """Start queued tasks while their role has room."""
@@ -326,7 +377,18 @@ class Supervisor:
                 task = queue.pop()
                 if task is None:
                     break
+                spent = self.budget.refused(task.trace_id)
+                if spent is not None:  # its tree's budget is spent: it never starts
+                    made = asyncio.get_running_loop().create_task(self._refuse(task, spent))
+                    self._background.add(made)
+                    made.add_done_callback(self._background.discard)
+                    continue
                 self._start(task)
+
+    async def _refuse(self, task: Task, spent: str) -> None:
+        """End a queued task whose tree's budget is spent (recorded before it settles)."""
+        await self.record("task_finished", task, status="limit", error=spent)
+        self._end(task, "limit", spent)
 
     def _start(self, task: Task) -> None:
         self._counts[task.role] += 1
@@ -338,6 +400,7 @@ class Supervisor:
         self.started.append(task.id)
         self._runs[task.id] = asyncio.get_running_loop().create_task(
             self._run(task), name=f"team-{task.agent_id}")
+        self.changed(task)
 
     async def _run(self, task: Task) -> None:
         agent = self.agents[task.id] = self.make_agent(task.role, str(task.agent_id))
@@ -357,7 +420,7 @@ class Supervisor:
             await self.record("task_started", task)
             if task.id in self._stopping:  # stopped before its run began
                 raise asyncio.CancelledError
-            result = await agent.arun(task.prompt, isolated=True, run_id=task.run_id)
+            result = await self.society.run_task(agent, task, task.prompt)  # resumes a wait
             status, error, task.result = result.status, result.error, result.reply
             if status == "cancelled" and timed_out:
                 status, error = "timeout", f"the task exceeded its {timeout:g} s limit"
@@ -377,17 +440,22 @@ class Supervisor:
             self._runs.pop(task.id, None)
             self.store.delete(task.id)
             task.status, task.error, task.ended_at = status, error, now_iso()
-            self._release_held(task)
+            self.release_held(task)
             self.dispatch()
+            self.changed(task)
         await self.record("task_finished", task, status=status, error=error,
                           result=task.result[:2000])
         self.settle(task)
 
-    def _release_held(self, planner: Task) -> None:
-        """A Planner's run ended: its held delegations go on the worker queue (or end)."""
+    def release_held(self, planner: Task, ended_well: bool | None = None) -> None:
+        """A Planner's run ended (or it waits for a message): its held delegations go on
+        the worker queue, or end when its run did not end well (``ended_well``, by default
+        read from the Planner's status)."""
         held = self._held.pop(planner.id, [])
+        if ended_well is None:
+            ended_well = planner.status in ("ok", "limit")
         for task in held:
-            if planner.status in ("ok", "limit"):
+            if ended_well:
                 task.status = "queued"
                 self.queues[WORKER].push(task)
                 self.store.save(task)
@@ -413,6 +481,7 @@ class Supervisor:
         task.status, task.error, task.ended_at = status, error, now_iso()
         self.store.delete(task.id)
         self.settle(task)
+        self.changed(task)
 
     # -- cancelling and listing ---------------------------------------------------------
     def cancel(self, task_id: str) -> bool:

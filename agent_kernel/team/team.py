@@ -51,6 +51,10 @@ class TeamResult:
     """Tasks an earlier kernel left queued, run with this prompt (see ``docs/team.md``)."""
     notes: list[str] = field(default_factory=list)
     """What the person should know besides the reply: the restore note, once."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    """What the prompt's task tree used: ``tokens``, ``prompt_tokens``,
+    ``completion_tokens``, ``cost`` (dollars; None when litellm knows no price) and
+    ``calls`` (model calls), every agent of the tree counted."""
 
     @property
     def ok(self) -> bool:
@@ -260,6 +264,9 @@ class Team:
                 status, error = result.status, result.error
                 wave = [t for t in team.delegated_by(run_id) if t.type == "oneshot"]
                 asked = team.question if result.ended_by == "ask_user" else None
+                if result.status == "limit" and wave and team.budget.refused(root.trace_id):
+                    # a spent budget: the tree's agents end at their next model call
+                    await asyncio.gather(*(team.settled(t) for t in wave))
                 if result.status != "ok" or not (wave or asked):
                     break
                 parts: list[str] = []
@@ -296,9 +303,11 @@ class Team:
             root.status, root.ended_at = ("ok" if status == "ok" else status), now_iso()
             root.result = "\n\n".join(said) or (runs[-1].reply if runs else "")
             team.settle(root)
+            team.changed(root)  # the board: the Teller is idle again
         restored = [self.tree(t) for t in await resumed] if resumed is not None else []
         return TeamResult(status=status, reply=root.result, tree=self.tree(root), runs=runs,
                           restored=restored, notes=[note] if note else [],
+                          usage=team.budget.tree(root.trace_id).summary(),
                           error=error, duration_ms=int((time.perf_counter() - started) * 1000))
 
     async def _put_question(self, pending: PendingQuestion, run_id: str,
@@ -367,6 +376,11 @@ class Team:
         node = {k: v for k, v in task.to_record().items() if k not in ("children", "seq")}
         node["children"] = [self.tree(self.supervisor.tasks[c]) for c in task.children]
         return node
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """What the team used in this session (``TeamResult.usage``'s keys)."""
+        return self.supervisor.budget.session.summary()
 
     def list_tasks(self, scope: str = "all", role: str | None = None) -> list[dict[str, Any]]:
         """What ``list_tasks`` shows: queued, running and trigger rows."""

@@ -11,6 +11,10 @@ use, each one the creator may use itself, so a role never has more than
 whoever made it. ``put_artifact`` returns ``"artifact:<uuid>"``, which
 ``get_artifact`` reads back, in this kernel or a later one. Refusals are
 :class:`ToolError` s that say what to change.
+
+Spec 004's agents and messages (``spawn_agent``, ``terminate_agent``,
+``send_message``, ``wait_for_message``) are the team's
+(:mod:`agent_kernel.team.members`): outside a team they refuse, saying so.
 """
 
 from __future__ import annotations
@@ -126,3 +130,89 @@ def get_artifact(
 
 TOOLS = [Tool(find_role_by_name, source="builtin"), Tool(create_role, source="builtin"),
          Tool(put_artifact, source="builtin"), Tool(get_artifact, source="builtin")]
+
+
+# -- spec 004's agents and messages ---------------------------------------------------------
+
+
+def _society(ctx: ToolContext, name: str) -> Any:
+    """The team's society, or a ToolError saying the tool needs a team."""
+    team = ctx.agent.services.get("team")
+    if team is None:
+        raise ToolError(f"{name} works only inside a team (agent_kernel.Team): a single agent "
+                        "has no other agents to spawn, end or message",
+                        guidance="Do the work yourself, or run the request with a team "
+                                 "(%agent --team).")
+    return team.society
+
+
+async def spawn_agent(
+    roleId: Annotated[str, Field(min_length=1, max_length=200)],  # noqa: N803 - spec 004's name
+    taskBrief: dict[str, Any],  # noqa: N803
+    ctx: ToolContext,
+) -> dict[str, str]:
+    """Create an agent in a role you created (create_role) and give it its task brief; it
+    starts at once. Returns {id, roleId, roleName}.
+
+    Args:
+        roleId: The id create_role returned.
+        taskBrief: {objective, constraints (list of strings), inputs, outputs,
+            completion_criteria} required; collaborators (list), references (list of
+            strings) and priority (text) optional.
+    """
+    result: dict[str, str] = _society(ctx, "spawn_agent").spawn(ctx.agent, roleId, taskBrief)
+    return result
+
+
+async def terminate_agent(
+    agentId: Annotated[str, Field(min_length=1, max_length=200)],  # noqa: N803
+    ctx: ToolContext,
+    reason: Annotated[str | None, Field(max_length=2000)] = None,
+) -> dict[str, bool]:
+    """End an agent you spawned, and every agent under it. Returns {ok: true}.
+
+    Args:
+        agentId: The id spawn_agent returned.
+        reason: Why, for the record (optional).
+    """
+    result: dict[str, bool] = await _society(ctx, "terminate_agent").terminate(
+        ctx.agent, agentId, reason)
+    return result
+
+
+async def send_message(
+    to: Annotated[str, Field(min_length=1, max_length=200)],
+    ctx: ToolContext,
+    content: Any = None,
+    payload: Any = None,
+) -> dict[str, Any]:
+    """Send a message to another agent of the team, or to the person with to="user". An agent
+    waiting with wait_for_message starts again with it.
+
+    Args:
+        to: An agent id (the agent that spawned you, one you spawned) or "user".
+        content: What to say: text, or JSON data such as {"type": "task_result", ...}.
+        payload: Spec 004's name for content; pass one of the two.
+    """
+    if (content is None) == (payload is None):
+        raise ToolError("Pass the message as content (or as payload, spec 004's name), "
+                        "exactly one of them")
+    said = content if content is not None else payload
+    result: dict[str, Any] = await _society(ctx, "send_message").send(
+        ctx.agent, ctx.run_id, to, said)
+    return result
+
+
+async def wait_for_message(ctx: ToolContext) -> dict[str, str]:
+    """End your current run and wait: the next message for you starts you again with it as
+    your input. Call it last, after send_message."""
+    society = _society(ctx, "wait_for_message")
+    if ctx.agent.agent_id not in society.members:
+        raise ToolError("wait_for_message works for an agent working on a team task")
+    ctx.end_run("wait_for_message")
+    return {"status": "waiting",
+            "note": "Your run ends now; the next message for you starts it again."}
+
+
+TOOLS += [Tool(spawn_agent, source="builtin"), Tool(terminate_agent, source="builtin"),
+          Tool(send_message, source="builtin"), Tool(wait_for_message, source="builtin")]
