@@ -1,4 +1,5 @@
-"""The IPython magics: ``%agent``, ``%%agent``, ``%agent_config``, ``%agent_wait``.
+"""The IPython magics: ``%agent``, ``%%agent``, ``%agent_config``, ``%agent_wait``,
+``%agent_team`` (the team board, :mod:`agent_kernel.team.board`, imported on first use).
 
 One :class:`AgentMagics` per IPython session holds one :class:`Agent` (made
 on first use), so the conversation goes on across cells. By default a run is
@@ -372,6 +373,18 @@ class AgentMagics(Magics, Configurable):
 
         timeout = float(line) if line.strip() else None
         wait_blocking(wait_all(timeout))
+
+    @line_magic
+    def agent_team(self, line: str = "") -> None:
+        """``%agent_team [--text] | cancel ID | stop ID``: a live board of the session's team
+        (its agents, roles, queues, running tasks, triggers and artifacts), with Cancel/Stop."""
+        if self._team is None:  # says how to start one, without importing the team
+            print("No team in this session yet: start one with %agent --team PROMPT "
+                  "(or %agent_config --team on).")
+            return
+        from .team.board import agent_team
+
+        agent_team(self, line)
 
 
 def _model_ok(model: str) -> bool:

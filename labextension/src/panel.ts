@@ -1,12 +1,14 @@
 /**
- * A triggers panel's live controls (Approve, Cancel), drawn from
- * `application/vnd.agent-kernel.controls.v1+json`.
+ * Live controls drawn from `application/vnd.agent-kernel.controls.v1+json`:
+ * a triggers panel's (`kind: "triggers"`: Approve, Cancel) and the team
+ * board's (`kind: "team"`: Cancel for a queued task or a trigger, Stop for a
+ * running task).
  *
- * The kernel sends this bundle only while a trigger of the panel is live and our
- * extension said hello; once none is, the output becomes plain text. Saved while
- * live and reopened, the rows read as text with the `%agent_triggers` line that
- * does the same, never as dead buttons: the buttons appear only in a notebook
- * whose kernel can be asked (controls.ts).
+ * The kernel sends this bundle only while a row is live and our extension said
+ * hello; once none is, the output becomes plain text. Saved while live and
+ * reopened, the rows read as text with the `%agent_triggers` / `%agent_team`
+ * line that does the same, never as dead buttons: the buttons appear only in a
+ * notebook whose kernel can be asked (controls.ts).
  */
 
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
@@ -22,10 +24,18 @@ interface IRow {
   needs_approval: boolean;
 }
 
+/** A team board row: a task or trigger id, and what its one button does. */
+interface ITeamRow {
+  id: string;
+  label: string;
+  op: 'cancel' | 'stop';
+  button: string;
+}
+
 interface IControlsState {
   version: number;
-  kind: string;
-  rows: IRow[];
+  kind: 'triggers' | 'team';
+  rows: (IRow | ITeamRow)[];
   outcomes: string[];
 }
 
@@ -34,9 +44,19 @@ function isControls(data: unknown): data is IControlsState {
   return (
     !!state &&
     state.version === 1 &&
-    state.kind === 'triggers' &&
+    (state.kind === 'triggers' || state.kind === 'team') &&
     Array.isArray(state.rows) &&
     Array.isArray(state.outcomes)
+  );
+}
+
+function isTeamRow(row: unknown): row is ITeamRow {
+  const r = row as Partial<ITeamRow> | null;
+  return (
+    !!r &&
+    typeof r.id === 'string' &&
+    typeof r.label === 'string' &&
+    (r.op === 'cancel' || r.op === 'stop')
   );
 }
 
@@ -91,7 +111,13 @@ export class PanelControlsRenderer extends Widget implements IRenderMime.IRender
         }
       });
     }
-    for (const row of state.rows) {
+    if (state.kind === 'team') {
+      this._drawTeam(box, state, live);
+      this.node.replaceChildren(box);
+      return;
+    }
+    for (const raw of state.rows) {
+      const row = raw as IRow;
       const line = el('div', 'akl-buttons akl-trigger-row');
       const id = row.trigger_id;
       if (live) {
@@ -116,7 +142,41 @@ export class PanelControlsRenderer extends Widget implements IRenderMime.IRender
     this.node.replaceChildren(box);
   }
 
-  private _button(label: string, classes: string, id: string, op: string): HTMLButtonElement {
+  /** The team board's rows: one Cancel or Stop each. */
+  private _drawTeam(box: HTMLElement, state: IControlsState, live: boolean): void {
+    for (const row of state.rows) {
+      if (!isTeamRow(row)) {
+        continue;
+      }
+      const line = el('div', 'akl-buttons akl-team-row');
+      if (live) {
+        const label = row.op === 'stop' ? 'Stop' : 'Cancel';
+        line.appendChild(
+          this._button(label, `jp-mod-reject agent-kernel-team-${row.op}`, row.id, row.op, 'team')
+        );
+      }
+      line.appendChild(el('code', 'akl-code', row.id));
+      line.appendChild(el('span', '', row.label));
+      if (!live) {
+        line.appendChild(
+          el('span', 'akl-quiet', `(while its kernel runs: %agent_team ${row.op} ${row.id})`)
+        );
+      }
+      box.appendChild(line);
+      const note = this._notes.get(row.id);
+      if (note) {
+        box.appendChild(el('div', 'akl-note', note));
+      }
+    }
+  }
+
+  private _button(
+    label: string,
+    classes: string,
+    id: string,
+    op: string,
+    action: 'trigger' | 'team' = 'trigger'
+  ): HTMLButtonElement {
     const node = el('button', `jp-Button jp-mod-styled ${classes}`, label);
     node.type = 'button';
     node.disabled = this._sending.has(id);
@@ -128,7 +188,9 @@ export class PanelControlsRenderer extends Widget implements IRenderMime.IRender
       this._sending.add(id);
       this._notes.delete(id);
       this._draw();
-      void controls.request({ action: 'trigger', op, trigger_id: id }).then(reply => {
+      const request: { [key: string]: string } =
+        action === 'team' ? { action, op, id } : { action, op, trigger_id: id };
+      void controls.request(request).then(reply => {
         this._sending.delete(id);
         if (!reply.ok) {
           this._notes.set(id, reply.message);
