@@ -15,7 +15,7 @@ from typing import Any
 from scripted_server import Call, Message
 from test_team import RoleServer, delegate, first_prompt, last, make_team
 
-from agent_kernel.events import Notice
+from agent_kernel.events import AgentActivity, Notice
 from agent_kernel.team.relay import TellerRelay
 from agent_kernel.team.roles import PLANNER, TELLER
 from agent_kernel.views.mime import RUN_MIME, mime_bundle, transcript_of
@@ -102,3 +102,24 @@ async def test_another_prompts_agents_stay_out_of_this_transcript(tmp_path):
             team.bus.emit(Notice(run_id, "late"))
         relay.close(None)
     assert events == []
+
+
+def test_the_tellers_streamed_text_stays_whole_when_a_planner_starts_mid_stream() -> None:
+    """A Planner may start while the Teller still streams its reply: the reply stays one
+    paragraph, and the Planner's run is shown after the place the reply began."""
+    from agent_kernel.events import ModelCallStarted, RunStarted, TextDelta, ToolCallStarted
+    from agent_kernel.views.mime import Transcript
+
+    t = Transcript()
+    t.feed(RunStarted("run_t", prompt="go", model="m", agent_id="teller"))
+    t.feed(ModelCallStarted("run_t"))
+    t.feed(TextDelta("run_t", "I handed your ask "))
+    t.feed(AgentActivity("run_t", agent_id="planner-1", role="planner", task_id="task_p",
+                         parent_task_id=None, prompt="go",
+                         inner=RunStarted("run_p", prompt="go", model="m", agent_id="p")))
+    t.feed(TextDelta("run_t", "to the Planner."))
+    assert [kind for kind, _ in t.entries] == ["text", "agent"]
+    assert t.entries[0][1] == "I handed your ask to the Planner."
+    t.feed(ToolCallStarted("run_t", call_id="c1", tool_name="echo", arguments={}))
+    t.feed(TextDelta("run_t", "After the call."))  # a new paragraph after a tool card
+    assert [kind for kind, _ in t.entries] == ["text", "agent", "tool", "text"]

@@ -145,4 +145,9 @@ class TellerRelay:
             kind = "limit" if result.status == "limit" else "error"
             self.bus.emit(RunError(self.run_id, result.error or result.status, kind=kind))
         if self._held is not None:
-            self.bus.emit(self._held)
+            held = self._held
+            if result is not None and dataclasses.is_dataclass(held.result):
+                # the prompt took as long as its whole tree did, not the Teller's last run
+                held = dataclasses.replace(held, result=dataclasses.replace(
+                    held.result, duration_ms=result.duration_ms))  # type: ignore[type-var]
+            self.bus.emit(held)

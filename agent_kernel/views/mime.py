@@ -152,6 +152,8 @@ class Transcript:
     agents: dict[str, tuple[dict[str, Any], Transcript]] = field(default_factory=dict)
     """The team agents whose runs this run shows nested, by task id: who, and their run."""
     _turn_mark: tuple[int, int] = (0, 0)
+    _open_text: int | None = None
+    """The entry the model's current text goes on in, even past a nested agent's entry."""
 
     @property
     def text(self) -> str:
@@ -181,6 +183,8 @@ class Transcript:
             self._on_agent(event)
             return
         event = for_display(event)
+        if not isinstance(event, (TextDelta, LedgerRecorded, Loading, ToolCallFinished)):
+            self._open_text = None  # the text after a call, a question or a notice is new
         if isinstance(event, RunStarted):
             self.prompt, self.model = event.prompt, event.model
             self.started_at = self.started_at or event.at
@@ -188,10 +192,15 @@ class Transcript:
             last = self.entries[-1] if self.entries else None
             self._turn_mark = (len(self.entries), len(last[1]) if last and last[0] == "text" else 0)
         elif isinstance(event, TextDelta):
-            if self.entries and self.entries[-1][0] == "text":
-                self.entries[-1] = ("text", self.entries[-1][1] + event.text)
+            at = self._open_text
+            if at is None and self.entries and self.entries[-1][0] == "text":
+                at = len(self.entries) - 1
+            if at is not None and at < len(self.entries) and self.entries[at][0] == "text":
+                self.entries[at] = ("text", self.entries[at][1] + event.text)
             else:
                 self.entries.append(("text", event.text))
+                at = len(self.entries) - 1
+            self._open_text = at
         elif isinstance(event, StreamReset):
             self._drop_turn_text()
         elif isinstance(event, ToolCallStarted):

@@ -5,8 +5,8 @@
 //
 // Usage: node drive.mjs '<json config>'; config = {url, scenario, shots, chromium,
 // profile}. Prints progress lines and, last, one line "REPORT <json>" that the
-// Python side reads. Scenarios: "test" (the browser test) and "latency"
-// (benchmarks/click_latency.py).
+// Python side reads. Scenarios: "test" (the browser test), "team" (the team's
+// transcript and board, test_team_lab.py) and "latency" (benchmarks/click_latency.py).
 import { chromium } from "playwright-core";
 import fs from "node:fs";
 import path from "node:path";
@@ -51,6 +51,7 @@ async function main() {
     await notebook.run(0); // %load_ext agent_kernel
     await notebook.waitIdle(0);
     if (config.scenario === "test") await testScenario(page, notebook);
+    else if (config.scenario === "team") await teamScenario(page, notebook);
     else if (config.scenario === "latency") await latencyScenario(page, notebook);
     else throw new Error(`unknown scenario ${config.scenario}`);
     report.news_popup = await page.getByText("official Jupyter news").count();
@@ -58,6 +59,7 @@ async function main() {
     await page.waitForTimeout(1500);
     await shot(page, "final-page", page);
     if (config.scenario === "test") await reopenScenario(page);
+    if (config.scenario === "team") await reopenTeam(page);
   } catch (err) {
     report.errors.push(String(err && err.stack ? err.stack : err));
     await shot(page, "failure", page).catch(() => {});
@@ -378,6 +380,138 @@ async function reopenScenario(page) {
     await shot(page, `reopened-cell${index}`, nb.cell(index));
   }
   await shot(page, "reopened-page", page);
+}
+
+// The team on the demo model: a nested transcript, a Worker's approval in the Teller's
+// output, the %agent_team board with Stop on the running Worker, then the saved file.
+const BOARD = ".agent-kernel-team-board";
+const TEAM_CONTROLS = ".akl-panel-controls, .agent-kernel-team-controls, .agent-kernel-outcome";
+
+async function shutDownAndReload(page) {
+  const url = new URL(config.url);
+  const token = url.searchParams.get("token");
+  const shutdown = await page.evaluate(async ({ origin, token }) => {
+    const headers = { Authorization: `token ${token}` };
+    const kernels = await (await fetch(`${origin}/api/kernels`, { headers })).json();
+    for (const k of kernels) {
+      await fetch(`${origin}/api/kernels/${k.id}`, { method: "DELETE", headers });
+    }
+    return kernels.length;
+  }, { origin: url.origin, token });
+  log("kernels shut down", shutdown);
+  await page.waitForTimeout(1000);
+  await page.reload({ waitUntil: "domcontentloaded" });
+  const nb = new Notebook(page);
+  await nb.cell(0).waitFor({ timeout: STEP_TIMEOUT });
+  await page.locator(".agent-kernel-run, .akl-run").first().waitFor({ state: "attached", timeout: STEP_TIMEOUT });
+  await page.waitForTimeout(1500);
+  return { nb, shutdown };
+}
+
+async function teamScenario(page, nb) {
+  await page.setViewportSize({ width: 1280, height: 2400 }); // a whole team run per screenshot
+  const dark = await page.evaluate(() => document.body.dataset.jpThemeLight === "false");
+  // 1: three cities researched by three Workers; each agent's run nested in the Teller's.
+  {
+    await nb.run(1);
+    const step = { status: await nb.waitStatus(1, ENDED, 90_000), dark };
+    await nb.waitIdle(1);
+    const cell = nb.cell(1);
+    step.agents = await cell.locator(".akl-agent").count();
+    step.nested_workers = await cell.locator(".akl-agent .akl-agent").count();
+    step.agent_titles = await cell.locator(".akl-agent-name").allTextContents();
+    step.reply = await nb.allText(1, ".akl-run > .akl-text");
+    step.all_text = await nb.allText(1, ".akl-run");
+    step.tables = await cell.locator(".akl-run table").count();
+    await page.evaluate(() => {  // every agent's run open for the screenshot and the measure
+      document.querySelectorAll(".jp-Cell:nth-child(2) .akl-agent").forEach((d) => { d.open = true; });
+    });
+    await page.waitForTimeout(300);
+    step.contrast = await page.evaluate(textContrast, ".jp-Cell:nth-child(2) .akl-run");
+    await shot(page, "team-transcript", cell);
+    report.steps.transcript = step;
+  }
+  // 2: a Worker's command needs approval: asked in the Teller's output, naming the Worker.
+  {
+    await nb.run(2);
+    const approve = nb.button(2, "agent-kernel-approval", "Approve");
+    await approve.waitFor({ timeout: STEP_TIMEOUT });
+    await page.waitForTimeout(500);
+    const step = {
+      label: await nb.text(2, ".akl-question .akl-label, .agent-kernel-question b"),
+      question: await nb.text(2, ".akl-question, .agent-kernel-question"),
+      top_level: await nb.cell(2).locator(".akl-run > .akl-question").count(),
+      in_agent: await nb.cell(2).locator(".akl-agent .akl-question").count(),
+      contrast: await page.evaluate(textContrast, ".jp-Cell:nth-child(3) .akl-question"),
+    };
+    await shot(page, "team-approval", nb.cell(2));
+    await approve.click();
+    await nb.cell(2).locator(OUTCOME, { hasText: "Approved" }).first()
+      .waitFor({ state: "attached", timeout: STEP_TIMEOUT });
+    step.outcome = await nb.allText(2, OUTCOME);
+    report.steps.approval = step;
+  }
+  // 3: %agent_team while the Worker's `sleep 30` runs: the board, and Stop on its row.
+  {
+    await page.waitForTimeout(1000);
+    await nb.run(3);
+    await nb.waitIdle(3);
+    const stop = nb.button(3, "agent-kernel-team-stop", "Stop");
+    await stop.waitFor({ timeout: STEP_TIMEOUT });
+    const cell = nb.cell(3);
+    const step = {
+      board: await nb.text(3, BOARD),
+      running_rows: await cell.locator(`${BOARD} tr[data-status='running']`).count(),
+      agent_rows: await cell.locator(`${BOARD} tr.agent-kernel-team-agent`).count(),
+      artifact_rows: await cell.locator(`${BOARD} tr.agent-kernel-team-artifact`).count(),
+      role_rows: await cell.locator(`${BOARD} tr.agent-kernel-team-role`).count(),
+      stop_buttons: await cell.locator("button.agent-kernel-team-stop").count(),
+      cancel_buttons: await cell.locator("button.agent-kernel-team-cancel").count(),
+      controls: await nb.allText(3, TEAM_CONTROLS),
+      contrast: await page.evaluate(textContrast,
+        `.jp-Cell:nth-child(4) ${BOARD}, .jp-Cell:nth-child(4) .akl-panel-controls`),
+    };
+    await shot(page, "team-board", cell);
+    const stopAt = Date.now();
+    await stop.click();
+    await cell.locator(TEAM_CONTROLS, { hasText: "Stopped" }).first()
+      .waitFor({ state: "attached", timeout: STEP_TIMEOUT });
+    step.run_status = await nb.waitStatus(2, ENDED, 30_000);
+    step.stop_to_ended_ms = Date.now() - stopAt;
+    await cell.locator(`${BOARD}`, { hasText: "Nothing is running" })
+      .waitFor({ timeout: 10_000 }).catch(() => {});
+    step.board_after = await nb.text(3, BOARD);
+    step.outcome = await nb.allText(3, TEAM_CONTROLS);
+    step.buttons_after = await cell.locator("button.agent-kernel-team-stop, button.agent-kernel-team-cancel").count();
+    step.reply = await nb.allText(2, ".akl-run");
+    step.elapsed = await nb.text(2, ".akl-run > .akl-header .akl-elapsed");
+    await shot(page, "team-stopped", cell);
+    await shot(page, "team-stopped-run", nb.cell(2));
+    report.steps.board = step;
+  }
+  // 4: the team's ledger holds.
+  await nb.run(4);
+  await nb.waitIdle(4);
+  report.steps.ledger = await nb.text(4, ".jp-OutputArea-output");
+}
+
+async function reopenTeam(page) {
+  const { nb, shutdown } = await shutDownAndReload(page);
+  const reopened = {
+    kernels_shut_down: shutdown,
+    agents: await nb.cell(1).locator(".akl-agent").count(),
+    transcript: await nb.allText(1, ".akl-run"),
+    approval: await nb.allText(2, ".akl-run"),
+    board: await nb.text(3, BOARD),
+    controls: await nb.allText(3, TEAM_CONTROLS),
+    buttons: await page.locator("button.agent-kernel-team-stop, button.agent-kernel-team-cancel").count(),
+    widget_errors: await page.getByText("Error displaying widget").count(),
+  };
+  for (const index of [1, 2, 3]) {
+    await nb.cell(index).scrollIntoViewIfNeeded();
+    await shot(page, `reopened-team-cell${index}`, nb.cell(index));
+  }
+  report.steps.reopened = reopened;
 }
 
 async function latencyScenario(page, nb) {

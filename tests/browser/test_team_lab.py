@@ -1,0 +1,142 @@
+"""The team in a real JupyterLab: its nested transcript, a Worker's approval and the board.
+
+A private JupyterLab (our extension on) runs a notebook on the offline demo
+model, driven by playwright-core in Debian's Chromium (``drive.mjs``,
+scenario ``team``): ``%agent --team research three cities ...`` must draw
+each Planner's and Worker's run folded inside the Teller's; ``%agent --team
+run command sleep 30`` must put the Worker's approval in the Teller's output,
+naming the Worker; ``%agent_team`` then shows the board with Stop on the
+running Worker, which is clicked; the notebook is saved, its kernel shut down
+and the page reloaded, and everything must read from the file, with no button.
+Runs in the light and the dark theme, text contrast measured. Screenshots go
+to ``test-output/browser/team-<theme>/``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from labserver import drive, missing_requirements, set_theme, start_lab, write_notebook
+
+OUTPUT = Path(__file__).resolve().parents[2] / "test-output" / "browser"
+AA = 4.5  # WCAG AA for text
+CITIES = ("Lisbon", "Kyoto", "Montreal")
+
+CELLS = [
+    "%load_ext agent_kernel",
+    "%agent --team research three cities for a trip and compare them",
+    "%agent --team run command sleep 30",
+    "%agent_team",
+    "import agent_kernel.magics as m\n"
+    "team = m.current()._team.team\n"
+    "print('VERIFIED', bool(team.ledger.verify()))\n"
+    "print('KINDS', sorted({r.get('kind') for r in team.ledger.records()}))",
+]
+
+
+@pytest.fixture(scope="module", params=["light", "dark"])
+def report(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    problem = missing_requirements()
+    if problem:
+        pytest.fail(f"the browser test needs Chromium and playwright-core: {problem}",
+                    pytrace=False)
+    theme = request.param
+    shots = OUTPUT / f"team-{theme}"
+    shutil.rmtree(shots, ignore_errors=True)
+    lab = start_lab(tmp_path_factory.mktemp("lab"))
+    set_theme(lab, "JupyterLab Dark" if theme == "dark" else "JupyterLab Light")
+    try:
+        write_notebook(lab, "team.ipynb", CELLS)
+        result = drive(lab, "team.ipynb", "team", shots)
+        result["theme"] = theme
+        (shots / "report.json").write_text(json.dumps(result, indent=2))
+        result["server_log"] = lab.log()
+        result["saved"] = (lab.root / "team.ipynb").read_text(encoding="utf-8")
+        return result
+    finally:
+        lab.stop()
+
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
+
+
+def _step(report: dict[str, Any], name: str) -> dict[str, Any]:
+    assert not report["errors"], "\n".join(report["errors"]) + "\n" + report["stderr"]
+    return report["steps"][name]
+
+
+def _low(measured: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [m for m in measured if m["ratio"] < AA]
+
+
+def test_each_agent_run_is_nested_in_the_tellers(report: dict[str, Any]) -> None:
+    step = _step(report, "transcript")
+    assert step["status"] == "done"
+    assert step["dark"] is (report["theme"] == "dark")
+    assert step["agents"] == 4, step["agent_titles"]  # one Planner, three Workers
+    assert step["nested_workers"] == 3  # each Worker folded inside the Planner
+    titles = step["agent_titles"]
+    assert sum("(Planner)" in t for t in titles) == 1
+    assert sum("(Worker)" in t for t in titles) == 3
+    for city in CITIES:
+        assert city in step["reply"], step["reply"]
+    assert step["tables"] >= 1  # the Teller's comparison table, drawn as Markdown
+    assert not _low(step["contrast"]), json.dumps(_low(step["contrast"]), indent=1)
+
+
+def test_a_workers_approval_is_asked_in_the_tellers_output_naming_it(
+        report: dict[str, Any]) -> None:
+    step = _step(report, "approval")
+    assert re.fullmatch(r"Approval for worker-\d+ \(Worker\):", step["label"]), step["label"]
+    assert "sleep 30" in step["question"]
+    assert step["top_level"] == 1 and step["in_agent"] == 0
+    assert step["outcome"].startswith("Approved · ")
+    assert not _low(step["contrast"]), json.dumps(_low(step["contrast"]), indent=1)
+
+
+def test_the_board_shows_the_running_worker_and_stop_ends_it(report: dict[str, Any]) -> None:
+    step = _step(report, "board")
+    assert step["running_rows"] == 1 and step["stop_buttons"] == 1
+    assert "sleep 30" in step["board"]
+    # the agents alive now: the Teller, the Worker running the command, the trigger desk
+    assert step["agent_rows"] == 3 and re.search(r"worker-\d+\s+worker\s+run command sleep 30",
+                                                  step["board"]), step["board"]
+    assert step["artifact_rows"] == 3  # the three cities' notes, from the first prompt
+    assert step["role_rows"] == 3  # the built-in roles
+    assert re.search(r"Stop\s*task_\w+\s*worker-\d+ · running: run command sleep 30",
+                     step["controls"]), step["controls"]
+    assert not _low(step["contrast"]), json.dumps(_low(step["contrast"]), indent=1)
+    assert re.search(r"Stopped task_\w+", step["outcome"]), step["outcome"]
+    assert step["buttons_after"] == 0
+    assert step["run_status"] in ("done", "done_with_failures", "stopped")
+    assert "Nothing is running." in step["board_after"]
+    # the run's time is the whole prompt's (the Worker ran a while), not the Teller's last run
+    assert float(step["elapsed"].removesuffix(" s")) >= 1.0, step["elapsed"]
+    ledger = report["steps"]["ledger"]
+    assert "VERIFIED True" in ledger
+    for kind in ("tool_call", "task_started", "task_finished", "approval"):
+        assert f"'{kind}'" in ledger, ledger
+
+
+def test_reopened_without_a_kernel_the_team_reads_in_full(report: dict[str, Any]) -> None:
+    reopened = _step(report, "reopened")
+    assert reopened["kernels_shut_down"] >= 1
+    assert reopened["agents"] == 4
+    for city in CITIES:
+        assert city in reopened["transcript"]
+    assert re.search(r"Approval for worker-\d+ \(Worker\)", reopened["approval"])
+    assert "Nothing is running." in reopened["board"]  # the last state, kept by the file
+    assert "1 cancelled, 5 ok" in reopened["board"]
+    assert re.search(r"teller\s+teller\s+idle", reopened["board"]), reopened["board"]
+    assert re.search(r"Stopped task_\w+", reopened["controls"]), reopened["controls"]
+    assert reopened["buttons"] == 0 and reopened["widget_errors"] == 0
+    names = [Path(p).name for p in report["shots"]]
+    for key in ("team-transcript", "team-approval", "team-board", "team-stopped",
+                "reopened-team-cell1", "reopened-team-cell3"):
+        assert any(key in name for name in names), f"no screenshot for {key}: {names}"
