@@ -10,8 +10,9 @@ person's own ``@tool`` functions included), calls that tool with arguments
 read from the words that follow (``add 2 and 3``). After the results come
 back it says what each one really was, failures included
 (:mod:`agent_kernel.demo_answers`). In a team it plays the Teller, the
-Planner and the Workers (:mod:`agent_kernel.demo_team`). Every answer says it
-comes from the offline demo model. ``llm.complete`` asks it
+Planner and the Workers (:mod:`agent_kernel.demo_team`, whose ``respond`` comes
+first and falls back on this one). Every answer says it comes from the offline
+demo model. ``llm.complete`` asks it
 in-process, without litellm (see ``llm.py``), and turns its answer into the
 same streamed turn a real model gives, so the loop, tools and views cannot
 tell them apart.
@@ -358,12 +359,6 @@ def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Demo
     names = {t.get("function", {}).get("name") for t in tools or []} - {None}
     schemas = {t["function"]["name"]: t["function"].get("parameters") or {}
                for t in tools or [] if t.get("function", {}).get("name")}
-    from .demo_team import play, role_of  # a team's roles: the same rules, one room further
-
-    role = role_of(messages)
-    played = play(role, messages, names, schemas) if role else None
-    if played is not None:
-        return played
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     prompt = _text_of(messages[last_user]).strip() if last_user >= 0 else ""
     turn = messages[last_user + 1 :]

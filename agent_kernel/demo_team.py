@@ -25,6 +25,7 @@ import json
 import re
 from typing import Any
 
+from . import demo
 from .demo import LABEL, DemoTurn, plan_calls, plan_for_tool
 
 SOURCE = "sample notes built into the offline demo model (fixed and rough, not researched)"
@@ -134,6 +135,19 @@ def _failed(result: str) -> str | None:
     """The reason a call failed, or None when it went through."""
     return result.removeprefix("Error: ").split("\n\n", 1)[0] if result.startswith("Error") \
         else None
+
+
+def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> DemoTurn:
+    """The demo model's next response: a team role's, else the single demo model's."""
+    role = role_of(messages)
+    if role:
+        names = {t.get("function", {}).get("name") for t in tools or []} - {None}
+        schemas = {t["function"]["name"]: t["function"].get("parameters") or {}
+                   for t in tools or [] if t.get("function", {}).get("name")}
+        played = play(role, messages, names, schemas)
+        if played is not None:
+            return played
+    return demo.respond(messages, tools)
 
 
 def play(role: str, messages: list[dict[str, Any]], names: set[str],

@@ -187,9 +187,9 @@ async def _complete_demo(
     on_text: Callable[[str], None],
 ) -> ModelTurn:
     """The offline demo model's turn, in-process: no litellm, no network."""
-    from . import demo
+    from . import demo_team  # the team's roles first, then the single demo model's rules
 
-    answer = demo.respond(messages, tools)
+    answer = demo_team.respond(messages, tools)
     turn = ModelTurn(text=answer.text, cost=0.0,
                      finish_reason="tool_calls" if answer.tool_calls else "stop")
     if settings.stream:

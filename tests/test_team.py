@@ -234,6 +234,39 @@ async def test_cancel_queued_trigger_and_running_tasks(tmp_path):
     assert team.ledger.verify().ok
 
 
+async def test_stop_at_the_moment_a_task_starts_is_not_lost(tmp_path):
+    """Stop pressed as a task is dispatched, before its coroutine has begun: it still ends
+    the task, which then makes no model call."""
+
+    def script(role: str, body: dict[str, Any]) -> Message:
+        said = last(body)
+        if role == TELLER:
+            if said["role"] == "user" and not said["content"].startswith("The work"):
+                return Message(calls=[delegate("one job")])
+            return Message(text="ended")
+        if role == PLANNER:
+            return Message(calls=[delegate("job A")] if said["role"] == "user" else [],
+                           text="" if said["role"] == "user" else "planned")
+        return Message(text="job A done")
+
+    with RoleServer(script) as server:
+        team = make_team(server, tmp_path / "ws")
+        stopped: list[bool] = []
+
+        def on_change(task: Any) -> None:  # called in the dispatch, before the task's run
+            if task.prompt == "job A" and task.status == "running" and not stopped:
+                stopped.append(team.stop(task.id))
+
+        team.supervisor.listeners.append(on_change)
+        result = await team.arun("go")
+        workers = server.by_role(WORKER)
+
+    assert stopped == [True]
+    [planner] = result.tree["children"]
+    [job] = planner["children"]
+    assert job["status"] == "cancelled" and workers == []
+
+
 async def test_teller_priority_refused_and_a_delegation_loop_stopped(tmp_path):
     def script(role: str, body: dict[str, Any]) -> Message:
         said = last(body)

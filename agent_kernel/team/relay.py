@@ -146,8 +146,10 @@ class TellerRelay:
             self.bus.emit(RunError(self.run_id, result.error or result.status, kind=kind))
         if self._held is not None:
             held = self._held
-            if result is not None and dataclasses.is_dataclass(held.result):
+            finished = held.result
+            if result is not None and dataclasses.is_dataclass(finished) and not isinstance(
+                    finished, type):
                 # the prompt took as long as its whole tree did, not the Teller's last run
                 held = dataclasses.replace(held, result=dataclasses.replace(
-                    held.result, duration_ms=result.duration_ms))  # type: ignore[type-var]
+                    finished, duration_ms=result.duration_ms))
             self.bus.emit(held)

@@ -513,11 +513,11 @@ class Supervisor:
         """End a task whatever its state: cancel it when it waits, stop its run when it runs."""
         if self.cancel(task_id):
             return True
-        agent = self.agents.get(task_id)
         task = self.running.get(task_id)
-        if agent is None or task is None:
+        if task is None:
             return False
-        if not agent.stop(task.run_id):  # its run has not begun yet: it will not
+        agent = self.agents.get(task_id)  # None: started, its coroutine not yet begun
+        if agent is None or not agent.stop(task.run_id):  # its run has not begun: it will not
             self._stopping.add(task_id)
         return True
 
