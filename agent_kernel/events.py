@@ -198,6 +198,8 @@ class AgentActivity(Event):
     parent_task_id: str | None
     prompt: str
     inner: Event
+    order: int = 0
+    """The task's place in the order the team made its tasks (siblings are shown so)."""
 
 
 Subscriber = Callable[[Event], None]

@@ -161,6 +161,7 @@ async def test_trace_id_is_saved_recorded_and_carried_into_the_runs(
     trigger_id = result.tool_calls[0].result["taskId"]
     saved = json.loads((workspace / "triggers" / f"{trigger_id}.json").read_text())
     assert saved["trace_id"] == "trace-build-7"
+    await scheduler.drain()  # trigger_created is written off the loop, in the background
     created = [r for r in records(agent, "trigger_created") if r["trigger_id"] == trigger_id]
     assert created[0]["trace_id"] == "trace-build-7"
 

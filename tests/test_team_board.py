@@ -84,7 +84,7 @@ async def test_board_shows_the_team_and_its_controls_cancel_and_stop(tmp_path: P
         board = TeamBoard(team)
         probe = FrontendProbe()
         board.show(controls=True, channel=probe)  # outside a kernel: no display handle
-        board._handle = Handle()
+        board.output.handle = Handle()
         assert board.controls is not None
         board.controls.handle = Handle()
 
@@ -143,7 +143,7 @@ async def test_board_shows_the_team_and_its_controls_cancel_and_stop(tmp_path: P
 
     assert result.status == "ok", result.error
     assert job_a.status == "cancelled" and job_c.status == "ok"
-    shown = board._handle.bundles[-1]
+    shown = board.output.handle.bundles[-1]
     assert "Running: nothing" in shown["text/plain"]
     assert "Worker queue: empty" in shown["text/plain"]
     assert "job C" not in shown["text/html"].split("Agents")[0]

@@ -36,9 +36,11 @@ KEY = {"OPENAI_API_KEY": "sk-test-0123456789abcdef"}
 class Script:
     """Both kernels' answers; the 'build' Planner hangs in the first kernel."""
 
-    def __init__(self) -> None:
+    def __init__(self, marker: Path) -> None:
         self.release = threading.Event()
         self.building = threading.Event()
+        self.marker = marker
+        """Made when the 'build' Planner is inside its model call: the kernel waits for it."""
 
     def respond(self, role: str, body: dict[str, Any]) -> Message:
         said, prompt = last(body), first_prompt(body)
@@ -53,6 +55,7 @@ class Script:
             return Message(text="(noted)")
         if role == PLANNER and prompt == "build the app":
             self.building.set()
+            self.marker.touch()
             self.release.wait(60)
             return Message(text="too late")
         return Message(text=f"{prompt}: planned")
@@ -78,7 +81,7 @@ def test_a_killed_kernel_leaves_its_question_and_queue_to_the_next(
     import os
 
     ws = tmp_path / "ws"
-    script = Script()
+    script = Script(tmp_path / "building")
     env = {**os.environ, **KEY}
     with RoleServer(script.respond) as server:
         first = _notebook([
@@ -88,7 +91,7 @@ def test_a_killed_kernel_leaves_its_question_and_queue_to_the_next(
             f"ws = pathlib.Path({str(ws)!r})\n"
             "for _ in range(600):\n"
             f"    if (ws / {FILE!r}).exists() and len(list((ws / 'team' / 'tasks')"
-            ".glob('*.json'))) == 2:\n"
+            f".glob('*.json'))) == 2 and pathlib.Path({str(script.marker)!r}).exists():\n"
             "        break\n"
             "    await asyncio.sleep(0.1)\n"
             f"print('question waiting:', (ws / {FILE!r}).exists())\n"

@@ -104,22 +104,52 @@ async def test_another_prompts_agents_stay_out_of_this_transcript(tmp_path):
     assert events == []
 
 
-def test_the_tellers_streamed_text_stays_whole_when_a_planner_starts_mid_stream() -> None:
-    """A Planner may start while the Teller still streams its reply: the reply stays one
-    paragraph, and the Planner's run is shown after the place the reply began."""
-    from agent_kernel.events import ModelCallStarted, RunStarted, TextDelta, ToolCallStarted
+def test_the_tellers_reply_reads_whole_before_the_work_it_handed_on() -> None:
+    """A Planner starts, and a Worker asks, while the Teller still streams (or has not
+    begun) its reply: the reply stays one paragraph before the Planner's run and the
+    Worker's question; Workers begun together read in the order they were delegated; a
+    stopped Worker makes the prompt's status say so."""
+    from agent_kernel.events import (
+        ModelCallStarted,
+        Question,
+        RunFinished,
+        RunStarted,
+        TextDelta,
+        ToolCallStarted,
+    )
     from agent_kernel.views.mime import Transcript
+
+    def activity(task: str, parent: str | None, order: int, inner: Any) -> AgentActivity:
+        return AgentActivity("run_t", agent_id=task, role="worker" if parent else "planner",
+                             task_id=task, parent_task_id=parent, prompt=task, inner=inner,
+                             order=order)
 
     t = Transcript()
     t.feed(RunStarted("run_t", prompt="go", model="m", agent_id="teller"))
     t.feed(ModelCallStarted("run_t"))
+    t.feed(activity("plan", None, 0, RunStarted("run_p", prompt="go", model="m",
+                                                 agent_id="p")))
     t.feed(TextDelta("run_t", "I handed your ask "))
-    t.feed(AgentActivity("run_t", agent_id="planner-1", role="planner", task_id="task_p",
-                         parent_task_id=None, prompt="go",
-                         inner=RunStarted("run_p", prompt="go", model="m", agent_id="p")))
+    for task, order in (("w-B", 2), ("w-A", 1), ("w-C", 3)):  # begun out of order
+        t.feed(activity(task, "plan", order, RunStarted(f"run_{task}", prompt=task, model="m",
+                                                        agent_id=task)))
+    t.feed(Question("run_t", "q_1", "Allow `bash`?", ["Approve", "Deny"], 60.0, "Deny",
+                    kind="approval", details={"tool": "bash", "asked_by": "w-A",
+                                              "asked_by_role": "worker"}))
     t.feed(TextDelta("run_t", "to the Planner."))
-    assert [kind for kind, _ in t.entries] == ["text", "agent"]
-    assert t.entries[0][1] == "I handed your ask to the Planner."
+    kinds = [e["kind"] for e in t.state()["entries"]]
+    assert kinds == ["text", "agent", "question"]
+    assert t.state()["entries"][0]["text"] == "I handed your ask to the Planner."
     t.feed(ToolCallStarted("run_t", call_id="c1", tool_name="echo", arguments={}))
-    t.feed(TextDelta("run_t", "After the call."))  # a new paragraph after a tool card
-    assert [kind for kind, _ in t.entries] == ["text", "agent", "tool", "text"]
+    t.feed(TextDelta("run_t", "After the call."))  # a new paragraph after the tool card
+    state = t.state()
+    assert [e["kind"] for e in state["entries"]] == ["text", "agent", "question", "tool",
+                                                     "text"]
+    assert [e["task_id"] for e in state["entries"][1]["entries"]] == ["w-A", "w-B", "w-C"]
+
+    from agent_kernel.agent import RunResult
+
+    t.feed(activity("w-B", "plan", 2, RunFinished("run_w-B", result=RunResult(
+        run_id="run_w-B", model="m", status="cancelled"))))
+    t.feed(RunFinished("run_t", result=RunResult(run_id="run_t", model="m", status="ok")))
+    assert t.status == "done_with_failures"

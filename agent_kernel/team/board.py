@@ -31,12 +31,12 @@ import contextlib
 import shlex
 import sys
 import threading
-import time
 from datetime import datetime
 from typing import Any
 
+from ..events import Question, QuestionAnswered
 from ..triggers.panel_html import local_time
-from ..views.cells import display_pub, in_cell
+from ..views.cells import LiveOutput, in_cell
 from .board_html import board_bundle, one_line, snapshot
 
 UPDATES_PER_SECOND = 2
@@ -56,10 +56,6 @@ def _now_text() -> str:
     return local_time(now.isoformat(), now)
 
 
-def _msg_id(header: dict[str, Any] | None) -> str | None:
-    return ((header or {}).get("header") or header or {}).get("msg_id")
-
-
 class TeamBoard:
     """A static, self-updating board of one :class:`~agent_kernel.team.Team`."""
 
@@ -67,16 +63,14 @@ class TeamBoard:
         self.team = team
         self.supervisor = team.supervisor
         self.controls: BoardControls | None = None
-        self.updates = 0
         self.note = ""
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._handle: Any = None
-        self._cell: dict[str, Any] | None = None
-        self._last_push = 0.0
-        self._later: asyncio.TimerHandle | None = None
+        self.output = LiveOutput(self.bundle, UPDATES_PER_SECOND)
         self._refresher: asyncio.TimerHandle | None = None
         self._scheduler: Any = None
         self.supervisor.listeners.append(self.changed)
+        teller = getattr(team, "teller", None)  # a member's question: "waiting for your ..."
+        self._unsubscribe = teller.bus.subscribe(self._on_teller_event) if teller else None
         self._listen_to_triggers()
         with contextlib.suppress(RuntimeError):
             self.loop = asyncio.get_running_loop()
@@ -110,15 +104,11 @@ class TeamBoard:
         they are ipywidgets. This board becomes the live one; an older one retires.
         """
         global _LIVE
-        from IPython.display import display
 
         previous, _LIVE = _LIVE, self
         if previous is not None and previous is not self:
             previous.retire()
-        pub = display_pub()
-        self._cell = dict(getattr(pub, "parent_header", None) or {}) or None
-        self._handle = display(self.bundle(), raw=True, display_id=True)
-        self._last_push = time.monotonic()
+        self.output.show()
         if controls:
             made: BoardControls = (ExtensionBoardControls(self, channel) if channel is not None
                                    else WidgetBoardControls(self))
@@ -127,6 +117,10 @@ class TeamBoard:
         self._schedule_refresh()
 
     # -- updates --------------------------------------------------------------------
+    def _on_teller_event(self, event: Any) -> None:
+        if isinstance(event, (Question, QuestionAnswered)):
+            self.changed()
+
     def changed(self, *_what: Any) -> None:
         """Called by the supervisor (a task) or the desk's scheduler (a trigger)."""
         self._listen_to_triggers()
@@ -136,33 +130,14 @@ class TeamBoard:
 
     def push(self, force: bool = False) -> None:
         """Update the board now, or as soon as the throttle allows."""
-        if self._handle is None:
-            return
-        wait = 1 / UPDATES_PER_SECOND - (time.monotonic() - self._last_push)
-        if not force and wait > 0:
-            if self._later is None:
-                with contextlib.suppress(RuntimeError):
-                    self._later = asyncio.get_running_loop().call_later(wait, self._flush)
-            return
-        if self._later is not None:
-            self._later.cancel()
-            self._later = None
-        self._last_push = time.monotonic()
-        self.updates += 1
-        bundle = self.bundle()
-        with in_cell(self._cell):
-            self._handle.update(bundle, raw=True)
-        # nbclient and papermill apply updates only while they read the running cell
-        current = getattr(display_pub(), "_parent_header_global", None)
-        if current and _msg_id(current) != _msg_id(self._cell):
-            with in_cell(current):
-                self._handle.update(bundle, raw=True)
+        self.output.push(force)
         if self._refresher is None:
             self._schedule_refresh()
 
-    def _flush(self) -> None:
-        self._later = None
-        self.push(force=True)
+    @property
+    def updates(self) -> int:
+        """How many times the board was redrawn."""
+        return self.output.updates
 
     def _open_work(self) -> bool:
         sup = self.supervisor
@@ -170,7 +145,7 @@ class TeamBoard:
 
     def _schedule_refresh(self) -> None:
         self._refresher = None
-        if self._handle is None or not self._open_work():
+        if self.output.handle is None or not self._open_work():
             return
         with contextlib.suppress(RuntimeError):
             self._refresher = asyncio.get_running_loop().call_later(REFRESH_SECONDS,
@@ -184,13 +159,16 @@ class TeamBoard:
         """A newer board took over: stop listening, say so, and let the controls go."""
         with contextlib.suppress(ValueError):
             self.supervisor.listeners.remove(self.changed)
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
         if self._scheduler is not None:
             with contextlib.suppress(ValueError):
                 self._scheduler.listeners.remove(self.changed)
-        for timer in (self._later, self._refresher):
-            if timer is not None:
-                timer.cancel()
-        self._later = self._refresher = None
+        self.output.cancel()
+        if self._refresher is not None:
+            self._refresher.cancel()
+            self._refresher = None
         self.note = (f"This board stopped updating at {_now_text()}: a newer %agent_team "
                      "board took over.")
         self.push(force=True)
@@ -301,7 +279,7 @@ class BoardControls:
 
     def _update(self, what: Any, raw: bool) -> None:
         if self.handle is not None:
-            with in_cell(self.board._cell):
+            with in_cell(self.board.output.cell):
                 self.handle.update(what, raw=raw)
 
 

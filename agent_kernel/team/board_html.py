@@ -72,6 +72,19 @@ def _task_row(task: Any, status: str | None = None) -> dict[str, Any]:
             "agent": task.agent_id, "started": task.started_at}
 
 
+def _waiting(team: Any) -> dict[str, str]:
+    """Agent id -> what it waits for from the person (its question in the Teller's channel)."""
+    channel = getattr(getattr(team, "teller", None), "questions", None)
+    found: dict[str, str] = {}
+    for pending in list(getattr(channel, "pending", {}).values()):
+        event = pending.event
+        asked_by = (event.details or {}).get("asked_by")
+        if isinstance(asked_by, str):
+            found[asked_by] = ("waiting for your approval" if event.kind == "approval"
+                               else "waiting for your answer")
+    return found
+
+
 def _agents(team: Any, triggers: int) -> list[dict[str, Any]]:
     sup = team.supervisor
     rows: list[dict[str, Any]] = []
@@ -233,9 +246,11 @@ def snapshot(team: Any, now: datetime | None = None) -> dict[str, Any]:
         if task.depth > 0 and not task.open and task.status != "trigger":
             ended[task.status] = ended.get(task.status, 0) + 1
     artifacts, artifact_count = _artifacts(team.workspace)
+    waiting = _waiting(team)
     return {
         "as_of": now.isoformat(),
-        "running": [_task_row(t, "running") for t in list(sup.running.values())],
+        "running": [{**_task_row(t, "running"), "waiting": waiting.get(t.agent_id)}
+                    for t in list(sup.running.values())],
         "queues": {PLANNER: [_task_row(t) for t in sup.queues[PLANNER].waiting()],
                    WORKER: [_task_row(t) for t in sup.queues[WORKER].waiting()],
                    "held": [_task_row(t) for t in held]},
@@ -286,7 +301,7 @@ def _table(head: Iterable[str], rows: Iterable[str]) -> str:
 
 
 def _section(title: str, count: int | None, body: str) -> str:
-    number = f" ({count})" if count is not None else ""
+    number = f" · {count}" if count is not None else ""
     return f"<div class='ak-section'>{esc(title)}{number}</div>{body}"
 
 
@@ -321,17 +336,20 @@ def board_html(state: Mapping[str, Any]) -> str:
         ("Agent", "Priority", "Prompt", "Started", "Task"),
         (f"<tr class='agent-kernel-team-task' data-task-id='{esc(r['id'])}' "
          f"data-status='running'><td {_LEFT}>{esc(r['agent'] or '-')}<br>"
-         f"<span class='ak-muted'>{esc(r['role'])}</span></td>"
+         f"<span class='ak-muted'>{esc(r['role'])}</span>"
+         + (f"<br><span class='ak-warn agent-kernel-team-waiting'>{esc(r['waiting'])}</span>"
+            if r.get("waiting") else "") + "</td>"
          f"<td {_RIGHT} class='ak-num'>{esc(r['priority'])}</td>"
          f"<td {_LEFT} class='ak-prompt'>{esc(r['prompt'])}</td>"
          f"{_when_html(r['started'], now)}{_id(r['id'])}</tr>" for r in running))
         if running else _none("Nothing is running.")))
     queues = state["queues"]
     limits = state.get("limits", {})
-    titles = {"planner": f"Planner queue (at most {limits.get('max_planners', '?')} at once)",
-              "worker": f"Worker queue (at most {limits.get('max_workers', '?')} at once), "
+    titles = {"planner": f"Planner queue · at most {limits.get('max_planners', '?')} run at "
+                         "once",
+              "worker": f"Worker queue · at most {limits.get('max_workers', '?')} run at once, "
                         "in the order they start",
-              "held": "Held: a Planner's delegations, queued when its run ends"}
+              "held": "Held · a Planner's delegations, queued when its run ends"}
     head = ("Priority", "Role", "Prompt", "From", "Created", "Task")
     for name in ("planner", "worker", "held"):
         rows = queues.get(name, [])
@@ -397,9 +415,10 @@ def board_text(state: Mapping[str, Any]) -> str:
         lines.append(state["note"])
     lines.append("Running:" if state["running"] else "Running: nothing")
     for r in state["running"]:
+        waiting = f", {r['waiting']}" if r.get("waiting") else ""
         lines.append(f"  {r['agent']} [{r['role']}, priority {r['priority']}, started "
-                     f"{relative(r['started'], now) or '-'}] {one_line(r['prompt'], 80)} "
-                     f"({r['id']})")
+                     f"{relative(r['started'], now) or '-'}{waiting}] "
+                     f"{one_line(r['prompt'], 80)} ({r['id']})")
     for name, title in (("planner", "Planner queue"), ("worker", "Worker queue"),
                         ("held", "Held")):
         rows = state["queues"].get(name, [])

@@ -55,6 +55,7 @@ class TellerRelay:
         self._unsubscribe = team.teller.bus.subscribe(self._on_event)
         self._by_run: dict[str, Task] = {}
         self._elsewhere: set[str] = set()
+        self._order: dict[str, int] = {}
         self._unsubscribe_team = team.bus.subscribe(self._on_team_event)
 
     @property
@@ -82,8 +83,9 @@ class TellerRelay:
         if task is None:
             if event.run_id in self._elsewhere:
                 return
-            self._by_run = {t.run_id: t for t in self.new_tasks()
-                            if t.run_id and t.parent_id is not None}
+            made = self.new_tasks()
+            self._order = {t.id: number for number, t in enumerate(made)}
+            self._by_run = {t.run_id: t for t in made if t.run_id and t.parent_id is not None}
             task = self._by_run.get(event.run_id)
             if task is None:  # the Teller's, or another prompt's: a run id is set before
                 self._elsewhere.add(event.run_id)  # its first event, so this is final
@@ -91,7 +93,7 @@ class TellerRelay:
         self.bus.emit(AgentActivity(self.run_id, agent_id=task.agent_id or task.role,
                                     role=task.role, task_id=task.id,
                                     parent_task_id=task.parent_id, prompt=task.prompt,
-                                    inner=event))
+                                    inner=event, order=self._order.get(task.id, 0)))
 
     def new_tasks(self) -> list[Task]:
         """The tasks made since this prompt began (its tree), oldest first."""

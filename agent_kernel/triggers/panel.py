@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..views.cells import display_pub, in_cell
+from ..views.cells import LiveOutput, in_cell
 from .model import LIVE
 from .panel_html import local_time, panel_html, shown, text_table
 
@@ -49,10 +48,6 @@ HISTORY = 4
 _CONTROLS_OWNER: dict[str, TriggersPanel] = {}
 
 __all__ = ["TriggersPanel", "text_table"]
-
-
-def _msg_id(header: dict[str, Any] | None) -> str | None:
-    return ((header or {}).get("header") or header or {}).get("msg_id")
 
 
 def _now_text() -> str:
@@ -70,12 +65,8 @@ class TriggersPanel:
         self.history: dict[str, list[tuple[str, str, str]]] = {}
         self._seen_run: dict[str, str | None] = {t.id: t.last_run_id
                                                  for t in scheduler.triggers.values()}
-        self.updates = 0
         self.controls: _Controls | None = None
-        self._handle: Any = None
-        self._cell: dict[str, Any] | None = None
-        self._last_push = 0.0
-        self._later: asyncio.TimerHandle | None = None
+        self.output = LiveOutput(self.bundle, UPDATES_PER_SECOND)
         self._refresher: asyncio.TimerHandle | None = None
         scheduler.listeners.append(self.changed)
 
@@ -109,12 +100,7 @@ class TriggersPanel:
         With ``channel`` (our extension's, see :mod:`agent_kernel.views.frontend`), the
         extension draws the controls; otherwise they are ipywidgets.
         """
-        from IPython.display import display
-
-        pub = display_pub()
-        self._cell = dict(getattr(pub, "parent_header", None) or {}) or None
-        self._handle = display(self.bundle(), raw=True, display_id=True)
-        self._last_push = time.monotonic()
+        self.output.show()
         if controls:
             made = ExtensionControls(self, channel) if channel is not None else \
                 PanelControls(self)
@@ -144,31 +130,12 @@ class TriggersPanel:
 
     def push(self, force: bool = False) -> None:
         """Update the table now, or as soon as the throttle allows."""
-        if self._handle is None:
-            return
-        wait = 1 / UPDATES_PER_SECOND - (time.monotonic() - self._last_push)
-        if not force and wait > 0:
-            if self._later is None:
-                with contextlib.suppress(RuntimeError):
-                    self._later = asyncio.get_running_loop().call_later(wait, self._flush)
-            return
-        if self._later is not None:
-            self._later.cancel()
-            self._later = None
-        self._last_push = time.monotonic()
-        self.updates += 1
-        bundle = self.bundle()
-        with in_cell(self._cell):
-            self._handle.update(bundle, raw=True)
-        pub = display_pub()
-        current = getattr(pub, "_parent_header_global", None)
-        if current and _msg_id(current) != _msg_id(self._cell):
-            with in_cell(current):
-                self._handle.update(bundle, raw=True)
+        self.output.push(force)
 
-    def _flush(self) -> None:
-        self._later = None
-        self.push(force=True)
+    @property
+    def updates(self) -> int:
+        """How many times the table was redrawn."""
+        return self.output.updates
 
     def _schedule_refresh(self) -> None:
         if not any(t.status in LIVE for t in self.triggers()):
@@ -228,7 +195,7 @@ class _Controls:
         if not self.settled:
             self._redraw()
         elif self.handle is not None:  # settled by the change itself: add this outcome
-            with in_cell(self.panel._cell):
+            with in_cell(self.panel.output.cell):
                 self.handle.update(self._text_bundle(), raw=True)
         return bool(done), line
 
@@ -281,7 +248,7 @@ class _Controls:
             return
         self.settled = True
         if self.handle is not None:
-            with in_cell(self.panel._cell):
+            with in_cell(self.panel.output.cell):
                 self.handle.update(self._text_bundle(), raw=True)
         self._closed()
 
@@ -402,7 +369,7 @@ class ExtensionControls(_Controls):
 
     def _redraw(self) -> None:
         if self.handle is not None and not self.settled:
-            with in_cell(self.panel._cell):
+            with in_cell(self.panel.output.cell):
                 self.handle.update(self.bundle(), raw=True)
 
 

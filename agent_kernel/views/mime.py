@@ -130,6 +130,11 @@ class ToolCard:
         }
 
 
+def _named(event: Event) -> bool:
+    """A question a team member asked through the Teller's channel (it names who asks)."""
+    return isinstance(event, Question) and bool((event.details or {}).get("asked_by"))
+
+
 @dataclass
 class Transcript:
     """Everything one run showed, in order; feed it events with :meth:`feed`."""
@@ -152,8 +157,12 @@ class Transcript:
     agents: dict[str, tuple[dict[str, Any], Transcript]] = field(default_factory=dict)
     """The team agents whose runs this run shows nested, by task id: who, and their run."""
     _turn_mark: tuple[int, int] = (0, 0)
-    _open_text: int | None = None
-    """The entry the model's current text goes on in, even past a nested agent's entry."""
+    _floating: list[tuple[str, Any]] = field(default_factory=list)
+    """Entries of other team agents (their runs, their questions) that came during this
+    run's current step: shown after it, and placed there when the run's own next entry (a
+    call, a notice, its own question) or its end comes, so the Teller's reply reads whole
+    before the work it handed on."""
+    _order: dict[str, int] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -169,6 +178,8 @@ class Transcript:
         if status != "ok":
             return {"cancelled": "stopped", "limit": "limit"}.get(status, "failed")
         failed = [c for c in self.tools.values() if c.success is False]
+        if any(run.status not in ("done", "running") for _who, run in self.agents.values()):
+            return "done_with_failures"  # a team agent of the prompt was stopped or failed
         if not failed:
             return "done"
         return "denied" if all(c.denied for c in failed) else "done_with_failures"
@@ -183,8 +194,11 @@ class Transcript:
             self._on_agent(event)
             return
         event = for_display(event)
-        if not isinstance(event, (TextDelta, LedgerRecorded, Loading, ToolCallFinished)):
-            self._open_text = None  # the text after a call, a question or a notice is new
+        if self._floating and not isinstance(event, (
+                TextDelta, StreamReset, ModelCallStarted, LedgerRecorded, Loading,
+                ToolCallFinished, QuestionAnswered)) and not _named(event):
+            self.entries += self._floating
+            self._floating = []
         if isinstance(event, RunStarted):
             self.prompt, self.model = event.prompt, event.model
             self.started_at = self.started_at or event.at
@@ -192,15 +206,10 @@ class Transcript:
             last = self.entries[-1] if self.entries else None
             self._turn_mark = (len(self.entries), len(last[1]) if last and last[0] == "text" else 0)
         elif isinstance(event, TextDelta):
-            at = self._open_text
-            if at is None and self.entries and self.entries[-1][0] == "text":
-                at = len(self.entries) - 1
-            if at is not None and at < len(self.entries) and self.entries[at][0] == "text":
-                self.entries[at] = ("text", self.entries[at][1] + event.text)
+            if self.entries and self.entries[-1][0] == "text":
+                self.entries[-1] = ("text", self.entries[-1][1] + event.text)
             else:
                 self.entries.append(("text", event.text))
-                at = len(self.entries) - 1
-            self._open_text = at
         elif isinstance(event, StreamReset):
             self._drop_turn_text()
         elif isinstance(event, ToolCallStarted):
@@ -240,8 +249,16 @@ class Transcript:
             who = {"agent_id": event.agent_id, "role": event.role, "task_id": event.task_id,
                    "prompt": redact_text(event.prompt)}
             found = self.agents[event.task_id] = (who, Transcript(run_id=event.inner.run_id))
+            self._order[event.task_id] = event.order
             parent = self.agents.get(event.parent_task_id or "")
-            (parent[1].entries if parent else self.entries).append(("agent", event.task_id))
+            if parent is None:
+                self._floating.append(("agent", event.task_id))
+            else:  # siblings begun together read in the order they were delegated
+                entries, at = parent[1].entries, len(parent[1].entries)
+                while at and entries[at - 1][0] == "agent" and (
+                        self._order.get(entries[at - 1][1], 0) > event.order):
+                    at -= 1
+                entries.insert(at, ("agent", event.task_id))
         found[1].feed(event.inner)
 
     def _drop_turn_text(self) -> None:
@@ -270,6 +287,8 @@ class Transcript:
             event.kind == "approval" and not (event.details or {}).get("asked_by")) else None
         if card is not None:
             card.approval = qcard
+        elif _named(event):  # a Worker's (or Planner's) question: with the work it belongs to
+            self._floating.append(("question", qcard))
         else:
             self.entries.append(("question", qcard))
 
@@ -343,7 +362,7 @@ class Transcript:
                  ) -> list[dict[str, Any]]:
         """The saved form of the entries, team agents' runs nested (``kind: agent``)."""
         entries: list[dict[str, Any]] = []
-        for kind, value in self.entries:
+        for kind, value in [*self.entries, *self._floating]:
             if kind == "text":
                 if value.strip():
                     entries.append({"kind": "text", "text": redact_text(value)})

@@ -34,7 +34,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from ..events import Event, Question, QuestionAnswered, RunFinished, for_display
+from ..events import Event, Question, QuestionAnswered, RunError, RunFinished, for_display
 from ..redaction import redact_text
 from .cells import display_pub, in_cell
 from .mime import Transcript, mime_bundle
@@ -330,11 +330,8 @@ class WidgetView:
         """The run could not finish normally: say why in the view."""
         message = redact_text(message)
         self.transcript.ended = "stopped" if status == "stopped" else "failed"
-        if status == "stopped":
-            self.transcript.entries.append(("notice", ("warning", message)))
-        else:
-            self.transcript.errors.append(message)
-            self.transcript.entries.append(("error", message))
+        self.transcript.feed(RunError(self.run_id, message,
+                                      kind="cancelled" if status == "stopped" else "error"))
         self._end()
 
     def finish(self) -> None:

@@ -151,8 +151,10 @@ export class PanelControlsRenderer extends Widget implements IRenderMime.IRender
       const line = el('div', 'akl-buttons akl-team-row');
       if (live) {
         const label = row.op === 'stop' ? 'Stop' : 'Cancel';
+        // Stop is red like a run's own Stop; Cancel is the quieter button of the triggers panel
+        const look = row.op === 'stop' ? 'jp-mod-warn' : 'jp-mod-reject';
         line.appendChild(
-          this._button(label, `jp-mod-reject agent-kernel-team-${row.op}`, row.id, row.op, 'team')
+          this._button(label, `${look} agent-kernel-team-${row.op}`, row.id, row.op, 'team')
         );
       }
       line.appendChild(el('code', 'akl-code', row.id));

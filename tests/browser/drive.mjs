@@ -445,17 +445,25 @@ async function teamScenario(page, nb) {
       contrast: await page.evaluate(textContrast, ".jp-Cell:nth-child(3) .akl-question"),
     };
     await shot(page, "team-approval", nb.cell(2));
+    // 3, while the Worker waits: the board says so on the Worker's row.
+    await nb.run(3);
+    await nb.waitIdle(3);
+    const waiting = nb.cell(3).locator(`${BOARD} .agent-kernel-team-waiting`);
+    await waiting.first().waitFor({ timeout: STEP_TIMEOUT });
+    step.board_waiting = await waiting.first().innerText();
+    step.board_waiting_row = await nb.text(3, `${BOARD} tr[data-status='running']`);
+    await shot(page, "team-board-waiting", nb.cell(3));
     await approve.click();
     await nb.cell(2).locator(OUTCOME, { hasText: "Approved" }).first()
       .waitFor({ state: "attached", timeout: STEP_TIMEOUT });
     step.outcome = await nb.allText(2, OUTCOME);
+    await waiting.first().waitFor({ state: "detached", timeout: 10_000 }).catch(() => {});
+    step.board_waiting_after = await waiting.count();
     report.steps.approval = step;
   }
-  // 3: %agent_team while the Worker's `sleep 30` runs: the board, and Stop on its row.
+  // The board while the Worker's `sleep 30` runs, and Stop on its row.
   {
     await page.waitForTimeout(1000);
-    await nb.run(3);
-    await nb.waitIdle(3);
     const stop = nb.button(3, "agent-kernel-team-stop", "Stop");
     await stop.waitFor({ timeout: STEP_TIMEOUT });
     const cell = nb.cell(3);

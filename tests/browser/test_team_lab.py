@@ -97,6 +97,10 @@ def test_a_workers_approval_is_asked_in_the_tellers_output_naming_it(
     assert "sleep 30" in step["question"]
     assert step["top_level"] == 1 and step["in_agent"] == 0
     assert step["outcome"].startswith("Approved · ")
+    # the board, shown while the Worker waited, said so on its row, and stopped saying it
+    assert step["board_waiting"] == "waiting for your approval"
+    assert "sleep 30" in step["board_waiting_row"]
+    assert step["board_waiting_after"] == 0
     assert not _low(step["contrast"]), json.dumps(_low(step["contrast"]), indent=1)
 
 
@@ -137,6 +141,7 @@ def test_reopened_without_a_kernel_the_team_reads_in_full(report: dict[str, Any]
     assert re.search(r"Stopped task_\w+", reopened["controls"]), reopened["controls"]
     assert reopened["buttons"] == 0 and reopened["widget_errors"] == 0
     names = [Path(p).name for p in report["shots"]]
-    for key in ("team-transcript", "team-approval", "team-board", "team-stopped",
+    for key in ("team-transcript", "team-approval", "team-board-waiting", "team-board",
+                "team-stopped",
                 "reopened-team-cell1", "reopened-team-cell3"):
         assert any(key in name for name in names), f"no screenshot for {key}: {names}"
