@@ -445,14 +445,18 @@ async function teamScenario(page, nb) {
       contrast: await page.evaluate(textContrast, ".jp-Cell:nth-child(3) .akl-question"),
     };
     await shot(page, "team-approval", nb.cell(2));
-    // 3, while the Worker waits: the board says so on the Worker's row.
+    // 3: a trigger of the team's, made from Python; 4, while the Worker waits: the
+    // board says so on the Worker's row.
     await nb.run(3);
     await nb.waitIdle(3);
-    const waiting = nb.cell(3).locator(`${BOARD} .agent-kernel-team-waiting`);
+    step.trigger = await nb.text(3, '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stdout"]');
+    await nb.run(4);
+    await nb.waitIdle(4);
+    const waiting = nb.cell(4).locator(`${BOARD} .agent-kernel-team-waiting`);
     await waiting.first().waitFor({ timeout: STEP_TIMEOUT });
     step.board_waiting = await waiting.first().innerText();
-    step.board_waiting_row = await nb.text(3, `${BOARD} tr[data-status='running']`);
-    await shot(page, "team-board-waiting", nb.cell(3));
+    step.board_waiting_row = await nb.text(4, `${BOARD} tr[data-status='running']`);
+    await shot(page, "team-board-waiting", nb.cell(4));
     await approve.click();
     await nb.cell(2).locator(OUTCOME, { hasText: "Approved" }).first()
       .waitFor({ state: "attached", timeout: STEP_TIMEOUT });
@@ -464,20 +468,20 @@ async function teamScenario(page, nb) {
   // The board while the Worker's `sleep 30` runs, and Stop on its row.
   {
     await page.waitForTimeout(1000);
-    const stop = nb.button(3, "agent-kernel-team-stop", "Stop");
+    const stop = nb.button(4, "agent-kernel-team-stop", "Stop");
     await stop.waitFor({ timeout: STEP_TIMEOUT });
-    const cell = nb.cell(3);
+    const cell = nb.cell(4);
     const step = {
-      board: await nb.text(3, BOARD),
+      board: await nb.text(4, BOARD),
       running_rows: await cell.locator(`${BOARD} tr[data-status='running']`).count(),
       agent_rows: await cell.locator(`${BOARD} tr.agent-kernel-team-agent`).count(),
       artifact_rows: await cell.locator(`${BOARD} tr.agent-kernel-team-artifact`).count(),
       role_rows: await cell.locator(`${BOARD} tr.agent-kernel-team-role`).count(),
       stop_buttons: await cell.locator("button.agent-kernel-team-stop").count(),
       cancel_buttons: await cell.locator("button.agent-kernel-team-cancel").count(),
-      controls: await nb.allText(3, TEAM_CONTROLS),
+      controls: await nb.allText(4, TEAM_CONTROLS),
       contrast: await page.evaluate(textContrast,
-        `.jp-Cell:nth-child(4) ${BOARD}, .jp-Cell:nth-child(4) .akl-panel-controls`),
+        `.jp-Cell:nth-child(5) ${BOARD}, .jp-Cell:nth-child(5) .akl-panel-controls`),
     };
     await shot(page, "team-board", cell);
     const stopAt = Date.now();
@@ -488,19 +492,29 @@ async function teamScenario(page, nb) {
     step.stop_to_ended_ms = Date.now() - stopAt;
     await cell.locator(`${BOARD}`, { hasText: "Nothing is running" })
       .waitFor({ timeout: 10_000 }).catch(() => {});
-    step.board_after = await nb.text(3, BOARD);
-    step.outcome = await nb.allText(3, TEAM_CONTROLS);
+    step.board_after = await nb.text(4, BOARD);
+    step.stopped = await nb.allText(4, TEAM_CONTROLS);
+    step.cancels_left = await cell.locator("button.agent-kernel-team-cancel").count();
+    await shot(page, "team-stopped", cell);
+    // Cancel on the trigger's row.
+    await nb.button(4, "agent-kernel-team-cancel", "Cancel").click();
+    await cell.locator(TEAM_CONTROLS, { hasText: "Cancelled" }).first()
+      .waitFor({ state: "attached", timeout: STEP_TIMEOUT });
+    await cell.locator(BOARD, { hasText: "Triggers" }).first()
+      .waitFor({ state: "detached", timeout: 10_000 }).catch(() => {});
+    step.outcome = await nb.allText(4, TEAM_CONTROLS);
+    step.board_end = await nb.text(4, BOARD);
     step.buttons_after = await cell.locator("button.agent-kernel-team-stop, button.agent-kernel-team-cancel").count();
     step.reply = await nb.allText(2, ".akl-run");
     step.elapsed = await nb.text(2, ".akl-run > .akl-header .akl-elapsed");
-    await shot(page, "team-stopped", cell);
+    await shot(page, "team-cancelled", cell);
     await shot(page, "team-stopped-run", nb.cell(2));
     report.steps.board = step;
   }
-  // 4: the team's ledger holds.
-  await nb.run(4);
-  await nb.waitIdle(4);
-  report.steps.ledger = await nb.text(4, ".jp-OutputArea-output");
+  // 5: the team's ledger holds.
+  await nb.run(5);
+  await nb.waitIdle(5);
+  report.steps.ledger = await nb.text(5, ".jp-OutputArea-output");
 }
 
 async function reopenTeam(page) {
@@ -510,12 +524,12 @@ async function reopenTeam(page) {
     agents: await nb.cell(1).locator(".akl-agent").count(),
     transcript: await nb.allText(1, ".akl-run"),
     approval: await nb.allText(2, ".akl-run"),
-    board: await nb.text(3, BOARD),
-    controls: await nb.allText(3, TEAM_CONTROLS),
+    board: await nb.text(4, BOARD),
+    controls: await nb.allText(4, TEAM_CONTROLS),
     buttons: await page.locator("button.agent-kernel-team-stop, button.agent-kernel-team-cancel").count(),
     widget_errors: await page.getByText("Error displaying widget").count(),
   };
-  for (const index of [1, 2, 3]) {
+  for (const index of [1, 2, 4]) {
     await nb.cell(index).scrollIntoViewIfNeeded();
     await shot(page, `reopened-team-cell${index}`, nb.cell(index));
   }

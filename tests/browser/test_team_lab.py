@@ -5,8 +5,9 @@ model, driven by playwright-core in Debian's Chromium (``drive.mjs``,
 scenario ``team``): ``%agent --team research three cities ...`` must draw
 each Planner's and Worker's run folded inside the Teller's; ``%agent --team
 run command sleep 30`` must put the Worker's approval in the Teller's output,
-naming the Worker; ``%agent_team`` then shows the board with Stop on the
-running Worker, which is clicked; the notebook is saved, its kernel shut down
+naming the Worker; a trigger of the team's is made from Python; ``%agent_team``
+then says the Worker waits for approval, shows Stop on the running Worker and
+Cancel on the trigger, both clicked; the notebook is saved, its kernel shut down
 and the page reloaded, and everything must read from the file, with no button.
 Runs in the light and the dark theme, text contrast measured. Screenshots go
 to ``test-output/browser/team-<theme>/``.
@@ -31,9 +32,11 @@ CELLS = [
     "%load_ext agent_kernel",
     "%agent --team research three cities for a trip and compare them",
     "%agent --team run command sleep 30",
-    "%agent_team",
     "import agent_kernel.magics as m\n"
     "team = m.current()._team.team\n"
+    "watch = team.triggers.every(600, 'check the build')\n"
+    "print('TRIGGER', watch.id)",
+    "%agent_team",
     "print('VERIFIED', bool(team.ledger.verify()))\n"
     "print('KINDS', sorted({r.get('kind') for r in team.ledger.records()}))",
 ]
@@ -116,7 +119,11 @@ def test_the_board_shows_the_running_worker_and_stop_ends_it(report: dict[str, A
     assert re.search(r"Stop\s*task_\w+\s*worker-\d+ · running: run command sleep 30",
                      step["controls"]), step["controls"]
     assert not _low(step["contrast"]), json.dumps(_low(step["contrast"]), indent=1)
-    assert re.search(r"Stopped task_\w+", step["outcome"]), step["outcome"]
+    assert re.search(r"Stopped task_\w+", step["stopped"]), step["stopped"]
+    trigger = report["steps"]["approval"]["trigger"].removeprefix("TRIGGER ").strip()
+    assert step["cancel_buttons"] == 1 and step["cancels_left"] == 1  # the trigger's
+    assert re.search(rf"Cancel\s*{trigger}\s*trigger · every 600 s", step["controls"])
+    assert re.search(rf"Cancelled {trigger} \(trigger · every 600 s", step["outcome"])
     assert step["buttons_after"] == 0
     assert step["run_status"] in ("done", "done_with_failures", "stopped")
     assert "Nothing is running." in step["board_after"]
@@ -124,7 +131,8 @@ def test_the_board_shows_the_running_worker_and_stop_ends_it(report: dict[str, A
     assert float(step["elapsed"].removesuffix(" s")) >= 1.0, step["elapsed"]
     ledger = report["steps"]["ledger"]
     assert "VERIFIED True" in ledger
-    for kind in ("tool_call", "task_started", "task_finished", "approval"):
+    for kind in ("tool_call", "task_started", "task_finished", "approval",
+                 "trigger_created", "trigger_cancelled"):
         assert f"'{kind}'" in ledger, ledger
 
 
@@ -139,9 +147,10 @@ def test_reopened_without_a_kernel_the_team_reads_in_full(report: dict[str, Any]
     assert "1 cancelled, 5 ok" in reopened["board"]
     assert re.search(r"teller\s+teller\s+idle", reopened["board"]), reopened["board"]
     assert re.search(r"Stopped task_\w+", reopened["controls"]), reopened["controls"]
+    assert re.search(r"Cancelled trg_\w+", reopened["controls"]), reopened["controls"]
     assert reopened["buttons"] == 0 and reopened["widget_errors"] == 0
     names = [Path(p).name for p in report["shots"]]
     for key in ("team-transcript", "team-approval", "team-board-waiting", "team-board",
-                "team-stopped",
-                "reopened-team-cell1", "reopened-team-cell3"):
+                "team-stopped", "team-cancelled",
+                "reopened-team-cell1", "reopened-team-cell4"):
         assert any(key in name for name in names), f"no screenshot for {key}: {names}"
