@@ -497,3 +497,45 @@ async def test_a_waiting_planner_releases_its_workers_and_a_worker_wakes_it(tmp_
     ended = [r for r in team.ledger.records() if r.get("kind") == "tool_call"
              and r["tool_name"] == "wait_for_message"]
     assert [(r["agent_id"], r["success"]) for r in ended] == [("planner-1", True)]
+
+
+async def test_a_new_kernels_planner_never_owns_an_earlier_planners_role(tmp_path: Path
+                                                                        ) -> None:
+    """Agent ids go on across kernels: the second team's first Planner is not
+    ``planner-1`` again, so the role ``planner-1`` made is not its to spawn agents in."""
+    phase = {"now": "make"}
+
+    def script(role: str, body: dict[str, Any]) -> Message:
+        said = last(body)
+        if role == TELLER:
+            if said["role"] == "user" and not said["content"].startswith("The work"):
+                return Message(calls=[delegate("grow the team")])
+            return Message(text="done")
+        if role != PLANNER:
+            return Message(text="ok")
+        if said["role"] == "user" and phase["now"] == "make":
+            return Message(calls=[tool_call("create_role", name="Critic",
+                                            rolePrompt="You are the Critic. Criticise.")])
+        if said["role"] == "user":
+            return Message(calls=[tool_call("find_role_by_name", name="Critic")])
+        asked = [c["function"]["name"] for m in body["messages"] if m["role"] == "assistant"
+                 for c in m.get("tool_calls") or []]
+        if phase["now"] == "take" and asked == ["find_role_by_name"]:
+            found = result_of(body, "find_role_by_name")
+            return Message(calls=[tool_call("spawn_agent", roleId=found["id"],
+                                            taskBrief=BRIEF)])
+        return Message(text="planned")
+
+    with SocietyServer(script) as server:
+        first = await make_team(server, tmp_path / "ws").arun("make a critic")
+        assert first.status == "ok", first.error
+        phase["now"] = "take"
+        second_team = make_team(server, tmp_path / "ws")
+        second = await second_team.arun("use the critic")
+        assert second.status == "ok", second.error
+
+    [made] = [r for r in second_team.ledger.records() if r.get("tool_name") == "create_role"]
+    [spawn] = [r for r in second_team.ledger.records() if r.get("tool_name") == "spawn_agent"]
+    assert made["agent_id"] == "planner-1" and made["success"]
+    assert spawn["agent_id"] != "planner-1" and not spawn["success"]
+    assert "was created by planner-1" in str(spawn.get("error"))

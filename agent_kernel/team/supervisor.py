@@ -22,8 +22,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..agent import Agent
@@ -34,9 +36,10 @@ from ..tools.base import Tool, ToolContext, ToolError
 from ..workspace import Workspace
 from .asking import NamedQuestions, PendingQuestion, QuestionStore
 from .budget import TeamBudget
-from .members import Society
-from .queue import RestoreReport, Task, TaskQueue, TaskStore
+from .members import AGENTS_FOLDER, Society
+from .queue import FOLDER, INTERRUPTED, RestoreReport, Task, TaskQueue, TaskStore
 from .roles import PLANNER, ROLES, TELLER, WORKER
+from .society import ROLES_FOLDER
 
 log = logging.getLogger(__name__)
 PROMPT_LIMIT = 100
@@ -97,6 +100,25 @@ def cut(text: str) -> str:
     return text if len(text) <= PROMPT_LIMIT else text[: PROMPT_LIMIT - 1] + "…"
 
 
+_AGENT_ID = re.compile(r'"(?:planner|worker)-(\d{1,9})"')
+
+
+def first_agent_number(root: Path) -> int:
+    """One past the highest ``planner-N`` / ``worker-N`` the workspace's team files name
+    (the roles' makers, saved and interrupted tasks, spawned agents): agent ids go on
+    across kernels, so a role made by an earlier kernel's ``planner-1`` (which only its
+    maker may spawn agents in) is never its maker's in a new kernel."""
+    highest = 0
+    for folder in (ROLES_FOLDER, FOLDER, INTERRUPTED, AGENTS_FOLDER):
+        for path in (root / folder).glob("*.json"):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            highest = max([highest, *(int(n) for n in _AGENT_ID.findall(text))])
+    return highest + 1
+
+
 class Supervisor:
     """Queues, runs and tracks the delegated tasks of one team."""
 
@@ -125,7 +147,7 @@ class Supervisor:
         self._per_run: dict[str, list[str]] = {}
         self._settled: dict[str, asyncio.Future[Task]] = {}
         self._runs: dict[str, asyncio.Task[None]] = {}
-        self._numbers = itertools.count(1)
+        self._numbers = itertools.count(first_agent_number(workspace.root))
         self._background: set[asyncio.Task[None]] = set()
         self._stopping: set[str] = set()
         self.restored: list[Task] = []
