@@ -13,7 +13,9 @@ The channel finds the clock through a context variable, not an argument: an
 approval knows only its run id, and the context travels with the call (asyncio
 copies it into every task the call starts, ``Tool.invoke`` into a sync tool's
 thread, and ``asyncio.run_coroutine_threadsafe`` back from that thread), so a
-question asked from anywhere inside the call stops the right clock.
+question asked from anywhere inside the call stops the right clock. A clock
+run inside another (a tool call inside a team task, whose wall-clock limit runs
+on a clock of its own) stops its parent too.
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ class ToolClock:
         self._running = False
         self._lock = threading.Lock()
         self._wake: Callable[[], None] | None = None
+        self.parent: ToolClock | None = None
+        """The clock current where this one runs (a team task's, around its tool calls):
+        a person being asked stops it too."""
 
     @property
     def paused(self) -> bool:
@@ -74,6 +79,8 @@ class ToolClock:
                     self._spent += now - self._since
                     self._since = None
         self._notify()
+        if self.parent is not None:
+            self.parent.pause()
 
     def resume(self) -> None:
         """Count again once the last pause has ended (the answer came)."""
@@ -87,6 +94,8 @@ class ToolClock:
                 if self._running:
                     self._since = now
         self._notify()
+        if self.parent is not None:
+            self.parent.resume()
 
     @contextlib.contextmanager
     def stopped(self) -> Iterator[None]:
@@ -116,6 +125,8 @@ class ToolClock:
                 loop.call_soon_threadsafe(changed.set)
 
         def start() -> asyncio.Task[T]:
+            outer = current_clock.get()
+            self.parent = outer if outer is not self else None
             current_clock.set(self)  # in a copy of the caller's context, for the task alone
             return asyncio.create_task(call)
 

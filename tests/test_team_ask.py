@@ -305,3 +305,49 @@ async def test_without_a_person_a_workers_approval_follows_the_headless_policy(t
     [approval] = [r for r in Ledger(tmp_path / "ledger.jsonl").records()
                   if r.get("kind") == "approval"]
     assert approval["source"] == "policy" and approval["role"] == "worker"
+
+
+def slow_worker(timeout: float, hang: float) -> Any:
+    """The Planner gives a Worker ``timeout`` seconds; the Worker's first model call takes
+    ``hang`` seconds, then it writes notes.md (an approval)."""
+    import time
+
+    def respond(role: str, body: dict[str, Any]) -> Message:
+        said = last(body)
+        if role == PLANNER and said["role"] == "user":
+            return Message(calls=[delegate("write notes.md", timeout=timeout)])
+        if role not in (PLANNER, TELLER) and said["role"] == "user":
+            time.sleep(hang)
+        return worker_writes(role, body)
+
+    return respond
+
+
+async def test_a_workers_task_clock_stands_still_while_the_person_decides(tmp_path):
+    """A Worker task may take 1.5 s; the person approves its write after 2.5 s: the task
+    still ends ok, as a tool call's clock does, waiting for a person is not counted."""
+    with RoleServer(slow_worker(timeout=1.5, hang=0.0)) as server:
+        team = make_team(server, tmp_path)
+        team.supervisor.settings.headless_approval = "deny"
+
+        def click_later(event: Any) -> None:
+            if isinstance(event, Question) and event.kind == "approval":
+                asyncio.get_running_loop().call_later(
+                    2.5, team.teller.questions.answer, event.question_id, "Approve")
+
+        team.teller.bus.subscribe(click_later)
+        team.teller.questions.attach_answerer()
+        result = await team.arun("notes please")
+    worker = next(t for t in result.tasks() if t["role"] == "worker")
+    assert (worker["status"], worker["error"]) == ("ok", None), worker
+    assert (tmp_path / "files" / "notes.md").read_text() == "from the Worker"
+
+
+async def test_a_worker_past_its_time_ends_as_timeout(tmp_path):
+    with RoleServer(slow_worker(timeout=1.0, hang=3.0)) as server:
+        team = make_team(server, tmp_path)
+        result = await team.arun("notes please")
+    worker = next(t for t in result.tasks() if t["role"] == "worker")
+    assert worker["status"] == "timeout", worker
+    assert worker["error"].startswith("the task exceeded its 1 s limit")
+    assert not (tmp_path / "files" / "notes.md").exists()

@@ -32,6 +32,7 @@ from ..agent import Agent
 from ..config import Settings
 from ..events import EventBus, LedgerRecorded, Notice
 from ..ledger import new_id, now_iso
+from ..tool_clock import ToolClock
 from ..tools.base import Tool, ToolContext, ToolError
 from ..workspace import Workspace
 from .asking import NamedQuestions, PendingQuestion, QuestionStore
@@ -428,33 +429,29 @@ class Supervisor:
         agent = self.agents[task.id] = self.make_agent(task.role, str(task.agent_id))
         self.label(agent, task)
         timeout = task.timeout or self.limits.timeouts[task.role]
-        timed_out = False
-
-        def stop_for_timeout() -> None:
-            nonlocal timed_out
-            timed_out = True
-            agent.stop(task.run_id)
-
-        timer = asyncio.get_running_loop().call_later(timeout, stop_for_timeout)
+        # the task's wall-clock limit, standing still while a person is asked (tool_clock)
+        clock = ToolClock(timeout)
+        over = f"the task exceeded its {timeout:g} s limit (time waiting for you not counted)"
         status, error = "error", None
         try:
             self.store.save(task)
             await self.record("task_started", task)
             if task.id in self._stopping:  # stopped before its run began
                 raise asyncio.CancelledError
-            result = await self.society.run_task(agent, task, task.prompt)  # resumes a wait
+            result = await clock.run(self.society.run_task(agent, task, task.prompt))
             status, error, task.result = result.status, result.error, result.reply
-            if status == "cancelled" and timed_out:
-                status, error = "timeout", f"the task exceeded its {timeout:g} s limit"
+            if status == "cancelled" and clock.remaining() == 0.0:
+                status, error = "timeout", over
             elif status == "cancelled" and task.error:  # stopped by a limit
                 status, error = "limit", task.error
+        except TimeoutError:  # the run was ended by the clock before it could return
+            status, error = "timeout", over
         except asyncio.CancelledError:
             status, error = "cancelled", "stopped before its run began"
         except Exception as exc:  # ours: the task still ends, the team goes on
             log.exception("team task %s failed", task.id)
             error = f"{type(exc).__name__}: {exc}"
         finally:
-            timer.cancel()
             self._stopping.discard(task.id)
             self._counts[task.role] -= 1
             self.running.pop(task.id, None)
