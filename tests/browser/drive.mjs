@@ -332,23 +332,7 @@ async function testScenario(page, nb) {
 
 // Save, shut the kernel down, reload: every run must read from the file alone.
 async function reopenScenario(page) {
-  const url = new URL(config.url);
-  const token = url.searchParams.get("token");
-  const shutdown = await page.evaluate(async ({ origin, token }) => {
-    const headers = { Authorization: `token ${token}` };
-    const kernels = await (await fetch(`${origin}/api/kernels`, { headers })).json();
-    for (const k of kernels) {
-      await fetch(`${origin}/api/kernels/${k.id}`, { method: "DELETE", headers });
-    }
-    return kernels.length;
-  }, { origin: url.origin, token });
-  log("kernels shut down", shutdown);
-  await page.waitForTimeout(1000);
-  await page.reload({ waitUntil: "domcontentloaded" });
-  const nb = new Notebook(page);
-  await nb.cell(0).waitFor({ timeout: STEP_TIMEOUT });
-  await page.locator(".agent-kernel-run, .akl-run").first().waitFor({ state: "attached", timeout: STEP_TIMEOUT });
-  await page.waitForTimeout(1500);
+  const { nb, shutdown } = await shutDownAndReload(page);
   // Which renderer drew the runs: our extension (.akl-run) or the text/html fallback.
   const reopened = {
     kernels_shut_down: shutdown, runs: {},

@@ -184,3 +184,30 @@ def drive(lab: Lab, notebook: str, scenario: str, shots: Path, timeout: float = 
     report["exit_code"] = done.returncode
     report["stderr"] = done.stderr[-3000:]
     return report
+
+
+def drive_notebook(base: Path, name: str, cells: list[str], scenario: str, shots: Path, *,
+                   theme: str | None = None, disabled: list[str] | None = None,
+                   **options: Any) -> dict[str, Any]:
+    """A private JupyterLab with ``cells`` as notebook ``name``, driven through ``scenario``:
+    its report (kept as ``shots/report.json``) with the server's log and the saved file.
+    Missing Chromium or node modules fail the calling test (CI installs them)."""
+    import pytest
+
+    problem = missing_requirements()
+    if problem:
+        pytest.fail(f"the browser test needs Chromium and playwright-core: {problem}",
+                    pytrace=False)
+    shutil.rmtree(shots, ignore_errors=True)
+    lab = start_lab(base, disabled=disabled)
+    if theme:
+        set_theme(lab, theme)
+    try:
+        write_notebook(lab, name, cells)
+        result = drive(lab, name, scenario, shots, **options)
+        (shots / "report.json").write_text(json.dumps(result, indent=2))
+        result["server_log"] = lab.log()
+        result["saved"] = (lab.root / name).read_text(encoding="utf-8")
+        return result
+    finally:
+        lab.stop()

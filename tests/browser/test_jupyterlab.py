@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from labserver import drive, missing_requirements, set_theme, start_lab, write_notebook
+from labserver import drive_notebook
 
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output" / "browser"
 AA = 4.5  # WCAG AA for text
@@ -54,27 +53,14 @@ CELLS = [
 @pytest.fixture(scope="module", params=["extension", "widgets"])
 def report(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    problem = missing_requirements()
-    if problem:
-        pytest.fail(f"the browser test needs Chromium and playwright-core: {problem}",
-                    pytrace=False)
     mode = request.param
-    shots = OUTPUT / mode
-    shutil.rmtree(shots, ignore_errors=True)
-    lab = start_lab(tmp_path_factory.mktemp("lab"),
-                    disabled=["agent-kernel"] if mode == "widgets" else [])
-    if mode == "extension":  # the live controls are also seen (and measured) in the dark
-        set_theme(lab, "JupyterLab Dark")
-    try:
-        write_notebook(lab, "human_in_the_loop.ipynb", CELLS)
-        result = drive(lab, "human_in_the_loop.ipynb", "test", shots, controls=mode)
-        result["mode"] = mode
-        (shots / "report.json").write_text(json.dumps(result, indent=2))
-        result["server_log"] = lab.log()
-        result["saved"] = (lab.root / "human_in_the_loop.ipynb").read_text(encoding="utf-8")
-        return result
-    finally:
-        lab.stop()
+    result = drive_notebook(tmp_path_factory.mktemp("lab"), "human_in_the_loop.ipynb", CELLS,
+                            "test", OUTPUT / mode, controls=mode,
+                            disabled=["agent-kernel"] if mode == "widgets" else [],
+                            # the live controls are also seen (and measured) in the dark
+                            theme="JupyterLab Dark" if mode == "extension" else None)
+    result["mode"] = mode
+    return result
 
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]

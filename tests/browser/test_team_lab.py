@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from labserver import drive, missing_requirements, set_theme, start_lab, write_notebook
+from labserver import drive_notebook
 
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output" / "browser"
 AA = 4.5  # WCAG AA for text
@@ -45,25 +44,12 @@ CELLS = [
 @pytest.fixture(scope="module", params=["light", "dark"])
 def report(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    problem = missing_requirements()
-    if problem:
-        pytest.fail(f"the browser test needs Chromium and playwright-core: {problem}",
-                    pytrace=False)
     theme = request.param
-    shots = OUTPUT / f"team-{theme}"
-    shutil.rmtree(shots, ignore_errors=True)
-    lab = start_lab(tmp_path_factory.mktemp("lab"))
-    set_theme(lab, "JupyterLab Dark" if theme == "dark" else "JupyterLab Light")
-    try:
-        write_notebook(lab, "team.ipynb", CELLS)
-        result = drive(lab, "team.ipynb", "team", shots)
-        result["theme"] = theme
-        (shots / "report.json").write_text(json.dumps(result, indent=2))
-        result["server_log"] = lab.log()
-        result["saved"] = (lab.root / "team.ipynb").read_text(encoding="utf-8")
-        return result
-    finally:
-        lab.stop()
+    result = drive_notebook(tmp_path_factory.mktemp("lab"), "team.ipynb", CELLS, "team",
+                            OUTPUT / f"team-{theme}",
+                            theme="JupyterLab Dark" if theme == "dark" else "JupyterLab Light")
+    result["theme"] = theme
+    return result
 
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
