@@ -36,7 +36,8 @@ from typing import Any
 
 from ..events import Question, QuestionAnswered
 from ..triggers.panel_html import local_time
-from ..views.cells import LiveOutput, in_cell
+from ..views.cells import LiveOutput, in_cell, outcome_bundle
+from ..views.run_html import esc
 from .board_html import board_bundle, one_line, snapshot
 
 UPDATES_PER_SECOND = 2
@@ -263,11 +264,7 @@ class BoardControls:
 
     def text_bundle(self) -> dict[str, str]:
         """What was done, as text (no rows live)."""
-        lines = self.outcomes or [f"Nothing to cancel or stop · {_now_text()}"]
-        style = "font-size:13px;line-height:1.45;color:var(--jp-ui-font-color2,#4a4a4a)"
-        return {"text/plain": "\n".join(lines),
-                "text/html": "".join(f"<div class='agent-kernel-outcome' style='{style}'>"
-                                     f"{_html(line)}</div>" for line in lines)}
+        return outcome_bundle(self.outcomes or [f"Nothing to cancel or stop · {_now_text()}"])
 
     def redraw(self) -> None:
         """Show the rows and outcomes as they are now."""
@@ -306,12 +303,8 @@ class ExtensionBoardControls(BoardControls):
                 for i, (op, label) in self.rows.items()]
         hint = "; ".join(f"%agent_team {op} {i}" for i, (op, _label) in self.rows.items())
         words = [*self.outcomes, f"Live controls (while the kernel runs): {hint}"]
-        style = "font-size:13px;line-height:1.45;color:var(--jp-ui-font-color2,#4a4a4a)"
         return {CONTROLS_MIME: {"version": 1, "kind": "team", "rows": rows,
-                                "outcomes": self.outcomes},
-                "text/plain": "\n".join(words),
-                "text/html": "".join(f"<div class='agent-kernel-outcome' style='{style}'>"
-                                     f"{_html(line)}</div>" for line in words)}
+                                "outcomes": self.outcomes}, **outcome_bundle(words)}
 
     def redraw(self) -> None:
         self._update(self.bundle(), raw=True)
@@ -357,9 +350,9 @@ class WidgetBoardControls(BoardControls):
                               layout=w.Layout(width="90px"))
             button.add_class(f"agent-kernel-team-{op}")
             button.on_click(lambda _b, i=ident, o=op: self.use(o, i))
-            text = w.HTML(f"<code>{_html(ident)}</code> · {_html(label)}")
+            text = w.HTML(f"<code>{esc(ident)}</code> · {esc(label)}")
             self._widgets[ident] = w.HBox([button, text], layout=w.Layout(align_items="center"))
-        self.note.value = "<br>".join(_html(o) for o in self.outcomes)
+        self.note.value = "<br>".join(esc(o) for o in self.outcomes)
         self.box.children = (self.note, *(self._widgets[i] for i in self.rows))
 
     def redraw(self) -> None:
@@ -393,12 +386,6 @@ def _team_action(data: dict[str, Any]) -> tuple[bool, str]:
         return False, f"{ident[:40]} has no live controls in this kernel."
     done, line = controls.use(op, ident)
     return done, "" if done else line
-
-
-def _html(text: str) -> str:
-    import html
-
-    return html.escape(text)
 
 
 def agent_team(agent_magics: Any, line: str) -> None:

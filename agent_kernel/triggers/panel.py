@@ -33,7 +33,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..views.cells import LiveOutput, in_cell
+from ..views.cells import LiveOutput, in_cell, outcome_bundle
+from ..views.run_html import esc
 from .model import LIVE
 from .panel_html import local_time, panel_html, shown, text_table
 
@@ -236,11 +237,7 @@ class _Controls:
             self._redraw()
 
     def _text_bundle(self) -> dict[str, str]:
-        lines = self.outcomes or [f"No live trigger to cancel · {_now_text()}"]
-        style = "font-size:13px;line-height:1.45;color:var(--jp-ui-font-color2,#4a4a4a)"
-        return {"text/plain": "\n".join(lines),
-                "text/html": "".join(f"<div class='agent-kernel-outcome' style='{style}'>"
-                                     f"{_html(line)}</div>" for line in lines)}
+        return outcome_bundle(self.outcomes or [f"No live trigger to cancel · {_now_text()}"])
 
     def settle(self) -> None:
         """Replace the buttons with what was done, as text."""
@@ -282,8 +279,8 @@ class PanelControls(_Controls):
         import ipywidgets as w
 
         t = shown(trigger)
-        label = w.HTML(f"<code>{t.id}</code> · {_html(t.schedule_text())} · "
-                       f"{_html(t.prompt[:60])}")
+        label = w.HTML(f"<code>{t.id}</code> · {esc(t.schedule_text())} · "
+                       f"{esc(t.prompt[:60])}")
         cancel = w.Button(description="Cancel", tooltip=f"cancel trigger {t.id}",
                           layout=w.Layout(width="90px"))
         cancel.add_class("agent-kernel-trigger-cancel")
@@ -304,7 +301,7 @@ class PanelControls(_Controls):
         approve.layout.display = None if trigger.needs_approval else "none"
 
     def _redraw(self) -> None:
-        self.note.value = "<br>".join(_html(o) for o in self.outcomes)
+        self.note.value = "<br>".join(esc(o) for o in self.outcomes)
 
     def _remove_row(self, row: Any) -> None:
         self.box.children = tuple(c for c in self.box.children if c is not row)
@@ -347,12 +344,8 @@ class ExtensionControls(_Controls):
                 for i, (label, needs) in self.rows.items()]
         hint = "; ".join(f"%agent_triggers cancel {i}" for i in self.rows)
         words = [*self.outcomes, f"Live controls (while the kernel runs): {hint}"]
-        style = "font-size:13px;line-height:1.45;color:var(--jp-ui-font-color2,#4a4a4a)"
         return {CONTROLS_MIME: {"version": 1, "kind": "triggers", "rows": rows,
-                                "outcomes": self.outcomes},
-                "text/plain": "\n".join(words),
-                "text/html": "".join(f"<div class='agent-kernel-outcome' style='{style}'>"
-                                     f"{_html(line)}</div>" for line in words)}
+                                "outcomes": self.outcomes}, **outcome_bundle(words)}
 
     def _add_row(self, trigger: Trigger) -> None:
         t = shown(trigger)
@@ -386,9 +379,3 @@ def _trigger_action(data: dict[str, Any]) -> tuple[bool, str]:
         return False, f"{trigger_id[:40]} has no live controls in this kernel."
     done, line = panel.controls.use(op, trigger_id)
     return done, "" if done else line
-
-
-def _html(text: str) -> str:
-    import html
-
-    return html.escape(text)

@@ -5,14 +5,16 @@ after the cell that made them has finished, from the kernel's loop, while
 other cells run. ipykernel sends a display to the cell of the message being
 handled unless told otherwise: :func:`in_cell` says which cell's output it is,
 with ipykernel's ``set_thread_parent``. :class:`LiveOutput` is one such output
-kept up to date in place (the triggers panel, the team board). Imports nothing
-heavy (no ipywidgets).
+kept up to date in place (the triggers panel, the team board);
+:func:`outcome_bundle` is what their controls' output says in words. Imports
+nothing heavy (no ipywidgets).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -37,6 +39,17 @@ def in_cell(parent: dict[str, Any] | None) -> Iterator[None]:
     finally:
         if token is not None:
             pub.reset_thread_parent(token)
+
+
+OUTCOME_STYLE = "font-size:13px;line-height:1.45;color:var(--jp-ui-font-color2,#4a4a4a)"
+
+
+def outcome_bundle(lines: list[str]) -> dict[str, str]:
+    """Lines said about live controls (what was done, how to do it by hand): one
+    ``agent-kernel-outcome`` block each in ``text/html``, and ``text/plain``."""
+    return {"text/plain": "\n".join(lines),
+            "text/html": "".join(f"<div class='agent-kernel-outcome' style='{OUTCOME_STYLE}'>"
+                                 f"{html.escape(line)}</div>" for line in lines)}
 
 
 def _msg_id(header: dict[str, Any] | None) -> str | None:
