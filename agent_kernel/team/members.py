@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import Notice
 from ..ledger import new_id, now_iso
+from ..tool_clock import ToolClock
 from ..tools.base import ToolError
 from .roles import PLANNER, TELLER, WORKER, RoleTools
 from .society import RoleStore, SocietyError, _read_json, _write_json
@@ -294,23 +295,19 @@ class Society:
         record = member.record
         assert record is not None
         timeout = team.limits.timeouts.get(WORKER, 900.0)
-        timed_out = False
-
-        def stop_for_timeout() -> None:
-            nonlocal timed_out
-            timed_out = True
-            agent.stop(task.run_id)
-
-        timer = asyncio.get_running_loop().call_later(timeout, stop_for_timeout)
+        clock = ToolClock(timeout)  # as a task's: time waiting for the person not counted
+        over = f"the agent exceeded its {timeout:g} s limit"
         status, error = "error", None
         try:
             await team.record("task_started", task, role_id=record.roleId)
-            result = await self.run_task(agent, task, prompt)
+            result = await clock.run(self.run_task(agent, task, prompt))
             status, error, task.result = result.status, result.error, result.reply
             if member.ending is not None:
                 status, error = "terminated", member.ending
-            elif status == "cancelled" and timed_out:
-                status, error = "timeout", f"the agent exceeded its {timeout:g} s limit"
+            elif status == "cancelled" and clock.remaining() == 0.0:
+                status, error = "timeout", over
+        except TimeoutError:  # ended by the clock before its run could return
+            status, error = "timeout", over
         except asyncio.CancelledError:  # a stop that came after its run: it ends all the same
             status, error = ("terminated", member.ending) if member.ending else (
                 "cancelled", "The run was stopped.")
@@ -318,7 +315,6 @@ class Society:
             log.exception("agent %s failed", record.id)
             error = f"{type(exc).__name__}: {exc}"
         finally:
-            timer.cancel()
             self.members.pop(record.id, None)
             team.running.pop(task.id, None)
             team.agents.pop(task.id, None)
