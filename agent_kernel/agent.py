@@ -288,12 +288,12 @@ class Agent:
                     emit(RunError(run_id, refusal, kind="limit"))
                     break
                 schemas = self.registry.schemas(self.role)
-                spent_before = dict(result.usage), result.cost
+                before = (dict(result.usage), result.cost) if budget is not None else None
                 await window.fit(self, run_id, schemas, result)
-                if budget is not None and result.usage != spent_before[0]:  # a summary call
-                    budget.spent(self, run_id, _difference(result.usage, spent_before[0]),
+                if budget is not None and before is not None and result.usage != before[0]:
+                    budget.spent(self, run_id, _difference(result.usage, before[0]),  # a summary
                                  None if result.cost is None
-                                 else result.cost - (spent_before[1] or 0.0))
+                                 else result.cost - (before[1] or 0.0))
                 emit(ModelCallStarted(run_id))
                 turn = await llm.complete(
                     model, messages, schemas, self.settings,

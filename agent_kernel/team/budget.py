@@ -32,10 +32,8 @@ class Spent:
 
     @property
     def tokens(self) -> int:
-        """Prompt and completion tokens together."""
-        total = self.usage.get("total_tokens", 0)
-        return total or self.usage.get("prompt_tokens", 0) + self.usage.get(
-            "completion_tokens", 0)
+        """Prompt and completion tokens together (``add`` fills in a missing total)."""
+        return self.usage.get("total_tokens", 0)
 
     def add(self, usage: dict[str, int], cost: float | None) -> None:
         """Count one model response."""
