@@ -74,7 +74,8 @@ def make_team(server: ScriptedServer, workspace: Path, **options: Any) -> Team:
     settings = Settings(api_base=server.base_url, api_key="sk-test-0123456789abcdef",
                         retry_base_delay=0.01, headless_approval="allow",
                         max_tool_calls=options.pop("max_tool_calls", 50))
-    return Team(model=MODEL, workspace=workspace, settings=settings, **options)
+    return Team(model=options.pop("model", MODEL), workspace=workspace, settings=settings,
+                **options)
 
 
 def tool_records(team: Team) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from scripted_server import Call, Message, usage
-from test_team import MODEL, RoleServer, delegate, first_prompt, last, make_team, role_of
+from test_team import RoleServer, delegate, first_prompt, last, make_team, role_of
 
 from agent_kernel.events import RunError
 from agent_kernel.team import TeamLimits
@@ -121,10 +121,13 @@ async def test_tree_budget_is_per_prompt(tmp_path):
 async def test_cost_budget_with_the_price_litellm_knows(tmp_path, monkeypatch):
     import litellm
 
-    monkeypatch.setitem(litellm.model_cost, MODEL, {
+    # a model of its own: litellm keeps what it learnt of a model's price, and the other
+    # tests count on the scripted model having none
+    model = "openai/budget-priced-model"
+    monkeypatch.setitem(litellm.model_cost, model, {
         "input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6,
         "litellm_provider": "openai", "mode": "chat", "max_tokens": 4096})
-    prompt, completion = litellm.cost_per_token(model=MODEL, prompt_tokens=1000,
+    prompt, completion = litellm.cost_per_token(model=model, prompt_tokens=1000,
                                                 completion_tokens=500)
     price = prompt + completion  # what one scripted response costs: $0.002
 
@@ -134,7 +137,8 @@ async def test_cost_budget_with_the_price_litellm_knows(tmp_path, monkeypatch):
         return Message(text="Done.", usage=usage(1000, 500))
 
     with RoleServer(respond) as server:
-        team = make_team(server, tmp_path / "ws", limits=TeamLimits(max_tree_cost=0.001))
+        team = make_team(server, tmp_path / "ws", model=model,
+                         limits=TeamLimits(max_tree_cost=0.001))
         result = await team.arun("look it up")
         assert len(server.requests) == 1  # the Teller's delegation spent the budget
 
