@@ -97,6 +97,58 @@ class ToolClock:
         if self.parent is not None:
             self.parent.resume()
 
+    def keep_time(self, on_spent: Callable[[], None]) -> Callable[[], None]:
+        """Count from now in the code that runs next in this asyncio task (no task of its
+        own, unlike :meth:`run`) and call ``on_spent`` on the loop once the limit is spent,
+        time asking a person not counted. The clock becomes current here, so a tool
+        call's clock made inside stops it too. Returns the function that ends the watch."""
+        loop = asyncio.get_running_loop()
+        token = current_clock.set(self)
+        timer: asyncio.TimerHandle | None = None
+        ended = False
+
+        def check() -> None:
+            nonlocal timer
+            if timer is not None:
+                timer.cancel()
+                timer = None
+            if ended or self.paused:  # resume() checks again
+                return
+            left = self.remaining()
+            if left > 0:
+                timer = loop.call_later(left, check)
+            else:
+                end()
+                on_spent()
+
+        def wake() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(check)
+
+        def end() -> None:
+            nonlocal ended
+            if ended:
+                return
+            ended = True
+            if timer is not None:
+                timer.cancel()
+            self._wake = None
+            with self._lock:
+                self._running = False
+                if self._since is not None:
+                    self._spent += time.monotonic() - self._since
+                    self._since = None
+            with contextlib.suppress(ValueError):  # ended from another context
+                current_clock.reset(token)
+
+        with self._lock:
+            self._running = True
+            if self._pauses == 0:
+                self._since = time.monotonic()
+        self._wake = wake
+        check()
+        return end
+
     @contextlib.contextmanager
     def stopped(self) -> Iterator[None]:
         """The clock stands still inside this block."""

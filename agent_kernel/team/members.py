@@ -296,18 +296,17 @@ class Society:
         assert record is not None
         timeout = team.limits.timeouts.get(WORKER, 900.0)
         clock = ToolClock(timeout)  # as a task's: time waiting for the person not counted
-        over = f"the agent exceeded its {timeout:g} s limit"
+        timed_out: list[bool] = []
+        end_clock = clock.keep_time(lambda: timed_out.append(agent.stop(task.run_id) >= 0))
         status, error = "error", None
         try:
             await team.record("task_started", task, role_id=record.roleId)
-            result = await clock.run(self.run_task(agent, task, prompt))
+            result = await self.run_task(agent, task, prompt)
             status, error, task.result = result.status, result.error, result.reply
             if member.ending is not None:
                 status, error = "terminated", member.ending
-            elif status == "cancelled" and clock.remaining() == 0.0:
-                status, error = "timeout", over
-        except TimeoutError:  # ended by the clock before its run could return
-            status, error = "timeout", over
+            elif status == "cancelled" and timed_out:
+                status, error = "timeout", f"the agent exceeded its {timeout:g} s limit"
         except asyncio.CancelledError:  # a stop that came after its run: it ends all the same
             status, error = ("terminated", member.ending) if member.ending else (
                 "cancelled", "The run was stopped.")
@@ -315,6 +314,7 @@ class Society:
             log.exception("agent %s failed", record.id)
             error = f"{type(exc).__name__}: {exc}"
         finally:
+            end_clock()
             self.members.pop(record.id, None)
             team.running.pop(task.id, None)
             team.agents.pop(task.id, None)

@@ -431,27 +431,28 @@ class Supervisor:
         timeout = task.timeout or self.limits.timeouts[task.role]
         # the task's wall-clock limit, standing still while a person is asked (tool_clock)
         clock = ToolClock(timeout)
-        over = f"the task exceeded its {timeout:g} s limit (time waiting for you not counted)"
+        timed_out: list[bool] = []
+        end_clock = clock.keep_time(lambda: timed_out.append(agent.stop(task.run_id) >= 0))
         status, error = "error", None
         try:
             self.store.save(task)
             await self.record("task_started", task)
             if task.id in self._stopping:  # stopped before its run began
                 raise asyncio.CancelledError
-            result = await clock.run(self.society.run_task(agent, task, task.prompt))
+            result = await self.society.run_task(agent, task, task.prompt)  # resumes a wait
             status, error, task.result = result.status, result.error, result.reply
-            if status == "cancelled" and clock.remaining() == 0.0:
-                status, error = "timeout", over
+            if status == "cancelled" and timed_out:
+                status, error = "timeout", (f"the task exceeded its {timeout:g} s limit "
+                                            "(time waiting for you not counted)")
             elif status == "cancelled" and task.error:  # stopped by a limit
                 status, error = "limit", task.error
-        except TimeoutError:  # the run was ended by the clock before it could return
-            status, error = "timeout", over
         except asyncio.CancelledError:
             status, error = "cancelled", "stopped before its run began"
         except Exception as exc:  # ours: the task still ends, the team goes on
             log.exception("team task %s failed", task.id)
             error = f"{type(exc).__name__}: {exc}"
         finally:
+            end_clock()
             self._stopping.discard(task.id)
             self._counts[task.role] -= 1
             self.running.pop(task.id, None)
