@@ -21,6 +21,11 @@ event and goes on. A failed write removes its own partial line. Damage
 *before* the last record is never touched: rewriting history would hide
 tampering, so ``verify`` keeps naming it. ``Ledger.repair`` (and
 ``python -m agent_kernel verify --repair``) does the same healing on demand.
+
+The ledger is bounded: a record's line holds at most ``LIMITS.line_bytes``;
+larger fields (a tool's result, usually) move to files in ``ledger-blobs/``
+named by their SHA-256, which the record names and ``verify`` checks
+(:mod:`agent_kernel.ledger_blobs`).
 """
 
 from __future__ import annotations
@@ -30,13 +35,22 @@ import hashlib
 import json
 import os
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
 from filelock import FileLock, Timeout
 
+from .ledger_blobs import (
+    BLOB_DIR,
+    LedgerLimits,
+    check_blobs,
+    read_field,
+    remove_stale_partials,
+    spill,
+    write_blobs,
+)
 from .ledger_lines import (
     GENESIS,
     AppendFailed,
@@ -56,6 +70,8 @@ from .redaction import scrub
 LEDGER_FILE = "ledger.jsonl"
 REPAIRED = "ledger_repaired"
 REPAIR_HINT = "`python -m agent_kernel verify --repair` moves it aside"
+LIMITS = LedgerLimits()
+"""What one record may write, for every ledger not given its own ``limits``."""
 
 
 class LedgerError(RuntimeError):
@@ -127,6 +143,7 @@ class RepairReport:
     newline_added: bool = False
     record_id: str | None = None  # the ledger_repaired record
     damage: VerifyResult | None = None
+    partials_removed: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         out = []
@@ -141,6 +158,10 @@ class RepairReport:
                        "nothing moved")
         else:
             out.append("repair: nothing needed moving")
+        if self.partials_removed:
+            count = len(self.partials_removed)
+            out.append(f"repair: removed {count} partial blob file{'s' * (count != 1)} left by "
+                       f"writes that died (no record names them)")
         if self.damage is not None:
             out.append(f"repair: line {self.damage.line} is damaged ({self.damage.reason}) and "
                        "records follow it; left in place, since rewriting history would hide "
@@ -151,8 +172,12 @@ class RepairReport:
 class Ledger:
     """Append-only JSON-lines ledger with a hash chain, safe and self-healing across processes."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], limits: LedgerLimits | None = None
+                 ) -> None:
         self.path = Path(path)
+        self.limits = limits
+        """None: the module's ``LIMITS``, read at each append."""
+        self.blob_folder = self.path.parent / BLOB_DIR
         self.quarantine_path = self.path.with_name(
             f"{self.path.stem}.quarantine{self.path.suffix or '.jsonl'}")
         self._lock = FileLock(str(self.path) + ".lock")
@@ -162,13 +187,23 @@ class Ledger:
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
         """Redact, chain and durably write one record; returns it with its hash.
 
-        A torn tail left by an earlier writer is moved aside first. Raises
-        :class:`LedgerError` when the write fails; the partial line is removed.
+        Fields that would make the line longer than the limits allow are written first, to
+        blobs the record names. A torn tail left by an earlier writer is moved aside first.
+        Raises :class:`LedgerError` when the write fails; the partial line is removed.
         """
         self.path.parent.mkdir(parents=True, exist_ok=True)
         body = scrub(record)
         body.setdefault("record_id", new_id("rec"))
         body.setdefault("timestamp", now_iso())
+        try:
+            blobs = spill(body, self.limits or LIMITS)
+        except ValueError as exc:
+            raise LedgerError(str(exc)) from exc
+        try:
+            write_blobs(self.blob_folder, blobs)
+        except OSError as exc:
+            raise LedgerError(f"cannot write a large field to {self.blob_folder} ({exc}); "
+                              "nothing was recorded") from exc
         with self._lock:
             fd = self._open()
             try:
@@ -179,15 +214,20 @@ class Ledger:
         return body
 
     def repair(self) -> RepairReport:
-        """Move a torn or unreadable tail aside now; report damage before it, untouched."""
+        """Move a torn or unreadable tail aside now; report damage before it, untouched.
+
+        Partial blob files left by writes that died are removed; a blob is never removed.
+        """
+        partials = remove_stale_partials(self.blob_folder)
         if not self.path.exists():
-            return RepairReport()
+            return RepairReport(partials_removed=partials)
         with self._lock:
             fd = self._open()
             try:
                 _, report = self._heal(fd)
             finally:
                 os.close(fd)
+        report.partials_removed = partials
         verdict = self.verify()
         if not verdict.ok and verdict.bad_index is not None:
             report.damage = verdict
@@ -332,8 +372,13 @@ class Ledger:
                         out.append(value)
         return out
 
+    def full_field(self, record: dict[str, Any], name: str) -> tuple[Any, bool]:
+        """A record's field as written, read back from its blob if it was moved: (value,
+        whole); ``whole`` is False for a blob cut at the limit, missing or changed."""
+        return read_field(self.blob_folder, record, name)
+
     def verify(self, anchor: str | None = None) -> VerifyResult:
-        """Re-derive the chain and name the first bad line; never raises.
+        """Re-derive the chain, check every blob it names, name the first bad line; never raises.
 
         With ``anchor`` (a record hash kept somewhere else), the ledger is also broken
         unless a record with that hash is in the verified chain.
@@ -375,6 +420,8 @@ class Ledger:
                                "(a record was removed, inserted or moved)")
                     elif not digest_matches(record):
                         why = "hash does not match the content"
+                    else:
+                        why = check_blobs(self.blob_folder, record) or ""
                 if record is None or why:
                     return self._broken(handle, size, index, offset, raw, record_id, why,
                                         count, previous)

@@ -229,8 +229,9 @@ def test_every_process_heals_and_only_one_repair_is_recorded(tmp_path):
 
 FULL_DISK = textwrap.dedent("""
     import os, resource, signal, sys
-    from agent_kernel.ledger import Ledger, LedgerError
-    ledger = Ledger(sys.argv[1])
+    from agent_kernel.ledger import Ledger, LedgerError, LedgerLimits
+    # 1 MB lines, as a ledger configured for long lines (or an old one) has them
+    ledger = Ledger(sys.argv[1], limits=LedgerLimits(line_bytes=4 << 20))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     limit = os.path.getsize(sys.argv[1]) + 5000
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
@@ -258,8 +259,9 @@ def test_a_failed_append_leaves_the_file_byte_identical(tmp_path):
 
 DIES_MID_WRITE = textwrap.dedent("""
     import os, resource, signal, sys
-    from agent_kernel.ledger import Ledger
-    ledger = Ledger(sys.argv[1])
+    from agent_kernel.ledger import Ledger, LedgerLimits
+    # 1 MB lines, as a ledger configured for long lines (or an old one) has them
+    ledger = Ledger(sys.argv[1], limits=LedgerLimits(line_bytes=4 << 20))
     signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it; the default kills
     limit = os.path.getsize(sys.argv[1]) + 300_000
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
@@ -344,8 +346,9 @@ def test_cli_anchor_catches_an_emptied_or_replaced_ledger(tmp_path, capsys):
 
 BIG_APPENDER = textwrap.dedent("""
     import sys
-    from agent_kernel.ledger import Ledger
-    ledger = Ledger(sys.argv[1])
+    from agent_kernel.ledger import Ledger, LedgerLimits
+    # 1 MB lines, as a ledger configured for long lines (or an old one) has them
+    ledger = Ledger(sys.argv[1], limits=LedgerLimits(line_bytes=4 << 20))
     payload = "x" * 1_000_000
     print("ready", flush=True)
     while True:
