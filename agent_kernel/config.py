@@ -20,7 +20,7 @@ class Settings:
 
     tool_timeout: float = 30.0
     max_tool_calls: int = 50
-    # What one tool result may put into the conversation (the ledger keeps it whole).
+    # What one tool result may put into the conversation (the ledger keeps up to ledger.LIMITS).
     max_tool_result_chars: int = 100_000
     max_retries: int = 3
     retry_base_delay: float = 0.5

@@ -71,9 +71,15 @@ class LedgerLimits:
         if self.blob_bytes < 0:
             raise ValueError(f"blob_bytes must be 0 or more, got {self.blob_bytes}")
 
-    def record_bound(self, fields: int) -> int:
-        """The most bytes one record with ``fields`` movable fields adds to the workspace."""
-        return self.blob_bytes + self.line_bytes + fields * (self.preview_bytes + _STUB_BYTES)
+    def record_bound(self) -> int:
+        """The most bytes one record adds to the workspace: its blobs and its line.
+
+        The line stays within ``line_bytes`` because fields are moved until it does and
+        what a moved field leaves (its preview and stub) is counted; that holds for any
+        record of fewer than ``line_bytes // (preview_bytes + 600)`` fields (40 by
+        default; a tool call has 8 to 14).
+        """
+        return self.blob_bytes + self.line_bytes
 
 
 @dataclass

@@ -81,7 +81,7 @@ def test_a_result_past_the_blob_limit_is_cut_and_its_whole_hash_kept(tmp_path: P
     assert blob_file(ledger, record).read_bytes() == whole[:SMALL.blob_bytes]
     value, whole_read = ledger.full_field(record, "result")
     assert whole_read is False and value.startswith('{"content":"\\u0000')
-    assert workspace_bytes(tmp_path) <= SMALL.record_bound(fields=12)
+    assert workspace_bytes(tmp_path) <= SMALL.record_bound()
     assert ledger.verify().ok
 
 
@@ -92,7 +92,7 @@ def test_the_blob_limit_is_shared_by_a_records_fields(tmp_path: Path) -> None:
         result="r" * 500_000, success=False, error="e" * 40_000, duration_ms=1)
     assert set(record["blobs"]) == {"tool_name", "arguments", "result", "error"}
     assert sum(e["blob_bytes"] for e in record["blobs"].values()) <= SMALL.blob_bytes
-    assert workspace_bytes(tmp_path) <= SMALL.record_bound(fields=12)
+    assert workspace_bytes(tmp_path) <= SMALL.record_bound()
     assert max(line_lengths(ledger)) <= SMALL.line_bytes
     assert ledger.verify().ok
 

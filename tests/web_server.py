@@ -7,9 +7,11 @@ body) so tests can assert what actually reached the server.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import ssl
+import struct
 import threading
 import time
 import zlib
@@ -27,6 +29,28 @@ PAGE = b"""<!doctype html><html><head><title>Tide tables  of Brest</title>
 <form><input name="q"><button>Go</button></form></main></body></html>"""
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 BOMB = gzip.compress(b"\0" * 50_000_000, compresslevel=9)
+
+
+@functools.cache
+def gigabyte_bomb() -> bytes:
+    """1 GiB of zeros as one valid gzip stream of about 1 MB, made in a second: after a full
+    flush the compressor starts afresh, so each further MiB of zeros is the same block."""
+    mib = b"\0" * (1 << 20)
+    engine = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    block = engine.compress(mib) + engine.flush(zlib.Z_FULL_FLUSH)
+    assert engine.compress(mib) + engine.flush(zlib.Z_FULL_FLUSH) == block
+    crc = 0
+    for _ in range(1024):
+        crc = zlib.crc32(mib, crc)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+    last = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS).flush()  # an empty final block
+    return header + block * 1024 + last + struct.pack("<II", crc, (1 << 30) & 0xFFFFFFFF)
+
+
+@functools.cache
+def json_bomb(n: int) -> bytes:
+    """A JSON list of ``n`` zeros, gzip-compressed: a small body that parses into a big value."""
+    return gzip.compress(b"[" + b"0," * (n - 1) + b"0]", compresslevel=6)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -68,6 +92,12 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, b"x" * 300_000, "text/plain")
         elif route == "/bomb":
             self._send(200, BOMB, "text/plain", {"Content-Encoding": "gzip"})
+        elif route == "/json-bomb":  # [0,0,...,0] with n zeros, gzip-compressed
+            self._send(200, json_bomb(int(query.get("n", "1000"))), "application/json",
+                       {"Content-Encoding": "gzip"})
+        elif route == "/gigabyte-bomb":
+            self._send(200, gigabyte_bomb(), query.get("type", "text/plain"),
+                       {"Content-Encoding": "gzip"})
         elif route == "/deflate":
             self._send(200, zlib.compress(b"deflated words " * 100), "text/plain",
                        {"Content-Encoding": "deflate"})

@@ -62,7 +62,8 @@ class FileToolLimits:
     # Glob patterns (matched against the workspace-relative path and the file name).
     deny_paths: list[str] = field(default_factory=lambda: [
         ".env", "*.pem", "*.key", "id_rsa*", "ledger.jsonl", "ledger.quarantine.jsonl",
-        "pending_question.json"])
+        "pending_question.json",
+        "ledger-blobs", "ledger-blobs/*"])  # the ledger's large fields (ledger_blobs.py)
 
 
 LIMITS = FileToolLimits()

@@ -45,6 +45,21 @@ from .summaries import is_envelope, result_kind, summarise
 RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
 STATUS_WORDS = {"ok": "done", "cancelled": "stopped", "error": "error", "limit": "limit"}
 APPROVE, DENY, ALWAYS = "Approve", "Deny", "Always allow this tool"
+SAVED_VALUE_CHARS = 64_000
+"""The most of one call's arguments or result a saved run keeps, as JSON text (the ledger
+keeps more: docs/ledger.md), so a 60 MB result never lands in the notebook."""
+
+
+def saved_value(value: Any) -> Any:
+    """``value`` as the saved form keeps it: itself when its JSON is short, else the start
+    of that JSON as text, saying how much there was (``value`` is JSON data already)."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if len(text) <= SAVED_VALUE_CHARS:
+        return value
+    return (text[:SAVED_VALUE_CHARS] + f"\n…[{len(text):,} characters in all; the first "
+            f"{SAVED_VALUE_CHARS:,} are kept in the notebook]")
 
 
 def iso(at: float | None) -> str | None:
@@ -101,6 +116,14 @@ class ToolCard:
     summary: str | None = None
     """A failed call in the person's words (the error stays under details)."""
     approval: QuestionCard | None = None
+    _saved: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False)
+
+    def _kept(self, name: str, value: Any) -> Any:
+        """:func:`saved_value` of ``value``, worked out once per value (state is redrawn often)."""
+        memo = self._saved.get(name)
+        if memo is None or memo[0] is not value:
+            memo = self._saved[name] = (value, saved_value(value))
+        return memo[1]
 
     @property
     def denied(self) -> bool:
@@ -114,14 +137,15 @@ class ToolCard:
         state = ("waiting" if waiting else "running") if self.success is None else (
             "ok" if self.success else "failed")
         record = self.record or {}
+        result = self._kept("result", self.result)
         return {
             "kind": "tool", "call_id": self.call_id, "tool": self.tool_name,
-            "arguments": self.arguments, "state": state,
+            "arguments": self._kept("arguments", self.arguments), "state": state,
             "summary": summarise(self.tool_name, self.arguments, self.result,
                                  success=self.success, duration_ms=self.duration_ms,
                                  failure=self.summary or self.error, waiting=waiting),
-            "result": self.result if self.success or is_envelope(self.result) else None,
-            "result_kind": result_kind(self.tool_name, self.result, self.success),
+            "result": result if self.success or is_envelope(result) else None,
+            "result_kind": result_kind(self.tool_name, result, self.success),
             "error": (self.summary or self.error) if self.success is False else None,
             "duration_ms": self.duration_ms,
             "ledger": {"record_id": self.record_id, "timestamp": record.get("timestamp"),
