@@ -1,8 +1,10 @@
 """``python -m agent_kernel verify --workspace DIR``: check, heal and anchor the ledger.
 
-``verify`` re-derives the hash chain and prints the verdict and the head (the
+``verify`` re-derives the hash chain, checks the size and SHA-256 of every blob
+in ``ledger-blobs/`` the chain names, and prints the verdict and the head (the
 last record's hash). ``--repair`` first moves a torn or unreadable tail to the
-quarantine file and says what it moved. ``--anchor HASH`` also fails unless a
+quarantine file and removes partial blob files of writes that died, and says
+what it did; it never removes a blob. ``--anchor HASH`` also fails unless a
 record with that hash is in the chain: the chain alone cannot show that the
 whole file was emptied or replaced, a hash kept somewhere else can.
 Exit code 0 when the ledger verifies, 1 when it does not.
@@ -19,13 +21,15 @@ from . import EXAMPLES, examples
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the ``verify`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
-        "verify", help="re-derive the ledger's hash chain and name the first bad line",
+        "verify", help="re-derive the ledger's hash chain, check its blobs and name the first "
+                       "bad line",
         formatter_class=EXAMPLES,
         epilog=examples("verify --workspace .agent", "verify --repair",
                         "verify --anchor 3f2a...  # the full head hash printed earlier"))
     parser.add_argument("--workspace", default=None, help="workspace folder (default .agent/)")
     parser.add_argument("--repair", action="store_true",
-                        help="first move a torn or unreadable tail to the quarantine file")
+                        help="first move a torn or unreadable tail to the quarantine file "
+                             "and remove partial blob files (never a blob)")
     parser.add_argument("--anchor", metavar="HASH", default=None,
                         help="a head hash kept elsewhere; fail unless it is in the chain")
     return parser

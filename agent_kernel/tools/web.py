@@ -95,7 +95,10 @@ class WebToolLimits:
     timeout: float = 30.0
     max_timeout: float = 300.0
     max_bytes: int = 512 * 1024
-    max_bytes_limit: int = 10 * 1024 * 1024
+    # A GET needs no approval: the model reads at most 100,000 characters of a result
+    # (Settings.max_tool_result_chars) and the ledger keeps 2 MiB (ledger.LIMITS), so more
+    # than 2 MiB would only cost time (redaction reads it all) and memory.
+    max_bytes_limit: int = 2 * 1024 * 1024
     download_max_bytes: int = 100 * 1024 * 1024
     max_request_bytes: int = 1024 * 1024
     max_redirects: int = 5
@@ -340,7 +343,8 @@ async def url_fetch(
         download_path: Save the response body to this path in file_cache_dir and return
             only its metadata (asks the person first).
         timeout_seconds: Seconds for the whole exchange (default 30, at most 300).
-        max_bytes: Most bytes to read, counted after decompression (default 524288).
+        max_bytes: Most bytes to read, counted after decompression (default 524288, at
+            most 2097152).
     """
     from ..web.client import Request, fetch
 
