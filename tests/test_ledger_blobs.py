@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from agent_kernel.__main__ import main as cli
 from agent_kernel.ledger import LEDGER_FILE, LIMITS, Ledger, LedgerError, LedgerLimits
 from agent_kernel.ledger_blobs import BLOB_DIR, PARTIAL_PREFIX
 from agent_kernel.ledger_lines import canonical, digest
-from agent_kernel.redaction import REDACTED
+from agent_kernel.redaction import REDACTED, scrub
 
 SMALL = LedgerLimits(line_bytes=8 * 1024, preview_bytes=256, blob_bytes=64 * 1024)
 
@@ -95,6 +96,31 @@ def test_the_blob_limit_is_shared_by_a_records_fields(tmp_path: Path) -> None:
     assert workspace_bytes(tmp_path) <= SMALL.record_bound()
     assert max(line_lengths(ledger)) <= SMALL.line_bytes
     assert ledger.verify().ok
+
+
+def test_random_records_stay_within_the_bound(tmp_path: Path) -> None:
+    rng = random.Random(20261125)
+    pieces = ["\0", "é", "漢字", "\"", "\\", "word ", "\n", "\U0001f600", "x"]
+    for round_ in range(30):
+        folder = tmp_path / f"round{round_}"
+        ledger = Ledger(folder / LEDGER_FILE, limits=SMALL)
+        fields: dict[str, Any] = {}
+        for n in range(rng.randint(1, 9)):
+            size = rng.choice([0, 10, 300, 5000, 20_000, 200_000])
+            text = "".join(rng.choice(pieces) for _ in range(size // 4 + 1))
+            fields[f"field_{n}"] = text if rng.random() < 0.5 else {
+                "nested": [text[: size // 8]] * 4, "n": size}
+        record = ledger.record_event("fuzz", **fields)
+        where = f"round {round_}"
+        assert max(line_lengths(ledger)) <= SMALL.line_bytes, where
+        assert workspace_bytes(folder) <= SMALL.record_bound(), where
+        assert ledger.verify().ok, where
+        for name in record.get("blobs", {}):
+            value, whole = ledger.full_field(record, name)
+            entry = record["blobs"][name]
+            assert whole == (entry["blob_bytes"] == entry["bytes"]), where
+            if whole:
+                assert canonical(value) == canonical(scrub(fields[name])), where
 
 
 def test_blobs_are_redacted_like_the_record(tmp_path: Path) -> None:
