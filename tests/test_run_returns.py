@@ -8,6 +8,7 @@ accepts (every tool call of the assistant has its answer in the next request).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -21,7 +22,7 @@ import pytest
 from scripted_server import Call, Message, ScriptedServer
 
 from agent_kernel import Agent, Settings, Tool
-from agent_kernel.ledger import LEDGER_FILE
+from agent_kernel.ledger import LEDGER_FILE, LIMITS
 
 MODEL = "openai/test-model"
 
@@ -142,7 +143,7 @@ async def test_a_ledger_that_cannot_write_ends_the_run_cleanly(server, tmp_path)
     assert_every_call_answered(server.requests[-1])
 
 
-async def test_a_huge_result_is_cut_for_the_model_and_kept_whole_in_the_ledger(server, tmp_path):
+async def test_a_huge_result_is_cut_for_the_model_and_bounded_in_the_ledger(server, tmp_path):
     big = "x" * (10 * 1024 * 1024)
 
     def huge() -> str:
@@ -156,7 +157,11 @@ async def test_a_huge_result_is_cut_for_the_model_and_kept_whole_in_the_ledger(s
     content = server.tool_messages(1)[0]["content"]
     assert len(content) < 101_000 and "truncated" in content
     record = next(r for r in agent.ledger.records() if r["kind"] == "tool_call")
-    assert len(record["result"]) == len(big)
+    whole = json.dumps(big).encode()  # the whole result's length and hash are on record
+    assert record["blobs"]["result"]["bytes"] == len(whole)
+    assert record["blobs"]["result"]["sha256"] == hashlib.sha256(whole).hexdigest()
+    assert record["blobs"]["result"]["blob_bytes"] == LIMITS.blob_bytes  # the copy is cut
+    assert agent.ledger.path.stat().st_size < LIMITS.line_bytes * 4 and agent.ledger.verify()
 
 
 def test_a_sync_tool_that_ignores_its_timeout_does_not_hold_the_run(server, tmp_path):
