@@ -12,8 +12,8 @@ removed no longer matches the chain, and ``Ledger.verify`` says so.
 A record's blobs together hold at most ``LedgerLimits.blob_bytes``: a field whose
 share is smaller than it is cut there (``blob_bytes`` < ``bytes``), and the hash
 and length of the whole field are still recorded. So one record adds at most
-``blob_bytes`` to ``ledger-blobs/`` and ``line_bytes`` plus a short stub per moved
-field to ``ledger.jsonl``, whatever a tool returned.
+``blob_bytes`` to ``ledger-blobs/`` and ``line_bytes`` to ``ledger.jsonl``, whatever
+a tool returned (:meth:`LedgerLimits.record_bound`).
 
 Blobs are written to a ``.part-`` file, fsynced, renamed to their name and the
 folder fsynced *before* the record that names them is written, so a process that
@@ -53,9 +53,9 @@ _NO_REPAIR = "; repair cannot bring a blob back: restore it from a copy of the w
 class LedgerLimits:
     """How much one record may write; set ``agent_kernel.ledger.LIMITS`` or pass ``limits=``.
 
-    ``line_bytes``: the longest line a record writes before its moved fields' previews
-    and stubs; ``preview_bytes``: what a moved field leaves in the line; ``blob_bytes``:
-    all blobs of one record together.
+    ``line_bytes``: the longest line a record writes, its moved fields' previews and
+    stubs included; ``preview_bytes``: what a moved field leaves in the line;
+    ``blob_bytes``: all blobs of one record together.
     """
 
     line_bytes: int = 64 * 1024
@@ -160,7 +160,9 @@ def write_blobs(folder: Path, blobs: list[Blob]) -> None:
     """
     if not blobs:
         return
-    folder.mkdir(parents=True, exist_ok=True)
+    if not folder.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        _fsync_folder(folder.parent)  # the folder's own name must outlive a crash too
     for blob in blobs:
         partial = folder / f"{PARTIAL_PREFIX}{blob.name[:16]}-{secrets.token_hex(4)}"
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
