@@ -437,6 +437,26 @@ async def test_a_condition_holding_a_secret_is_refused_when_made(
     await scheduler.close()
 
 
+@pytest.mark.parametrize("condition", [
+    {"kind": "expression", "expression": "len(rows) > 2 #\u202e ) or True"},
+    {"kind": "expression", "expression": "name == 'ok\u200b'"},
+    {"kind": "file", "path": "data/out\x1b[2K.csv"},
+])
+async def test_a_condition_with_characters_that_hide_text_is_refused(
+        tmp_path: Path, clock: ManualClock, condition: dict[str, str]) -> None:
+    workspace = tmp_path / "ws"
+    scheduler = new_scheduler(workspace, clock, namespace={})
+    with pytest.raises(ValueError, match="draw nothing or reorder"):
+        await call(scheduler.agent, "schedule", prompt="echo it", type="conditional",
+                   condition=condition)
+    plant(workspace, condition=condition)  # and a planted one is not restored
+    await scheduler.close()
+    again = new_scheduler(workspace, clock, namespace={})
+    assert "trg_planted" not in again.triggers
+    assert "draw nothing or reorder" in again.restore_report.text()
+    await again.close()
+
+
 async def test_code_swapped_inside_a_masked_part_of_an_approved_condition_is_never_run(
         tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
     # Were conditions saved redacted and approved by their redacted digest, anything

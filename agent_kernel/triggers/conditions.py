@@ -17,7 +17,9 @@ A condition is saved exactly as written, since it is what the person approved
 (the approval's digest covers those very characters), and secrets never reach
 the disk; so a condition holding anything redaction would mask (a key, a
 ``token=...`` pair) is refused when it is made, and again when a saved one is
-read, with the advice to read the secret from an environment variable.
+read, with the advice to read the secret from an environment variable; so is one
+holding characters that draw nothing or reorder the text (a right-to-left override,
+a zero-width space), which would let what the person reads differ from what runs.
 
 A condition *fires on an edge*: when an expression turns true, when a file
 appears or changes, when a variable changes. An expression that is already
@@ -33,6 +35,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,9 +120,15 @@ def _verbatim(condition: Condition) -> Condition:
     from ..redaction import scrub
 
     shape = condition.to_dict()
+    field_name = {"expression": "expression", "file": "path", "variable": "name"}[condition.kind]
+    hidden = [c for c in shape[field_name] if _draws_nothing(c)]
+    if hidden:  # a person approves what they read: nothing may hide or reorder it
+        raise ConditionError(
+            f"the condition's {field_name} holds characters that draw nothing or reorder the "
+            f"text around them ({', '.join(sorted({f'U+{ord(c):04X}' for c in hidden}))}); "
+            "write it with plain characters")
     if scrub(shape) == shape:
         return condition
-    field_name = {"expression": "expression", "file": "path", "variable": "name"}[condition.kind]
     advice = ("read the secret from an environment variable in the expression instead, e.g. "
               "os.environ['SERVICE_TOKEN'] == ..." if condition.kind == "expression" else
               "choose a name without it")
@@ -127,6 +136,15 @@ def _verbatim(condition: Condition) -> Condition:
         f"the condition's {field_name} holds text that looks like a secret (a key, a token, "
         "a password=... pair). A condition is saved exactly as written, and secrets are "
         f"never written to disk: {advice}")
+
+
+def _draws_nothing(char: str) -> bool:
+    """A control, format (bidi override, zero-width), private or unassigned character,
+    a line or paragraph separator, or a space other than the ASCII one (not tab or newline)."""
+    if char in "\t\n":
+        return False
+    category = unicodedata.category(char)
+    return category[0] == "C" or category in ("Zl", "Zp") or (category == "Zs" and char != " ")
 
 
 def _check_expression(expression: Any) -> str:
