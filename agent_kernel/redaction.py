@@ -16,7 +16,8 @@ secret-named fields in structured data (of any type: a number under
 ``password``, a list under ``token``, a mapping under ``api_key``; counts such as
 ``total_tokens`` stay), mapping keys that are themselves secrets, and the exact
 values of environment variables whose names say they hold a secret (``PWD`` and
-``OLDPWD`` are the working directory, not a password: a path under the project
+``OLDPWD`` are the working directory, not a password, and a value that is the
+path of an existing file names where a secret is: a path under the project
 must read the same on disk as it did live). A person adds patterns with
 :func:`add_pattern` or the ``AGENT_KERNEL_REDACT`` variable (one regular
 expression per line).
@@ -137,10 +138,19 @@ def _env_value_pattern() -> re.Pattern[str] | None:
                          if len(v) >= _MIN_ENV_SECRET and k not in _NOT_SECRET_ENV
                          and secret_name(k)))
     if found != _env_cache[0]:
-        values = sorted({v for _, v in found}, key=len, reverse=True)
+        # A path to a file that exists (GOOGLE_APPLICATION_CREDENTIALS=/home/me/key.json)
+        # names where a secret is, and masking it would change every path under it.
+        values = sorted({v for _, v in found if not _existing_path(v)}, key=len, reverse=True)
         pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
         _env_cache = (found, pattern)
     return _env_cache[1]
+
+
+def _existing_path(value: str) -> bool:
+    try:
+        return os.path.isabs(value) and os.path.exists(value)
+    except (OSError, ValueError):
+        return False
 
 
 def _env_patterns() -> list[re.Pattern[str]]:

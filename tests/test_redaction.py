@@ -215,6 +215,12 @@ def test_the_working_directory_is_not_a_secret(monkeypatch, tmp_path):
     assert redact_text(f"{project}/data/out.csv") == f"{project}/data/out.csv"
     assert scrub({"path": f"{tmp_path}/before/x"}) == {"path": f"{tmp_path}/before/x"}
     assert redact_text("hunter2hunter2") == REDACTED  # a password in a *_PWD variable still is
+    key_file = tmp_path / "service-account.json"
+    key_file.write_text("{}")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key_file))
+    monkeypatch.setenv("MISSING_CREDENTIALS", str(tmp_path / "not-there.json"))
+    assert redact_text(f"read {key_file}") == f"read {key_file}"  # where a secret is
+    assert redact_text(f"{tmp_path}/not-there.json") == REDACTED  # not a path that exists
 
 
 def test_secret_marks_are_what_redaction_would_mask():
