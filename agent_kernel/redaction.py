@@ -12,10 +12,18 @@ escapes redaction by arriving as something other than a string.
 What is found becomes ``[REDACTED]``: provider key shapes, bearer tokens,
 JWTs, PEM private keys, passwords in URLs, ``name=value`` / ``NAME: value``
 pairs whose name holds password, secret, token or key, the values of
-secret-named fields in structured data, and the exact values of environment
-variables whose names say they hold a secret. A person adds patterns with
+secret-named fields in structured data (of any type: a number under
+``password``, a list under ``token``, a mapping under ``api_key``; counts such as
+``total_tokens`` stay), mapping keys that are themselves secrets, and the exact
+values of environment variables whose names say they hold a secret (``PWD`` and
+``OLDPWD`` are the working directory, not a password, and a value that is the
+path of an existing file names where a secret is: a path under the project
+must read the same on disk as it did live). A person adds patterns with
 :func:`add_pattern` or the ``AGENT_KERNEL_REDACT`` variable (one regular
 expression per line).
+
+Redaction is for what is *saved*. A live approval shows the exact arguments and
+only marks what looks like a secret (:func:`secret_marks`).
 """
 
 from __future__ import annotations
@@ -74,6 +82,11 @@ _PAIR_VALUE = re.compile(r"[^\s\"',;&]{4,}")
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _SECRET_PARTS = {"password", "passwd", "pwd", "passphrase", "secret", "secrets", "token",
                  "tokens", "credential", "credentials", "authorization", "apikey", "cookie"}
+# Names that only sound secret (``max_tokens``, ``sort_key``): a number under them is a
+# count or an index; text under them is masked all the same.
+_WEAK_PARTS = {"tokens", "key", "keys"}
+# Shell variables that hold the working directory, whatever their name sounds like.
+_NOT_SECRET_ENV = frozenset({"PWD", "OLDPWD"})
 
 _lock = threading.Lock()
 _custom: list[re.Pattern[str]] = []
@@ -91,6 +104,17 @@ def secret_name(name: str) -> bool:
         return True
     # "key" alone is too common a word; api_key, secret_key, privateKey, ACCESS_KEY are not.
     return (len(parts) > 1 and parts[-1] in ("key", "keys")) or "apikey" in "".join(parts)
+
+
+@functools.lru_cache(maxsize=4096)
+def strong_secret_name(name: str) -> bool:
+    """A secret name under which even a number is a secret (``password``, ``token``,
+    ``api_key``; not ``max_tokens`` or ``sort_key``, whose numbers are counts)."""
+    if not secret_name(name):
+        return False
+    parts = [p.lower() for p in _NAME_PARTS.findall(name)]
+    return "apikey" in "".join(parts) or any(
+        p in _SECRET_PARTS and p not in _WEAK_PARTS for p in parts)
 
 
 def add_pattern(pattern: str | re.Pattern[str]) -> None:
@@ -111,12 +135,22 @@ def _env_value_pattern() -> re.Pattern[str] | None:
     """One pattern for the exact values of secret-named environment variables."""
     global _env_cache
     found = tuple(sorted((k, v) for k, v in os.environ.items()
-                         if len(v) >= _MIN_ENV_SECRET and secret_name(k)))
+                         if len(v) >= _MIN_ENV_SECRET and k not in _NOT_SECRET_ENV
+                         and secret_name(k)))
     if found != _env_cache[0]:
-        values = sorted({v for _, v in found}, key=len, reverse=True)
+        # A path to a file that exists (GOOGLE_APPLICATION_CREDENTIALS=/home/me/key.json)
+        # names where a secret is, and masking it would change every path under it.
+        values = sorted({v for _, v in found if not _existing_path(v)}, key=len, reverse=True)
         pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
         _env_cache = (found, pattern)
     return _env_cache[1]
+
+
+def _existing_path(value: str) -> bool:
+    try:
+        return os.path.isabs(value) and os.path.exists(value)
+    except (OSError, ValueError):
+        return False
 
 
 def _env_patterns() -> list[re.Pattern[str]]:
@@ -153,8 +187,8 @@ def _pair_spans(text: str) -> list[tuple[int, int, int]]:
         value = found_value.group()
         if value.startswith("[REDACTED"):
             continue
-        if value.isdigit() and len(value) < 12:  # max_tokens=1000 is not a secret
-            continue
+        if value.isdigit() and len(value) < 12 and not strong_secret_name(match.group("name")):
+            continue  # max_tokens=1000 is not a secret; password=12345678 is
         if value.lower() in ("bearer", "basic", "token"):  # the scheme stays; its token went
             continue
         found.append((match.start(), position, found_value.end()))
@@ -228,6 +262,26 @@ def _repr(value: Any) -> str:
         return f"<{type(value).__name__} (repr failed: {type(exc).__name__})>"
 
 
+def _filled(value: Any) -> bool:
+    """Whether a value under a secret name holds anything to mask (not None, a bool, '')."""
+    if value is None or isinstance(value, bool):
+        return False
+    if isinstance(value, (str, bytes, bytearray, memoryview, dict, list, tuple, set,
+                          frozenset)):
+        return len(value) > 0
+    return True
+
+
+def _distinct(name: str, taken: dict[str, Any]) -> str:
+    """``name``, numbered when another key already took it (two keys masked alike)."""
+    if name not in taken:
+        return name
+    number = 2
+    while f"{name} ({number})" in taken:
+        number += 1
+    return f"{name} ({number})"
+
+
 def secret_spans(text: str) -> list[tuple[int, int]]:
     """Where in ``text`` the secrets are (start, end), for cutting a stream between them."""
     spans: list[tuple[int, int]] = []
@@ -237,6 +291,31 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
         spans.extend(m.span() for m in pattern.finditer(text))
     spans.extend((a, c) for a, _, c in _pair_spans(text))
     return spans
+
+
+def secret_marks(text: str) -> list[tuple[int, int]]:
+    """The parts of ``text`` redaction would mask, merged and in order, for marking them.
+
+    A live approval shows its arguments whole and marks these (never hides them); a
+    pattern's kept prefix (``Bearer ``, ``https://user:``) is not part of a mark.
+    """
+    spans: list[tuple[int, int]] = []
+    env = _env_value_pattern()
+    for pattern in [*([env] if env is not None else []), *_compiled, *_custom,
+                    *_env_patterns()]:
+        for match in pattern.finditer(text):
+            start = match.end("keep") if "keep" in pattern.groupindex and \
+                match.group("keep") is not None else match.start()
+            if match.end() > start:
+                spans.append((start, match.end()))
+    spans.extend((b, c) for _, b, c in _pair_spans(text))
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 class StreamRedactor:
@@ -311,16 +390,20 @@ def to_jsonable(value: Any, *, redact: bool = False, max_chars: int | None = Non
             text = text[:max_chars] + f"\n…[{full - max_chars:,} more characters not shown]"
         return text
 
-    def walk(item: Any, depth: int) -> Any:
+    def walk(item: Any, depth: int, secret: bool = False) -> Any:
+        # ``secret``: under a secret name (only when redacting): text and bytes are masked,
+        # numbers pass (``max_tokens``), containers are searched with the name still on.
         if item is None or isinstance(item, bool):
             return item
         if isinstance(item, int):
             return _int(item)
         if isinstance(item, float):
             return item if math.isfinite(item) else str(item)
-        if isinstance(item, str):
-            return clean(item)
-        if isinstance(item, (bytes, bytearray, memoryview)):
+        if isinstance(item, (str, bytes, bytearray, memoryview)):
+            if secret and len(item):
+                return REDACTED
+            if isinstance(item, str):
+                return clean(item)
             return clean(bytes(item).decode("utf-8", errors="replace"))
         if depth >= MAX_DEPTH:
             return f"[nested deeper than {MAX_DEPTH} levels]"
@@ -333,19 +416,26 @@ def to_jsonable(value: Any, *, redact: bool = False, max_chars: int | None = Non
                     out: dict[str, Any] = {}
                     for key, sub in item.items():
                         name = _key(key)
+                        named = False
                         if redact:
-                            name = clean(name)
-                            if isinstance(sub, str) and sub and secret_name(name):
+                            name = _distinct(clean(name), out)
+                            named = secret_name(name)
+                            if named and _filled(sub) and (strong_secret_name(name) or not
+                                                           isinstance(sub, (int, float, dict,
+                                                                            list, tuple, set,
+                                                                            frozenset))):
                                 out[name] = REDACTED
                                 continue
-                        out[name] = walk(sub, depth + 1)
+                        out[name] = walk(sub, depth + 1, secret or named)
                     return out
                 items: Iterable[Any] = item
                 if isinstance(item, (set, frozenset)):
                     items = sorted(item, key=_repr)
-                return [walk(sub, depth + 1) for sub in items]
+                return [walk(sub, depth + 1, secret) for sub in items]
             finally:
                 active.discard(id(item))
+        if secret:
+            return REDACTED
         return clean(_repr(item))
 
     return walk(value, 0)

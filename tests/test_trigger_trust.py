@@ -382,6 +382,107 @@ async def test_a_secret_in_the_prompt_never_reaches_disk_and_still_verifies(
     await second.close()
 
 
+# -- conditions are saved as written (issue 22, item 3) -------------------------------
+
+async def test_an_approved_file_condition_under_the_project_comes_back_watching_the_same_path(
+        tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = (tmp_path / "project").resolve()
+    (project / "data").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("PWD", str(project))  # as a shell started in the project sets it
+    workspace = project / ".agent"
+    watched = str(project / "data" / "out.csv")
+    first = new_scheduler(workspace, clock)
+    made = await call(first.agent, "schedule", prompt=f"echo new rows in {watched}",
+                      type="conditional", condition={"kind": "file", "path": "data/out.csv"})
+    trigger_id = str(made["taskId"])
+    await settle(first)
+    [approval] = records(workspace, "approval")
+    assert approval["arguments"]["condition"] == {"kind": "file", "path": watched}
+    await first.close()
+    saved = json.loads((workspace / "triggers" / f"{trigger_id}.json").read_text())
+    assert saved["condition"] == {"kind": "file", "path": watched}
+    assert saved["prompt"] == f"echo new rows in {watched}"
+    second = new_scheduler(workspace, clock)
+    assert [t.id for t in second.restore_report.restored] == [trigger_id]
+    assert not second.restore_report.waiting
+    assert second.triggers[trigger_id].condition == {"kind": "file", "path": watched}
+    await tick(second, clock)  # the file is not there yet
+    (project / "data" / "out.csv").write_text("rows\n")
+    await tick(second, clock)
+    assert second.triggers[trigger_id].runs == 1
+    await second.close()
+
+
+@pytest.mark.parametrize("condition", [
+    {"kind": "expression", "expression": "fetch(auth='Bearer tok884422x884422x').ok"},
+    {"kind": "expression", "expression": "client(api_key='sk-" + "k9" * 12 + "').ready()"},
+    {"kind": "file", "path": "exports/password=hunter2hunter2/out.csv"},
+])
+async def test_a_condition_holding_a_secret_is_refused_when_made(
+        tmp_path: Path, clock: ManualClock, condition: dict[str, str]) -> None:
+    workspace = tmp_path / "ws"
+    scheduler = new_scheduler(workspace, clock, namespace={})
+    with pytest.raises(ValueError, match="looks like a secret") as refused:
+        await call(scheduler.agent, "schedule", prompt="echo it", type="conditional",
+                   condition=condition)
+    assert "environment variable" in str(refused.value) or "name without" in str(refused.value)
+    for secret in ("tok884422x884422x", "k9" * 12, "hunter2hunter2"):
+        assert secret not in str(refused.value)
+    with pytest.raises(ValueError, match="looks like a secret"):
+        scheduler.when(condition, "echo mine")  # a person's own condition: the same rule
+    await settle(scheduler)
+    assert not scheduler.triggers and not records(workspace, "approval")
+    assert not list((workspace / "triggers").glob("*.json"))
+    await scheduler.close()
+
+
+@pytest.mark.parametrize("condition", [
+    {"kind": "expression", "expression": "len(rows) > 2 #\u202e ) or True"},
+    {"kind": "expression", "expression": "name == 'ok\u200b'"},
+    {"kind": "file", "path": "data/out\x1b[2K.csv"},
+])
+async def test_a_condition_with_characters_that_hide_text_is_refused(
+        tmp_path: Path, clock: ManualClock, condition: dict[str, str]) -> None:
+    workspace = tmp_path / "ws"
+    scheduler = new_scheduler(workspace, clock, namespace={})
+    with pytest.raises(ValueError, match="draw nothing or reorder"):
+        await call(scheduler.agent, "schedule", prompt="echo it", type="conditional",
+                   condition=condition)
+    plant(workspace, condition=condition)  # and a planted one is not restored
+    await scheduler.close()
+    again = new_scheduler(workspace, clock, namespace={})
+    assert "trg_planted" not in again.triggers
+    assert "draw nothing or reorder" in again.restore_report.text()
+    await again.close()
+
+
+async def test_code_swapped_inside_a_masked_part_of_an_approved_condition_is_never_run(
+        tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Were conditions saved redacted and approved by their redacted digest, anything
+    # redaction masks alike could replace the approved code and still verify.
+    monkeypatch.chdir(tmp_path)
+    workspace, marker = tmp_path / "ws", tmp_path / "M"
+    swapped = ("dict(token=__import__(chr(112)+chr(97)+chr(116)+chr(104)+chr(108)+chr(105)+"
+               "chr(98)).Path(chr(77)).touch())")
+    approved = "dict(token=abcd1234)"
+    from agent_kernel.redaction import scrub
+
+    assert scrub(approved) == scrub(swapped)  # the two look alike once masked
+    agent = Agent(workspace=workspace)
+    shape = {"kind": "expression", "expression": swapped}
+    agent.approvals.record_person("condition", {"condition": shape, "prompt": "echo planted"},
+                                  condition_digest("agent", shape, "echo planted"))
+    plant(workspace, condition=shape)
+    scheduler = new_scheduler(workspace, clock, namespace={})
+    assert "trg_planted" not in scheduler.triggers
+    assert "looks like a secret" in scheduler.restore_report.text()
+    for _ in range(3):
+        await tick(scheduler, clock)
+    assert not marker.exists()
+    await scheduler.close()
+
+
 # -- impossible values (item 7) -----------------------------------------------------
 
 BAD = [

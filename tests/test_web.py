@@ -517,3 +517,32 @@ async def test_a_run_fetches_with_get_and_is_refused_a_post(
     records = [json.loads(line) for line in ledger.splitlines()]
     approvals = [r for r in records if r.get("kind") == "approval"]
     assert [(a["tool_name"], a["decision"]) for a in approvals] == [("url_fetch", "denied")]
+
+
+async def test_a_profile_secret_echoed_as_a_key_and_secret_named_values_never_reach_the_ledger(
+        tmp_path: Path, allowed: web.WebToolLimits, tls_site: LocalSite) -> None:
+    # A token with no known shape, set in the profile itself (no environment variable
+    # redaction could know): only the call's own mask can find it, in keys as in values.
+    secret = "plainwords" + "7" * 12
+    allowed.auth_profiles["echo"] = web.AuthProfile(hosts=["localhost"], token=secret)
+    with ScriptedServer() as server:
+        agent = Agent(model="openai/test-model", workspace=tmp_path / "ws",
+                      settings=Settings(api_base=server.base_url, api_key="sk-x"))
+        server.script(
+            Message(calls=[Call("url_fetch", json.dumps({
+                "url": tls_site.url("/echo-keys", host="localhost"), "auth_profile": "echo"}),
+                id="c1")]),
+            Message(text="Echoed."))
+        result = await agent.arun("What does the echo say?")
+        messages = server.tool_messages(1)
+    assert result.status == "ok"
+    assert tls_site.requests[-1]["headers"]["Authorization"] == f"Bearer {secret}"
+    ledger = (agent.workspace.root / "ledger.jsonl").read_text()
+    [record] = [json.loads(line) for line in ledger.splitlines()
+                if json.loads(line).get("kind") == "tool_call"]
+    echoed = record["result"]["json"]
+    assert echoed["[REDACTED]"] == 1 and echoed["user:[REDACTED]"] == 2
+    assert echoed["password"] == echoed["token"] == echoed["api_key"] == "[REDACTED]"
+    for leaked in (secret, "12345678", "t-one", "t-two", "n-three"):
+        assert leaked not in ledger, leaked
+    assert secret not in json.dumps(messages)

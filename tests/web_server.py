@@ -108,6 +108,12 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, json.dumps({"method": self.command, "headers": dict(
                 self.headers.items()), "body": body.decode("utf-8", "replace")}).encode(),
                 "application/json", {"Set-Cookie": "session=abc123"})
+        elif route == "/echo-keys":  # a server that echoes what it was sent as JSON keys
+            sent = self.headers.get("Authorization", "").split(" ", 1)[-1]
+            self._send(200, json.dumps({sent: 1, f"user:{sent}": 2, "password": 12345678,
+                                        "token": ["t-one", "t-two"],
+                                        "api_key": {"nested": "n-three"}}).encode(),
+                       "application/json")
         elif route == "/redirect":
             self._send(int(query.get("status", "302")), b"", None, {"Location": query["to"]})
         elif route == "/loop":

@@ -235,9 +235,17 @@ class _Call:
                 if len(secret) >= 4:
                     value = value.replace(secret, "[REDACTED]")
             return value
-        if isinstance(value, dict):
-            return {k: self.mask(v) for k, v in value.items()}
-        if isinstance(value, list):
+        if isinstance(value, dict):  # a server may echo the secret as a key, too
+            masked: dict[Any, Any] = {}
+            for key, item in value.items():
+                name = self.mask(key)
+                number = 2
+                while name != key and name in masked:
+                    name = f"{self.mask(key)} ({number})"
+                    number += 1
+                masked[name] = self.mask(item)
+            return masked
+        if isinstance(value, (list, tuple)):
             return [self.mask(v) for v in value]
         return value
 

@@ -13,6 +13,14 @@ a model can write and a person can read:
 - ``{"kind": "variable", "name": "df"}``: a variable that changes: it appears,
   is rebound, or its length, shape or (hashable) value changes.
 
+A condition is saved exactly as written, since it is what the person approved
+(the approval's digest covers those very characters), and secrets never reach
+the disk; so a condition holding anything redaction would mask (a key, a
+``token=...`` pair) is refused when it is made, and again when a saved one is
+read, with the advice to read the secret from an environment variable; so is one
+holding characters that draw nothing or reorder the text (a right-to-left override,
+a zero-width space), which would let what the person reads differ from what runs.
+
 A condition *fires on an edge*: when an expression turns true, when a file
 appears or changes, when a variable changes. An expression that is already
 true the first time it is checked fires once; it must turn false and true
@@ -27,6 +35,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,7 +81,8 @@ class Condition:
         if unknown:
             raise ConditionError(f"unknown condition field(s): {', '.join(sorted(unknown))}")
         if kind == "expression":
-            return cls("expression", expression=_check_expression(value.get("expression")))
+            return _verbatim(cls("expression",
+                                 expression=_check_expression(value.get("expression"))))
         if kind == "file":
             raw = value.get("path")
             if not isinstance(raw, str) or not raw.strip():
@@ -80,11 +90,11 @@ class Condition:
             path = Path(raw).expanduser()
             if not path.is_absolute():
                 path = Path(base or os.getcwd()) / path
-            return cls("file", path=str(path.resolve()))
+            return _verbatim(cls("file", path=str(path.resolve())))
         name = value.get("name")
         if not isinstance(name, str) or not _IDENTIFIER.match(name):
             raise ConditionError(f"a variable condition needs a variable 'name', got {name!r}")
-        return cls("variable", name=name)
+        return _verbatim(cls("variable", name=name))
 
     def to_dict(self) -> dict[str, str]:
         """The JSON shape, as stored and as shown for approval."""
@@ -103,6 +113,38 @@ class Condition:
     def needs_namespace(self) -> bool:
         """True for kinds that read variables (they need a kernel or a namespace dict)."""
         return self.kind in ("expression", "variable")
+
+
+def _verbatim(condition: Condition) -> Condition:
+    """``condition`` when redaction leaves it as it is, else a refusal (never an altered copy)."""
+    from ..redaction import scrub
+
+    shape = condition.to_dict()
+    field_name = {"expression": "expression", "file": "path", "variable": "name"}[condition.kind]
+    hidden = [c for c in shape[field_name] if _draws_nothing(c)]
+    if hidden:  # a person approves what they read: nothing may hide or reorder it
+        raise ConditionError(
+            f"the condition's {field_name} holds characters that draw nothing or reorder the "
+            f"text around them ({', '.join(sorted({f'U+{ord(c):04X}' for c in hidden}))}); "
+            "write it with plain characters")
+    if scrub(shape) == shape:
+        return condition
+    advice = ("read the secret from an environment variable in the expression instead, e.g. "
+              "os.environ['SERVICE_TOKEN'] == ..." if condition.kind == "expression" else
+              "choose a name without it")
+    raise ConditionError(
+        f"the condition's {field_name} holds text that looks like a secret (a key, a token, "
+        "a password=... pair). A condition is saved exactly as written, and secrets are "
+        f"never written to disk: {advice}")
+
+
+def _draws_nothing(char: str) -> bool:
+    """A control, format (bidi override, zero-width), private or unassigned character,
+    a line or paragraph separator, or a space other than the ASCII one (not tab or newline)."""
+    if char in "\t\n":
+        return False
+    category = unicodedata.category(char)
+    return category[0] == "C" or category in ("Zl", "Zp") or (category == "Zs" and char != " ")
 
 
 def _check_expression(expression: Any) -> str:

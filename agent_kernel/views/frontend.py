@@ -16,9 +16,12 @@
 
 Messages from the extension, each with a ``request_id`` the reply repeats:
 ``{"action": "answer", "run_id", "question_id", "answer"}`` and
-``{"action": "stop", "run_id"}``, and ``{"action": "trigger", "op": "cancel" | "approve",
-"trigger_id"}`` from a triggers panel's controls. Replies are
-``{"request_id", "ok", "message"}``.
+``{"action": "stop", "run_id"}``, ``{"action": "exact", "run_id", "question_id"}`` (a
+waiting approval's exact arguments, which the reply carries as ``rows``: see
+:mod:`.exact`; they travel only on this comm, never in an output, so nothing saved holds
+them), and ``{"action": "trigger", "op": "cancel" | "approve", "trigger_id"}`` from a
+triggers panel's controls. Replies are ``{"request_id", "ok", "message"}`` (plus
+``rows`` for ``exact``).
 A page reloaded while the kernel lives finds the same comm again through
 ``comm_info_request`` and says hello on it. Messages may arrive on a kernel
 subshell thread; answering and stopping are thread-safe.
@@ -47,6 +50,9 @@ class LiveRun(Protocol):
 
     def request_stop(self) -> bool:
         """Stop the run; False when it has already ended."""
+
+    def exact_rows(self, question_id: str) -> list[dict[str, Any]] | None:
+        """A waiting approval's exact arguments as marked rows; None once it no longer waits."""
 
 
 class FrontendProbe:
@@ -110,9 +116,26 @@ class FrontendProbe:
             self.answered.set()
             return
         request_id = data.get("request_id")
-        ok, message = self.handle(data)
+        reply: dict[str, Any]
+        if action == "exact":
+            reply = self.exact(data)
+        else:
+            ok, message = self.handle(data)
+            reply = {"ok": ok, "message": message}
         if isinstance(request_id, (str, int)) and self._comm is not None:
-            self._comm.send({"request_id": request_id, "ok": ok, "message": message})
+            self._comm.send({"request_id": request_id, **reply})
+
+    def exact(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The reply to ``exact``: a waiting approval's arguments as the tool will get them."""
+        run_id, question_id = data.get("run_id"), data.get("question_id")
+        with self._lock:
+            run = self._runs.get(run_id) if isinstance(run_id, str) else None
+        if run is None:
+            return {"ok": False, "message": "This run is no longer live in the kernel."}
+        rows = run.exact_rows(question_id) if isinstance(question_id, str) else None
+        if rows is None:
+            return {"ok": False, "message": "This approval is no longer waiting."}
+        return {"ok": True, "message": "", "rows": rows}
 
     def handle(self, data: dict[str, Any]) -> tuple[bool, str]:
         """Carry out one message of the extension; (done, what to tell the person)."""

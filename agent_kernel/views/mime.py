@@ -373,7 +373,8 @@ class Transcript:
         usage = getattr(result, "usage", None) or None
         entries = self._entries(self.agents)
         return _jsonable({
-            "version": 1, "run_id": self.run_id or "", "prompt": self.prompt,
+            # redacted here too: a view sets the prompt before the run's first event
+            "version": 1, "run_id": self.run_id or "", "prompt": redact_text(self.prompt),
             "model": self.model, "offline": self.model == "demo", "status": self.status,
             "started_at": iso(self.started_at), "elapsed_ms": elapsed,
             "usage": {k: int(usage.get(k, 0)) for k in ("prompt_tokens", "completion_tokens",

@@ -8,6 +8,12 @@ The timeout and default rules are not here: the question's own timeout runs
 in :class:`~agent_kernel.questions.QuestionChannel`, as it does for the
 buttons in a notebook; this module only hands the channel answers.
 
+An approval is shown *exactly* as the tool will receive it (the text view's
+line above is redacted, like everything saved): every argument in full, what
+looks like a secret highlighted, invisible and control characters as visible
+``U+…`` tokens (see :mod:`.exact`). Those lines go only to a terminal (stdout, or
+stderr when stdout is a file or a pipe), never into a log.
+
 The idea that governs it: a reader never outlives its question. A thread
 blocked in ``readline()`` would stay blocked after its question timed out
 and take the next line the person types at the IPython prompt. So a reader
@@ -44,6 +50,14 @@ def can_answer_on(stream: Any) -> bool:
         return False
     try:
         return bool(stream.isatty()) and stream.fileno() >= 0
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def writes_to_terminal(stream: Any) -> bool:
+    """True when ``stream`` writes to a terminal (what is written there is not kept)."""
+    try:
+        return bool(stream is not None and stream.isatty())
     except (AttributeError, OSError, ValueError):
         return False
 
@@ -106,10 +120,14 @@ class TerminalAnswerer:
     :meth:`close` when the run ends.
     """
 
-    def __init__(self, agent: Any, view: TextView, stdin: TextIO | None = None) -> None:
+    def __init__(self, agent: Any, view: TextView, stdin: TextIO | None = None,
+                 screen: TextIO | None = None) -> None:
+        """``screen``: where an approval's exact arguments are written (by default the view's
+        stream if it is a terminal, else stderr if that is one, else nowhere)."""
         self.agent = agent
         self.view = view
         self.stdin = stdin if stdin is not None else sys.stdin
+        self.screen = screen
         self._turn = threading.Lock()  # one question on the terminal at a time
         self._asking: Question | None = None  # the question that has the turn
         self._readers: dict[str, threading.Thread] = {}
@@ -161,6 +179,8 @@ class TerminalAnswerer:
                 if self._gone(event):
                     return
                 self._asking = event
+                if event.kind == "approval":
+                    self._show_exact(event)
                 self.view.line(hint(event, restate=restate))
                 while True:
                     self.view.prompt("  > ")
@@ -180,6 +200,31 @@ class TerminalAnswerer:
                 self._turn.release()
         finally:
             self._readers.pop(event.question_id, None)
+
+    def _show_exact(self, event: Question) -> None:
+        """The approval's arguments exactly as the tool gets them, on the terminal only."""
+        from .exact import exact_text
+
+        screen = self.screen
+        if screen is None:
+            screen = next((s for s in (self.view.stream, sys.stderr) if writes_to_terminal(s)),
+                          None)
+        if screen is None:
+            self.view.line("  (the exact arguments are shown only on a terminal, and neither "
+                           "stdout nor stderr is one: deny unless the line above is enough)")
+            return
+        color = writes_to_terminal(screen)
+        lines = ["  It will run with exactly:",
+                 *exact_text((event.details or {}).get("arguments"), color=color)]
+        if screen is self.view.stream:
+            for line in lines:
+                self.view.line(line)
+            return
+        try:
+            screen.write("\n".join(lines) + "\n")
+            screen.flush()
+        except (OSError, ValueError):
+            pass
 
     def _read_line(self, event: Question) -> str | None:
         """One line from the terminal, or None once the question ended or input did."""

@@ -37,8 +37,9 @@ import ipywidgets as w
 from ..events import Event, Question, QuestionAnswered, RunError, RunFinished, for_display
 from ..redaction import redact_text
 from .cells import display_pub, in_cell
+from .exact import exact_html, exact_rows
 from .mime import Transcript, mime_bundle
-from .run_html import _arguments, _code_spans, esc, outcome
+from .run_html import _code_spans, esc, outcome
 from .summaries import asked_by, question_label
 
 UPDATES_PER_SECOND = 4
@@ -80,7 +81,10 @@ def _countdown(left: float) -> str:
 class QuestionControl:
     """The live controls of one question or approval, shown in their own output."""
 
-    def __init__(self, event: Question, answer: Callable[[str], object]) -> None:
+    def __init__(self, event: Question, answer: Callable[[str], object],
+                 exact: Any = None) -> None:
+        """``event`` as shown (redacted); ``exact``: the approval's arguments as the tool will
+        receive them (shown, secrets marked: see :mod:`.exact`)."""
         self.event = event
         self.deadline = time.monotonic() + event.timeout
         self.handle: Any = None
@@ -91,7 +95,7 @@ class QuestionControl:
             who = asked_by(details)
             title = ((f"<b>{esc(who)} asks:</b> " if who else "")
                      + f"<b>Allow <code>{esc(details.get('tool', '?'))}</code> to run?</b> "
-                     "It will run with:" + _arguments(details.get("arguments")))
+                     "It will run with exactly:" + exact_html(exact))
         else:
             title = (f"<b>{esc(question_label(False, event.details))}:</b> "
                      f"{_code_spans(event.question)}")
@@ -183,6 +187,8 @@ class WidgetView:
         self._stop_button: Any = None
         self.channel: Any = None
         """The extension's channel (a FrontendProbe) when the extension draws the controls."""
+        self.exact: dict[str, Any] = {}
+        """The exact arguments of each approval still waiting, by question id (live only)."""
         self._unsubscribe = agent.bus.subscribe(self.on_event)
 
     @property
@@ -257,17 +263,22 @@ class WidgetView:
         """Fold one event of this run into the transcript and the controls."""
         if event.run_id != self.run_id:
             return
+        exact = (event.details or {}).get("arguments") if (
+            isinstance(event, Question) and event.kind == "approval") else None
+        if isinstance(event, Question) and event.kind == "approval" and not self.done:
+            self.exact[event.question_id] = exact  # live only: never in the saved bundle
         event = for_display(event)
         self.transcript.feed(event)
         if (isinstance(event, Question) and self.interactive and self.channel is None
                 and not self.done):
             qid = event.question_id
-            control = QuestionControl(event, lambda text: self.answer(qid, text))
+            control = QuestionControl(event, lambda text: self.answer(qid, text), exact)
             self.questions[qid] = control
             if self._handle is not None:
                 with in_cell(self._parent):
                     control.show()
         elif isinstance(event, QuestionAnswered):
+            self.exact.pop(event.question_id, None)
             self._settle(event.question_id)
         elif isinstance(event, RunFinished):
             self._end()
@@ -293,6 +304,12 @@ class WidgetView:
             control.settle("This question is no longer waiting.")
         return taken
 
+    def exact_rows(self, question_id: str) -> list[dict[str, Any]] | None:
+        """The exact arguments of a waiting approval as marked rows; None once it ended."""
+        if self.done or question_id not in self.exact:
+            return None
+        return [row.to_json() for row in exact_rows(self.exact[question_id])]
+
     def request_stop(self) -> bool:
         """Stop pressed (a widget or the extension's header; any thread)."""
         if self.done:
@@ -311,6 +328,7 @@ class WidgetView:
         if self.done:
             return
         self.done = True
+        self.exact.clear()
         if self.channel is not None:
             self.channel.drop_run(self.run_id)
         for question_id, control in self.questions.items():

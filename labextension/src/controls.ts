@@ -6,6 +6,8 @@
  * kernel then lets this extension draw the controls of its runs (no ipywidgets)
  * and takes the person's answers and Stop on that comm. After a page reload
  * the comm is found again through `comm_info` (the kernel keeps it open).
+ * A waiting approval's exact arguments come only on this comm (`exact`), never
+ * in an output, so nothing saved holds them.
  * See agent_kernel/views/frontend.py for the kernel's side.
  */
 
@@ -20,6 +22,8 @@ const MISS_MEMORY_MS = 5000;
 export interface IReply {
   ok: boolean;
   message: string;
+  /** The reply to `exact`: the approval's arguments as marked rows (checked by the caller). */
+  rows?: unknown;
 }
 
 export class KernelControls {
@@ -61,6 +65,11 @@ export class KernelControls {
   /** Hand an answer to a run's waiting question. */
   answer(runId: string, questionId: string, answer: string): Promise<IReply> {
     return this._request({ action: 'answer', run_id: runId, question_id: questionId, answer });
+  }
+
+  /** A waiting approval's exact arguments (the reply's `rows`). */
+  exact(runId: string, questionId: string): Promise<IReply> {
+    return this._request({ action: 'exact', run_id: runId, question_id: questionId });
   }
 
   /** Stop a run. */
@@ -176,12 +185,21 @@ export class KernelControls {
   }
 
   private _onReply(msg: KernelMessage.ICommMsgMsg): void {
-    const data = msg.content.data as { request_id?: unknown; ok?: unknown; message?: unknown };
+    const data = msg.content.data as {
+      request_id?: unknown;
+      ok?: unknown;
+      message?: unknown;
+      rows?: unknown;
+    };
     const id = typeof data.request_id === 'string' ? data.request_id : '';
     const done = this._waiting.get(id);
     if (done) {
       this._waiting.delete(id);
-      done({ ok: data.ok === true, message: typeof data.message === 'string' ? data.message : '' });
+      done({
+        ok: data.ok === true,
+        message: typeof data.message === 'string' ? data.message : '',
+        rows: data.rows
+      });
     }
   }
 

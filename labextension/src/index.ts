@@ -17,7 +17,7 @@ import { Widget } from '@lumino/widgets';
 import type { KernelControls } from './controls';
 import { ILiveControls, runView } from './render';
 import { panelControlsFactory } from './panel';
-import { IRunState, RUN_MIME } from './state';
+import { ExactState, IRunState, RUN_MIME, isExactRows } from './state';
 
 /** The class of the renderer's node (the kernel's HTML fallback uses `agent-kernel-run`). */
 export const CLASS_NAME = 'agent-kernel-lab-run';
@@ -26,6 +26,7 @@ export const CLASS_NAME = 'agent-kernel-lab-run';
 export const RANK = 10;
 
 const VERSION = 1;
+const EXACT_RETRY_MS = 5000;
 
 function isRunState(data: unknown): data is IRunState {
   if (typeof data !== 'object' || data === null) {
@@ -61,6 +62,9 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
       return;
     }
     this._state = data;
+    if (data.status !== 'running' || data.controls !== 'extension') {
+      this._exact.clear(); // nothing waits any more: let the exact arguments go
+    }
     await this._draw();
   }
 
@@ -133,8 +137,39 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
       sending: this._sending,
       notes: this._notes,
       answer: (questionId, text) => send(questionId, () => controls.answer(runId, questionId, text)),
-      stop: () => send('stop', () => controls.stop(runId))
+      stop: () => send('stop', () => controls.stop(runId)),
+      exact: questionId => this._exactOf(controls, runId, questionId)
     };
+  }
+
+  /**
+   * A waiting approval's exact arguments, asked of the kernel once (they live in this
+   * renderer's memory only, never in the output's data, so a save cannot keep them).
+   */
+  private _exactOf(controls: KernelControls, runId: string, questionId: string): ExactState {
+    const known = this._exact.get(questionId);
+    if (known) {
+      return known;
+    }
+    const loading: ExactState = { loading: true };
+    this._exact.set(questionId, loading);
+    void controls.exact(runId, questionId).then(reply => {
+      const rows = reply.rows;
+      if (reply.ok && isExactRows(rows)) {
+        this._exact.set(questionId, { rows });
+      } else {
+        this._exact.set(questionId, {
+          error: reply.ok ? 'the kernel sent something this version cannot read' : reply.message
+        });
+        // Ask again a little later (a busy kernel); the card says why meanwhile.
+        window.setTimeout(() => {
+          this._exact.delete(questionId);
+          void this._draw();
+        }, EXACT_RETRY_MS);
+      }
+      void this._draw();
+    });
+    return loading;
   }
 
   /** The answer's Markdown through JupyterLab's own renderer, always sanitized. */
@@ -176,6 +211,7 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
   private _drafts = new Map<string, string>();
   private _sending = new Set<string>();
   private _notes = new Map<string, string>();
+  private _exact = new Map<string, ExactState>();
 }
 
 export const rendererFactory: IRenderMime.IRendererFactory = {

@@ -5,19 +5,32 @@
  * `textContent` (never `innerHTML`); only the answer's Markdown goes through
  * JupyterLab's sanitizing Markdown renderer, handed in as `markdown`. Colours
  * come from the stylesheet (style/base.css), which uses theme variables only.
+ * A live approval shows its exact arguments (asked of the kernel, never saved)
+ * instead of the saved, redacted ones; Approve waits until they are shown.
  */
 
 import {
   Entry,
+  ExactState,
   IAgentEntry,
+  IExactPart,
+  IExactRow,
   IQuestionEntry,
   IRunState,
   IToolEntry
 } from './state';
 import {
   ALWAYS,
+  APPROVE,
+  EXACT_LOADING,
+  EXACT_TITLE,
+  INVISIBLE_LEGEND,
+  INVISIBLE_NOTE,
+  SECRET_LEGEND,
+  SECRET_NOTE,
   STATUS_TEXT,
   clock,
+  exactProblem,
   modelWords,
   outcome,
   seconds,
@@ -39,6 +52,8 @@ export interface ILiveControls {
   notes: Map<string, string>;
   answer(questionId: string, text: string): void;
   stop(): void;
+  /** A waiting approval's exact arguments (asked of the kernel the first time). */
+  exact(questionId: string): ExactState;
 }
 
 const APPROVAL_BUTTONS: { [option: string]: string } = {
@@ -128,6 +143,68 @@ export function argumentsTable(args: unknown): HTMLElement | null {
     }
   }
   return table;
+}
+
+/** Exact text in parts: plain, a marked secret, an invisible character as a token. */
+function exactParts(parent: HTMLElement, parts: IExactPart[]): HTMLElement {
+  for (const part of parts) {
+    if (part.mark === 'secret') {
+      const mark = el('mark', 'akl-secret', part.text);
+      mark.title = SECRET_NOTE;
+      parent.appendChild(mark);
+    } else if (part.mark === 'invisible') {
+      const token = el('span', 'akl-invisible', part.text);
+      token.title = INVISIBLE_NOTE;
+      parent.appendChild(token);
+    } else {
+      parent.appendChild(document.createTextNode(part.text));
+    }
+  }
+  return parent;
+}
+
+/** A waiting approval's arguments exactly as the tool gets them, or why they are not here. */
+export function exactView(exact: ExactState): HTMLElement {
+  const box = el('div', 'akl-exact');
+  if ('loading' in exact) {
+    box.appendChild(el('div', 'akl-quiet', EXACT_LOADING));
+    return box;
+  }
+  if ('error' in exact) {
+    box.appendChild(el('div', 'akl-note', exactProblem(exact.error)));
+    return box;
+  }
+  box.appendChild(el('div', 'akl-exact-title', EXACT_TITLE));
+  const table = el('table', 'akl-args akl-exact-args');
+  const marks = new Set<string>();
+  for (const row of exact.rows as IExactRow[]) {
+    const line = table.insertRow();
+    if (row.name !== null) {
+      line.appendChild(exactParts(el('th'), [{ text: row.name, mark: null }]));
+    }
+    const cell = line.insertCell();
+    cell.appendChild(exactParts(row.block ? block('') : el('code', 'akl-exact-value'), row.parts));
+    row.parts.forEach(part => part.mark && marks.add(part.mark));
+  }
+  if (table.rows.length) {
+    box.appendChild(table);
+  }
+  const legend = el('div', 'akl-exact-legend akl-quiet');
+  if (marks.has('secret')) {
+    legend.appendChild(el('mark', 'akl-secret', 'highlighted'));
+    legend.appendChild(document.createTextNode(`: ${SECRET_LEGEND}`));
+  }
+  if (marks.has('invisible')) {
+    if (marks.has('secret')) {
+      legend.appendChild(document.createTextNode(' · '));
+    }
+    legend.appendChild(el('span', 'akl-invisible', 'U+…'));
+    legend.appendChild(document.createTextNode(`: ${INVISIBLE_LEGEND}`));
+  }
+  if (legend.childNodes.length) {
+    box.appendChild(legend);
+  }
+  return box;
 }
 
 function recordsTable(records: { [key: string]: unknown }[]): HTMLTableElement {
@@ -291,6 +368,8 @@ export function answerControls(question: IQuestionEntry, live: ILiveControls): H
   box.dataset.questionId = question.question_id;
   const qid = question.question_id;
   const busy = live.sending.has(qid) || !live.connected;
+  // Nothing is approved unseen: Approve and Always wait for the exact arguments.
+  const unseen = question.approval && !('rows' in live.exact(qid));
   const row = el('div', 'akl-buttons');
   if (question.options && question.options.length) {
     for (const option of question.options) {
@@ -302,7 +381,7 @@ export function answerControls(question: IQuestionEntry, live: ILiveControls): H
           ? 'Allow this tool for the rest of the session (revoke with %agent_config --revoke)'
           : option;
       const node = button(option, classes, title, () => live.answer(qid, option));
-      node.disabled = busy;
+      node.disabled = busy || (unseen && (option === APPROVE || option === ALWAYS));
       row.appendChild(node);
     }
   } else {
@@ -382,14 +461,17 @@ export function toolCard(
   summary.appendChild(withCode(el('span', 'akl-summary'), entry.summary));
   card.appendChild(summary);
   const body = el('div', 'akl-tool-body');
-  const args = argumentsTable(entry.arguments);
+  const question = entry.approval;
+  const waiting = !!question && (question.source === null || question.source === undefined);
+  // Live and waiting: the exact arguments instead of the saved, redacted ones.
+  const args =
+    live && question && waiting ? exactView(live.exact(question.question_id)) : argumentsTable(entry.arguments);
   if (args) {
     body.appendChild(args);
   }
   if (entry.approval) {
     const approval = el('div', 'akl-approval');
     approval.appendChild(el('span', 'akl-label', 'Approval: '));
-    const waiting = entry.approval.source === null || entry.approval.source === undefined;
     if (live && waiting) {
       approval.classList.add('akl-approval-live');
       approval.appendChild(
@@ -445,14 +527,17 @@ export function questionView(
     box.appendChild(el('div', 'akl-quiet', `options: ${question.options.join(' · ')}`));
   }
   const details = question.details;
-  if (question.approval && details && 'arguments' in details) {
+  const waiting = question.source === null || question.source === undefined;
+  if (question.approval && live && waiting) {
+    box.appendChild(exactView(live.exact(question.question_id)));
+  } else if (question.approval && details && 'arguments' in details) {
     const args = argumentsTable(details['arguments']);
     if (args) {
       box.appendChild(args);
     }
   }
   box.appendChild(outcomeLine(question, running, !!live));
-  if (live && (question.source === null || question.source === undefined)) {
+  if (live && waiting) {
     box.appendChild(answerControls(question, live));
   }
   return box;

@@ -124,3 +124,47 @@ export interface IRunState {
   /** `extension` while the run is live and this extension draws its controls. */
   controls?: 'extension' | null;
 }
+
+/**
+ * A waiting approval's exact arguments: NOT part of the saved form. The kernel hands
+ * them only on the extension's comm (`exact`, agent_kernel/views/exact.py) while the
+ * approval waits, so a saved notebook never holds them; the card shows them in full,
+ * what looks like a secret marked, invisible characters as `U+202E` tokens.
+ */
+export interface IExactPart {
+  text: string;
+  mark: 'secret' | 'invisible' | null;
+}
+
+export interface IExactRow {
+  /** The argument's name; null when the arguments are not a mapping. */
+  name: string | null;
+  /** More than one line: shown as a block. */
+  block: boolean;
+  parts: IExactPart[];
+}
+
+/** Where a card's exact arguments are: on their way, here, or refused (in words). */
+export type ExactState = { rows: IExactRow[] } | { loading: true } | { error: string };
+
+/** Whether `data` is a list of exact rows as the kernel sends them. */
+export function isExactRows(data: unknown): data is IExactRow[] {
+  return (
+    Array.isArray(data) &&
+    data.every(
+      row =>
+        typeof row === 'object' &&
+        row !== null &&
+        (row.name === null || typeof row.name === 'string') &&
+        typeof row.block === 'boolean' &&
+        Array.isArray(row.parts) &&
+        row.parts.every(
+          (part: unknown) =>
+            typeof part === 'object' &&
+            part !== null &&
+            typeof (part as IExactPart).text === 'string' &&
+            [null, 'secret', 'invisible'].includes((part as IExactPart).mark)
+        )
+    )
+  );
+}

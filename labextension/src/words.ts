@@ -144,3 +144,17 @@ export function outcome(question: IQuestionEntry, running: boolean): string {
   const at = clock(question.answered_at);
   return at && source !== 'headless' ? `${text} · ${at}` : text;
 }
+
+/** The words of a live approval's exact arguments (they match agent_kernel/views/exact.py). */
+export const EXACT_TITLE = 'It will run with exactly:';
+export const EXACT_LOADING = 'Getting exactly what will run from the kernel…';
+export const SECRET_NOTE =
+  'looks like a secret: shown so you see exactly what runs; the saved record masks it';
+export const INVISIBLE_NOTE = 'a character that draws nothing or changes how the text around it reads';
+export const SECRET_LEGEND = 'looks like a secret (shown in full; the saved record masks it)';
+export const INVISIBLE_LEGEND = 'a character that draws nothing or reorders text';
+
+/** Why Approve is off while the exact arguments are not shown. */
+export function exactProblem(message: string): string {
+  return `Cannot show exactly what will run (${message}), so Approve is off; you can still deny.`;
+}

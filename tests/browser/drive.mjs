@@ -6,7 +6,8 @@
 // Usage: node drive.mjs '<json config>'; config = {url, scenario, shots, chromium,
 // profile}. Prints progress lines and, last, one line "REPORT <json>" that the
 // Python side reads. Scenarios: "test" (the browser test), "team" (the team's
-// transcript and board, test_team_lab.py) and "latency" (benchmarks/click_latency.py).
+// transcript and board, test_team_lab.py), "exact" (an approval's exact arguments,
+// test_exact_approval.py) and "latency" (benchmarks/click_latency.py).
 import { chromium } from "playwright-core";
 import fs from "node:fs";
 import path from "node:path";
@@ -53,6 +54,7 @@ async function main() {
     if (config.scenario === "test") await testScenario(page, notebook);
     else if (config.scenario === "team") await teamScenario(page, notebook);
     else if (config.scenario === "latency") await latencyScenario(page, notebook);
+    else if (config.scenario === "exact") await exactScenario(page, notebook);
     else throw new Error(`unknown scenario ${config.scenario}`);
     report.news_popup = await page.getByText("official Jupyter news").count();
     await page.keyboard.press("Control+s"); // the saved file keeps the static transcripts
@@ -211,6 +213,8 @@ async function testScenario(page, nb) {
     await nb.run(index);
     const deny = nb.button(index, "agent-kernel-approval", "Deny");
     await deny.waitFor({ timeout: STEP_TIMEOUT });
+    // Approve is on once the card shows exactly what will run (Deny works at once).
+    await nb.button(index, "agent-kernel-approval", "Approve").waitFor({ timeout: STEP_TIMEOUT });
     // The run output is updated a moment after the buttons appear (at most 4 times a second).
     await nb.cell(index).locator(".agent-kernel-tool summary, .akl-tool-summary",
       { hasText: "waiting for your approval" }).first().waitFor({ timeout: 5000 }).catch(() => {});
@@ -544,3 +548,37 @@ async function latencyScenario(page, nb) {
 }
 
 main();
+
+// An approval whose command redaction would change: the live card shows it exactly,
+// its secret-looking part marked; a save while it waits keeps only the redacted form.
+async function exactScenario(page, nb) {
+  const index = 1;
+  const step = { dark: await page.evaluate(() => document.body.dataset.jpThemeLight === "false") };
+  await nb.run(index);
+  const deny = nb.button(index, "agent-kernel-approval", "Deny");
+  await deny.waitFor({ timeout: STEP_TIMEOUT });
+  const exact = EXT ? ".akl-exact-args" : ".ak-exact";
+  await nb.cell(index).locator(exact).first().waitFor({ timeout: STEP_TIMEOUT });
+  // Approve is on only once the exact arguments are drawn.
+  await nb.button(index, "agent-kernel-approval", "Approve").waitFor({ timeout: STEP_TIMEOUT });
+  step.exact = await nb.text(index, exact);
+  step.secret_marks = await nb.cell(index).locator(EXT ? "mark.akl-secret" : "mark.ak-secret").allInnerTexts();
+  step.invisible = await nb.cell(index).locator(EXT ? ".akl-invisible" : ".ak-invisible").allInnerTexts();
+  step.card = await nb.allText(index, EXT ? ".akl-run" : ".jp-OutputArea");
+  if (EXT) step.contrast = await page.evaluate(textContrast, ".akl-exact");
+  await shot(page, `exact-waiting-${step.dark ? "dark" : "light"}`, nb.cell(index));
+  // Save while the approval waits, and read the file the server saved.
+  await page.keyboard.press("Control+s");
+  await page.waitForTimeout(1500);
+  const url = new URL(config.url);
+  const name = decodeURIComponent(url.pathname.split("/").pop());
+  const saved = await page.request.get(
+    `${url.origin}/api/contents/${encodeURIComponent(name)}?content=1&type=notebook&token=${url.searchParams.get("token")}`);
+  step.saved_while_waiting = await saved.text();
+  await deny.click();
+  step.status = await nb.waitStatus(index, ENDED);
+  await nb.cell(index).locator(OUTCOME, { hasText: "Denied" }).first().waitFor({ state: "attached", timeout: STEP_TIMEOUT });
+  step.card_after = await nb.allText(index, EXT ? ".akl-run" : ".jp-OutputArea");
+  await shot(page, `exact-denied-${step.dark ? "dark" : "light"}`, nb.cell(index));
+  report.steps.exact = step;
+}
