@@ -5,9 +5,17 @@ Both run a bash command line in the sandbox of :mod:`agent_kernel.sandbox`: only
 environment is clean, the command has its own PID namespace (when it ends, times
 out or the person presses Stop, every process it started dies with it) and, unless
 the person set ``LIMITS.network = True``, a network of its own with nothing in it
-but its own loopback. Where no sandbox can start, commands are refused unless the
-person set ``LIMITS.allow_unsandboxed``; the approval card and every result then
-say "not sandboxed".
+but its own loopback and no Unix sockets. Where no sandbox can start, commands are
+refused unless the person set ``LIMITS.allow_unsandboxed``; the approval card and
+every result then say "not sandboxed".
+
+Every sandboxed command is bounded (figures in :class:`CommandLimits`): processes and
+memory for the whole command through a cgroup of its own (:mod:`agent_kernel.cgroups`)
+where one can be made, and per process through rlimits set inside the sandbox
+(address space, file size, open files, no core files; the process count too where no
+cgroup counts it); ``/tmp`` is a tmpfs of a set size. A command that reaches the
+process or memory limit is stopped at once, and every result that met a limit says
+which, in words (``limit``), not only as an exit code.
 
 Before anyone is asked to approve a call, its :func:`precheck` refuses commands on
 the list of :mod:`agent_kernel.tools.dangerous` (spec 004: ``sudo``, ``rm -rf /``
@@ -28,6 +36,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import platform
+import resource
 import signal
 import subprocess
 import threading
@@ -35,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Annotated, Any
 
-from .. import sandbox
+from .. import cgroups, sandbox, seccomp
 from ..workspace import Workspace
 from . import files
 from .base import Field, Tool, ToolContext, ToolError
@@ -43,6 +53,9 @@ from .dangerous import find_danger
 
 _DRAIN_SECONDS = 2.0  # after the command ends, how long to wait for the last output
 _READ_CHUNK = 64 * 1024
+_WATCH_SECONDS = 0.1  # how often a running command's cgroup counters are read
+MIB = 1024 * 1024
+_BWRAP_PROCESSES = 2  # bubblewrap's own two processes count in the cgroup's pids.max
 
 
 @dataclass
@@ -60,9 +73,29 @@ class CommandLimits:
     """Extra environment variables commands may see (PATH, HOME, LANG... always pass);
     a name that says it holds a secret (API_KEY, TOKEN, PASSWORD...) is never passed."""
     network: bool = False
-    """Let sandboxed commands reach the network and the machine's own services."""
+    """Let sandboxed commands reach the network and the machine's own services (its
+    Unix sockets included)."""
     allow_unsandboxed: bool = False
     """Without bubblewrap, run commands anyway, able to change whatever the kernel can."""
+    max_processes: int = 512
+    """Processes and threads one command may run at once (its cgroup's ``pids.max``;
+    without a cgroup, ``RLIMIT_NPROC``, which root is exempt from). The command is
+    stopped when it tries to start one more."""
+    memory_mib: int = 2048
+    """Memory one whole command may use, its ``/tmp`` included (its cgroup's memory
+    limit). The command is stopped when the kernel's OOM killer ends a process of it."""
+    address_space_mib: int = 4096
+    """Virtual memory per process (``RLIMIT_AS``): the only memory bound where no cgroup
+    can be made. Programs reserve more than they use (Java needs about 4 GiB), so this
+    is looser than ``memory_mib``."""
+    file_size_mib: int = 1024
+    """The largest file a command may write (``RLIMIT_FSIZE``)."""
+    open_files: int = 1024
+    """Files, pipes and sockets one process may hold open (``RLIMIT_NOFILE``)."""
+    tmp_mib: int = 512
+    """Size of the command's private ``/tmp``, and of its ``/dev/shm`` (each)."""
+    use_cgroup: bool = True
+    """Put each command in a cgroup of its own, where the machine lets us make one."""
 
 
 LIMITS = CommandLimits()
@@ -80,6 +113,8 @@ class Outcome:
     sandbox: str
     sandboxed: bool
     env_dropped: list[str]
+    limit: str | None = None
+    """Which limit the command met, in words ("stopped: it ran out of memory ...")."""
 
 
 def sandbox_state() -> str:
@@ -90,13 +125,37 @@ def sandbox_state() -> str:
     the person has not allowed commands without one.
     """
     if sandbox.find_bubblewrap() is not None:
-        return f"bubblewrap, {'network allowed' if LIMITS.network else 'no network'}"
+        state = f"bubblewrap, {'network allowed' if LIMITS.network else 'no network'}"
+        gaps = _weaker_limits()
+        return f"{state} ({'; '.join(gaps)})" if gaps else state
     if not LIMITS.allow_unsandboxed:
         raise ToolError(_unsandboxed_refusal(),
                         summary=f"Commands cannot run here: {sandbox.unavailable_reason()}; "
                                 f"{sandbox.INSTALL_HINT}.",
                         guidance="Do not retry it; tell the user commands need bubblewrap.")
     return f"not sandboxed: {sandbox.unavailable_reason()}"
+
+
+def _group_controllers() -> dict[str, Path]:
+    return cgroups.controllers() if LIMITS.use_cgroup else {}
+
+
+def _weaker_limits() -> list[str]:
+    """What this machine cannot bound as docs/security.md says, in words (or [])."""
+    gaps = []
+    have = _group_controllers()
+    why = "commands.LIMITS.use_cgroup is off" if not LIMITS.use_cgroup else \
+        cgroups.unavailable_reason()
+    if "memory" not in have:
+        gaps.append(f"memory limited per process only, no cgroup: {why}")
+    if "pids" not in have:
+        gaps.append("process count not limited (root ignores RLIMIT_NPROC)"
+                    if os.geteuid() == 0 else "process count limited per user namespace")
+    if not LIMITS.network and seccomp.program() is None:
+        gaps.append(f"Unix sockets hidden but not filtered on {platform.machine()}")
+    if not sandbox.sizes_tmpfs():
+        gaps.append("/tmp not sized: bubblewrap before 0.6")
+    return gaps
 
 
 def _unsandboxed_refusal() -> str:
@@ -177,46 +236,175 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
+def _size(mib: int) -> str:
+    return f"{mib // 1024:g} GiB" if mib % 1024 == 0 else f"{mib:g} MiB"
+
+
+def _rlimit(kind: int, wanted: int) -> int:
+    """``wanted``, or the kernel's own hard limit if that is lower (it cannot be raised)."""
+    hard = resource.getrlimit(kind)[1]
+    return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+
+
+def _limited(script: str, count_processes: bool) -> list[str]:
+    """``bash -c script`` under the per-process limits, set inside the sandbox.
+
+    Set there, not before bubblewrap starts, so ``RLIMIT_NPROC`` counts the processes
+    of the sandbox's own user namespace, not all of the user's on the machine. Each
+    is lowered soft and hard, so the command cannot raise it again. ``oom_score_adj``
+    1000: if the machine (or a container around it) runs out of memory, the kernel's
+    OOM killer takes the command before the kernel.
+    """
+    limits = [("-c", 0),
+              ("-n", _rlimit(resource.RLIMIT_NOFILE, LIMITS.open_files)),
+              ("-f", _rlimit(resource.RLIMIT_FSIZE, LIMITS.file_size_mib * MIB) // 1024),
+              ("-v", _rlimit(resource.RLIMIT_AS, LIMITS.address_space_mib * MIB) // 1024)]
+    if count_processes:
+        limits.append(("-u", _rlimit(resource.RLIMIT_NPROC, LIMITS.max_processes)))
+    flags = " ".join(f"{flag} {value}" for flag, value in limits)
+    prelude = (f"set +o posix; ulimit {flags} || exit 126; "  # -f counts KiB outside posix
+               f"echo 1000 > /proc/self/oom_score_adj 2>/dev/null; exec bash -c \"$1\"")
+    return ["bash", "-c", prelude, "bash", script]
+
+
+def _make_group() -> cgroups.CommandGroup | None:
+    if not _group_controllers():
+        return None
+    try:
+        return cgroups.CommandGroup.make(LIMITS.max_processes + _BWRAP_PROCESSES,
+                                         LIMITS.memory_mib * MIB)
+    except OSError:
+        return None  # the state line already says what a missing group costs
+
+
+def _stopped_by(group: cgroups.CommandGroup | None) -> str | None:
+    """The limit a running command's group has met, in words, or None."""
+    if group is None:
+        return None
+    if group.processes_refused():
+        return f"stopped: it tried to run more than {LIMITS.max_processes} processes at once"
+    if group.out_of_memory_kills():
+        return f"stopped: it ran out of memory (limit {_size(LIMITS.memory_mib)})"
+    return None
+
+
+_SETTINGS = {"processes": "max_processes", "address space": "address_space_mib",
+             "out of memory": "memory_mib", "size limit": "file_size_mib", "/tmp": "tmp_mib",
+             "open files": "open_files"}
+
+
+def _limit_from_output(code: int | None, stderr: str) -> str | None:
+    """A limit the command's own errors point to (exit code 153 is SIGXFSZ), or None.
+
+    Memory a cgroup bounds ends in an OOM kill, seen by :func:`_stopped_by`; a failed
+    allocation (``MemoryError``) is the per-process address-space limit.
+    """
+    if code == 128 + signal.SIGXFSZ or "File size limit exceeded" in stderr or \
+            "File too large" in stderr:
+        return f"a file reached the size limit ({_size(LIMITS.file_size_mib)})"
+    if "No space left on device" in stderr:
+        return (f"a write found no space: /tmp holds {_size(LIMITS.tmp_mib)} in the sandbox "
+                f"(files/ and state/ have what the disk has)")
+    if "Too many open files" in stderr:
+        return f"it reached the limit of {LIMITS.open_files} open files per process"
+    if any(sign in stderr for sign in ("MemoryError", "Cannot allocate memory", "bad_alloc",
+                                       "out of memory")):
+        return (f"it ran out of memory (limit {_size(LIMITS.address_space_mib)} of "
+                f"address space per process)")
+    if "fork: retry" in stderr or "fork: Resource temporarily unavailable" in stderr:
+        return f"it tried to run more than {LIMITS.max_processes} processes at once"
+    return None
+
+
+def _setting(words: str) -> str:
+    name = next((v for k, v in _SETTINGS.items() if k in words), "")
+    return f"; to change it: agent_kernel.tools.commands.LIMITS.{name}" if name else ""
+
+
 async def run(workspace: Workspace, script: str, cwd: Path, timeout: float) -> Outcome:
     """Run ``script`` with bash in the sandbox (the one runner behind both faces)."""
     state = sandbox_state()
     env, dropped = sandbox.clean_environment(LIMITS.env)
     bwrap = sandbox.find_bubblewrap()
     argv = ["bash", "-c", script]
+    loop = asyncio.get_running_loop()
+    group = None
     if bwrap is not None:
         writable = tuple(files._writable_root(workspace, name) for name in files.WRITABLE_DIRS)
+        hidden = [*sandbox.private_paths(), *([] if LIMITS.network else sandbox.socket_folders())]
         box = sandbox.Sandbox(root=workspace.root, writable=writable, cwd=cwd, env=env,
-                              hidden=tuple(sandbox.private_paths()), network=LIMITS.network)
-        argv = box.argv(bwrap, argv)
-    process = subprocess.Popen(
-        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, start_new_session=True,
-    )
+                              hidden=tuple(hidden), network=LIMITS.network,
+                              tmp_bytes=LIMITS.tmp_mib * MIB, no_unix_sockets=not LIMITS.network)
+        argv = box.argv(bwrap, _limited(script, "pids" not in _group_controllers()))
+        group = await loop.run_in_executor(None, _make_group)
+        if group is not None:
+            argv = group.wrap(argv)
+    try:
+        process = sandbox.start(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True,
+        )
+    except BaseException:
+        if group is not None:
+            group.remove()
+        raise
     assert process.stdout is not None and process.stderr is not None
     out = _Capture(process.stdout, LIMITS.output_max_bytes)
     err = _Capture(process.stderr, LIMITS.output_max_bytes)
-    loop = asyncio.get_running_loop()
     waiter = loop.run_in_executor(None, process.wait)
     timed_out = False
+    stopped = None
     try:
-        await asyncio.wait_for(asyncio.shield(waiter), timeout)
+        stopped = await _watch(waiter, group, timeout)
+        if stopped is not None:
+            _kill(process)
+            await waiter
     except asyncio.TimeoutError:
         _kill(process)
         timed_out = True
         await waiter
     except asyncio.CancelledError:
         _kill(process)  # Stop pressed: the command must not outlive the run that started it
+        if group is not None:
+            loop.run_in_executor(None, group.remove)
         raise
     drained = await loop.run_in_executor(None, _drain, out, err)
     stderr = err.text()
+    if group is not None:
+        stopped = stopped or _stopped_by(group)  # an OOM kill the command outlived
+        await loop.run_in_executor(None, group.remove)
+    limit = stopped
+    if limit is None and not timed_out:
+        limit = _limit_from_output(process.returncode, stderr)
     if not drained:  # unsandboxed only: a detached child still holds the pipes
         stderr += "\n[later output lost: a process the command detached still holds it]"
     if timed_out:
         stderr += f"\n[killed after {timeout:g} s timeout]"
+    if limit is not None:
+        stderr += f"\n[{limit}{_setting(limit)}]"
     return Outcome(exit_code=process.returncode, stdout=out.text(), stderr=stderr.lstrip("\n"),
                    truncated=max(out.total, err.total) > LIMITS.output_max_bytes,
                    timed_out=timed_out, sandbox=state, sandboxed=bwrap is not None,
-                   env_dropped=dropped)
+                   env_dropped=dropped, limit=limit)
+
+
+async def _watch(waiter: asyncio.Future[int], group: cgroups.CommandGroup | None,
+                 timeout: float) -> str | None:
+    """Wait for the command; the limit its group met if that came first (None when it
+    ended). Raises TimeoutError after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        left = deadline - loop.time()
+        if left <= 0:
+            raise asyncio.TimeoutError
+        step = left if group is None else min(left, _WATCH_SECONDS)
+        done, _ = await asyncio.wait({waiter}, timeout=step)
+        if done:
+            return None
+        stopped = _stopped_by(group)
+        if stopped is not None:
+            return stopped
 
 
 def _drain(*captures: _Capture) -> bool:
@@ -253,6 +441,8 @@ async def bash(
         result["truncated"] = True
     if done.timed_out:
         result["timed_out"] = True
+    if done.limit:
+        result["limit"] = done.limit
     if done.env_dropped:
         result["env_dropped"] = done.env_dropped
         result["env_note"] = _ENV_NOTE
@@ -285,6 +475,9 @@ async def run_command(
     if done.timed_out:
         result["error"] = f"the command was killed after {timeoutMs:g} ms (timeoutMs)"
         result["timedOut"] = True
+    elif done.limit:
+        result["error"] = f"{done.limit} (exit code {done.exit_code})"
+        result["limit"] = done.limit
     elif done.exit_code != 0:
         result["error"] = f"the command exited with code {done.exit_code}"
     if done.truncated:
