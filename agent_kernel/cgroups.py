@@ -267,4 +267,4 @@ class CommandGroup:
                     folders.remove(folder)
             if not folders or time.monotonic() > deadline:
                 return
-            time.sleep(0.02)
+            time.sleep(0.005)  # its last processes are still exiting

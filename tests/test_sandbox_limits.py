@@ -32,6 +32,7 @@ from tool_helpers import call_tool
 
 from agent_kernel import Agent, Settings, cgroups, sandbox, seccomp
 from agent_kernel.tools import commands
+from agent_kernel.views import summaries
 
 CGROUP = set(cgroups.controllers()) == {"pids", "memory"}
 
@@ -99,10 +100,16 @@ async def timed(agent: Agent, name: str, **arguments: Any) -> tuple[dict[str, An
     return result, time.perf_counter() - started
 
 
-def leftover_groups() -> list[Path]:
+def leftover_groups(seconds: float = 3.0) -> list[Path]:
+    """This process's command groups still there after ``seconds`` (removal runs on)."""
     mine = f"agent-kernel-{os.getpid()}-"
-    return [entry for parent in cgroups.controllers().values() if parent.is_dir()
-            for entry in parent.iterdir() if entry.name.startswith(mine)]
+    deadline = time.monotonic() + seconds
+    while True:
+        left = [entry for parent in cgroups.controllers().values() if parent.is_dir()
+                for entry in parent.iterdir() if entry.name.startswith(mine)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
 
 
 # Processes.
@@ -127,6 +134,9 @@ async def test_a_command_that_forks_2000_processes_is_stopped(
     assert face["ok"] is False and face["error"].startswith(
         "stopped: it tried to run more than 512 processes at once (exit code")
     assert face["limit"] == result["limit"]
+    line = summaries.summarise("bash", {"cmd": FORK_2000}, result, success=True,
+                               duration_ms=None)
+    assert line.endswith("· stopped: it tried to run more than 512 processes at once"), line
 
 
 async def test_a_pipe_and_a_few_hundred_processes_still_run(agent: Agent) -> None:

@@ -372,9 +372,9 @@ async def run(workspace: Workspace, script: str, cwd: Path, timeout: float) -> O
     stderr = err.text()
     if group is not None:
         stopped = stopped or _stopped_by(group)  # an OOM kill the command outlived
-        await loop.run_in_executor(None, group.remove)
+        loop.run_in_executor(None, group.remove)  # the result need not wait for it
     limit = stopped
-    if limit is None and not timed_out:
+    if limit is None:  # a timed-out command may have been waiting at a limit
         limit = _limit_from_output(process.returncode, stderr)
     if not drained:  # unsandboxed only: a detached child still holds the pipes
         stderr += "\n[later output lost: a process the command detached still holds it]"
