@@ -31,7 +31,7 @@ import pytest
 from tool_helpers import call_tool
 
 from agent_kernel import Agent, Settings, cgroups, sandbox, seccomp
-from agent_kernel.tools import commands
+from agent_kernel.tools import command_limits, commands
 from agent_kernel.views import summaries
 
 CGROUP = set(cgroups.controllers()) == {"pids", "memory"}
@@ -150,10 +150,10 @@ async def test_a_pipe_and_a_few_hundred_processes_still_run(agent: Agent) -> Non
 def test_the_process_limit_is_counted_inside_the_sandbox_not_across_the_machine(
         limits: commands.CommandLimits) -> None:
     """``ulimit -u`` runs inside bubblewrap (its own user namespace), never before it."""
-    inner = commands._limited("true", count_processes=True)
+    inner = command_limits.bash_argv("true", limits, count_processes=True)
     assert inner[:2] == ["bash", "-c"] and f"-u {limits.max_processes}" in inner[2]
     assert inner[-1] == "true" and inner[2].endswith('exec bash -c "$1"')
-    assert "-u" not in commands._limited("true", count_processes=False)[2].split()
+    assert "-u" not in command_limits.bash_argv("true", limits, False)[2].split()
 
 
 # Memory.

@@ -36,66 +36,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import platform
-import resource
 import signal
 import subprocess
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Annotated, Any
 
-from .. import cgroups, sandbox, seccomp
+from .. import cgroups, sandbox
 from ..workspace import Workspace
-from . import files
+from . import command_limits, files
 from .base import Field, Tool, ToolContext, ToolError
+from .command_limits import MIB, CommandLimits
 from .dangerous import find_danger
 
 _DRAIN_SECONDS = 2.0  # after the command ends, how long to wait for the last output
 _READ_CHUNK = 64 * 1024
 _WATCH_SECONDS = 0.1  # how often a running command's cgroup counters are read
-MIB = 1024 * 1024
-_BWRAP_PROCESSES = 2  # bubblewrap's own two processes count in the cgroup's pids.max
-
-
-@dataclass
-class CommandLimits:
-    """Spec 003's ``tools.bash.*`` settings, for both faces; change ``LIMITS`` for a session."""
-
-    enabled: bool = True
-    """``tools.bash.enabled``: false gives "tool is disabled" (both faces)."""
-    timeout: float = 30.0
-    """``tools.bash.timeout``: ``bash``'s default, in seconds (``run_command``'s is 60 s)."""
-    max_timeout: float = 600.0
-    output_max_bytes: int = 64 * 1024
-    """stdout and stderr are each cut here (the rest is read and dropped, never held)."""
-    env: list[str] = field(default_factory=list)
-    """Extra environment variables commands may see (PATH, HOME, LANG... always pass);
-    a name that says it holds a secret (API_KEY, TOKEN, PASSWORD...) is never passed."""
-    network: bool = False
-    """Let sandboxed commands reach the network and the machine's own services (its
-    Unix sockets included)."""
-    allow_unsandboxed: bool = False
-    """Without bubblewrap, run commands anyway, able to change whatever the kernel can."""
-    max_processes: int = 512
-    """Processes and threads one command may run at once (its cgroup's ``pids.max``;
-    without a cgroup, ``RLIMIT_NPROC``, which root is exempt from). The command is
-    stopped when it tries to start one more."""
-    memory_mib: int = 2048
-    """Memory one whole command may use, its ``/tmp`` included (its cgroup's memory
-    limit). The command is stopped when the kernel's OOM killer ends a process of it."""
-    address_space_mib: int = 4096
-    """Virtual memory per process (``RLIMIT_AS``): the only memory bound where no cgroup
-    can be made. Programs reserve more than they use (Java needs about 4 GiB), so this
-    is looser than ``memory_mib``."""
-    file_size_mib: int = 1024
-    """The largest file a command may write (``RLIMIT_FSIZE``)."""
-    open_files: int = 1024
-    """Files, pipes and sockets one process may hold open (``RLIMIT_NOFILE``)."""
-    tmp_mib: int = 512
-    """Size of the command's private ``/tmp``, and of its ``/dev/shm`` (each)."""
-    use_cgroup: bool = True
-    """Put each command in a cgroup of its own, where the machine lets us make one."""
+__all__ = ["LIMITS", "CommandLimits", "Outcome", "TOOLS", "bash", "precheck", "run",
+           "run_command", "sandbox_state"]
 
 
 LIMITS = CommandLimits()
@@ -126,7 +85,7 @@ def sandbox_state() -> str:
     """
     if sandbox.find_bubblewrap() is not None:
         state = f"bubblewrap, {'network allowed' if LIMITS.network else 'no network'}"
-        gaps = _weaker_limits()
+        gaps = command_limits.weaker_limits(LIMITS)
         return f"{state} ({'; '.join(gaps)})" if gaps else state
     if not LIMITS.allow_unsandboxed:
         raise ToolError(_unsandboxed_refusal(),
@@ -134,28 +93,6 @@ def sandbox_state() -> str:
                                 f"{sandbox.INSTALL_HINT}.",
                         guidance="Do not retry it; tell the user commands need bubblewrap.")
     return f"not sandboxed: {sandbox.unavailable_reason()}"
-
-
-def _group_controllers() -> dict[str, Path]:
-    return cgroups.controllers() if LIMITS.use_cgroup else {}
-
-
-def _weaker_limits() -> list[str]:
-    """What this machine cannot bound as docs/security.md says, in words (or [])."""
-    gaps = []
-    have = _group_controllers()
-    why = "commands.LIMITS.use_cgroup is off" if not LIMITS.use_cgroup else \
-        cgroups.unavailable_reason()
-    if "memory" not in have:
-        gaps.append(f"memory limited per process only, no cgroup: {why}")
-    if "pids" not in have:
-        gaps.append("process count not limited (root ignores RLIMIT_NPROC)"
-                    if os.geteuid() == 0 else "process count limited per user namespace")
-    if not LIMITS.network and seccomp.program() is None:
-        gaps.append(f"Unix sockets hidden but not filtered on {platform.machine()}")
-    if not sandbox.sizes_tmpfs():
-        gaps.append("/tmp not sized: bubblewrap before 0.6")
-    return gaps
 
 
 def _unsandboxed_refusal() -> str:
@@ -236,91 +173,6 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
-def _size(mib: int) -> str:
-    return f"{mib // 1024:g} GiB" if mib % 1024 == 0 else f"{mib:g} MiB"
-
-
-def _rlimit(kind: int, wanted: int) -> int:
-    """``wanted``, or the kernel's own hard limit if that is lower (it cannot be raised)."""
-    hard = resource.getrlimit(kind)[1]
-    return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
-
-
-def _limited(script: str, count_processes: bool) -> list[str]:
-    """``bash -c script`` under the per-process limits, set inside the sandbox.
-
-    Set there, not before bubblewrap starts, so ``RLIMIT_NPROC`` counts the processes
-    of the sandbox's own user namespace, not all of the user's on the machine. Each
-    is lowered soft and hard, so the command cannot raise it again. ``oom_score_adj``
-    1000: if the machine (or a container around it) runs out of memory, the kernel's
-    OOM killer takes the command before the kernel.
-    """
-    limits = [("-c", 0),
-              ("-n", _rlimit(resource.RLIMIT_NOFILE, LIMITS.open_files)),
-              ("-f", _rlimit(resource.RLIMIT_FSIZE, LIMITS.file_size_mib * MIB) // 1024),
-              ("-v", _rlimit(resource.RLIMIT_AS, LIMITS.address_space_mib * MIB) // 1024)]
-    if count_processes:
-        limits.append(("-u", _rlimit(resource.RLIMIT_NPROC, LIMITS.max_processes)))
-    flags = " ".join(f"{flag} {value}" for flag, value in limits)
-    prelude = (f"set +o posix; ulimit {flags} || exit 126; "  # -f counts KiB outside posix
-               f"echo 1000 > /proc/self/oom_score_adj 2>/dev/null; exec bash -c \"$1\"")
-    return ["bash", "-c", prelude, "bash", script]
-
-
-def _make_group() -> cgroups.CommandGroup | None:
-    if not _group_controllers():
-        return None
-    try:
-        return cgroups.CommandGroup.make(LIMITS.max_processes + _BWRAP_PROCESSES,
-                                         LIMITS.memory_mib * MIB)
-    except OSError:
-        return None  # the state line already says what a missing group costs
-
-
-def _stopped_by(group: cgroups.CommandGroup | None) -> str | None:
-    """The limit a running command's group has met, in words, or None."""
-    if group is None:
-        return None
-    if group.processes_refused():
-        return f"stopped: it tried to run more than {LIMITS.max_processes} processes at once"
-    if group.out_of_memory_kills():
-        return f"stopped: it ran out of memory (limit {_size(LIMITS.memory_mib)})"
-    return None
-
-
-_SETTINGS = {"processes": "max_processes", "address space": "address_space_mib",
-             "out of memory": "memory_mib", "size limit": "file_size_mib", "/tmp": "tmp_mib",
-             "open files": "open_files"}
-
-
-def _limit_from_output(code: int | None, stderr: str) -> str | None:
-    """A limit the command's own errors point to (exit code 153 is SIGXFSZ), or None.
-
-    Memory a cgroup bounds ends in an OOM kill, seen by :func:`_stopped_by`; a failed
-    allocation (``MemoryError``) is the per-process address-space limit.
-    """
-    if code == 128 + signal.SIGXFSZ or "File size limit exceeded" in stderr or \
-            "File too large" in stderr:
-        return f"a file reached the size limit ({_size(LIMITS.file_size_mib)})"
-    if "No space left on device" in stderr:
-        return (f"a write found no space: /tmp holds {_size(LIMITS.tmp_mib)} in the sandbox "
-                f"(files/ and state/ have what the disk has)")
-    if "Too many open files" in stderr:
-        return f"it reached the limit of {LIMITS.open_files} open files per process"
-    if any(sign in stderr for sign in ("MemoryError", "Cannot allocate memory", "bad_alloc",
-                                       "out of memory")):
-        return (f"it ran out of memory (limit {_size(LIMITS.address_space_mib)} of "
-                f"address space per process)")
-    if "fork: retry" in stderr or "fork: Resource temporarily unavailable" in stderr:
-        return f"it tried to run more than {LIMITS.max_processes} processes at once"
-    return None
-
-
-def _setting(words: str) -> str:
-    name = next((v for k, v in _SETTINGS.items() if k in words), "")
-    return f"; to change it: agent_kernel.tools.commands.LIMITS.{name}" if name else ""
-
-
 async def run(workspace: Workspace, script: str, cwd: Path, timeout: float) -> Outcome:
     """Run ``script`` with bash in the sandbox (the one runner behind both faces)."""
     state = sandbox_state()
@@ -335,8 +187,9 @@ async def run(workspace: Workspace, script: str, cwd: Path, timeout: float) -> O
         box = sandbox.Sandbox(root=workspace.root, writable=writable, cwd=cwd, env=env,
                               hidden=tuple(hidden), network=LIMITS.network,
                               tmp_bytes=LIMITS.tmp_mib * MIB, no_unix_sockets=not LIMITS.network)
-        argv = box.argv(bwrap, _limited(script, "pids" not in _group_controllers()))
-        group = await loop.run_in_executor(None, _make_group)
+        counted = "pids" in command_limits.group_controllers(LIMITS)
+        argv = box.argv(bwrap, command_limits.bash_argv(script, LIMITS, not counted))
+        group = await loop.run_in_executor(None, command_limits.make_group, LIMITS)
         if group is not None:
             argv = group.wrap(argv)
     try:
@@ -371,17 +224,18 @@ async def run(workspace: Workspace, script: str, cwd: Path, timeout: float) -> O
     drained = await loop.run_in_executor(None, _drain, out, err)
     stderr = err.text()
     if group is not None:
-        stopped = stopped or _stopped_by(group)  # an OOM kill the command outlived
+        # an OOM kill the command outlived
+        stopped = stopped or command_limits.stopped_by(group, LIMITS)
         loop.run_in_executor(None, group.remove)  # the result need not wait for it
     limit = stopped
     if limit is None:  # a timed-out command may have been waiting at a limit
-        limit = _limit_from_output(process.returncode, stderr)
+        limit = command_limits.limit_from_output(process.returncode, stderr, LIMITS)
     if not drained:  # unsandboxed only: a detached child still holds the pipes
         stderr += "\n[later output lost: a process the command detached still holds it]"
     if timed_out:
         stderr += f"\n[killed after {timeout:g} s timeout]"
     if limit is not None:
-        stderr += f"\n[{limit}{_setting(limit)}]"
+        stderr += f"\n[{limit}{command_limits.how_to_change(limit)}]"
     return Outcome(exit_code=process.returncode, stdout=out.text(), stderr=stderr.lstrip("\n"),
                    truncated=max(out.total, err.total) > LIMITS.output_max_bytes,
                    timed_out=timed_out, sandbox=state, sandboxed=bwrap is not None,
@@ -402,7 +256,7 @@ async def _watch(waiter: asyncio.Future[int], group: cgroups.CommandGroup | None
         done, _ = await asyncio.wait({waiter}, timeout=step)
         if done:
             return None
-        stopped = _stopped_by(group)
+        stopped = command_limits.stopped_by(group, LIMITS)
         if stopped is not None:
             return stopped
 
