@@ -273,6 +273,80 @@ async def test_without_a_cgroup_the_address_space_limit_still_holds_and_the_line
     assert expected in result["sandbox"]
 
 
+NOBODY = 65534
+AS_USER = """
+import asyncio, json, sys
+from pathlib import Path
+from agent_kernel import Agent
+from agent_kernel.tools.base import ToolContext
+async def main():
+    agent = Agent(workspace=Path(sys.argv[1]))
+    tool = agent.registry.get("bash")
+    ctx = ToolContext(agent=agent, run_id="r", agent_id="a", workspace=agent.workspace)
+    for cmd in sys.argv[2:]:
+        print(json.dumps(await tool.invoke(tool.validate({"cmd": cmd}), ctx)), flush=True)
+asyncio.run(main())
+"""
+
+
+def processes_of(uid: int) -> int:
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                count += entry.stat().st_uid == uid
+            except OSError:
+                continue
+    return count
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="runs the tool as an ordinary user, which needs root and setpriv")
+def test_as_an_ordinary_user_without_a_cgroup_the_process_count_is_the_sandboxs_own(
+        outside: Path) -> None:
+    """No cgroup (an ordinary user may not make one here): RLIMIT_NPROC, set inside the
+    sandbox's user namespace, counts the command's processes only; a fork bomb is stopped
+    as soon as bash says its fork was refused, not at the timeout."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    outside.chmod(0o755)
+    home = outside / "user"
+    home.mkdir()
+    os.chown(home, NOBODY, NOBODY)
+    (home / "run.py").write_text(AS_USER)
+    become = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": os.environ.get(
+        "PYTHONPATH", str(Path(__file__).resolve().parent.parent))}
+    crowd = subprocess.Popen([*become, "bash", "-c", "for i in $(seq 600); do sleep 90 & done;"
+                              " wait"], env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while processes_of(NOBODY) < 600 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert processes_of(NOBODY) >= 600  # more than the limit, outside any sandbox
+        started = time.perf_counter()
+        done = subprocess.run(
+            [*become, sys.executable, str(home / "run.py"), str(home / "ws"),
+             "for i in $(seq 100); do sleep 1 & done; wait; echo all-100-ran",
+             "for i in $(seq 2000); do sleep 60 & done; wait"],
+            env=env, capture_output=True, text=True, timeout=90, cwd=home)
+        took = time.perf_counter() - started
+    finally:
+        os.killpg(crowd.pid, signal.SIGKILL)
+        crowd.wait()
+    few, bomb = (json.loads(line) for line in done.stdout.splitlines())
+    assert few["stdout"] == "all-100-ran\n" and "limit" not in few, (few, done.stderr)
+    assert few["sandbox"].startswith("bubblewrap, no network (memory limited per process only,"
+                                     " no cgroup: cannot make a cgroup in ")
+    assert few["sandbox"].endswith("; process count limited per user namespace)")
+    assert bomb["limit"] == "stopped: it tried to run more than 512 processes at once", bomb
+    assert "timed_out" not in bomb and took < 25, took
+
+
 def test_the_state_line_is_plain_where_every_limit_holds(limits: commands.CommandLimits) -> None:
     if not (CGROUP and sandbox.sizes_tmpfs() and seccomp.program()):
         pytest.skip("this machine cannot hold every limit")

@@ -53,6 +53,7 @@ from .dangerous import find_danger
 _DRAIN_SECONDS = 2.0  # after the command ends, how long to wait for the last output
 _READ_CHUNK = 64 * 1024
 _WATCH_SECONDS = 0.1  # how often a running command's cgroup counters are read
+_FORK_REFUSED = b"fork: retry: Resource temporarily unavailable"  # bash at RLIMIT_NPROC
 __all__ = ["LIMITS", "CommandLimits", "Outcome", "TOOLS", "bash", "precheck", "run",
            "run_command", "sandbox_state"]
 
@@ -208,7 +209,9 @@ async def run(workspace: Workspace, script: str, cwd: Path, timeout: float) -> O
     timed_out = False
     stopped = None
     try:
-        stopped = await _watch(waiter, group, timeout)
+        # Where no cgroup counts processes, bash's own complaint at RLIMIT_NPROC does.
+        counted = group is not None and "pids" in group.folders
+        stopped = await _watch(waiter, group, err if bwrap and not counted else None, timeout)
         if stopped is not None:
             _kill(process)
             await waiter
@@ -243,20 +246,26 @@ async def run(workspace: Workspace, script: str, cwd: Path, timeout: float) -> O
 
 
 async def _watch(waiter: asyncio.Future[int], group: cgroups.CommandGroup | None,
-                 timeout: float) -> str | None:
-    """Wait for the command; the limit its group met if that came first (None when it
-    ended). Raises TimeoutError after ``timeout`` seconds."""
+                 errors: _Capture | None, timeout: float) -> str | None:
+    """Wait for the command; the limit it met if that came first (None when it ended):
+    its group's counters, or bash saying in ``errors`` that a fork was refused (where
+    ``RLIMIT_NPROC`` alone bounds it, bash would otherwise retry until the timeout).
+    Raises TimeoutError after ``timeout`` seconds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
         left = deadline - loop.time()
         if left <= 0:
             raise asyncio.TimeoutError
-        step = left if group is None else min(left, _WATCH_SECONDS)
-        done, _ = await asyncio.wait({waiter}, timeout=step)
+        watching = group is not None or errors is not None
+        done, _ = await asyncio.wait({waiter}, timeout=min(left, _WATCH_SECONDS)
+                                     if watching else left)
         if done:
             return None
         stopped = command_limits.stopped_by(group, LIMITS)
+        if stopped is None and errors is not None and _FORK_REFUSED in errors.kept:
+            stopped = f"stopped: it tried to run more than {LIMITS.max_processes} processes " \
+                      f"at once"
         if stopped is not None:
             return stopped
 
