@@ -14,7 +14,8 @@ command ends.
 
 Where no group can be made (``/sys/fs/cgroup`` read-only, a v2 group that keeps the
 controllers to itself), :func:`unavailable_reason` says why and commands run under
-rlimits alone.
+rlimits alone. The probe makes a trial group and moves a process into it, once per
+kernel, so a group that would refuse the command is known before any command runs.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import contextlib
 import itertools
 import os
 import signal
+import subprocess
 import threading
 import time
 from dataclasses import dataclass
@@ -86,18 +88,33 @@ def _parents() -> tuple[dict[str, Path], str]:
             place = _inside(mount, root, own[""])
             if place is None:
                 continue
-            try:
-                handed = (place / "cgroup.subtree_control").read_text().split()
-            except OSError:
-                continue
-            for controller in CONTROLLERS:
-                if controller in handed:
-                    parents[controller] = place
-            if parents:
-                return parents, ""
-            return {}, (f"the kernel's cgroup ({place}) does not pass the pids and memory "
-                        f"controllers to groups below it")
+            # A v2 group with processes cannot hand controllers down (only the root can),
+            # so the command's group is usually made beside the kernel's, in its parent
+            # (a systemd user session delegates that folder to its user).
+            for candidate in (place, place.parent):
+                if candidate != mount and mount not in candidate.parents:
+                    continue
+                try:
+                    handed = (candidate / "cgroup.subtree_control").read_text().split()
+                except OSError:
+                    continue
+                found = {c: candidate for c in CONTROLLERS if c in handed}
+                if found:
+                    return found, ""
+            return {}, (f"neither the kernel's cgroup ({place}) nor its parent passes the "
+                        f"pids and memory controllers to groups below it")
     return {}, "no cgroup hierarchy with the pids or memory controller is mounted"
+
+
+def _can_join(group: Path) -> bool:
+    """Whether a new process can move itself into ``group`` (what each command does)."""
+    try:
+        done = subprocess.run(["/bin/sh", "-c", 'echo 0 > "$1"', "sh",
+                               str(group / "cgroup.procs")],
+                              capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
 
 
 def _probe() -> tuple[dict[str, Path], str]:
@@ -117,12 +134,20 @@ def _probe() -> tuple[dict[str, Path], str]:
         limit = trial / ("pids.max" if controller == "pids" else
                          "memory.max" if (trial / "memory.max").exists() else
                          "memory.limit_in_bytes")
-        if limit.exists():
-            usable[controller] = parent
-        else:
+        if not limit.exists():
             why = f"a cgroup made in {parent} has no {limit.name}"
-        with contextlib.suppress(OSError):
-            trial.rmdir()
+        elif not _can_join(trial):
+            why = f"a process cannot move itself into a cgroup made in {parent}"
+        else:
+            usable[controller] = parent
+        for _ in range(50):  # the trial process has exited; its group empties at once
+            try:
+                trial.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.01)
     if usable and set(usable) != set(CONTROLLERS):
         missing = " and ".join(c for c in CONTROLLERS if c not in usable)
         why = f"no {missing} controller here"

@@ -222,6 +222,10 @@ class Sandbox:
         # /tmp is already a fresh tmpfs, so whatever was in it is hidden (unless kept).
         hidden = [f for f in self.hidden if f != _TMP and (_TMP not in f.parents or any(
             k == f or k in f.parents for k in kept))]
+        # Inside a hidden folder there is nothing left to hide (Jupyter's runtime folder
+        # under /run/user/...), and bwrap could not remount what the tmpfs took away.
+        hidden = [f for f in dict.fromkeys(hidden) if not any(
+            h in f.parents and h.is_dir() for h in hidden)]
         # A hidden folder holding the workspace is emptied first (the workspace is then
         # rebuilt inside it); any other is emptied last, so no bind can show it again.
         around = [f for f in hidden if self.root is not None and

@@ -347,6 +347,28 @@ def test_as_an_ordinary_user_without_a_cgroup_the_process_count_is_the_sandboxs_
     assert "timed_out" not in bomb and took < 25, took
 
 
+def test_where_a_commands_cgroup_goes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """v2: beside the kernel's group when that one holds processes; v1: under the kernel's
+    group in each hierarchy, read through the mount's own root (a container's)."""
+    unified = tmp_path / "unified"
+    scope = unified / "user.slice" / "app.scope"
+    scope.mkdir(parents=True)
+    (unified / "user.slice" / "cgroup.subtree_control").write_text("cpu memory pids\n")
+    (scope / "cgroup.subtree_control").write_text("\n")
+    monkeypatch.setattr(cgroups, "_mounts", lambda: [("/", unified, "cgroup2", set())])
+    monkeypatch.setattr(cgroups, "_own_paths", lambda: {"": "/user.slice/app.scope"})
+    assert cgroups._parents() == ({"pids": scope.parent, "memory": scope.parent}, "")
+    (unified / "user.slice" / "cgroup.subtree_control").write_text("cpu\n")
+    assert cgroups._parents()[0] == {} and "nor its parent passes" in cgroups._parents()[1]
+    pids, memory = tmp_path / "pids", tmp_path / "memory"
+    monkeypatch.setattr(cgroups, "_mounts", lambda: [
+        ("/docker/abc", pids, "cgroup", {"rw", "pids"}),
+        ("/docker/abc", memory, "cgroup", {"rw", "memory"})])
+    monkeypatch.setattr(cgroups, "_own_paths", lambda: {
+        "pids": "/docker/abc/kernel", "memory": "/docker/abc", "": "/"})
+    assert cgroups._parents() == ({"pids": pids / "kernel", "memory": memory}, "")
+
+
 def test_the_state_line_is_plain_where_every_limit_holds(limits: commands.CommandLimits) -> None:
     if not (CGROUP and sandbox.sizes_tmpfs() and seccomp.program()):
         pytest.skip("this machine cannot hold every limit")
@@ -472,6 +494,25 @@ def test_run_is_hidden_even_without_the_filter(outside: Path) -> None:
         assert out == "hello\n" and server.callers == 1
     finally:
         server.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs a folder in /run, which root may write")
+async def test_commands_run_when_jupyters_runtime_folder_is_under_run(
+        agent: Agent, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a desktop Jupyter keeps its connection files in /run/user/<uid>/jupyter: hidden
+    twice over (as Jupyter's, and inside /run), it must not stop bubblewrap starting."""
+    folder = Path(tempfile.mkdtemp(prefix="agent-kernel-test-", dir="/run"))
+    runtime = folder / "jupyter"
+    runtime.mkdir()
+    (runtime / "kernel-1.json").write_text('{"key": "hmac"}')
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+    try:
+        assert runtime in sandbox.private_paths() and folder in sandbox.socket_folders()
+        result = await call_tool(agent, "bash", cmd=f"echo ran; cat {runtime}/kernel-1.json")
+        assert result["stdout"] == "ran\n" and "No such file" in result["stderr"], result
+    finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
