@@ -182,15 +182,16 @@ async def run(workspace: Workspace, script: str, cwd: Path, timeout: float) -> O
     argv = ["bash", "-c", script]
     loop = asyncio.get_running_loop()
     group = None
+    counted = False  # whether a cgroup counts the command's processes
     if bwrap is not None:
         writable = tuple(files._writable_root(workspace, name) for name in files.WRITABLE_DIRS)
         hidden = [*sandbox.private_paths(), *([] if LIMITS.network else sandbox.socket_folders())]
         box = sandbox.Sandbox(root=workspace.root, writable=writable, cwd=cwd, env=env,
                               hidden=tuple(hidden), network=LIMITS.network,
                               tmp_bytes=LIMITS.tmp_mib * MIB, no_unix_sockets=not LIMITS.network)
-        counted = "pids" in command_limits.group_controllers(LIMITS)
-        argv = box.argv(bwrap, command_limits.bash_argv(script, LIMITS, not counted))
         group = await loop.run_in_executor(None, command_limits.make_group, LIMITS)
+        counted = group is not None and "pids" in group.folders
+        argv = box.argv(bwrap, command_limits.bash_argv(script, LIMITS, not counted))
         if group is not None:
             argv = group.wrap(argv)
     try:
@@ -210,7 +211,6 @@ async def run(workspace: Workspace, script: str, cwd: Path, timeout: float) -> O
     stopped = None
     try:
         # Where no cgroup counts processes, bash's own complaint at RLIMIT_NPROC does.
-        counted = group is not None and "pids" in group.folders
         stopped = await _watch(waiter, group, err if bwrap and not counted else None, timeout)
         if stopped is not None:
             _kill(process)
