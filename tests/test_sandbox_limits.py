@@ -32,6 +32,7 @@ from tool_helpers import call_tool
 
 from agent_kernel import Agent, Settings, cgroups, sandbox, seccomp
 from agent_kernel.tools import command_limits, commands
+from agent_kernel.tools.base import ToolError
 from agent_kernel.views import summaries
 
 CGROUP = set(cgroups.controllers()) == {"pids", "memory"}
@@ -254,6 +255,18 @@ async def test_the_limits_cannot_be_raised_from_inside(agent: Agent) -> None:
         "cat /proc/self/oom_score_adj; echo -1000 > /proc/self/oom_score_adj || echo kept"))
     for word in ("refused-v", "refused-f", "refused-n", "refused-c", "1000", "kept"):
         assert word in result["stdout"].split(), result
+
+
+@pytest.mark.parametrize("name,value", [("tmp_mib", 0), ("max_processes", -1),
+                                        ("memory_mib", 1.5), ("open_files", True)])
+async def test_a_setting_that_would_lift_a_limit_is_refused(
+        agent: Agent, limits: commands.CommandLimits, name: str, value: Any) -> None:
+    setattr(limits, name, value)
+    with pytest.raises(ToolError, match=f"LIMITS.{name} must be a whole number of at least"):
+        commands.precheck("echo hi", "bash", None, "timeout_seconds")
+    face = await call_tool(agent, "run_command", command="echo hi")
+    assert face["ok"] is False and f"LIMITS.{name} must be" in face["error"]
+    assert "stdout" not in face
 
 
 # Without a cgroup: rlimits alone, and the state line says what that costs.

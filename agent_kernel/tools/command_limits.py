@@ -65,6 +65,18 @@ class CommandLimits:
     use_cgroup: bool = True
     """Put each command in a cgroup of its own, where the machine lets us make one."""
 
+    def check(self) -> None:
+        """Refuse a bound that would lift the limit or stop every command, saying which."""
+        for name, least in _LEAST.items():
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ValueError(f"agent_kernel.tools.commands.LIMITS.{name} must be a whole "
+                                 f"number of at least {least}, got {value!r}")
+
+
+_LEAST = {"max_processes": 8, "memory_mib": 32, "address_space_mib": 64, "file_size_mib": 1,
+          "open_files": 16, "tmp_mib": 1}
+
 
 def size(mib: int) -> str:
     """``2048`` -> ``"2 GiB"``, ``64`` -> ``"64 MiB"``."""

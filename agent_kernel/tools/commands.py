@@ -120,6 +120,7 @@ def precheck(script: str, tool_name: str, timeout: float | None, shown: str,
         raise ToolError(f"tool is disabled: {tool_name} (commands.LIMITS.enabled is false)")
     try:
         _checked_timeout(timeout, shown, scale)
+        LIMITS.check()
     except ValueError as exc:
         raise ToolError(str(exc)) from None
     danger = find_danger(script)
@@ -176,6 +177,7 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
 
 async def run(workspace: Workspace, script: str, cwd: Path, timeout: float) -> Outcome:
     """Run ``script`` with bash in the sandbox (the one runner behind both faces)."""
+    LIMITS.check()
     state = sandbox_state()
     env, dropped = sandbox.clean_environment(LIMITS.env)
     bwrap = sandbox.find_bubblewrap()
