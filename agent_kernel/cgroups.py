@@ -148,9 +148,11 @@ def _probe() -> tuple[dict[str, Path], str]:
                 break
             except OSError:
                 time.sleep(0.01)
-    if usable and set(usable) != set(CONTROLLERS):
+    if set(usable) == set(CONTROLLERS):
+        why = ""
+    elif usable:
         missing = " and ".join(c for c in CONTROLLERS if c not in usable)
-        why = f"no {missing} controller here"
+        why = f"no {missing} controller here ({why})" if why else f"no {missing} controller here"
     return usable, why
 
 
