@@ -165,6 +165,8 @@ def _command(args: dict[str, Any], result: Any) -> str | None:
     where = f" ({result['sandbox']})" if result.get("sandbox") else ""
     if result.get("timed_out") or result.get("timedOut"):
         said = f"The command {shown} was killed: it ran past its timeout{where}."
+    elif isinstance(result.get("limit"), str):
+        said = f"The command {shown} met a limit of the sandbox{where}: {result['limit']}."
     elif exit_code == 0:
         said = f"The command {shown} ran{where} and exited with code 0."
     else:

@@ -12,6 +12,10 @@ bound back writable, its own PID namespace (no other process to reach
 through ``/proc``), its own network namespace unless the person allows the
 network (only a loopback of its own: no other host, and no service listening
 on the machine's ``127.0.0.1``), no capabilities, and a clean environment.
+Without the network it also gets no Unix sockets (the seccomp filter of
+:mod:`agent_kernel.seccomp`; the machine's socket folders are hidden too), and
+what it may fill in memory is sized: ``/tmp`` and ``/dev/shm`` are tmpfs of a
+set size and the rest of ``/dev`` is read-only.
 
 When bubblewrap cannot start here, :func:`find_bubblewrap` says so and the
 caller refuses (or, if the person opted in, runs unsandboxed and says so).
@@ -24,10 +28,12 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from . import seccomp
 from .redaction import secret_name
 
 # Passed through from the kernel's environment when set; nothing else is.
@@ -37,8 +43,10 @@ FIXED_ENV = {"TMPDIR": "/tmp"}
 INSTALL_HINT = "install Debian's `bubblewrap` (apt-get install bubblewrap)"
 _PROBE_TIMEOUT = 10.0
 _TMP = Path("/tmp")
+SECCOMP_FD = "{seccomp-fd}"
+"""Stands in an ``argv`` for the descriptor :func:`start` opens for ``--seccomp``."""
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _probed: tuple[str | None, str] | None = None
 
 
@@ -76,9 +84,62 @@ def unavailable_reason() -> str:
 
 def forget() -> None:
     """Probe again next time (after installing bubblewrap, or in tests)."""
-    global _probed
+    global _probed, _sizes_tmpfs
     with _lock:
         _probed = None
+        _sizes_tmpfs = None
+
+
+_sizes_tmpfs: bool | None = None
+
+
+def sizes_tmpfs() -> bool:
+    """Whether this bubblewrap has ``--size`` for a tmpfs (0.6 and later do)."""
+    global _sizes_tmpfs
+    bwrap = find_bubblewrap()
+    if bwrap is None:
+        return False
+    with _lock:
+        if _sizes_tmpfs is None:
+            try:
+                said = subprocess.run([bwrap, "--help"], capture_output=True, timeout=10,
+                                      stdin=subprocess.DEVNULL, env={})
+                _sizes_tmpfs = b"--size" in said.stdout + said.stderr
+            except (OSError, subprocess.TimeoutExpired):
+                _sizes_tmpfs = False
+        return _sizes_tmpfs
+
+
+def start(argv: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen(argv, **options)``, handing ``bwrap`` a fresh copy of the
+    seccomp filter where ``argv`` asks for one (:data:`SECCOMP_FD`)."""
+    if SECCOMP_FD not in argv:
+        return subprocess.Popen(list(argv), **options)
+    fd = seccomp.open_program()
+    if fd is None:
+        raise OSError("no seccomp filter is known for this machine's architecture")
+    try:
+        return subprocess.Popen([str(fd) if arg == SECCOMP_FD else arg for arg in argv],
+                                pass_fds=(fd,), **options)
+    finally:
+        os.close(fd)
+
+
+def socket_folders() -> list[Path]:
+    """Folders that hold the machine's Unix sockets (``/run``, the session's runtime
+    folder), for a sandbox without network to hide; a folder that holds a program on
+    ``PATH`` (NixOS keeps them under ``/run``) stays visible."""
+    found = [Path("/run"), Path("/var/run")]
+    if os.environ.get("XDG_RUNTIME_DIR", "").startswith("/"):
+        found.append(Path(os.environ["XDG_RUNTIME_DIR"]))
+    programs = [Path(p).resolve() for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    folders: list[Path] = []
+    for path in found:
+        real = path.resolve()
+        if real.is_dir() and real != Path("/") and real not in folders and not any(
+                real == p or real in p.parents for p in programs):
+            folders.append(real)
+    return folders
 
 
 def clean_environment(extra: Iterable[str] = ()) -> tuple[dict[str, str], list[str]]:
@@ -127,7 +188,9 @@ class Sandbox:
     ``/dev/null`` the command cannot open. ``keep`` names paths under ``/tmp`` the
     command must still see, read-only (an interpreter in a virtual environment there).
     Without ``network`` the command gets a network namespace of its own, holding
-    nothing but its own loopback.
+    nothing but its own loopback. ``tmp_bytes`` sizes ``/tmp`` and ``/dev/shm`` (each;
+    None: as large as the machine's tmpfs allows). ``no_unix_sockets`` loads the
+    seccomp filter (start the command with :func:`start`).
     """
 
     root: Path | None
@@ -137,20 +200,32 @@ class Sandbox:
     hidden: tuple[Path, ...] = field(default=())
     network: bool = False
     keep: tuple[Path, ...] = field(default=())
+    tmp_bytes: int | None = None
+    no_unix_sockets: bool = False
 
     def argv(self, bwrap: str, command: list[str]) -> list[str]:
         """The full ``bwrap`` command line that runs ``command`` inside this sandbox."""
         return [bwrap, *self._filesystem(), *self._processes(), *self._network(),
-                *self._environment(), "--", *command]
+                *self._environment(), *self._seccomp(), "--", *command]
+
+    def _sized(self) -> list[str]:
+        return ["--size", str(self.tmp_bytes)] if self.tmp_bytes and sizes_tmpfs() else []
 
     def _filesystem(self) -> list[str]:
-        args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        # bubblewrap's /dev is a writable tmpfs as large as the machine's: only /dev/shm
+        # (sized, for POSIX shared memory and semaphores) stays writable in it.
+        args = ["--ro-bind", "/", "/", "--dev", "/dev", *self._sized(), "--tmpfs", "/dev/shm",
+                "--remount-ro", "/dev", "--proc", "/proc", *self._sized(), "--tmpfs", "/tmp"]
         kept = [k for k in self.keep if _TMP in k.parents]
         for path in kept:
             args += ["--ro-bind", str(path), str(path)]
         # /tmp is already a fresh tmpfs, so whatever was in it is hidden (unless kept).
         hidden = [f for f in self.hidden if f != _TMP and (_TMP not in f.parents or any(
             k == f or k in f.parents for k in kept))]
+        # Inside a hidden folder there is nothing left to hide (Jupyter's runtime folder
+        # under /run/user/...), and bwrap could not remount what the tmpfs took away.
+        hidden = [f for f in dict.fromkeys(hidden) if not any(
+            h in f.parents and h.is_dir() for h in hidden)]
         # A hidden folder holding the workspace is emptied first (the workspace is then
         # rebuilt inside it); any other is emptied last, so no bind can show it again.
         around = [f for f in hidden if self.root is not None and
@@ -173,10 +248,16 @@ class Sandbox:
     def _processes(self) -> list[str]:
         # A PID namespace: no /proc/<kernel pid>/root way back, and when the command's
         # first process dies every process it left behind dies with it.
-        return ["--unshare-pid", "--new-session", "--die-with-parent", "--cap-drop", "ALL"]
+        # Its own IPC namespace: System V shared memory it makes dies with it too.
+        return ["--unshare-pid", "--unshare-ipc", "--new-session", "--die-with-parent",
+                "--cap-drop", "ALL"]
 
     def _network(self) -> list[str]:
         return [] if self.network else ["--unshare-net"]
+
+    def _seccomp(self) -> list[str]:
+        use = self.no_unix_sockets and seccomp.program() is not None
+        return ["--seccomp", SECCOMP_FD] if use else []
 
     def _environment(self) -> list[str]:
         args = ["--clearenv"]

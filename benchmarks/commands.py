@@ -5,11 +5,15 @@ background load land on all of them:
 
 1. **bare**: ``bash -c true`` through ``subprocess`` with pipes, no sandbox: the
    work itself plus the unavoidable process start;
-2. **bwrap**: the same inside our bubblewrap sandbox (``Sandbox.argv``, no network),
-   through ``subprocess`` alone;
+2. **bwrap**: the same inside our bubblewrap sandbox (``Sandbox.argv``, no network,
+   the seccomp filter, a sized ``/tmp``), through ``subprocess`` alone;
 3. **run_command**: the whole tool as the model calls it after approval
    (``Tool.invoke``): the working folder, the clean environment, the sandbox, the
-   output readers and the result.
+   command's cgroup (made, joined, read and removed) and rlimits, the output
+   readers and the result;
+4. **no_cgroup**: the same tool with ``LIMITS.use_cgroup = False``, so the cost of
+   the cgroup (the kernel moving the new process into it, one RCU grace period per
+   hierarchy) shows as the difference from 3.
 
 The overhead is ``run_command`` minus ``bare`` (median of the paired differences,
 and the difference of the medians). Target: under 50 ms. Run:
@@ -42,6 +46,7 @@ def _ms(samples: list[float]) -> dict[str, float]:
 async def measure(runs: int) -> dict[str, Any]:
     """Time the three paths ``runs`` times each, interleaved."""
     from agent_kernel import Agent, sandbox
+    from agent_kernel.tools import commands
     from agent_kernel.tools.base import ToolContext
 
     bwrap = sandbox.find_bubblewrap()
@@ -58,19 +63,26 @@ async def measure(runs: int) -> dict[str, Any]:
             (root / name).mkdir(exist_ok=True)
         env, _ = sandbox.clean_environment()
         box = sandbox.Sandbox(root=root, writable=(root / "files", root / "state"),
-                              cwd=root / "files", env=env, hidden=tuple(sandbox.private_paths()))
+                              cwd=root / "files", env=env,
+                              hidden=(*sandbox.private_paths(), *sandbox.socket_folders()),
+                              tmp_bytes=512 << 20, no_unix_sockets=True)
         boxed = box.argv(bwrap, ["bash", "-c", "true"])
 
         def timed_process(argv: list[str]) -> float:
             started = time.perf_counter()
-            subprocess.run(argv, cwd=root / "files", env=env, stdin=subprocess.DEVNULL,
-                           capture_output=True, check=True)
+            process = sandbox.start(argv, cwd=root / "files", env=env,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE)
+            process.communicate()
+            assert process.returncode == 0
             return (time.perf_counter() - started) * 1000
 
-        async def timed_tool() -> float:
+        async def timed_tool(cgroup: bool = True) -> float:
+            commands.LIMITS.use_cgroup = cgroup
             started = time.perf_counter()
             result = await tool.invoke(tool.validate({"command": "true"}), ctx)
             elapsed = (time.perf_counter() - started) * 1000
+            commands.LIMITS.use_cgroup = True
             assert result["ok"] is True, result
             return elapsed
 
@@ -78,10 +90,12 @@ async def measure(runs: int) -> dict[str, Any]:
         bare: list[float] = []
         wrapped: list[float] = []
         whole: list[float] = []
+        ungrouped: list[float] = []
         for _ in range(runs):
             bare.append(timed_process(["bash", "-c", "true"]))
             wrapped.append(timed_process(boxed))
             whole.append(await timed_tool())
+            ungrouped.append(await timed_tool(cgroup=False))
         agent.services["history_writer"].flush(10)
     paired = [w - b for w, b in zip(whole, bare, strict=True)]
     return {
@@ -89,6 +103,7 @@ async def measure(runs: int) -> dict[str, Any]:
         "bare_ms": _ms(bare),
         "bwrap_ms": _ms(wrapped),
         "run_command_ms": _ms(whole),
+        "no_cgroup_ms": _ms(ungrouped),
         "overhead_ms": {
             "median_of_paired_differences": round(statistics.median(paired), 2),
             "difference_of_medians": round(statistics.median(whole) - statistics.median(bare),
@@ -109,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(figures, indent=2))
         return 0
     print(f"{'path':<14} {'median ms':>10} {'p95 ms':>8} {'min ms':>8}   ({args.runs} runs)")
-    for name in ("bare", "bwrap", "run_command"):
+    for name in ("bare", "bwrap", "run_command", "no_cgroup"):
         row = figures[f"{name}_ms"]
         print(f"{name:<14} {row['median']:>10} {row['p95']:>8} {row['min']:>8}")
     over = figures["overhead_ms"]

@@ -266,32 +266,46 @@ async def test_the_child_is_limited_by_the_kernel_too(
     assert set(Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")) <= {b"", b"PWD=/"}
 
 
+def _run_boxed(argv: list[str]) -> tuple[int, str, str]:
+    """Run ``argv`` the way the tool starts its child (the seccomp filter handed over)."""
+    import subprocess
+
+    from agent_kernel import sandbox
+
+    process = sandbox.start(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = process.communicate(timeout=30)
+    return process.returncode, out.decode(), err.decode()
+
+
 @pytest.mark.skipif(not SANDBOXED, reason="bubblewrap cannot start here")
 def test_the_child_sees_no_workspace_and_no_network(agent: Agent) -> None:
     import socket
-    import subprocess
+    import tempfile
 
     ledger = agent.workspace.path("ledger.jsonl")
     ledger.write_text('{"secret": "ledger line"}\n')
     argv, boxed = javascript.command(agent.workspace)
     assert boxed and "--unshare-net" in argv and "--bind" not in argv  # nothing writable
     box = list(argv[:argv.index("--") + 1])
-    with socket.socket() as listener:
+    with socket.socket() as listener, tempfile.TemporaryDirectory(dir="/var/tmp") as folder, \
+            socket.socket(socket.AF_UNIX) as local:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
+        local.bind(f"{folder}/service.sock")
+        local.listen()
         probe = ("import socket, sys\n"
                  f"try: socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
-                 "except OSError as e: sys.exit(f'no network: {e}')\n")
-        network = subprocess.run([*box, javascript.sys.executable, "-I", "-c", probe],
-                                 capture_output=True, text=True, timeout=30)
-    assert network.returncode != 0 and "no network" in network.stderr
-    seen = subprocess.run([*box, "cat", str(ledger)], capture_output=True, text=True,
-                          timeout=30)
-    assert seen.returncode != 0 and "ledger line" not in seen.stdout
-    wrote = subprocess.run([*box, "touch", "/etc/js-runner-was-here"], capture_output=True,
-                           timeout=30)
-    assert wrote.returncode != 0 and not Path("/etc/js-runner-was-here").exists()
+                 "except OSError as e: print(f'no network: {e}')\n"
+                 "s = socket.socket(socket.AF_UNIX)\n"
+                 f"s.connect('{folder}/service.sock')\n")
+        code, _out, err = _run_boxed([*box, javascript.sys.executable, "-I", "-c", probe])
+    assert code != 0 and "no network" in _out
+    assert "Address family not supported" in err  # no Unix socket to connect with
+    code, out, _err = _run_boxed([*box, "cat", str(ledger)])
+    assert code != 0 and "ledger line" not in out
+    code, _out, _err = _run_boxed([*box, "touch", "/etc/js-runner-was-here"])
+    assert code != 0 and not Path("/etc/js-runner-was-here").exists()
 
 
 async def test_stop_kills_the_running_code(agent: Agent) -> None:

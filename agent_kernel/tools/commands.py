@@ -5,9 +5,17 @@ Both run a bash command line in the sandbox of :mod:`agent_kernel.sandbox`: only
 environment is clean, the command has its own PID namespace (when it ends, times
 out or the person presses Stop, every process it started dies with it) and, unless
 the person set ``LIMITS.network = True``, a network of its own with nothing in it
-but its own loopback. Where no sandbox can start, commands are refused unless the
-person set ``LIMITS.allow_unsandboxed``; the approval card and every result then
-say "not sandboxed".
+but its own loopback and no Unix sockets. Where no sandbox can start, commands are
+refused unless the person set ``LIMITS.allow_unsandboxed``; the approval card and
+every result then say "not sandboxed".
+
+Every sandboxed command is bounded (figures in :class:`CommandLimits`): processes and
+memory for the whole command through a cgroup of its own (:mod:`agent_kernel.cgroups`)
+where one can be made, and per process through rlimits set inside the sandbox
+(address space, file size, open files, no core files; the process count too where no
+cgroup counts it); ``/tmp`` is a tmpfs of a set size. A command that reaches the
+process or memory limit is stopped at once, and every result that met a limit says
+which, in words (``limit``), not only as an exit code.
 
 Before anyone is asked to approve a call, its :func:`precheck` refuses commands on
 the list of :mod:`agent_kernel.tools.dangerous` (spec 004: ``sudo``, ``rm -rf /``
@@ -31,38 +39,23 @@ import os
 import signal
 import subprocess
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Annotated, Any
 
-from .. import sandbox
+from .. import cgroups, sandbox
 from ..workspace import Workspace
-from . import files
+from . import command_limits, files
 from .base import Field, Tool, ToolContext, ToolError
+from .command_limits import MIB, CommandLimits
 from .dangerous import find_danger
 
 _DRAIN_SECONDS = 2.0  # after the command ends, how long to wait for the last output
 _READ_CHUNK = 64 * 1024
-
-
-@dataclass
-class CommandLimits:
-    """Spec 003's ``tools.bash.*`` settings, for both faces; change ``LIMITS`` for a session."""
-
-    enabled: bool = True
-    """``tools.bash.enabled``: false gives "tool is disabled" (both faces)."""
-    timeout: float = 30.0
-    """``tools.bash.timeout``: ``bash``'s default, in seconds (``run_command``'s is 60 s)."""
-    max_timeout: float = 600.0
-    output_max_bytes: int = 64 * 1024
-    """stdout and stderr are each cut here (the rest is read and dropped, never held)."""
-    env: list[str] = field(default_factory=list)
-    """Extra environment variables commands may see (PATH, HOME, LANG... always pass);
-    a name that says it holds a secret (API_KEY, TOKEN, PASSWORD...) is never passed."""
-    network: bool = False
-    """Let sandboxed commands reach the network and the machine's own services."""
-    allow_unsandboxed: bool = False
-    """Without bubblewrap, run commands anyway, able to change whatever the kernel can."""
+_WATCH_SECONDS = 0.1  # how often a running command's cgroup counters are read
+_FORK_REFUSED = b"fork: retry: Resource temporarily unavailable"  # bash at RLIMIT_NPROC
+__all__ = ["LIMITS", "CommandLimits", "Outcome", "TOOLS", "bash", "precheck", "run",
+           "run_command", "sandbox_state"]
 
 
 LIMITS = CommandLimits()
@@ -80,6 +73,8 @@ class Outcome:
     sandbox: str
     sandboxed: bool
     env_dropped: list[str]
+    limit: str | None = None
+    """Which limit the command met, in words ("stopped: it ran out of memory ...")."""
 
 
 def sandbox_state() -> str:
@@ -90,7 +85,9 @@ def sandbox_state() -> str:
     the person has not allowed commands without one.
     """
     if sandbox.find_bubblewrap() is not None:
-        return f"bubblewrap, {'network allowed' if LIMITS.network else 'no network'}"
+        state = f"bubblewrap, {'network allowed' if LIMITS.network else 'no network'}"
+        gaps = command_limits.weaker_limits(LIMITS)
+        return f"{state} ({'; '.join(gaps)})" if gaps else state
     if not LIMITS.allow_unsandboxed:
         raise ToolError(_unsandboxed_refusal(),
                         summary=f"Commands cannot run here: {sandbox.unavailable_reason()}; "
@@ -123,6 +120,7 @@ def precheck(script: str, tool_name: str, timeout: float | None, shown: str,
         raise ToolError(f"tool is disabled: {tool_name} (commands.LIMITS.enabled is false)")
     try:
         _checked_timeout(timeout, shown, scale)
+        LIMITS.check()
     except ValueError as exc:
         raise ToolError(str(exc)) from None
     danger = find_danger(script)
@@ -179,44 +177,99 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
 
 async def run(workspace: Workspace, script: str, cwd: Path, timeout: float) -> Outcome:
     """Run ``script`` with bash in the sandbox (the one runner behind both faces)."""
+    LIMITS.check()
     state = sandbox_state()
     env, dropped = sandbox.clean_environment(LIMITS.env)
     bwrap = sandbox.find_bubblewrap()
     argv = ["bash", "-c", script]
+    loop = asyncio.get_running_loop()
+    group = None
+    counted = False  # whether a cgroup counts the command's processes
     if bwrap is not None:
         writable = tuple(files._writable_root(workspace, name) for name in files.WRITABLE_DIRS)
+        hidden = [*sandbox.private_paths(), *([] if LIMITS.network else sandbox.socket_folders())]
         box = sandbox.Sandbox(root=workspace.root, writable=writable, cwd=cwd, env=env,
-                              hidden=tuple(sandbox.private_paths()), network=LIMITS.network)
-        argv = box.argv(bwrap, argv)
-    process = subprocess.Popen(
-        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, start_new_session=True,
-    )
+                              hidden=tuple(hidden), network=LIMITS.network,
+                              tmp_bytes=LIMITS.tmp_mib * MIB, no_unix_sockets=not LIMITS.network)
+        group = await loop.run_in_executor(None, command_limits.make_group, LIMITS)
+        counted = group is not None and "pids" in group.folders
+        argv = box.argv(bwrap, command_limits.bash_argv(script, LIMITS, not counted))
+        if group is not None:
+            argv = group.wrap(argv)
+    try:
+        process = sandbox.start(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True,
+        )
+    except BaseException:
+        if group is not None:
+            group.remove()
+        raise
     assert process.stdout is not None and process.stderr is not None
     out = _Capture(process.stdout, LIMITS.output_max_bytes)
     err = _Capture(process.stderr, LIMITS.output_max_bytes)
-    loop = asyncio.get_running_loop()
     waiter = loop.run_in_executor(None, process.wait)
     timed_out = False
+    stopped = None
     try:
-        await asyncio.wait_for(asyncio.shield(waiter), timeout)
+        # Where no cgroup counts processes, bash's own complaint at RLIMIT_NPROC does.
+        stopped = await _watch(waiter, group, err if bwrap and not counted else None, timeout)
+        if stopped is not None:
+            _kill(process)
+            await waiter
     except asyncio.TimeoutError:
         _kill(process)
         timed_out = True
         await waiter
     except asyncio.CancelledError:
         _kill(process)  # Stop pressed: the command must not outlive the run that started it
+        if group is not None:
+            loop.run_in_executor(None, group.remove)
         raise
     drained = await loop.run_in_executor(None, _drain, out, err)
     stderr = err.text()
+    if group is not None:
+        # an OOM kill the command outlived
+        stopped = stopped or command_limits.stopped_by(group, LIMITS)
+        loop.run_in_executor(None, group.remove)  # the result need not wait for it
+    limit = stopped
+    if limit is None:  # a timed-out command may have been waiting at a limit
+        limit = command_limits.limit_from_output(process.returncode, stderr, LIMITS)
     if not drained:  # unsandboxed only: a detached child still holds the pipes
         stderr += "\n[later output lost: a process the command detached still holds it]"
     if timed_out:
         stderr += f"\n[killed after {timeout:g} s timeout]"
+    if limit is not None:
+        stderr += f"\n[{limit}{command_limits.how_to_change(limit)}]"
     return Outcome(exit_code=process.returncode, stdout=out.text(), stderr=stderr.lstrip("\n"),
                    truncated=max(out.total, err.total) > LIMITS.output_max_bytes,
                    timed_out=timed_out, sandbox=state, sandboxed=bwrap is not None,
-                   env_dropped=dropped)
+                   env_dropped=dropped, limit=limit)
+
+
+async def _watch(waiter: asyncio.Future[int], group: cgroups.CommandGroup | None,
+                 errors: _Capture | None, timeout: float) -> str | None:
+    """Wait for the command; the limit it met if that came first (None when it ended):
+    its group's counters, or bash saying in ``errors`` that a fork was refused (where
+    ``RLIMIT_NPROC`` alone bounds it, bash would otherwise retry until the timeout).
+    Raises TimeoutError after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        left = deadline - loop.time()
+        if left <= 0:
+            raise asyncio.TimeoutError
+        watching = group is not None or errors is not None
+        done, _ = await asyncio.wait({waiter}, timeout=min(left, _WATCH_SECONDS)
+                                     if watching else left)
+        if done:
+            return None
+        stopped = command_limits.stopped_by(group, LIMITS)
+        if stopped is None and errors is not None and _FORK_REFUSED in errors.kept:
+            stopped = f"stopped: it tried to run more than {LIMITS.max_processes} processes " \
+                      f"at once"
+        if stopped is not None:
+            return stopped
 
 
 def _drain(*captures: _Capture) -> bool:
@@ -253,6 +306,8 @@ async def bash(
         result["truncated"] = True
     if done.timed_out:
         result["timed_out"] = True
+    if done.limit:
+        result["limit"] = done.limit
     if done.env_dropped:
         result["env_dropped"] = done.env_dropped
         result["env_note"] = _ENV_NOTE
@@ -285,6 +340,9 @@ async def run_command(
     if done.timed_out:
         result["error"] = f"the command was killed after {timeoutMs:g} ms (timeoutMs)"
         result["timedOut"] = True
+    elif done.limit:
+        result["error"] = f"{done.limit} (exit code {done.exit_code})"
+        result["limit"] = done.limit
     elif done.exit_code != 0:
         result["error"] = f"the command exited with code {done.exit_code}"
     if done.truncated:

@@ -11,11 +11,12 @@ quickjs-ng, an engine that offers plain ECMAScript and nothing else, under
 three limits that each end it on their own: the engine's memory and CPU-time
 limits, ``setrlimit`` in the child (address space, CPU seconds, no files, no
 processes), and a wall-clock kill from here. Where bubblewrap can start, the
-child also runs inside :mod:`agent_kernel.sandbox` with no network, a
-read-only file system, the workspace and Jupyter's connection files hidden,
-and an empty environment. Starting Python costs about 100 ms, so one spare
-child is started after each call and waits for the next; it serves one call
-and exits, so no state passes between calls.
+child also runs inside :mod:`agent_kernel.sandbox` with no network and no Unix
+sockets, a read-only file system, the workspace, Jupyter's connection files and
+the machine's socket folders hidden, and an empty environment. Starting
+Python costs about 100 ms, so one spare child is started after each call and
+waits for the next; it serves one call and exits, so no state passes between
+calls.
 
 The tool is ``side_effects=True``: the model writes the code, so every call
 is approved by the person (or a standing "Always allow") before it runs.
@@ -118,9 +119,8 @@ _spare: Worker | None = None
 
 
 def _start(argv: tuple[str, ...]) -> Worker:
-    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env={}, cwd="/",
-                               start_new_session=True)
+    process = sandbox.start(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={}, cwd="/", start_new_session=True)
     return Worker(process, argv)
 
 
@@ -172,13 +172,14 @@ def command(workspace: Workspace) -> tuple[tuple[str, ...], bool]:
     needed = [Path(sys.executable).resolve(), Path(sys.prefix).resolve(), RUNNER,
               *([Path(spec.origin).resolve()] if spec and spec.origin else [])]
     # A folder that holds the interpreter or the engine stays visible (still read-only).
-    hidden = tuple(p for p in (workspace.root, *sandbox.private_paths())
+    hidden = tuple(p for p in (workspace.root, *sandbox.private_paths(),
+                               *sandbox.socket_folders())
                    if p.exists() and not _holds(p, needed))
     # The interpreter, its environment and the runner stay visible even under /tmp.
     keep = (Path(sys.prefix), Path(sys.executable).parent, RUNNER.parent,
             *([Path(spec.origin).parent] if spec and spec.origin else []))
     box = sandbox.Sandbox(root=None, writable=(), cwd=Path("/"), env={}, hidden=hidden,
-                          network=False, keep=keep)
+                          network=False, keep=keep, no_unix_sockets=True)
     boxed = box.argv(bwrap, argv)
     isolate = [flag for flag in ("--unshare-net", "--unshare-ipc", "--unshare-uts")
                if flag not in boxed]

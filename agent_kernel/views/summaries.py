@@ -38,6 +38,8 @@ def _bash(arguments: dict[str, Any], result: Any) -> str | None:
     if result.get("timed_out") or result.get("timedOut") or (
             "exitCode" in result and result["exitCode"] is None):
         return f"{ran} · timed out"
+    if isinstance(result.get("limit"), str):
+        return f"{ran} · {_short(result['limit'], 70)}"
     return f"{ran} · exit {result.get('exit_code', result.get('exitCode'))}"
 
 
