@@ -55,6 +55,10 @@ class Task:
     priority: int = DEFAULT_PRIORITY
     timeout: float | None = None
     trace_id: str | None = None
+    """Spec 002's ``traceId``: a label for the records, which the model may choose."""
+    root_id: str | None = None
+    """The task at the top of this task's tree (None for a root itself): the tree's budget
+    is kept under it, never under a ``trace_id`` the model chose."""
     parent_id: str | None = None
     parent_agent_id: str | None = None
     depth: int = 1
@@ -72,6 +76,11 @@ class Task:
     ended_at: str | None = None
     children: list[str] = field(default_factory=list)
     seq: int = field(default_factory=lambda: next(_SEQ))
+
+    @property
+    def tree_id(self) -> str:
+        """The id its tree's budget is kept under: its root task's."""
+        return self.root_id or self.id
 
     @property
     def open(self) -> bool:
@@ -107,7 +116,7 @@ class Task:
         for name in ("created_at", "result"):
             if not isinstance(known.get(name, ""), str):
                 raise ValueError(f"{name} must be text")
-        for name in ("trace_id", "parent_id", "parent_agent_id", "agent_id", "run_id",
+        for name in ("trace_id", "root_id", "parent_id", "parent_agent_id", "agent_id", "run_id",
                      "trigger_id", "error", "started_at", "ended_at"):
             if known.get(name) is not None and not isinstance(known[name], str):
                 raise ValueError(f"{name} must be text or null")

@@ -212,7 +212,7 @@ class Supervisor:
         """A task delegated by ``agent_id`` while it works on ``parent``."""
         task = Task(id=new_id("task"), role=role, prompt=prompt, parent_id=parent.id,
                     parent_agent_id=agent_id, depth=parent.depth + 1, created_at=now_iso(),
-                    **fields)
+                    root_id=parent.tree_id, **fields)
         if task.trace_id is None:
             task.trace_id = parent.trace_id
         self.tasks[task.id] = task
@@ -400,7 +400,7 @@ class Supervisor:
                 task = queue.pop()
                 if task is None:
                     break
-                spent = self.budget.refused(task.trace_id)
+                spent = self.budget.refused(task.tree_id)
                 if spent is not None:  # its tree's budget is spent: it never starts
                     made = asyncio.get_running_loop().create_task(self._refuse(task, spent))
                     self._background.add(made)

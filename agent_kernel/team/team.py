@@ -264,7 +264,7 @@ class Team:
                 status, error = result.status, result.error
                 wave = [t for t in team.delegated_by(run_id) if t.type == "oneshot"]
                 asked = team.question if result.ended_by == "ask_user" else None
-                if result.status == "limit" and wave and team.budget.refused(root.trace_id):
+                if result.status == "limit" and wave and team.budget.refused(root.tree_id):
                     # a spent budget: the tree's agents end at their next model call
                     await asyncio.gather(*(team.settled(t) for t in wave))
                 if result.status != "ok" or not (wave or asked):
@@ -307,7 +307,7 @@ class Team:
         restored = [self.tree(t) for t in await resumed] if resumed is not None else []
         return TeamResult(status=status, reply=root.result, tree=self.tree(root), runs=runs,
                           restored=restored, notes=[note] if note else [],
-                          usage=team.budget.tree(root.trace_id).summary(),
+                          usage=team.budget.tree(root.tree_id).summary(),
                           error=error, duration_ms=int((time.perf_counter() - started) * 1000))
 
     async def _put_question(self, pending: PendingQuestion, run_id: str,
