@@ -32,7 +32,7 @@ from ..events import Notice
 from ..ledger import new_id, now_iso
 from ..tool_clock import ToolClock
 from ..tools.base import ToolError
-from .roles import PLANNER, TELLER, WORKER, RoleTools
+from .roles import PLANNER, ROLE_NAMES, TELLER, WORKER, RoleTools, role_permits
 from .society import RoleStore, SocietyError, _read_json, _write_json
 
 if TYPE_CHECKING:
@@ -202,6 +202,34 @@ class Member:
     ending: str | None = None
     """Why the agent is being ended (terminate_agent), once it is."""
     runner: asyncio.Task[None] | None = None
+    granted: frozenset[str] = frozenset()
+    """A spawned agent's tools, as cut at its spawn (:func:`spawn_tools`)."""
+    refused: list[str] = field(default_factory=list)
+    """Tools its role lists that its spawner could not give."""
+
+
+def spawn_tools(spawner: Agent, listed: list[str]) -> tuple[frozenset[str], list[str]]:
+    """The tools an agent spawned by ``spawner`` in a role listing ``listed`` gets, and the
+    listed ones it does not.
+
+    A role file is data (a planted or edited one may list anything), so it grants only what
+    the spawner may use at spawn time: the tools its registry lets it call, and never more
+    than its own ceiling, the built-in table's tools for a Teller, Planner or Worker, or a
+    spawned spawner's own cut set. ``send_message`` and ``wait_for_message`` are every
+    team agent's; ``delegate`` is never a spawned agent's."""
+    registry = spawner.registry
+    hook = registry.permission_hook
+    if spawner.role in ROLE_NAMES:
+        ceiling = {t.name for t in registry if role_permits(spawner.role, t)}
+    elif isinstance(hook, RoleTools):
+        ceiling = set(hook.tools)
+    else:  # an agent the team does not know the rights of gives nothing
+        ceiling = set()
+    may = {t.name for t in registry if registry.allowed(spawner.role, t)} & ceiling
+    wanted = {t for t in listed if isinstance(t, str)}
+    granted = frozenset(((wanted & may) | ALWAYS) - NEVER)
+    refused = sorted(wanted - granted - NEVER)
+    return granted, refused
 
 
 class Society:
@@ -273,16 +301,23 @@ class Society:
         task = team.new_task(parent_task, caller.agent_id, role.name, prompt, status="running")
         task.agent_id, task.started_at, task.run_id = record.id, now_iso(), new_id("run")
         record.teamTaskId = task.id
+        granted, refused = spawn_tools(caller, role.tools)
         agent = team.make_agent(role.name, record.id,
                                 instructions=role.rolePrompt.replace("{", "{{")
                                 .replace("}", "}}"))
-        agent.registry.permission_hook = RoleTools(
-            role.name, (set(role.tools) | ALWAYS) - NEVER)
+        agent.registry.permission_hook = RoleTools(role.name, granted)
         team.label(agent, task)
         agent.ledger_fields["role_id"] = role.id
         self.records[record.id] = record
         self.save(record)
-        member = self.members[record.id] = Member(record=record, agent=agent, task=task)
+        if refused:  # a role file that lists more than its spawner may give: data, no grant
+            shown = ", ".join(refused[:20]) + (" …" if len(refused) > 20 else "")
+            caller.bus.emit(Notice(parent_task.run_id or "team",
+                                   f"The role {role.name} lists tools {caller.agent_id} may "
+                                   f"not use ({shown}); {record.id} runs without them.",
+                                   level="warning"))
+        member = self.members[record.id] = Member(record=record, agent=agent, task=task,
+                                                  granted=granted, refused=refused)
         team.running[task.id] = task
         team.agents[task.id] = agent
         member.runner = asyncio.get_running_loop().create_task(
@@ -300,7 +335,8 @@ class Society:
         end_clock = clock.keep_time(lambda: timed_out.append(agent.stop(task.run_id) >= 0))
         status, error = "error", None
         try:
-            await team.record("task_started", task, role_id=record.roleId)
+            await team.record("task_started", task, role_id=record.roleId,
+                              tools=sorted(member.granted), tools_refused=member.refused)
             result = await self.run_task(agent, task, prompt)
             status, error, task.result = result.status, result.error, result.reply
             if member.ending is not None:

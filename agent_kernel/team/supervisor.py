@@ -20,9 +20,7 @@ session (``budget.py``).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +37,7 @@ from .asking import NamedQuestions, PendingQuestion, QuestionStore
 from .budget import TeamBudget
 from .members import AGENTS_FOLDER, Society
 from .queue import FOLDER, INTERRUPTED, RestoreReport, Task, TaskQueue, TaskStore
-from .roles import PLANNER, ROLES, TELLER, WORKER
+from .roles import MAX_AGENT_NUMBER, PLANNER, ROLES, TELLER, WORKER, agent_number, looks_numbered
 from .society import ROLES_FOLDER
 
 log = logging.getLogger(__name__)
@@ -101,23 +99,55 @@ def cut(text: str) -> str:
     return text if len(text) <= PROMPT_LIMIT else text[: PROMPT_LIMIT - 1] + "…"
 
 
-_AGENT_ID = re.compile(r'"(?:planner|worker)-(\d{1,9})"')
+TRUSTED_AGENT_NUMBER = 100_000_000
+"""The highest agent number a workspace file is believed about: a team starts its ids at
+most here, so a planted ``worker-999999999`` cannot push the counter past the id grammar
+(``roles.MAX_AGENT_NUMBER``) and 900 million ids stay free."""
+ID_FIELDS = {ROLES_FOLDER: ("createdBy",), FOLDER: ("agent_id", "parent_agent_id"),
+             INTERRUPTED: ("agent_id", "parent_agent_id"), AGENTS_FOLDER: ("parentAgentId",)}
+"""The fields of each team folder's files that name a built-in agent."""
+MAX_ID_FILES = 10_000
+MAX_ID_FILE_BYTES = 1024 * 1024
 
 
-def first_agent_number(root: Path) -> int:
+def first_agent_number(root: Path) -> tuple[int, list[str]]:
     """One past the highest ``planner-N`` / ``worker-N`` the workspace's team files name
-    (the roles' makers, saved and interrupted tasks, spawned agents): agent ids go on
-    across kernels, so a role made by an earlier kernel's ``planner-1`` (which only its
-    maker may spawn agents in) is never its maker's in a new kernel."""
-    highest = 0
-    for folder in (ROLES_FOLDER, FOLDER, INTERRUPTED, AGENTS_FOLDER):
-        for path in (root / folder).glob("*.json"):
+    (the roles' makers, saved and interrupted tasks, spawned agents' parents), and a line
+    for each value that is not an agent id it can believe.
+
+    Agent ids go on across kernels, so a role made by an earlier kernel's ``planner-1``
+    (which only its maker may spawn agents in) is never a new kernel's ``planner-1``'s.
+    Each file is read as JSON (an id spelt with escapes is still seen) and each field is
+    parsed whole (:func:`~.roles.agent_number`): ``planner-1e9``, ``worker-007`` or a
+    20-digit number is no id and moves nothing; a number above
+    :data:`TRUSTED_AGENT_NUMBER` is reported and not believed."""
+    from .society import _read_json
+
+    highest, problems = 0, []
+    for folder, names in ID_FIELDS.items():
+        place = root / folder
+        if not place.is_dir():
+            continue
+        for path in sorted(place.glob("*.json"))[:MAX_ID_FILES]:
             try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            highest = max([highest, *(int(n) for n in _AGENT_ID.findall(text))])
-    return highest + 1
+                record = _read_json(path, MAX_ID_FILE_BYTES)
+            except (OSError, ValueError):
+                continue  # unreadable: its own reader reports it, and it grants nothing
+            for name in names:
+                value = record.get(name)
+                number = agent_number(value)
+                if number is None:
+                    if looks_numbered(value):
+                        problems.append(f"{folder}/{path.name}: {name} {str(value)[:40]!r} "
+                                        "is not an agent id (planner- or worker- and a "
+                                        "number); it is ignored")
+                elif number > TRUSTED_AGENT_NUMBER:
+                    problems.append(f"{folder}/{path.name}: {name} {value!r} is beyond the "
+                                    f"{TRUSTED_AGENT_NUMBER:,} agents a workspace may have "
+                                    "named; it is ignored")
+                else:
+                    highest = max(highest, number)
+    return highest + 1, problems
 
 
 class Supervisor:
@@ -148,7 +178,7 @@ class Supervisor:
         self._per_run: dict[str, list[str]] = {}
         self._settled: dict[str, asyncio.Future[Task]] = {}
         self._runs: dict[str, asyncio.Task[None]] = {}
-        self._numbers = itertools.count(first_agent_number(workspace.root))
+        self._next_number, self._id_problems = first_agent_number(workspace.root)
         self._background: set[asyncio.Task[None]] = set()
         self._stopping: set[str] = set()
         self.restored: list[Task] = []
@@ -187,6 +217,11 @@ class Supervisor:
             agent.questions = NamedQuestions(self.asker, agent)  # type: ignore[assignment]
         agent.bus.subscribe(self.bus.emit)
         return agent
+
+    def next_agent_id(self, role: str) -> str:
+        """A new ``planner-N`` / ``worker-N`` (:meth:`dispatch` checks there is one left)."""
+        number, self._next_number = self._next_number, self._next_number + 1
+        return f"{role}-{number}"
 
     @staticmethod
     def label(agent: Agent, task: Task) -> None:
@@ -297,7 +332,7 @@ class Supervisor:
         """Take back the tasks an earlier kernel left: queue the queued ones (not started yet),
         mark the running ones interrupted, cancel held ones (their Planner never finished)."""
         tasks, problems = self.store.load_all()
-        report = RestoreReport(problems=problems)
+        report = RestoreReport(problems=[*self._id_problems, *problems])
         fresh = [t for t in tasks if t.id not in self.tasks and t.open]
         report.problems += [f"{t.id}.json: not restored: its status is {t.status!r}, not held, "
                             f"queued, running or trigger" for t in tasks
@@ -401,6 +436,9 @@ class Supervisor:
                 if task is None:
                     break
                 spent = self.budget.refused(task.tree_id)
+                if self._next_number > MAX_AGENT_NUMBER:  # never an id that reads back wrong
+                    spent = (f"this workspace has used all {MAX_AGENT_NUMBER:,} agent numbers;"
+                             " start the team on a new workspace")
                 if spent is not None:  # its tree's budget is spent: it never starts
                     made = asyncio.get_running_loop().create_task(self._refuse(task, spent))
                     self._background.add(made)
@@ -418,7 +456,7 @@ class Supervisor:
         self.peak[task.role] = max(self.peak[task.role], self._counts[task.role])
         task.status, task.started_at = "running", now_iso()
         task.run_id = new_id("run")
-        task.agent_id = f"{task.role}-{next(self._numbers)}"
+        task.agent_id = self.next_agent_id(task.role)
         self.running[task.id] = task
         self.started.append(task.id)
         self._runs[task.id] = asyncio.get_running_loop().create_task(

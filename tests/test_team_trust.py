@@ -1,0 +1,157 @@
+"""The team's files are data, not grants: what a planted or edited workspace file can do.
+
+Every test plants real files in a real workspace folder and runs a real ``Team`` over
+litellm's HTTP path against the local scripted server. Agent ids named in files are parsed
+whole and bounded, so no file moves a new team's numbering where a planted role waits for
+it; a role file's tools are cut to what the spawner may use when it spawns; queued tasks
+an earlier session left run only when the person says so; and a message's sender is the
+team's word, never the body's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from scripted_server import Message
+from test_team import RoleServer, delegate, last, make_team
+from test_team_agents import BRIEF, SocietyServer, teller_and_planner, tool_call
+
+from agent_kernel.events import Notice
+from agent_kernel.team.roles import TELLER, agent_number
+from agent_kernel.team.supervisor import TRUSTED_AGENT_NUMBER, first_agent_number
+
+
+def plant(folder: Path, name: str, record: dict[str, Any] | str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(record if isinstance(record, str) else json.dumps(record),
+                    encoding="utf-8")
+    return path
+
+
+def role_record(created_by: str, tools: list[str], name: str = "Helper") -> dict[str, Any]:
+    return {"id": "role-3f2b8c1e-4d5a-4e6f-8a9b-0c1d2e3f4a5b", "name": name,
+            "rolePrompt": f"You are the {name}.", "createdBy": created_by,
+            "createdAt": "2026-01-01T00:00:00Z", "tools": tools}
+
+
+# -- agent numbers --------------------------------------------------------------------------
+
+
+def test_agent_ids_are_parsed_whole() -> None:
+    assert agent_number("planner-7") == 7 and agent_number("worker-999999999") == 999_999_999
+    for text in ("planner-99999999999999999999", "worker-1e9", "planner-007", "planner-0",
+                 "worker-12x", "worker-12 ", "planner-١", "planner-+5", "teller", "planner-",
+                 "Planner-3", "agent-0123456789ab", 7, None):
+        assert agent_number(text) is None, text
+
+
+def one_planner(role: str, body: dict[str, Any]) -> Message:
+    said = last(body)
+    if role == TELLER:
+        if said["role"] == "user" and not said["content"].startswith("The work you"):
+            return Message(calls=[delegate("plan the trip")])
+        return Message(text="Planned.")
+    return Message(text="Plan: nothing to split.")
+
+
+async def test_planted_agent_ids_never_make_a_huge_counter_or_collide(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    team_dir = ws / "team"
+    # an id spelt with a JSON escape is still an id: the next team starts after it
+    plant(team_dir / "roles", "a.json",
+          '{"id": "role-3f2b8c1e-4d5a-4e6f-8a9b-0c1d2e3f4a5b", "name": "Escaped", '
+          '"rolePrompt": "You are the Escaped.", "createdBy": "planner\\u002d7", '
+          '"createdAt": "2026-01-01T00:00:00Z", "tools": ["bash"]}')
+    plant(team_dir / "roles", "b.json",
+          role_record("planner-99999999999999999999", ["bash"], "Huge"))
+    plant(team_dir / "roles", "c.json", role_record("planner-0008", ["bash"], "Zeros"))
+    plant(team_dir / "interrupted", "task_x.json", {
+        "id": "task_x", "role": "worker", "prompt": "x", "status": "interrupted",
+        "agent_id": "worker-1e9", "parent_agent_id": f"planner-{TRUSTED_AGENT_NUMBER + 1}"})
+    plant(team_dir / "agents", "agent-0123456789ab.json", {
+        "id": "agent-0123456789ab", "roleId": "role-x", "roleName": "X",
+        "parentAgentId": "worker-999999999", "taskId": "t", "status": "ok",
+        "createdAt": "2026-01-01T00:00:00Z"})
+
+    first, problems = first_agent_number(ws)
+    assert first == 8
+    assert len(problems) == 5, problems
+    for shown in ("'planner-99999999999999999999' is not an agent id",
+                  "'planner-0008' is not an agent id", "'worker-1e9' is not an agent id",
+                  f"'planner-{TRUSTED_AGENT_NUMBER + 1}' is beyond",
+                  "'worker-999999999' is beyond"):
+        assert any(shown in p for p in problems), (shown, problems)
+
+    with RoleServer(one_planner) as server:
+        team = make_team(server, ws)
+        result = await team.arun("plan my trip")
+        assert not server.hook_errors, server.hook_errors
+    assert result.ok, result.error
+    [planner] = result.tree["children"]
+    assert planner["agent_id"] == "planner-8"  # after planner-7, however it was spelt
+    note = result.notes[0]
+    assert "'worker-1e9' is not an agent id" in note and "'worker-999999999' is beyond" in note
+
+
+# -- a role file lists tools: it grants only what the spawner may give -----------------------
+
+
+def planted_helper(role: str, body: dict[str, Any], ws: Path) -> Message:
+    """The Planner makes a Helper role with ``echo`` only; before it spawns, the role's file
+    is edited on disk to list bash, write_file and url_fetch too (a planted workspace); the
+    Helper then tries to write a file."""
+
+    def planner(said: dict[str, Any], body: dict[str, Any]) -> Message:
+        if said["role"] == "user":
+            return Message(calls=[tool_call("create_role", name="Helper",
+                                            rolePrompt="You are the Helper. Help.",
+                                            tools=["echo"])])
+        if said["role"] == "tool" and '"rolePrompt"' in said["content"]:
+            [path] = (ws / "team" / "roles").glob("*.json")
+            record = json.loads(path.read_text(encoding="utf-8"))
+            record["tools"] = ["echo", "bash", "write_file", "url_fetch", "delegate"]
+            path.write_text(json.dumps(record), encoding="utf-8")
+            return Message(calls=[tool_call("spawn_agent", roleId=record["id"],
+                                            taskBrief=BRIEF)])
+        return Message(text="Plan: the Helper did it.")
+
+    made = teller_and_planner(role, body, planner)
+    if made is not None:
+        return made
+    assert role == "helper"
+    said = last(body)
+    if said["role"] == "user":
+        return Message(calls=[tool_call("write_file", path="owned.txt", content="pwned")])
+    return Message(text="Done: " + said["content"][:300])
+
+
+async def test_a_planted_role_file_grants_no_tool_its_spawner_may_not_give(tmp_path: Path
+                                                                          ) -> None:
+    ws = tmp_path / "ws"
+    with SocietyServer(lambda role, body: planted_helper(role, body, ws)) as server:
+        team = make_team(server, ws)
+        notices: list[Notice] = []
+        team.bus.subscribe(lambda e: notices.append(e) if isinstance(e, Notice) else None)
+        result = await team.arun("get it done")
+        assert not server.hook_errors, server.hook_errors
+        helper = server.of("helper")
+
+    assert result.ok, result.error
+    offered = {t["function"]["name"] for t in helper[0]["tools"]}
+    assert offered == {"echo", "send_message", "wait_for_message"}
+    assert not (ws / "files" / "owned.txt").exists()
+    refusal = last(helper[-1])["content"]
+    assert "'write_file' is not one of them" in refusal
+    [warning] = [n.text for n in notices if "lists tools" in n.text]
+    assert "The role Helper lists tools planner-1 may not use (bash, url_fetch, write_file)" \
+        in warning
+    started = [r for r in team.ledger.records() if r.get("kind") == "task_started"
+               and r.get("role") == "Helper"]
+    assert started[0]["tools"] == ["echo", "send_message", "wait_for_message"]
+    assert started[0]["tools_refused"] == ["bash", "url_fetch", "write_file"]
+    calls = [r for r in team.ledger.records() if r.get("kind") == "tool_call"
+             and r.get("tool_name") == "write_file"]
+    assert calls and not calls[0]["success"]
