@@ -267,10 +267,12 @@ class RestoreReport:
         if self.question:
             lines.append(f"The Teller's question is still waiting for your answer: "
                          f"{self.question[:200]} (your next prompt to the team answers it)")
-        if self.queued or self.interrupted or self.cancelled or self.problems:
-            lines.append(f"Restored {len(self.queued)} queued team task(s) from the workspace"
-                         + ("; they run when the team next runs." if self.queued else "."))
-        lines += [f"  {t.id}: {t.role}, priority {t.priority}: {t.prompt[:60]}"
+        if self.queued:
+            lines.append(f"{len(self.queued)} queued team task(s) were waiting from an earlier "
+                         "session; they run only if you say so (the team's next prompt asks).")
+        elif self.interrupted or self.cancelled or self.problems:
+            lines.append("Restored 0 queued team task(s) from the workspace.")
+        lines += [f"  {t.role.capitalize()}, priority {t.priority}: {t.prompt[:60]}"
                   for t in self.queued]
         lines += [f"  interrupted: {t.id} ({t.role}, {t.agent_id or '?'}) was running when the "
                   f"kernel stopped; it did not finish: {t.prompt[:60]}" for t in self.interrupted]

@@ -182,7 +182,10 @@ class Supervisor:
         self._background: set[asyncio.Task[None]] = set()
         self._stopping: set[str] = set()
         self.restored: list[Task] = []
-        """Queued tasks put back from the workspace by :meth:`restore`."""
+        """Queued tasks an earlier session left, read back by :meth:`restore`."""
+        self.undecided: list[Task] = []
+        """Restored tasks the person has not yet said to run or drop: on no queue, never
+        started (their files stay)."""
         self.asker: Any = None
         """The Teller's question channel: every team agent's questions go there (set by the
         Team), so the view that answers the Teller answers a Worker's approval too."""
@@ -348,8 +351,8 @@ class Supervisor:
             self.tasks[task.id] = task
         for task in fresh:  # only tasks this team knows, so settling never looks up a stranger
             task.children = [c for c in task.children if c in self.tasks]
-            if task.status == "queued":
-                self.queues[task.role].push(task)
+            if task.status == "queued":  # run only when the person says so (Team asks)
+                self.undecided.append(task)
                 self.restored.append(task)
                 report.queued.append(task)
             elif task.status == "running":
@@ -385,10 +388,31 @@ class Supervisor:
             return False
         return isinstance(record, dict) and record.get("status") in LIVE
 
+    def run_restored(self) -> list[Task]:
+        """The person said Run: the restored tasks go back on their queues, in their order
+        (:meth:`resume_restored` starts them)."""
+        released, self.undecided = self.undecided, []
+        for task in released:
+            self.queues[task.role].push(task)
+        return released
+
+    def drop_restored(self, why: str) -> list[Task]:
+        """The person said Drop: each restored task ends as cancelled, its file goes, and a
+        ``task_cancelled`` record says why."""
+        dropped, self.undecided = self.undecided, []
+        for task in dropped:
+            task.status, task.error, task.ended_at = "cancelled", why, now_iso()
+            self.store.delete(task.id)
+            self._record_now("task_cancelled", task, error=why)
+            self.settle(task)
+            self.changed(task)
+        return dropped
+
     def resume_restored(self) -> list[Task]:
-        """Start the restored tasks (needs the running loop); returns those not ended yet."""
+        """Start the restored tasks the person let run (needs the running loop); returns
+        those not ended yet."""
         loop = asyncio.get_running_loop()
-        waiting = [t for t in self.restored if t.open]
+        waiting = [t for t in self.restored if t.open and t not in self.undecided]
         for task in waiting:
             future = self._settled.get(task.id)
             if future is None or future.get_loop() is not loop:

@@ -18,7 +18,7 @@ import contextlib
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..agent import Agent, RunResult
 from ..config import DEMO_MODEL, Settings
@@ -33,6 +33,10 @@ from .society import SocietyError
 from .supervisor import Supervisor, TeamLimits
 
 RESULT_CHARS = 4000
+RUN_RESTORED, DROP_RESTORED = "Run them", "Drop them"
+RESTORED_TIMEOUT = 600.0
+"""Seconds the person has to answer about restored tasks; then they stay saved, not run."""
+Decision = Literal["ask", "run", "drop"]
 RESULTS_NOTICE = "The delegated work has ended; the Teller answers from its results."
 ANSWER_NOTICE = "The person answered; the Teller goes on."
 
@@ -75,6 +79,23 @@ class TeamResult:
 
     def __str__(self) -> str:
         return self.reply if self.ok else f"[{self.status}] {self.error or self.reply}"
+
+
+def restored_question(tasks: list[Task]) -> str:
+    """The question about tasks an earlier session left, in words: their roles and
+    prompts."""
+    count = len(tasks)
+    lines = [f"{count} task{'s were' if count != 1 else ' was'} waiting from an earlier "
+             "session:"]
+    for task in tasks[:10]:
+        prompt = " ".join(task.prompt.split())
+        prompt = prompt if len(prompt) <= 200 else prompt[:199] + "…"
+        lines.append(f"- {task.role.capitalize()}, priority {task.priority}: {prompt}")
+    if count > 10:
+        lines.append(f"- and {count - 10} more")
+    lines.append("Run them now, or drop them? If nobody answers they stay saved and do not "
+                 "run.")
+    return "\n".join(lines)
 
 
 class TriggerDesk(Agent):
@@ -138,11 +159,12 @@ class Team:
         self._restore_question()
         self._restore_told = not self.restore_report.has_news
         self._restore_reported = self._restore_told
-        self._resuming: asyncio.Task[list[Task]] | None = None
-        # In a kernel (a running loop) restored work starts at once; in a script, when the
-        # team next runs.
+        self._restored_asked = False
+        self._deciding: asyncio.Future[str] | None = None
+        # In a kernel (a running loop) the desk's saved triggers start at once; queued tasks
+        # an earlier session left wait for the person's word (the next prompt asks).
         with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().call_soon(self._resume_soon)
+            asyncio.get_running_loop().call_soon(self._start_triggers)
 
     def _restore_question(self) -> None:
         """Take back the Teller's question an earlier kernel left waiting."""
@@ -172,35 +194,86 @@ class Team:
             raise ValueError("No question of the Teller is waiting for an answer.")
         return self.run(text)
 
-    def _resume_soon(self) -> None:
-        if self._resuming is None:
-            self._resuming = asyncio.get_running_loop().create_task(self.aresume())
-
-    def resume(self) -> list[Task]:
-        """Run the restored work without a prompt; returns the restored tasks once ended."""
+    def resume(self, decision: Decision = "ask") -> list[Task]:
+        """Deal with the work an earlier session left and return the restored tasks once
+        those let run have ended (see :meth:`aresume`)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.aresume())
+            return asyncio.run(self.aresume(decision))
         import nest_asyncio2
 
         nest_asyncio2.apply(loop)
-        return loop.run_until_complete(self.aresume())
+        return loop.run_until_complete(self.aresume(decision))
 
-    async def aresume(self) -> list[Task]:
-        """Start what an earlier kernel left (queued tasks, the desk's saved triggers) and
-        wait until those tasks have ended."""
-        current = asyncio.current_task()
-        if self._resuming is not None and self._resuming is not current and (
-                self._resuming.get_loop() is asyncio.get_running_loop()):
-            return await asyncio.shield(self._resuming)
+    async def aresume(self, decision: Decision = "ask") -> list[Task]:
+        """Start the desk's saved triggers and settle the queued tasks an earlier session
+        left: ``"ask"`` puts them to the person through the Teller's question channel (once
+        per team; with nobody to ask, the headless policy answers: ``allow`` runs them,
+        ``deny`` keeps them saved, not run), ``"run"`` runs them, ``"drop"`` drops them
+        (recorded). Returns the restored tasks once those let run have ended."""
         if not self._restore_told:
             self._restore_told = True
             self.bus.emit(Notice("team", self.restore_report.text()))
         self._start_triggers()
-        waiting = self.supervisor.resume_restored()
-        await asyncio.gather(*(self.supervisor.settled(t) for t in waiting))
-        return list(self.supervisor.restored)
+        team = self.supervisor
+        if team.undecided:
+            if self._deciding is not None:  # another call is asking: its answer holds
+                await asyncio.shield(self._deciding)
+            elif decision != "ask" or not self._restored_asked:
+                self._deciding = asyncio.get_running_loop().create_future()
+                try:
+                    choice, source = ((decision, "person") if decision != "ask"
+                                      else await self._ask_restored(team.undecided))
+                    self._restored_asked = True
+                    await self._settle_restored(choice, source)
+                finally:
+                    done, self._deciding = self._deciding, None
+                    if not done.done():
+                        done.set_result("")
+        waiting = team.resume_restored()
+        await asyncio.gather(*(team.settled(t) for t in waiting))
+        return list(team.restored)
+
+    async def _ask_restored(self, tasks: list[Task]) -> tuple[str, str]:
+        """Ask the person whether the tasks an earlier session left should run: ``(choice,
+        source)``, choice ``run``, ``drop`` or ``keep`` (not run, still saved)."""
+        channel = self.teller.questions
+        if not channel.interactive:
+            policy = self.supervisor.settings.headless_approval
+            return ("run" if policy == "allow" else "keep"), f"headless policy: {policy}"
+        reply = await channel.ask(run_id=new_id("run"), question=restored_question(tasks),
+                                  options=[RUN_RESTORED, DROP_RESTORED],
+                                  timeout=RESTORED_TIMEOUT, default=None)
+        choice = {RUN_RESTORED: "run", DROP_RESTORED: "drop"}.get(reply["answer"], "keep")
+        return choice, reply["source"]
+
+    async def _settle_restored(self, choice: str, source: str) -> None:
+        """Run, drop or keep the undecided restored tasks, as ``choice`` says; recorded."""
+        team = self.supervisor
+        tasks = list(team.undecided)
+        if team.desk is not None:
+            await asyncio.to_thread(
+                team.desk.ledger.record_event, "restored_tasks_decided", agent_id="teller",
+                decision=choice, source=source, task_ids=[t.id for t in tasks],
+                prompts=[t.prompt[:200] for t in tasks])
+        count = f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} from an earlier session"
+        by_policy = source.startswith("headless")
+        if choice == "run":
+            team.run_restored()
+            said = (f"{count}: running them; nobody could be asked and the headless policy "
+                    "(allow) runs them." if by_policy else f"{count}: running them, as you "
+                    "said.")
+        elif choice == "drop":
+            team.drop_restored("dropped: it was waiting from an earlier session and you "
+                               "chose Drop")
+            said = f"{count}: dropped, as you said."
+        else:
+            why = ("nobody could be asked and the headless policy does not run them"
+                   if by_policy else "nobody answered")
+            said = (f"{count} did not run: {why}. They stay saved: team.resume(\"run\") "
+                    "runs them, team.resume(\"drop\") drops them.")
+        self.teller.bus.emit(Notice("team", said))  # the prompt's view shows it; team.bus too
 
     def _start_triggers(self) -> None:
         """Start the desk's scheduler when it has saved triggers: starting restores them."""
@@ -236,7 +309,8 @@ class Team:
         note = "" if self._restore_reported else self.restore_report.text()
         self._restore_reported = True
         resumed = None
-        if any(t.open for t in team.restored) or note:
+        if (team.undecided and not self._restored_asked) or note or any(
+                t.open and t not in team.undecided for t in team.restored):
             resumed = asyncio.ensure_future(self.aresume())
         root = team.root(prompt, TELLER)
         team.label(teller, root)
