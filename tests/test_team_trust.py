@@ -318,3 +318,39 @@ async def test_drop_removes_the_restored_task_with_a_ledger_record(tmp_path: Pat
                                   "chose Drop")
     assert decisions(team)[0]["decision"] == "drop"
     assert team.ledger.verify()
+
+
+async def test_no_answer_keeps_the_restored_task_and_the_next_prompt_asks_again(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    from agent_kernel.events import Question
+    from agent_kernel.team import team as team_module
+
+    monkeypatch.setattr(team_module, "RESTORED_TIMEOUT", 0.3)
+    ws = tmp_path / "ws"
+    plant(ws / "team" / "tasks", "task_planted.json", PLANTED)
+    with RoleServer(hello_and_worker) as server:
+        team = make_team(server, ws)
+        channel = team.teller.questions
+        channel.attach_answerer()  # a person is there, but says nothing the first time
+        asked: list[Any] = []
+        answering = [False]
+
+        def reply(event: Any) -> None:
+            if isinstance(event, Question) and event.kind == "approval":
+                channel.answer(event.question_id, APPROVE)
+            elif isinstance(event, Question):
+                asked.append(event)
+                if answering[0]:
+                    channel.answer(event.question_id, "Run them")
+
+        team.teller.bus.subscribe(reply)
+        first = await team.arun("hello")
+        assert not (ws / "files" / "owned.txt").exists()
+        answering[0] = True
+        second = await team.arun("hello again")
+
+    assert first.ok and second.ok and len(asked) == 2
+    assert [t["status"] for t in first.restored] == ["queued"]
+    assert (ws / "files" / "owned.txt").read_text() == "pwned"
+    assert [(r["decision"], r["source"]) for r in decisions(team)] == [
+        ("keep", "timeout"), ("run", "user")]

@@ -20,7 +20,9 @@ session (``budget.py``).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,18 +123,21 @@ def first_agent_number(root: Path) -> tuple[int, list[str]]:
     parsed whole (:func:`~.roles.agent_number`): ``planner-1e9``, ``worker-007`` or a
     20-digit number is no id and moves nothing; a number above
     :data:`TRUSTED_AGENT_NUMBER` is reported and not believed."""
-    from .society import _read_json
-
     highest, problems = 0, []
     for folder, names in ID_FIELDS.items():
         place = root / folder
         if not place.is_dir():
             continue
         for path in sorted(place.glob("*.json"))[:MAX_ID_FILES]:
-            try:
-                record = _read_json(path, MAX_ID_FILE_BYTES)
-            except (OSError, ValueError):
+            try:  # followed like the task store follows it: read at least what it reads
+                info = path.stat()
+                if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ID_FILE_BYTES:
+                    continue
+                record = json.loads(path.read_bytes().decode("utf-8"))
+            except (OSError, ValueError, RecursionError):
                 continue  # unreadable: its own reader reports it, and it grants nothing
+            if not isinstance(record, dict):
+                continue
             for name in names:
                 value = record.get(name)
                 number = agent_number(value)
@@ -372,8 +377,6 @@ class Supervisor:
 
     def _trigger_lives(self, trigger_id: str | None) -> bool:
         """True when the desk's saved trigger ``trigger_id`` is still live."""
-        import json
-
         from ..triggers.model import LIVE
         from ..triggers.store import TriggerStore
 

@@ -225,7 +225,8 @@ class Team:
                 try:
                     choice, source = ((decision, "person") if decision != "ask"
                                       else await self._ask_restored(team.undecided))
-                    self._restored_asked = True
+                    # a person who did not answer is asked again at the next prompt
+                    self._restored_asked = source != "timeout"
                     await self._settle_restored(choice, source)
                 finally:
                     done, self._deciding = self._deciding, None
@@ -268,11 +269,13 @@ class Team:
             team.drop_restored("dropped: it was waiting from an earlier session and you "
                                "chose Drop")
             said = f"{count}: dropped, as you said."
+        elif by_policy:
+            said = (f"{count} did not run: nobody could be asked and the headless policy "
+                    "(deny) does not run them. They stay saved: team.resume(\"run\") runs "
+                    "them, team.resume(\"drop\") drops them.")
         else:
-            why = ("nobody could be asked and the headless policy does not run them"
-                   if by_policy else "nobody answered")
-            said = (f"{count} did not run: {why}. They stay saved: team.resume(\"run\") "
-                    "runs them, team.resume(\"drop\") drops them.")
+            said = (f"{count} did not run: nobody answered. They stay saved, and the "
+                    "team's next prompt asks again.")
         self.teller.bus.emit(Notice("team", said))  # the prompt's view shows it; team.bus too
 
     def _start_triggers(self) -> None:
