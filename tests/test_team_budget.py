@@ -219,3 +219,43 @@ async def test_fresh_trace_ids_do_not_start_a_fresh_tree_budget(tmp_path):
     assert record["root_task_id"] == result.tree["id"]
     assert record["trace_id"] == "fresh-rome"  # the label stays on the record
     assert set(team.supervisor.budget.trees) == {result.tree["id"]}
+
+
+async def test_a_planners_schedule_spends_the_budget_of_the_tree_that_made_it(tmp_path):
+    """A recurring trigger a Planner makes fires as Worker tasks under the scheduling
+    prompt's root task: its firings cannot open a fresh tree budget each time."""
+    from test_team import until
+
+    def respond(role: str, body: dict[str, Any]) -> Message:
+        said, spent = last(body), usage(60, 40)
+        if role == TELLER:
+            if said["role"] == "user" and not said["content"].startswith("The work you"):
+                return Message(calls=[delegate("keep an eye on it")], usage=spent)
+            return Message(text="Watching.", usage=spent)
+        if role == PLANNER:
+            if said["role"] == "user":
+                return Message(calls=[Call("schedule", json.dumps({
+                    "prompt": "check the thing", "type": "recurring", "interval": 2,
+                    "traceId": "fresh-schedule"}))], usage=spent)
+            return Message(text="Scheduled.", usage=spent)
+        return Message(text="checked", usage=spent)
+
+    with RoleServer(respond) as server:
+        team = make_team(server, tmp_path / "ws",
+                         limits=TeamLimits(max_tree_tokens=550))
+        result = await team.arun("watch it")
+        assert result.ok and result.usage["tokens"] == 500
+
+        def firings() -> list[Any]:
+            return [t for t in team.supervisor.tasks.values()
+                    if t.prompt == "check the thing" and t.role == WORKER and not t.open]
+
+        await until(lambda: len(firings()) >= 2, 30)
+        await team.triggers.close()
+        assert not server.hook_errors, server.hook_errors
+
+    first, second = firings()[:2]
+    assert first.tree_id == second.tree_id == result.tree["id"]
+    assert (first.status, second.status) == ("ok", "limit")
+    assert "this task tree used 600 tokens of its 550" in (second.error or "")
+    assert len(server.by_role(WORKER)) == 1  # the second firing reached no model

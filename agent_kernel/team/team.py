@@ -115,7 +115,15 @@ class TriggerDesk(Agent):
             self._runs[run_id] = current
         made = next((t for t in team.tasks.values()
                      if t.trigger_id and t.trigger_id == (trigger or {}).get("trigger_id")), None)
-        parent = made or team.root(prompt, TELLER)
+        parent = made
+        if parent is None:
+            parent = team.root(prompt, TELLER)
+            # a model's schedule spends the budget of the tree that made it, not a new one
+            by_run = (trigger or {}).get("scheduled_by_run_id")
+            maker = next((t for t in team.tasks.values()
+                          if by_run and t.run_id == by_run and t is not parent), None)
+            if maker is not None:
+                parent.root_id = maker.tree_id
         task = team.new_task(parent, self.agent_id, WORKER, prompt, type=parent.type,
                              priority=parent.priority, timeout=parent.timeout,
                              trace_id=(trigger or {}).get("trace_id"))
