@@ -323,7 +323,7 @@ async def test_drop_removes_the_restored_task_with_a_ledger_record(tmp_path: Pat
 async def test_no_answer_keeps_the_restored_task_and_the_next_prompt_asks_again(
         tmp_path: Path, monkeypatch: Any) -> None:
     from agent_kernel.events import Question
-    from agent_kernel.team import team as team_module
+    from agent_kernel.team import restored as team_module
 
     monkeypatch.setattr(team_module, "RESTORED_TIMEOUT", 0.3)
     ws = tmp_path / "ws"

@@ -18,7 +18,7 @@ import contextlib
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from ..agent import Agent, RunResult
 from ..config import DEMO_MODEL, Settings
@@ -26,17 +26,16 @@ from ..events import EventBus, Notice, Reply
 from ..ledger import new_id, now_iso
 from ..tools.base import Tool
 from ..workspace import Workspace
+from . import restored
 from .asking import PendingQuestion, answered_message, tool_result
 from .queue import RestoreReport, Task
+from .restored import Decision
 from .roles import TELLER, WORKER
 from .society import SocietyError
 from .supervisor import Supervisor, TeamLimits
 
 RESULT_CHARS = 4000
-RUN_RESTORED, DROP_RESTORED = "Run them", "Drop them"
-RESTORED_TIMEOUT = 600.0
-"""Seconds the person has to answer about restored tasks; then they stay saved, not run."""
-Decision = Literal["ask", "run", "drop"]
+
 RESULTS_NOTICE = "The delegated work has ended; the Teller answers from its results."
 ANSWER_NOTICE = "The person answered; the Teller goes on."
 
@@ -79,23 +78,6 @@ class TeamResult:
 
     def __str__(self) -> str:
         return self.reply if self.ok else f"[{self.status}] {self.error or self.reply}"
-
-
-def restored_question(tasks: list[Task]) -> str:
-    """The question about tasks an earlier session left, in words: their roles and
-    prompts."""
-    count = len(tasks)
-    lines = [f"{count} task{'s were' if count != 1 else ' was'} waiting from an earlier "
-             "session:"]
-    for task in tasks[:10]:
-        prompt = " ".join(task.prompt.split())
-        prompt = prompt if len(prompt) <= 200 else prompt[:199] + "…"
-        lines.append(f"- {task.role.capitalize()}, priority {task.priority}: {prompt}")
-    if count > 10:
-        lines.append(f"- and {count - 10} more")
-    lines.append("Run them now, or drop them? If nobody answers they stay saved and do not "
-                 "run.")
-    return "\n".join(lines)
 
 
 class TriggerDesk(Agent):
@@ -232,10 +214,10 @@ class Team:
                 self._deciding = asyncio.get_running_loop().create_future()
                 try:
                     choice, source = ((decision, "person") if decision != "ask"
-                                      else await self._ask_restored(team.undecided))
+                                      else await restored.ask(self.teller, team))
                     # a person who did not answer is asked again at the next prompt
                     self._restored_asked = source != "timeout"
-                    await self._settle_restored(choice, source)
+                    await restored.settle(self.teller, team, choice, source)
                 finally:
                     done, self._deciding = self._deciding, None
                     if not done.done():
@@ -243,48 +225,6 @@ class Team:
         waiting = team.resume_restored()
         await asyncio.gather(*(team.settled(t) for t in waiting))
         return list(team.restored)
-
-    async def _ask_restored(self, tasks: list[Task]) -> tuple[str, str]:
-        """Ask the person whether the tasks an earlier session left should run: ``(choice,
-        source)``, choice ``run``, ``drop`` or ``keep`` (not run, still saved)."""
-        channel = self.teller.questions
-        if not channel.interactive:
-            policy = self.supervisor.settings.headless_approval
-            return ("run" if policy == "allow" else "keep"), f"headless policy: {policy}"
-        reply = await channel.ask(run_id=new_id("run"), question=restored_question(tasks),
-                                  options=[RUN_RESTORED, DROP_RESTORED],
-                                  timeout=RESTORED_TIMEOUT, default=None)
-        choice = {RUN_RESTORED: "run", DROP_RESTORED: "drop"}.get(reply["answer"], "keep")
-        return choice, reply["source"]
-
-    async def _settle_restored(self, choice: str, source: str) -> None:
-        """Run, drop or keep the undecided restored tasks, as ``choice`` says; recorded."""
-        team = self.supervisor
-        tasks = list(team.undecided)
-        if team.desk is not None:
-            await asyncio.to_thread(
-                team.desk.ledger.record_event, "restored_tasks_decided", agent_id="teller",
-                decision=choice, source=source, task_ids=[t.id for t in tasks],
-                prompts=[t.prompt[:200] for t in tasks])
-        count = f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} from an earlier session"
-        by_policy = source.startswith("headless")
-        if choice == "run":
-            team.run_restored()
-            said = (f"{count}: running them; nobody could be asked and the headless policy "
-                    "(allow) runs them." if by_policy else f"{count}: running them, as you "
-                    "said.")
-        elif choice == "drop":
-            team.drop_restored("dropped: it was waiting from an earlier session and you "
-                               "chose Drop")
-            said = f"{count}: dropped, as you said."
-        elif by_policy:
-            said = (f"{count} did not run: nobody could be asked and the headless policy "
-                    "(deny) does not run them. They stay saved: team.resume(\"run\") runs "
-                    "them, team.resume(\"drop\") drops them.")
-        else:
-            said = (f"{count} did not run: nobody answered. They stay saved, and the "
-                    "team's next prompt asks again.")
-        self.teller.bus.emit(Notice("team", said))  # the prompt's view shows it; team.bus too
 
     def _start_triggers(self) -> None:
         """Start the desk's scheduler when it has saved triggers: starting restores them."""
