@@ -71,10 +71,14 @@ async def settle(teller: Agent, team: Supervisor, choice: str, source: str) -> N
     told to the person in a notice on the Teller's bus (the prompt's view shows it)."""
     tasks = list(team.undecided)
     if team.desk is not None:
-        await asyncio.to_thread(
-            team.desk.ledger.record_event, "restored_tasks_decided", agent_id=teller.agent_id,
-            decision=choice, source=source, task_ids=[t.id for t in tasks],
-            prompts=[t.prompt[:200] for t in tasks])
+        try:
+            await asyncio.to_thread(
+                team.desk.ledger.record_event, "restored_tasks_decided",
+                agent_id=teller.agent_id, decision=choice, source=source,
+                task_ids=[t.id for t in tasks], prompts=[t.prompt[:200] for t in tasks])
+        except Exception as exc:  # the decision stands; the person hears the record failed
+            teller.bus.emit(Notice("team", f"The ledger could not record the decision about "
+                                   f"the earlier session's tasks: {exc}", level="error"))
     count = f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} from an earlier session"
     by_policy = source.startswith("headless")
     if choice == "run":

@@ -337,8 +337,9 @@ class Supervisor:
 
     # -- restarts -------------------------------------------------------------------
     def restore(self) -> RestoreReport:
-        """Take back the tasks an earlier kernel left: queue the queued ones (not started yet),
-        mark the running ones interrupted, cancel held ones (their Planner never finished)."""
+        """Take back the tasks an earlier kernel left: keep the queued ones (not started yet)
+        for the person's word (:attr:`undecided`), mark the running ones interrupted, cancel
+        held ones (their Planner never finished)."""
         tasks, problems = self.store.load_all()
         report = RestoreReport(problems=[*self._id_problems, *problems])
         fresh = [t for t in tasks if t.id not in self.tasks and t.open]

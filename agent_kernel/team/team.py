@@ -35,7 +35,6 @@ from .society import SocietyError
 from .supervisor import Supervisor, TeamLimits
 
 RESULT_CHARS = 4000
-
 RESULTS_NOTICE = "The delegated work has ended; the Teller answers from its results."
 ANSWER_NOTICE = "The person answered; the Teller goes on."
 
