@@ -95,9 +95,9 @@ def review(role: str, body: dict[str, Any]) -> Message:
 
     def planner(said: dict[str, Any], body: dict[str, Any]) -> Message:
         if said["role"] == "user" and said["content"].startswith("Message(s) arrived"):
-            reviewer = re.search(r"from (agent-[0-9a-f]{12})", said["content"])
-            assert reviewer, said["content"]
-            return Message(calls=[tool_call("send_message", to=reviewer.group(1),
+            [report] = envelopes(said["content"])
+            assert AGENT_ID.fullmatch(report["from"]), said["content"]
+            return Message(calls=[tool_call("send_message", to=report["from"],
                                             content="approved, finish up")])
         if said["role"] == "user":
             return Message(calls=[tool_call(
@@ -126,8 +126,14 @@ def review(role: str, body: dict[str, Any]) -> Message:
             tool_call("wait_for_message")])
     said = last(body)
     if said["role"] == "user" and said["content"].startswith("Message(s) arrived"):
-        return Message(text="Verdict: yes (" + said["content"].split(": ", 1)[1] + ")")
+        [answer] = envelopes(said["content"])
+        return Message(text=f"Verdict: yes ({answer['payload']})")
     return Message(text=f"unexpected: {said['content'][:200]}")
+
+
+def envelopes(content: str) -> list[dict[str, Any]]:
+    """The messages a woken agent reads: one JSON envelope a line after the heading."""
+    return [json.loads(line) for line in content.splitlines()[1:]]
 
 
 def said_is_brief(body: dict[str, Any]) -> bool:
@@ -219,9 +225,9 @@ def chain(role: str, body: dict[str, Any]) -> Message:
 
     def planner(said: dict[str, Any], body: dict[str, Any]) -> Message:
         if said["role"] == "user" and said["content"].startswith("Message(s) arrived"):
-            lead = re.search(r"from (agent-[0-9a-f]{12})", said["content"])
-            assert lead
-            return Message(calls=[tool_call("terminate_agent", agentId=lead.group(1),
+            [ready] = envelopes(said["content"])
+            assert AGENT_ID.fullmatch(ready["from"]), said["content"]
+            return Message(calls=[tool_call("terminate_agent", agentId=ready["from"],
                                             reason="enough")])
         if said["role"] == "user":
             return Message(calls=[tool_call(
@@ -460,7 +466,8 @@ async def test_a_new_team_restores_agents_and_messages(tmp_path: Path) -> None:
 def planner_waits(role: str, body: dict[str, Any]) -> Message:
     def planner(said: dict[str, Any], body: dict[str, Any]) -> Message:
         if said["role"] == "user" and said["content"].startswith("Message(s) arrived"):
-            return Message(text="Plan: the Worker said " + said["content"].split(": ", 1)[1])
+            [told] = envelopes(said["content"])
+            return Message(text=f"Plan: the Worker said {told['payload']} (from {told['from']})")
         if said["role"] == "user":
             return Message(calls=[delegate("count the files", priority=4),
                                   tool_call("wait_for_message")])
@@ -487,7 +494,7 @@ async def test_a_waiting_planner_releases_its_workers_and_a_worker_wakes_it(tmp_
     [worker_task] = planner_task["children"]
     assert planner_task["agent_id"] == "planner-1"
     assert (planner_task["status"], planner_task["result"]) == (
-        "ok", "Plan: the Worker said 3 files")
+        "ok", "Plan: the Worker said 3 files (from worker-2)")
     assert (worker_task["status"], worker_task["result"]) == ("ok", "counted")
     # the Worker ran while the Planner waited: its run had ended, so its delegation went on
     assert worker_task["started_at"] <= planner_task["ended_at"]

@@ -169,3 +169,93 @@ def test_budget_defaults():
     assert isinstance(default.max_tree_tokens, int) and default.max_tree_tokens >= 100_000
     assert default.max_tree_cost is None and default.max_session_cost is None
 
+
+
+def fresh_trace_ids(role: str, body: dict[str, Any]) -> Message:
+    """``two_workers``, but every delegation names a trace id nobody used before."""
+    said, spent = last(body), usage(60, 40)
+    if role == TELLER:
+        if said["role"] == "user" and not said["content"].startswith("The work you"):
+            return Message(calls=[delegate("compare Paris and Rome", traceId="trace-teller-new")],
+                           usage=spent)
+        return Message(text="Compared.", usage=spent)
+    if role == PLANNER:
+        if said["role"] == "user":
+            return Message(calls=[delegate("research Rome", priority=7, traceId="fresh-rome"),
+                                  delegate("research Paris", priority=3, traceId="fresh-paris")],
+                           usage=spent)
+        return Message(text="Plan: one Worker per city.", usage=spent)
+    city = first_prompt(body).split()[-1]
+    if said["role"] == "user":
+        return Message(calls=[Call("write_file", json.dumps(
+            {"path": f"{city.lower()}.md", "content": f"{city} notes"}))], usage=spent)
+    return Message(text=f"{city}: notes written", usage=spent)
+
+
+async def test_fresh_trace_ids_do_not_start_a_fresh_tree_budget(tmp_path):
+    """A traceId is the model's label: the tree's budget is kept under the prompt's root
+    task, so a Teller and a Planner naming new trace ids still spend the one budget."""
+    with RoleServer(fresh_trace_ids) as server:
+        team = make_team(server, tmp_path / "ws", max_workers=1,
+                         limits=TeamLimits(max_workers=1, max_tree_tokens=450))
+        result = await team.arun("compare two cities")
+        assert not server.hook_errors, server.hook_errors
+
+    message = ("Token budget spent: this task tree used 500 tokens of its 450; the run "
+               "stops (TeamLimits.max_tree_tokens)")
+    assert (result.status, result.error) == ("limit", message)
+    assert sorted(role_of(b) for b in server.requests) == [PLANNER, PLANNER, TELLER, TELLER,
+                                                           WORKER]
+    assert result.usage["tokens"] == 500
+    [planner] = result.tree["children"]
+    assert planner["trace_id"] == "trace-teller-new" != result.tree["trace_id"]
+    first, second = sorted(planner["children"], key=lambda t: -t["priority"])
+    assert (first["trace_id"], second["trace_id"]) == ("fresh-rome", "fresh-paris")
+    assert first["root_id"] == second["root_id"] == planner["root_id"] == result.tree["id"]
+    assert (first["status"], second["status"]) == ("limit", "limit")
+    assert second["started_at"] is None
+    assert not (tmp_path / "ws" / "files" / "paris.md").exists()
+    [record] = budget_records(team)
+    assert record["root_task_id"] == result.tree["id"]
+    assert record["trace_id"] == "fresh-rome"  # the label stays on the record
+    assert set(team.supervisor.budget.trees) == {result.tree["id"]}
+
+
+async def test_a_planners_schedule_spends_the_budget_of_the_tree_that_made_it(tmp_path):
+    """A recurring trigger a Planner makes fires as Worker tasks under the scheduling
+    prompt's root task: its firings cannot open a fresh tree budget each time."""
+    from test_team import until
+
+    def respond(role: str, body: dict[str, Any]) -> Message:
+        said, spent = last(body), usage(60, 40)
+        if role == TELLER:
+            if said["role"] == "user" and not said["content"].startswith("The work you"):
+                return Message(calls=[delegate("keep an eye on it")], usage=spent)
+            return Message(text="Watching.", usage=spent)
+        if role == PLANNER:
+            if said["role"] == "user":
+                return Message(calls=[Call("schedule", json.dumps({
+                    "prompt": "check the thing", "type": "recurring", "interval": 2,
+                    "traceId": "fresh-schedule"}))], usage=spent)
+            return Message(text="Scheduled.", usage=spent)
+        return Message(text="checked", usage=spent)
+
+    with RoleServer(respond) as server:
+        team = make_team(server, tmp_path / "ws",
+                         limits=TeamLimits(max_tree_tokens=550))
+        result = await team.arun("watch it")
+        assert result.ok and result.usage["tokens"] == 500
+
+        def firings() -> list[Any]:
+            return [t for t in team.supervisor.tasks.values()
+                    if t.prompt == "check the thing" and t.role == WORKER and not t.open]
+
+        await until(lambda: len(firings()) >= 2, 30)
+        await team.triggers.close()
+        assert not server.hook_errors, server.hook_errors
+
+    first, second = firings()[:2]
+    assert first.tree_id == second.tree_id == result.tree["id"]
+    assert (first.status, second.status) == ("ok", "limit")
+    assert "this task tree used 600 tokens of its 550" in (second.error or "")
+    assert len(server.by_role(WORKER)) == 1  # the second firing reached no model

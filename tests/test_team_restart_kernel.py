@@ -108,7 +108,9 @@ def test_a_killed_kernel_leaves_its_question_and_queue_to_the_next(
         assert script.building.is_set()
 
         second = run_notebook([
-            _setup(server.base_url, ws),
+            # nobody can be asked in this kernel: the headless policy decides about the
+            # queued task the first kernel left (deny, the default, would keep it unrun)
+            _setup(server.base_url, ws) + "\nm.current().headless_approval = 'allow'",
             "%agent --team production",
             "r = m.current().last_result\nprint('status:', r.status)\n"
             "print('restored:', [(t['prompt'], t['status']) for t in r.restored])\n"
@@ -124,7 +126,9 @@ def test_a_killed_kernel_leaves_its_question_and_queue_to_the_next(
             assert out.output_type != "error", out
     shown = output_text(second.cells[1])
     assert "The Teller's question is still waiting for your answer: Which environment?" in shown
-    assert "Restored 1 queued team task(s)" in shown and "write the docs" in shown
+    assert "1 queued team task(s) were waiting from an earlier session" in shown
+    assert "Planner, priority 5: write the docs" in shown
+    assert "running them; nobody could be asked and the headless policy (allow)" in shown
     assert "interrupted: " in shown and "build the app" in shown
     assert "Deploying to production, as you chose." in output_text(second.cells[1],
                                                                    "text/html")

@@ -1,11 +1,14 @@
 """Token and cost budgets of a team: per task tree (one prompt to the Teller) and per session.
 
 Every model response of a team agent (Teller, Planner, Workers, spawned agents)
-is added, as it comes, to its tree's totals (the tree is its task's
-``trace_id``) and to the session's (the :class:`~agent_kernel.team.Team`'s
-lifetime). Before each model call the loop asks :meth:`TeamBudget.before_call`:
-once a budget is spent the call is not made and the run ends with status
-``limit`` and a message naming the budget and the numbers. The first stop of
+is added, as it comes, to its tree's totals and to the session's (the
+:class:`~agent_kernel.team.Team`'s lifetime). A tree is kept under its *root
+task* (``Task.tree_id``: one prompt to the Teller, inherited by every task
+made under it), never under spec 002's ``traceId``: that is a label the
+model may choose, and a fresh one must not start a fresh budget. Before each
+model call the loop asks :meth:`TeamBudget.before_call`: once a budget is
+spent the call is not made and the run ends with status ``limit`` and a
+message naming the budget and the numbers. The first stop of
 each budget in a tree is recorded in the ledger as ``budget_spent``.
 """
 
@@ -60,7 +63,7 @@ class TeamBudget:
     def __init__(self, supervisor: Supervisor) -> None:
         self.supervisor = supervisor
         self.trees: dict[str, Spent] = {}
-        """What each task tree used, by trace id."""
+        """What each task tree used, by its root task's id."""
         self.session = Spent()
         self._recorded: set[tuple[str, str]] = set()
 
@@ -69,13 +72,13 @@ class TeamBudget:
         """The team's limits (read each time: a person may change them between prompts)."""
         return self.supervisor.limits
 
-    def tree(self, trace_id: str | None) -> Spent:
-        """What the tree ``trace_id`` used so far (empty for an unknown one)."""
-        return self.trees.get(trace_id or "", Spent())
+    def tree(self, tree_id: str | None) -> Spent:
+        """What the tree under root task ``tree_id`` used so far (empty for an unknown one)."""
+        return self.trees.get(tree_id or "", Spent())
 
-    def refusal(self, trace_id: str | None) -> tuple[str, str, float, float] | None:
+    def refusal(self, tree_id: str | None) -> tuple[str, str, float, float] | None:
         """``(budget, message, used, limit)`` of the first spent budget of a tree, or None."""
-        limits, tree = self.limits, self.tree(trace_id)
+        limits, tree = self.limits, self.tree(tree_id)
         checks = [("max_tree_tokens", "this task tree", tree.tokens, limits.max_tree_tokens),
                   ("max_session_tokens", "this session", self.session.tokens,
                    limits.max_session_tokens),
@@ -94,31 +97,31 @@ class TeamBudget:
             return name, message, float(used), float(limit)
         return None
 
-    def refused(self, trace_id: str | None) -> str | None:
-        """The message when a budget of the tree ``trace_id`` (or the session) is spent."""
-        found = self.refusal(trace_id)
+    def refused(self, tree_id: str | None) -> str | None:
+        """The message when a budget of the tree ``tree_id`` (or the session) is spent."""
+        found = self.refusal(tree_id)
         return found[1] if found else None
 
     async def before_call(self, agent: Agent, run_id: str) -> str | None:
         """None when ``agent`` may call its model; else why not (recorded once per tree)."""
         task = agent.services.get("team_task")
-        trace_id = getattr(task, "trace_id", None)
-        found = self.refusal(trace_id)
+        tree_id = getattr(task, "tree_id", None)
+        found = self.refusal(tree_id)
         if found is None:
             return None
         name, message, used, limit = found
-        if task is not None and (trace_id or "", name) not in self._recorded:
-            self._recorded.add((trace_id or "", name))
+        if task is not None and (tree_id or "", name) not in self._recorded:
+            self._recorded.add((tree_id or "", name))
             await self.supervisor.record("budget_spent", task, agent_id=agent.agent_id,
-                                         budget=name, used=used, limit=limit,
-                                         message=message)
+                                         root_task_id=tree_id, budget=name, used=used,
+                                         limit=limit, message=message)
         return message
 
     def spent(self, agent: Agent, run_id: str, usage: dict[str, int],
               cost: float | None) -> None:
         """Add one model response of ``agent`` to its tree's and the session's totals."""
         task = agent.services.get("team_task")
-        trace_id = getattr(task, "trace_id", None)
-        if trace_id:
-            self.trees.setdefault(trace_id, Spent()).add(usage, cost)
+        tree_id = getattr(task, "tree_id", None)
+        if tree_id:
+            self.trees.setdefault(tree_id, Spent()).add(usage, cost)
         self.session.add(usage, cost)

@@ -55,6 +55,10 @@ class Task:
     priority: int = DEFAULT_PRIORITY
     timeout: float | None = None
     trace_id: str | None = None
+    """Spec 002's ``traceId``: a label for the records, which the model may choose."""
+    root_id: str | None = None
+    """The task at the top of this task's tree (None for a root itself): the tree's budget
+    is kept under it, never under a ``trace_id`` the model chose."""
     parent_id: str | None = None
     parent_agent_id: str | None = None
     depth: int = 1
@@ -72,6 +76,11 @@ class Task:
     ended_at: str | None = None
     children: list[str] = field(default_factory=list)
     seq: int = field(default_factory=lambda: next(_SEQ))
+
+    @property
+    def tree_id(self) -> str:
+        """The id its tree's budget is kept under: its root task's."""
+        return self.root_id or self.id
 
     @property
     def open(self) -> bool:
@@ -107,7 +116,7 @@ class Task:
         for name in ("created_at", "result"):
             if not isinstance(known.get(name, ""), str):
                 raise ValueError(f"{name} must be text")
-        for name in ("trace_id", "parent_id", "parent_agent_id", "agent_id", "run_id",
+        for name in ("trace_id", "root_id", "parent_id", "parent_agent_id", "agent_id", "run_id",
                      "trigger_id", "error", "started_at", "ended_at"):
             if known.get(name) is not None and not isinstance(known[name], str):
                 raise ValueError(f"{name} must be text or null")
@@ -258,10 +267,12 @@ class RestoreReport:
         if self.question:
             lines.append(f"The Teller's question is still waiting for your answer: "
                          f"{self.question[:200]} (your next prompt to the team answers it)")
-        if self.queued or self.interrupted or self.cancelled or self.problems:
-            lines.append(f"Restored {len(self.queued)} queued team task(s) from the workspace"
-                         + ("; they run when the team next runs." if self.queued else "."))
-        lines += [f"  {t.id}: {t.role}, priority {t.priority}: {t.prompt[:60]}"
+        if self.queued:
+            lines.append(f"{len(self.queued)} queued team task(s) were waiting from an earlier "
+                         "session; they run only if you say so (the team's next prompt asks).")
+        elif self.interrupted or self.cancelled or self.problems:
+            lines.append("Restored 0 queued team task(s) from the workspace.")
+        lines += [f"  {t.role.capitalize()}, priority {t.priority}: {t.prompt[:60]}"
                   for t in self.queued]
         lines += [f"  interrupted: {t.id} ({t.role}, {t.agent_id or '?'}) was running when the "
                   f"kernel stopped; it did not finish: {t.prompt[:60]}" for t in self.interrupted]

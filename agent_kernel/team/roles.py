@@ -14,6 +14,7 @@ nothing of ours, so the agent can install the hook cheaply.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,6 +124,27 @@ class RoleTools:
         """Why the role's agent may not use ``name``, and what it may use."""
         return (f"An agent in the role {self.role!r} uses only the role's tools, and "
                 f"'{name}' is not one of them: " + ", ".join(sorted(self.tools)) + ".")
+
+
+AGENT_NUMBER_DIGITS = 9
+MAX_AGENT_NUMBER = 10**AGENT_NUMBER_DIGITS - 1
+"""The largest number a built-in agent id may carry: ``planner-999999999``."""
+_NUMBERED_ID = re.compile(rf"(planner|worker)-([1-9][0-9]{{0,{AGENT_NUMBER_DIGITS - 1}}})")
+
+
+def agent_number(agent_id: Any) -> int | None:
+    """The number of a built-in agent id, parsed whole: ``planner-<n>`` or ``worker-<n>``
+    with ``n`` a plain decimal of 1 to 9 ASCII digits and no leading zero; None for
+    anything else (``planner-1e9``, ``worker-007``, ``planner-12x``, a 20-digit number)."""
+    if not isinstance(agent_id, str):
+        return None
+    found = _NUMBERED_ID.fullmatch(agent_id)
+    return int(found.group(2)) if found else None
+
+
+def looks_numbered(agent_id: Any) -> bool:
+    """True for text that starts like a built-in agent id (whether or not it is one)."""
+    return isinstance(agent_id, str) and agent_id.startswith((f"{PLANNER}-", f"{WORKER}-"))
 
 
 def roles_for(name: str | None) -> frozenset[str] | None:

@@ -20,9 +20,9 @@ session (``budget.py``).
 from __future__ import annotations
 
 import asyncio
-import itertools
+import json
 import logging
-import re
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +39,7 @@ from .asking import NamedQuestions, PendingQuestion, QuestionStore
 from .budget import TeamBudget
 from .members import AGENTS_FOLDER, Society
 from .queue import FOLDER, INTERRUPTED, RestoreReport, Task, TaskQueue, TaskStore
-from .roles import PLANNER, ROLES, TELLER, WORKER
+from .roles import MAX_AGENT_NUMBER, PLANNER, ROLES, TELLER, WORKER, agent_number, looks_numbered
 from .society import ROLES_FOLDER
 
 log = logging.getLogger(__name__)
@@ -101,23 +101,58 @@ def cut(text: str) -> str:
     return text if len(text) <= PROMPT_LIMIT else text[: PROMPT_LIMIT - 1] + "…"
 
 
-_AGENT_ID = re.compile(r'"(?:planner|worker)-(\d{1,9})"')
+TRUSTED_AGENT_NUMBER = 100_000_000
+"""The highest agent number a workspace file is believed about: a team starts its ids at
+most here, so a planted ``worker-999999999`` cannot push the counter past the id grammar
+(``roles.MAX_AGENT_NUMBER``) and 900 million ids stay free."""
+ID_FIELDS = {ROLES_FOLDER: ("createdBy",), FOLDER: ("agent_id", "parent_agent_id"),
+             INTERRUPTED: ("agent_id", "parent_agent_id"), AGENTS_FOLDER: ("parentAgentId",)}
+"""The fields of each team folder's files that name a built-in agent."""
+MAX_ID_FILES = 10_000
+MAX_ID_FILE_BYTES = 1024 * 1024
 
 
-def first_agent_number(root: Path) -> int:
+def first_agent_number(root: Path) -> tuple[int, list[str]]:
     """One past the highest ``planner-N`` / ``worker-N`` the workspace's team files name
-    (the roles' makers, saved and interrupted tasks, spawned agents): agent ids go on
-    across kernels, so a role made by an earlier kernel's ``planner-1`` (which only its
-    maker may spawn agents in) is never its maker's in a new kernel."""
-    highest = 0
-    for folder in (ROLES_FOLDER, FOLDER, INTERRUPTED, AGENTS_FOLDER):
-        for path in (root / folder).glob("*.json"):
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
+    (the roles' makers, saved and interrupted tasks, spawned agents' parents), and a line
+    for each value that is not an agent id it can believe.
+
+    Agent ids go on across kernels, so a role made by an earlier kernel's ``planner-1``
+    (which only its maker may spawn agents in) is never a new kernel's ``planner-1``'s.
+    Each file is read as JSON (an id spelt with escapes is still seen) and each field is
+    parsed whole (:func:`~.roles.agent_number`): ``planner-1e9``, ``worker-007`` or a
+    20-digit number is no id and moves nothing; a number above
+    :data:`TRUSTED_AGENT_NUMBER` is reported and not believed."""
+    highest, problems = 0, []
+    for folder, names in ID_FIELDS.items():
+        place = root / folder
+        if not place.is_dir():
+            continue
+        for path in sorted(place.glob("*.json"))[:MAX_ID_FILES]:
+            try:  # followed like the task store follows it: read at least what it reads
+                info = path.stat()
+                if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ID_FILE_BYTES:
+                    continue
+                record = json.loads(path.read_bytes().decode("utf-8"))
+            except (OSError, ValueError, RecursionError):
+                continue  # unreadable: its own reader reports it, and it grants nothing
+            if not isinstance(record, dict):
                 continue
-            highest = max([highest, *(int(n) for n in _AGENT_ID.findall(text))])
-    return highest + 1
+            for name in names:
+                value = record.get(name)
+                number = agent_number(value)
+                if number is None:
+                    if looks_numbered(value):
+                        problems.append(f"{folder}/{path.name}: {name} {str(value)[:40]!r} "
+                                        "is not an agent id (planner- or worker- and a "
+                                        "number); it is ignored")
+                elif number > TRUSTED_AGENT_NUMBER:
+                    problems.append(f"{folder}/{path.name}: {name} {value!r} is beyond the "
+                                    f"{TRUSTED_AGENT_NUMBER:,} agents a workspace may have "
+                                    "named; it is ignored")
+                else:
+                    highest = max(highest, number)
+    return highest + 1, problems
 
 
 class Supervisor:
@@ -148,11 +183,14 @@ class Supervisor:
         self._per_run: dict[str, list[str]] = {}
         self._settled: dict[str, asyncio.Future[Task]] = {}
         self._runs: dict[str, asyncio.Task[None]] = {}
-        self._numbers = itertools.count(first_agent_number(workspace.root))
+        self._next_number, self._id_problems = first_agent_number(workspace.root)
         self._background: set[asyncio.Task[None]] = set()
         self._stopping: set[str] = set()
         self.restored: list[Task] = []
-        """Queued tasks put back from the workspace by :meth:`restore`."""
+        """Queued tasks an earlier session left, read back by :meth:`restore`."""
+        self.undecided: list[Task] = []
+        """Restored tasks the person has not yet said to run or drop: on no queue, never
+        started (their files stay)."""
         self.asker: Any = None
         """The Teller's question channel: every team agent's questions go there (set by the
         Team), so the view that answers the Teller answers a Worker's approval too."""
@@ -188,6 +226,11 @@ class Supervisor:
         agent.bus.subscribe(self.bus.emit)
         return agent
 
+    def next_agent_id(self, role: str) -> str:
+        """A new ``planner-N`` / ``worker-N`` (:meth:`dispatch` checks there is one left)."""
+        number, self._next_number = self._next_number, self._next_number + 1
+        return f"{role}-{number}"
+
     @staticmethod
     def label(agent: Agent, task: Task) -> None:
         """Put ``task``'s place in the tree on every ledger record ``agent`` writes."""
@@ -212,7 +255,7 @@ class Supervisor:
         """A task delegated by ``agent_id`` while it works on ``parent``."""
         task = Task(id=new_id("task"), role=role, prompt=prompt, parent_id=parent.id,
                     parent_agent_id=agent_id, depth=parent.depth + 1, created_at=now_iso(),
-                    **fields)
+                    root_id=parent.tree_id, **fields)
         if task.trace_id is None:
             task.trace_id = parent.trace_id
         self.tasks[task.id] = task
@@ -294,10 +337,11 @@ class Supervisor:
 
     # -- restarts -------------------------------------------------------------------
     def restore(self) -> RestoreReport:
-        """Take back the tasks an earlier kernel left: queue the queued ones (not started yet),
-        mark the running ones interrupted, cancel held ones (their Planner never finished)."""
+        """Take back the tasks an earlier kernel left: keep the queued ones (not started yet)
+        for the person's word (:attr:`undecided`), mark the running ones interrupted, cancel
+        held ones (their Planner never finished)."""
         tasks, problems = self.store.load_all()
-        report = RestoreReport(problems=problems)
+        report = RestoreReport(problems=[*self._id_problems, *problems])
         fresh = [t for t in tasks if t.id not in self.tasks and t.open]
         report.problems += [f"{t.id}.json: not restored: its status is {t.status!r}, not held, "
                             f"queued, running or trigger" for t in tasks
@@ -313,8 +357,8 @@ class Supervisor:
             self.tasks[task.id] = task
         for task in fresh:  # only tasks this team knows, so settling never looks up a stranger
             task.children = [c for c in task.children if c in self.tasks]
-            if task.status == "queued":
-                self.queues[task.role].push(task)
+            if task.status == "queued":  # run only when the person says so (Team asks)
+                self.undecided.append(task)
                 self.restored.append(task)
                 report.queued.append(task)
             elif task.status == "running":
@@ -334,8 +378,6 @@ class Supervisor:
 
     def _trigger_lives(self, trigger_id: str | None) -> bool:
         """True when the desk's saved trigger ``trigger_id`` is still live."""
-        import json
-
         from ..triggers.model import LIVE
         from ..triggers.store import TriggerStore
 
@@ -350,10 +392,31 @@ class Supervisor:
             return False
         return isinstance(record, dict) and record.get("status") in LIVE
 
+    def run_restored(self) -> list[Task]:
+        """The person said Run: the restored tasks go back on their queues, in their order
+        (:meth:`resume_restored` starts them)."""
+        released, self.undecided = self.undecided, []
+        for task in released:
+            self.queues[task.role].push(task)
+        return released
+
+    def drop_restored(self, why: str) -> list[Task]:
+        """The person said Drop: each restored task ends as cancelled, its file goes, and a
+        ``task_cancelled`` record says why."""
+        dropped, self.undecided = self.undecided, []
+        for task in dropped:
+            task.status, task.error, task.ended_at = "cancelled", why, now_iso()
+            self.store.delete(task.id)
+            self._record_now("task_cancelled", task, error=why)
+            self.settle(task)
+            self.changed(task)
+        return dropped
+
     def resume_restored(self) -> list[Task]:
-        """Start the restored tasks (needs the running loop); returns those not ended yet."""
+        """Start the restored tasks the person let run (needs the running loop); returns
+        those not ended yet."""
         loop = asyncio.get_running_loop()
-        waiting = [t for t in self.restored if t.open]
+        waiting = [t for t in self.restored if t.open and t not in self.undecided]
         for task in waiting:
             future = self._settled.get(task.id)
             if future is None or future.get_loop() is not loop:
@@ -400,7 +463,10 @@ class Supervisor:
                 task = queue.pop()
                 if task is None:
                     break
-                spent = self.budget.refused(task.trace_id)
+                spent = self.budget.refused(task.tree_id)
+                if self._next_number > MAX_AGENT_NUMBER:  # never an id that reads back wrong
+                    spent = (f"this workspace has used all {MAX_AGENT_NUMBER:,} agent numbers;"
+                             " start the team on a new workspace")
                 if spent is not None:  # its tree's budget is spent: it never starts
                     made = asyncio.get_running_loop().create_task(self._refuse(task, spent))
                     self._background.add(made)
@@ -418,7 +484,7 @@ class Supervisor:
         self.peak[task.role] = max(self.peak[task.role], self._counts[task.role])
         task.status, task.started_at = "running", now_iso()
         task.run_id = new_id("run")
-        task.agent_id = f"{task.role}-{next(self._numbers)}"
+        task.agent_id = self.next_agent_id(task.role)
         self.running[task.id] = task
         self.started.append(task.id)
         self._runs[task.id] = asyncio.get_running_loop().create_task(

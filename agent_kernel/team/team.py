@@ -26,8 +26,10 @@ from ..events import EventBus, Notice, Reply
 from ..ledger import new_id, now_iso
 from ..tools.base import Tool
 from ..workspace import Workspace
+from . import restored
 from .asking import PendingQuestion, answered_message, tool_result
 from .queue import RestoreReport, Task
+from .restored import Decision
 from .roles import TELLER, WORKER
 from .society import SocietyError
 from .supervisor import Supervisor, TeamLimits
@@ -94,7 +96,15 @@ class TriggerDesk(Agent):
             self._runs[run_id] = current
         made = next((t for t in team.tasks.values()
                      if t.trigger_id and t.trigger_id == (trigger or {}).get("trigger_id")), None)
-        parent = made or team.root(prompt, TELLER)
+        parent = made
+        if parent is None:
+            parent = team.root(prompt, TELLER)
+            # a model's schedule spends the budget of the tree that made it, not a new one
+            by_run = (trigger or {}).get("scheduled_by_run_id")
+            maker = next((t for t in team.tasks.values()
+                          if by_run and t.run_id == by_run and t is not parent), None)
+            if maker is not None:
+                parent.root_id = maker.tree_id
         task = team.new_task(parent, self.agent_id, WORKER, prompt, type=parent.type,
                              priority=parent.priority, timeout=parent.timeout,
                              trace_id=(trigger or {}).get("trace_id"))
@@ -138,11 +148,12 @@ class Team:
         self._restore_question()
         self._restore_told = not self.restore_report.has_news
         self._restore_reported = self._restore_told
-        self._resuming: asyncio.Task[list[Task]] | None = None
-        # In a kernel (a running loop) restored work starts at once; in a script, when the
-        # team next runs.
+        self._restored_asked = False
+        self._deciding: asyncio.Future[str] | None = None
+        # In a kernel (a running loop) the desk's saved triggers start at once; queued tasks
+        # an earlier session left wait for the person's word (the next prompt asks).
         with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().call_soon(self._resume_soon)
+            asyncio.get_running_loop().call_soon(self._start_triggers)
 
     def _restore_question(self) -> None:
         """Take back the Teller's question an earlier kernel left waiting."""
@@ -172,35 +183,47 @@ class Team:
             raise ValueError("No question of the Teller is waiting for an answer.")
         return self.run(text)
 
-    def _resume_soon(self) -> None:
-        if self._resuming is None:
-            self._resuming = asyncio.get_running_loop().create_task(self.aresume())
-
-    def resume(self) -> list[Task]:
-        """Run the restored work without a prompt; returns the restored tasks once ended."""
+    def resume(self, decision: Decision = "ask") -> list[Task]:
+        """Deal with the work an earlier session left and return the restored tasks once
+        those let run have ended (see :meth:`aresume`)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.aresume())
+            return asyncio.run(self.aresume(decision))
         import nest_asyncio2
 
         nest_asyncio2.apply(loop)
-        return loop.run_until_complete(self.aresume())
+        return loop.run_until_complete(self.aresume(decision))
 
-    async def aresume(self) -> list[Task]:
-        """Start what an earlier kernel left (queued tasks, the desk's saved triggers) and
-        wait until those tasks have ended."""
-        current = asyncio.current_task()
-        if self._resuming is not None and self._resuming is not current and (
-                self._resuming.get_loop() is asyncio.get_running_loop()):
-            return await asyncio.shield(self._resuming)
+    async def aresume(self, decision: Decision = "ask") -> list[Task]:
+        """Start the desk's saved triggers and settle the queued tasks an earlier session
+        left: ``"ask"`` puts them to the person through the Teller's question channel (once
+        per team; with nobody to ask, the headless policy answers: ``allow`` runs them,
+        ``deny`` keeps them saved, not run), ``"run"`` runs them, ``"drop"`` drops them
+        (recorded). Returns the restored tasks once those let run have ended."""
         if not self._restore_told:
             self._restore_told = True
             self.bus.emit(Notice("team", self.restore_report.text()))
         self._start_triggers()
-        waiting = self.supervisor.resume_restored()
-        await asyncio.gather(*(self.supervisor.settled(t) for t in waiting))
-        return list(self.supervisor.restored)
+        team = self.supervisor
+        if team.undecided:
+            if self._deciding is not None:  # another call is asking: its answer holds
+                await asyncio.shield(self._deciding)
+            elif decision != "ask" or not self._restored_asked:
+                self._deciding = asyncio.get_running_loop().create_future()
+                try:
+                    choice, source = ((decision, "person") if decision != "ask"
+                                      else await restored.ask(self.teller, team))
+                    # a person who did not answer is asked again at the next prompt
+                    self._restored_asked = source != "timeout"
+                    await restored.settle(self.teller, team, choice, source)
+                finally:
+                    done, self._deciding = self._deciding, None
+                    if not done.done():
+                        done.set_result("")
+        waiting = team.resume_restored()
+        await asyncio.gather(*(team.settled(t) for t in waiting))
+        return list(team.restored)
 
     def _start_triggers(self) -> None:
         """Start the desk's scheduler when it has saved triggers: starting restores them."""
@@ -236,7 +259,8 @@ class Team:
         note = "" if self._restore_reported else self.restore_report.text()
         self._restore_reported = True
         resumed = None
-        if any(t.open for t in team.restored) or note:
+        if (team.undecided and not self._restored_asked) or note or any(
+                t.open and t not in team.undecided for t in team.restored):
             resumed = asyncio.ensure_future(self.aresume())
         root = team.root(prompt, TELLER)
         team.label(teller, root)
@@ -264,7 +288,7 @@ class Team:
                 status, error = result.status, result.error
                 wave = [t for t in team.delegated_by(run_id) if t.type == "oneshot"]
                 asked = team.question if result.ended_by == "ask_user" else None
-                if result.status == "limit" and wave and team.budget.refused(root.trace_id):
+                if result.status == "limit" and wave and team.budget.refused(root.tree_id):
                     # a spent budget: the tree's agents end at their next model call
                     await asyncio.gather(*(team.settled(t) for t in wave))
                 if result.status != "ok" or not (wave or asked):
@@ -307,7 +331,7 @@ class Team:
         restored = [self.tree(t) for t in await resumed] if resumed is not None else []
         return TeamResult(status=status, reply=root.result, tree=self.tree(root), runs=runs,
                           restored=restored, notes=[note] if note else [],
-                          usage=team.budget.tree(root.trace_id).summary(),
+                          usage=team.budget.tree(root.tree_id).summary(),
                           error=error, duration_ms=int((time.perf_counter() - started) * 1000))
 
     async def _put_question(self, pending: PendingQuestion, run_id: str,

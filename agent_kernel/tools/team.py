@@ -7,8 +7,10 @@ a Planner's is held until its run ends and then goes on the worker queue
 refused, not silently ignored. A conditional delegation is code the model
 wrote: the person approves the condition first, exactly as for ``schedule``,
 and it becomes a trigger whose firings are worker tasks. ``traceId`` is spec
-002's: it ties the task and everything under it to one piece of work, and is
-inherited when not given. The tool is offered only inside a team.
+002's: it ties the task and everything under it to one piece of work in the
+records, and is inherited when not given. It is a label only: the tree's
+budgets are kept under the prompt's root task, so a new ``traceId`` never
+starts a new budget. The tool is offered only inside a team.
 """
 
 from __future__ import annotations
