@@ -77,6 +77,8 @@ _SECRET_PARTS = {"password", "passwd", "pwd", "passphrase", "secret", "secrets",
 
 _lock = threading.Lock()
 _custom: list[re.Pattern[str]] = []
+_secrets: tuple[re.Pattern[str], ...] = ()  # keys this process holds (add_secret)
+_secret_values: set[bytes] = set()
 _compiled: list[re.Pattern[str]] = [re.compile(p) for p in _SHAPES]
 _env_cache: tuple[tuple[tuple[str, str], ...], re.Pattern[str] | None] = ((), None)
 _env_patterns_cache: tuple[str, list[re.Pattern[str]]] = ("", [])
@@ -99,6 +101,58 @@ def add_pattern(pattern: str | re.Pattern[str]) -> None:
     with _lock:
         if compiled.pattern not in {p.pattern for p in _custom}:
             _custom.append(compiled)
+
+
+def _byte_forms(value: bytes) -> list[str]:
+    """Patterns for ``value`` written out: hex (any case, ``0x``/``\\x`` prefixes, spaces,
+    colons or commas between bytes, as ``xxd``, ``od`` and ``hexdump`` print it), decimal
+    byte lists, base64 and base64url (at each of the three alignments a longer blob puts
+    it in, padding optional), every form broken by whitespace; each half of the key on its
+    own in hex too (one ``xxd`` line), so a dump cut in lines is masked line by line."""
+    import base64
+
+    gap = r"[\s:,;]*"
+    spread = r"\s*"
+    hexes = [value, *([value[:len(value) // 2], value[len(value) // 2:]]
+                      if len(value) >= 16 else [])]
+    def hex_byte(byte: int) -> str:  # either case, without a slow IGNORECASE search
+        return "".join(f"[{c}{c.upper()}]" if c.isalpha() else c for c in f"{byte:02x}")
+
+    # The first byte has no optional prefix, so each pattern starts with a plain character.
+    forms = [hex_byte(part[0]) + "".join(rf"{gap}(?:\\x|0[xX])?{hex_byte(b)}"
+                                         for b in part[1:]) for part in hexes]
+    forms.append(r"(?<!\d)" + r"[\s,;]+".join(str(b) for b in value) + r"(?!\d)")
+    whole = base64.b64encode(value).decode("ascii").rstrip("=")
+    bodies = [whole]
+    for offset in range(3):  # only the characters no neighbouring byte changes
+        text = base64.b64encode(bytes(offset) + value + bytes(2)).decode("ascii")
+        bodies.append(text[(8 * offset + 5) // 6:8 * (offset + len(value)) // 6])
+    for body in bodies:
+        for alphabet in (body, body.replace("+", "-").replace("/", "_")):
+            forms.append(spread.join(re.escape(c) for c in alphabet) + r"(?:\s*=){0,2}")
+    return forms
+
+
+def add_secret(value: bytes) -> None:
+    """Mask ``value`` (a key this process holds) from now on, everywhere, in every form it
+    could be printed in: its raw bytes read as text (UTF-8 or Latin-1, also as a JSON
+    string), a Python bytes literal, hex, decimal, base64 and base64url, with or without
+    line breaks."""
+    global _secrets
+    value = bytes(value)
+    if len(value) < _MIN_ENV_SECRET or value in _secret_values:
+        return
+    import json
+
+    texts = {value.decode("utf-8", "replace"), value.decode("latin-1"),
+             fix_text(value.decode("utf-8", "surrogateescape"))}
+    raw = {*texts, *(json.dumps(text)[1:-1] for text in texts), repr(value)[2:-1]}
+    # One pattern per form: each starts with a plain character, which the search finds fast.
+    literals = [re.escape(text) for text in sorted(raw, key=len, reverse=True)]
+    patterns = [re.compile(form) for form in [*literals, *_byte_forms(value)]]
+    with _lock:
+        _secret_values.add(value)
+        _secrets = (*_secrets, *patterns)
 
 
 def clear_patterns() -> None:
@@ -186,6 +240,8 @@ def _redact(text: str, env: re.Pattern[str] | None, extra: list[re.Pattern[str]]
     if not text:
         return text
     text = fix_text(text)
+    for pattern in _secrets:
+        text = pattern.sub(REDACTED, text)
     if env is not None:
         text = env.sub(REDACTED, text)
     for pattern in _compiled:
@@ -232,7 +288,7 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
     """Where in ``text`` the secrets are (start, end), for cutting a stream between them."""
     spans: list[tuple[int, int]] = []
     env = _env_value_pattern()
-    for pattern in [*([env] if env is not None else []), *_compiled, *_custom,
+    for pattern in [*_secrets, *([env] if env is not None else []), *_compiled, *_custom,
                     *_env_patterns()]:
         spans.extend(m.span() for m in pattern.finditer(text))
     spans.extend((a, c) for a, _, c in _pair_spans(text))
