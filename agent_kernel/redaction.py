@@ -399,7 +399,8 @@ def to_jsonable(value: Any, *, redact: bool = False, max_chars: int | None = Non
                 items: Iterable[Any] = item
                 if isinstance(item, (set, frozenset)):
                     items = sorted(item, key=_repr)
-                return [walk(sub, depth + 1) for sub in items]
+                made = [walk(sub, depth + 1) for sub in items]
+                return REDACTED if redact and holds_key(made) else made
             finally:
                 active.discard(id(item))
         return clean(_repr(item))
@@ -412,10 +413,39 @@ def scrub(value: Any, *, max_chars: int | None = None) -> Any:
     return to_jsonable(value, redact=True, max_chars=max_chars)
 
 
+def mask_keys(text: str) -> str:
+    """``text`` with the keys registered by :func:`add_secret` masked, and nothing else."""
+    for pattern in _secrets:
+        text = pattern.sub(REDACTED, text)
+    return text
+
+
+def holds_key(items: list[Any]) -> bool:
+    """Whether a list of byte values holds a registered key (``list(key)``, say)."""
+    if not _secret_values or len(items) < _MIN_ENV_SECRET \
+            or not all(type(i) is int and 0 <= i < 256 for i in items):
+        return False
+    data = bytes(items)
+    return any(value in data for value in _secret_values)
+
+
+def _keys_masked(item: Any) -> Any:
+    if isinstance(item, str):
+        return mask_keys(item)
+    if isinstance(item, list):
+        return REDACTED if holds_key(item) else [_keys_masked(sub) for sub in item]
+    if isinstance(item, dict):
+        return {mask_keys(key): _keys_masked(sub) for key, sub in item.items()}
+    return item
+
+
 def to_text(value: Any) -> str:
-    """``value`` as text for a model or a person (never raises; not redacted)."""
+    """``value`` as text for a model or a person (never raises; not redacted, except that
+    a registered key (:func:`add_secret`) is masked: a model has no use for it, and a
+    model that saw it could send it anywhere with a GET)."""
     import json
 
     if isinstance(value, str):
-        return fix_text(value)
-    return json.dumps(to_jsonable(value), ensure_ascii=False)
+        return mask_keys(fix_text(value))
+    data = to_jsonable(value)
+    return json.dumps(_keys_masked(data) if _secrets else data, ensure_ascii=False)

@@ -95,7 +95,8 @@ def forms(key: bytes) -> dict[str, bytes]:
              "hex": key.hex().encode(), "HEX": key.hex().upper().encode(),
              "hex first half": key[:16].hex().encode(), "hex second half": key[16:].hex().encode(),
              "base64": b64.rstrip(b"="), "base64url": base64.urlsafe_b64encode(key).rstrip(b"="),
-             "decimal": ", ".join(str(b) for b in key).encode()}
+             "decimal": ", ".join(str(b) for b in key).encode(),
+             "decimal JSON": ",".join(str(b) for b in key).encode()}
     return found
 
 
@@ -264,8 +265,17 @@ async def test_no_form_of_the_key_reaches_the_workspace(
         agent = Agent(model="openai/test-model", workspace=home / "ws", tools=[key_tool(key)],
                       settings=Settings(api_base=server.base_url, api_key="sk-x",
                                         headless_approval="allow"))
-        result = await agent.arun("CANARYPROMPT show me the approval key " + key.hex())
+        result = await agent.arun("CANARYPROMPT show me the approval key")
+        sent = list(server.requests)
     assert result.ok, result.error
+    # The model never reads it either: a model that saw it could GET it anywhere.
+    results = [m.get("content") or "" for body in sent for m in body["messages"]
+               if m.get("role") == "tool"]
+    assert len(results) == 3 and any("CANARYCOMMAND" in text for text in results)
+    for text in results:
+        assert not [name for name, needle in forms(key).items()
+                    if needle.decode("latin-1") in text or needle.decode("utf-8", "replace")
+                    in text], text
     ran = next(c for c in result.tool_calls if c.tool_name == "bash").result
     assert not ran["sandboxed"] and key.hex()[:40] in ran["stdout"]  # the command read it
     assert agent.services["history_writer"].flush(30)
@@ -308,6 +318,37 @@ def test_no_form_of_the_key_reaches_a_saved_notebook(home: Path, key: bytes, tmp
     nbformat.write(nb, str(saved))
     assert "CANARYREPLY" in saved.read_text(encoding="utf-8")
     assert leaks(tmp_path, key) == {}
+
+
+def test_every_printed_form_of_a_read_key_is_masked(home: Path, key: bytes) -> None:
+    from agent_kernel.redaction import redact_text, scrub
+
+    b64 = base64.b64encode(key).decode()
+    dumps = {tool: subprocess.run([tool, *flags], input=key, capture_output=True).stdout
+             for tool, *flags in (["xxd"], ["xxd", "-p"], ["od", "-An", "-tx1"],
+                                  ["hexdump", "-C"], ["base64", "-w", "16"])
+             if shutil.which(tool)}
+    printed = {
+        "hex": key.hex(), "HEX": key.hex().upper(), "base64": b64,
+        "base64url": base64.urlsafe_b64encode(key).decode(), "no padding": b64.rstrip("="),
+        "wrapped": "\n".join(b64[i:i + 10] for i in range(0, len(b64), 10)),
+        "latin-1": key.decode("latin-1"), "utf-8": key.decode("utf-8", "replace"),
+        "repr": repr(key), "json": json.dumps(key.decode("latin-1")), "list": str(list(key)),
+        "C array": ", ".join(f"0x{b:02X}" for b in key),
+        "escapes": "".join(f"\\x{b:02x}" for b in key),
+        "inside a blob": base64.b64encode(b"ab" + key + b"cde").decode(),
+        **{name: out.decode("latin-1") for name, out in dumps.items()},
+    }
+    assert len(dumps) >= 3
+    for name, text in printed.items():
+        masked = redact_text(f"before {text} after")
+        assert "[REDACTED]" in masked, name
+        assert key.hex()[:16] not in masked.lower().replace(" ", "").replace(":", ""), name
+        assert b64[4:24] not in masked.replace("\n", ""), name
+        assert key.decode("latin-1")[:8] not in masked, name
+    assert json.dumps(scrub({"raw": key, "k" + key.hex(): 1, "bytes": list(b"x" + key),
+                             "ints": (1, 2)})).count("[REDACTED]") == 3
+    assert redact_text("an ordinary line, 12 34 ab cd") == "an ordinary line, 12 34 ab cd"
 
 
 # -- a key that is not private is refused ------------------------------------------------
