@@ -496,3 +496,8 @@ def test_trust_status_says_where_the_key_is_and_when_it_is_refused(home: Path) -
     loose = trust_cli("status", "--workspace", str(workspace))
     assert loose.returncode == 1
     assert "mode 640" in loose.stdout and "trust rotate" in loose.stdout, loose.stdout
+    rotated = trust_cli("rotate", "--workspace", str(workspace))  # the way out
+    assert rotated.returncode == 0, rotated.stdout + rotated.stderr
+    assert "no approved condition needs approving again" in rotated.stdout
+    again = trust_cli("status", "--workspace", str(workspace))
+    assert again.returncode == 0 and "mode 600" in again.stdout, again.stdout

@@ -56,7 +56,8 @@ class Condition:
         """One line a person reads."""
         prompt = " ".join(self.prompt.split())
         prompt = prompt if len(prompt) <= 80 else prompt[:79] + "…"
-        return f"  {self.trigger_id} (agent {self.agent_id}): {self.words}: {prompt}"
+        whose = "" if self.agent_id == "agent" else f" (agent {self.agent_id})"
+        return f"  {self.trigger_id}{whose}: {self.words}: {prompt}"
 
 
 def _conditions(workspace: Workspace) -> tuple[list[Condition], list[str]]:
@@ -114,7 +115,7 @@ def _key_words(path: Path) -> tuple[bool, str]:
     try:
         key = load_key(create=False)
     except TrustError as exc:
-        return False, f"refused: {exc}"
+        return False, f"not used: {exc}"
     if key is None:
         return True, "none yet: one is made the first time you approve a condition"
     mode = stat.S_IMODE(os.stat(path).st_mode)
@@ -158,7 +159,7 @@ def rotate(workspace: Workspace) -> int:
     from ..trust import TrustError, rotate_key
 
     conditions, problems = _conditions(workspace)
-    approved, _ = _approved(workspace, conditions)
+    approved, why = _approved(workspace, conditions)
     try:
         path = rotate_key()
     except TrustError as exc:
@@ -177,6 +178,9 @@ def rotate(workspace: Workspace) -> int:
         print("They stay saved and come back as \"needs approval\" the next time a notebook "
               "kernel or `python -m agent_kernel triggers` starts; none is evaluated until you "
               "approve it again in a notebook (`%agent_triggers approve ID`).")
+    elif why:
+        print(f"In {workspace.root}, {len(conditions)} saved condition(s) already needed "
+              f"approval before this: {why}")
     else:
         print(f"In {workspace.root}, no approved condition needs approving again.")
     print("A kernel that is running keeps the conditions it already checked: restart it to "
