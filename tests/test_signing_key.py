@@ -222,6 +222,9 @@ async def test_no_file_tool_reaches_the_key(home: Path, key: bytes) -> None:
         result = await call_tool_safely(agent, "read_file", path=path)
         assert "outside the workspace" in json.dumps(result), (path, result)
         assert key.hex() not in json.dumps(result)
+    for folder in (str(key_folder()), "~/.local/share/jupyter/agent_kernel"):
+        listed = await call_tool_safely(agent, "list_files", path=folder)
+        assert "outside the workspace" in json.dumps(listed), (folder, listed)
 
 
 async def call_tool_safely(agent: Agent, name: str, **arguments: Any) -> Any:
