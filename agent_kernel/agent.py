@@ -43,6 +43,7 @@ from .redaction import fix_text, redact_text
 from .team.roles import role_permits
 from .tool_calls import LedgerUnavailable, ToolCallRecord
 from .tools.base import USER_TOOLS, Tool, ToolRegistry
+from .trust import remember_key
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -143,6 +144,7 @@ class Agent:
         self.system_prompt = system_prompt
         self.bus = EventBus()
         self.ledger = Ledger(self.workspace.root / LEDGER_FILE)
+        remember_key()  # this user's approval key is masked in everything this agent writes
         self.questions = QuestionChannel(self.bus, self.workspace)
         self.approvals = Approvals(self)
         self.registry = ToolRegistry(permission_hook=role_permits)

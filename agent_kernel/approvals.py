@@ -243,7 +243,7 @@ class Approvals:
             fields["digest"] = digest
             if approved:
                 try:
-                    fields["mac"] = sign(digest)
+                    fields["mac"] = sign(digest, workspace=self.host.ledger.path.parent)
                 except TrustError as exc:
                     warning = (f"The approval is recorded but cannot be signed ({exc}); a new "
                                "kernel will ask for it again.")

@@ -90,6 +90,8 @@ _NOT_SECRET_ENV = frozenset({"PWD", "OLDPWD"})
 
 _lock = threading.Lock()
 _custom: list[re.Pattern[str]] = []
+_secrets: tuple[re.Pattern[str], ...] = ()  # keys this process holds (add_secret)
+_secret_values: set[bytes] = set()
 _compiled: list[re.Pattern[str]] = [re.compile(p) for p in _SHAPES]
 _env_cache: tuple[tuple[tuple[str, str], ...], re.Pattern[str] | None] = ((), None)
 _env_patterns_cache: tuple[str, list[re.Pattern[str]]] = ("", [])
@@ -123,6 +125,58 @@ def add_pattern(pattern: str | re.Pattern[str]) -> None:
     with _lock:
         if compiled.pattern not in {p.pattern for p in _custom}:
             _custom.append(compiled)
+
+
+def _byte_forms(value: bytes) -> list[str]:
+    """Patterns for ``value`` written out: hex (any case, ``0x``/``\\x`` prefixes, spaces,
+    colons or commas between bytes, as ``xxd``, ``od`` and ``hexdump`` print it), decimal
+    byte lists, base64 and base64url (at each of the three alignments a longer blob puts
+    it in, padding optional), every form broken by whitespace; each half of the key on its
+    own in hex too (one ``xxd`` line), so a dump cut in lines is masked line by line."""
+    import base64
+
+    gap = r"[\s:,;]*"
+    spread = r"\s*"
+    hexes = [value, *([value[:len(value) // 2], value[len(value) // 2:]]
+                      if len(value) >= 16 else [])]
+    def hex_byte(byte: int) -> str:  # either case, without a slow IGNORECASE search
+        return "".join(f"[{c}{c.upper()}]" if c.isalpha() else c for c in f"{byte:02x}")
+
+    # The first byte has no optional prefix, so each pattern starts with a plain character.
+    forms = [hex_byte(part[0]) + "".join(rf"{gap}(?:\\x|0[xX])?{hex_byte(b)}"
+                                         for b in part[1:]) for part in hexes]
+    forms.append(r"(?<!\d)" + r"[\s,;]+".join(str(b) for b in value) + r"(?!\d)")
+    whole = base64.b64encode(value).decode("ascii").rstrip("=")
+    bodies = [whole]
+    for offset in range(3):  # only the characters no neighbouring byte changes
+        text = base64.b64encode(bytes(offset) + value + bytes(2)).decode("ascii")
+        bodies.append(text[(8 * offset + 5) // 6:8 * (offset + len(value)) // 6])
+    for body in bodies:
+        for alphabet in (body, body.replace("+", "-").replace("/", "_")):
+            forms.append(spread.join(re.escape(c) for c in alphabet) + r"(?:\s*=){0,2}")
+    return forms
+
+
+def add_secret(value: bytes) -> None:
+    """Mask ``value`` (a key this process holds) from now on, everywhere, in every form it
+    could be printed in: its raw bytes read as text (UTF-8 or Latin-1, also as a JSON
+    string), a Python bytes literal, hex, decimal, base64 and base64url, with or without
+    line breaks."""
+    global _secrets
+    value = bytes(value)
+    if len(value) < _MIN_ENV_SECRET or value in _secret_values:
+        return
+    import json
+
+    texts = {value.decode("utf-8", "replace"), value.decode("latin-1"),
+             fix_text(value.decode("utf-8", "surrogateescape"))}
+    raw = {*texts, *(json.dumps(text)[1:-1] for text in texts), repr(value)[2:-1]}
+    # One pattern per form: each starts with a plain character, which the search finds fast.
+    literals = [re.escape(text) for text in sorted(raw, key=len, reverse=True)]
+    patterns = [re.compile(form) for form in [*literals, *_byte_forms(value)]]
+    with _lock:
+        _secret_values.add(value)
+        _secrets = (*_secrets, *patterns)
 
 
 def clear_patterns() -> None:
@@ -220,6 +274,8 @@ def _redact(text: str, env: re.Pattern[str] | None, extra: list[re.Pattern[str]]
     if not text:
         return text
     text = fix_text(text)
+    for pattern in _secrets:
+        text = pattern.sub(REDACTED, text)
     if env is not None:
         text = env.sub(REDACTED, text)
     for pattern in _compiled:
@@ -286,7 +342,7 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
     """Where in ``text`` the secrets are (start, end), for cutting a stream between them."""
     spans: list[tuple[int, int]] = []
     env = _env_value_pattern()
-    for pattern in [*([env] if env is not None else []), *_compiled, *_custom,
+    for pattern in [*_secrets, *([env] if env is not None else []), *_compiled, *_custom,
                     *_env_patterns()]:
         spans.extend(m.span() for m in pattern.finditer(text))
     spans.extend((a, c) for a, _, c in _pair_spans(text))
@@ -431,7 +487,8 @@ def to_jsonable(value: Any, *, redact: bool = False, max_chars: int | None = Non
                 items: Iterable[Any] = item
                 if isinstance(item, (set, frozenset)):
                     items = sorted(item, key=_repr)
-                return [walk(sub, depth + 1, secret) for sub in items]
+                made = [walk(sub, depth + 1, secret) for sub in items]
+                return REDACTED if redact and holds_key(made) else made
             finally:
                 active.discard(id(item))
         if secret:
@@ -446,10 +503,39 @@ def scrub(value: Any, *, max_chars: int | None = None) -> Any:
     return to_jsonable(value, redact=True, max_chars=max_chars)
 
 
+def mask_keys(text: str) -> str:
+    """``text`` with the keys registered by :func:`add_secret` masked, and nothing else."""
+    for pattern in _secrets:
+        text = pattern.sub(REDACTED, text)
+    return text
+
+
+def holds_key(items: list[Any]) -> bool:
+    """Whether a list of byte values holds a registered key (``list(key)``, say)."""
+    if not _secret_values or len(items) < _MIN_ENV_SECRET \
+            or not all(type(i) is int and 0 <= i < 256 for i in items):
+        return False
+    data = bytes(items)
+    return any(value in data for value in _secret_values)
+
+
+def _keys_masked(item: Any) -> Any:
+    if isinstance(item, str):
+        return mask_keys(item)
+    if isinstance(item, list):
+        return REDACTED if holds_key(item) else [_keys_masked(sub) for sub in item]
+    if isinstance(item, dict):
+        return {mask_keys(key): _keys_masked(sub) for key, sub in item.items()}
+    return item
+
+
 def to_text(value: Any) -> str:
-    """``value`` as text for a model or a person (never raises; not redacted)."""
+    """``value`` as text for a model or a person (never raises; not redacted, except that
+    a registered key (:func:`add_secret`) is masked: a model has no use for it, and a
+    model that saw it could send it anywhere with a GET)."""
     import json
 
     if isinstance(value, str):
-        return fix_text(value)
-    return json.dumps(to_jsonable(value), ensure_ascii=False)
+        return mask_keys(fix_text(value))
+    data = to_jsonable(value)
+    return json.dumps(_keys_masked(data) if _secrets else data, ensure_ascii=False)

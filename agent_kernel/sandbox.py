@@ -8,7 +8,8 @@ variables, symlinks and ``/proc/<pid>/root`` all defeat a check of the
 command's text. So protection comes from *where the command can write*:
 bubblewrap shows it the whole filesystem read-only, a private ``/tmp``, a
 workspace emptied by a read-only tmpfs with only ``files/`` and ``state/``
-bound back writable, its own PID namespace (no other process to reach
+bound back writable, the approval key's folder and Jupyter's connection files
+hidden (:func:`private_paths`), its own PID namespace (no other process to reach
 through ``/proc``), its own network namespace unless the person allows the
 network (only a loopback of its own: no other host, and no service listening
 on the machine's ``127.0.0.1``), no capabilities, and a clean environment.
@@ -23,6 +24,7 @@ caller refuses (or, if the person opted in, runs unsandboxed and says so).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -162,8 +164,19 @@ def clean_environment(extra: Iterable[str] = ()) -> tuple[dict[str, str], list[s
 def private_paths() -> list[Path]:
     """Jupyter's connection files (this kernel's, and the runtime folder holding every
     kernel's): their keys would let a command drive a kernel, and so the runtime, from
-    outside the sandbox, so the sandbox hides them."""
+    outside the sandbox, so the sandbox hides them. And the folder of the approval key
+    (:mod:`agent_kernel.trust`), made now if missing: a key made later in a folder the
+    sandbox did not hide would show through ``/``, which it binds live."""
     found: set[Path] = set()
+    try:
+        from .trust import key_folder
+
+        folder = key_folder()
+        with contextlib.suppress(OSError):  # none made: no key can be made there either
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        found.add(folder)
+    except Exception:  # jupyter_core missing or misconfigured: there is no key folder
+        pass
     try:
         from jupyter_core.paths import jupyter_runtime_dir
 

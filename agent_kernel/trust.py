@@ -5,30 +5,36 @@ Code a model wrote (a trigger's condition today) may run only when an approval o
 that code is on record. An approval is a ledger record carrying ``digest``, the SHA-256 of
 canonical JSON of what was approved, and ``mac``, an HMAC-SHA256 of the digest under a
 per-user key kept outside the workspace (``<jupyter data dir>/agent_kernel/approval.key``,
-32 random bytes, mode 0600). The hash chain alone proves nothing to us: anyone who can write
-the workspace (a cloned repository shipping a ``.agent/`` folder, say) can append a record
-and recompute every hash. With the key, only approvals made on this machine by this user
-count; a workspace copied elsewhere comes back "needs approval". Anything that cannot be
-checked (no record, changed code, a broken chain, a missing or unreadable key) is *not*
-approved: every failure here fails closed.
+32 random bytes, mode 0600 in a 0700 folder that every sandbox hides; a key that is a link,
+another user's, readable by others or inside the workspace is refused, and every form of it
+is masked by :func:`agent_kernel.redaction.add_secret` once this process has read it;
+``python -m agent_kernel trust rotate`` replaces it). The hash chain alone proves nothing
+to us: anyone who can write the workspace (a cloned repository shipping a ``.agent/``
+folder, say) can append a record and recompute every hash. With the key, only approvals
+made on this machine by this user count; a workspace copied elsewhere comes back "needs
+approval". Anything that cannot be checked (no record, changed code, a broken chain, a
+missing or unreadable key) is *not* approved: every failure here fails closed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import hmac
 import os
 import secrets
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from .ledger_lines import canonical
-from .redaction import scrub
+from .redaction import add_secret, scrub
 
 KEY_BYTES = 32
 KEY_FILE = "approval.key"
+KEY_FOLDER = "agent_kernel"
 
 
 class TrustError(RuntimeError):
@@ -51,50 +57,144 @@ def condition_digest(agent_id: str, condition: dict[str, Any] | None, prompt: st
                    "prompt": prompt})
 
 
-def key_path() -> Path:
-    """Where this user's approval key lives (outside every workspace)."""
+def key_folder() -> Path:
+    """The folder that holds this user's approval key (every sandbox hides it)."""
     from jupyter_core.paths import jupyter_data_dir
 
-    return Path(jupyter_data_dir()) / "agent_kernel" / KEY_FILE
+    return Path(jupyter_data_dir()) / KEY_FOLDER
+
+
+def key_path() -> Path:
+    """Where this user's approval key lives (outside every workspace)."""
+    return key_folder() / KEY_FILE
+
+
+_ROTATE_HOW = ("make a new one with `python -m agent_kernel trust rotate` (approvals signed "
+               "with the old one will need approving again)")
+
+
+def _owner_problem(info: os.stat_result) -> str | None:
+    getuid = getattr(os, "getuid", None)
+    if getuid is not None and info.st_uid != getuid():
+        return "belongs to another user"
+    return None
+
+
+def check_place(workspace: Path | None) -> None:
+    """Refuse a key kept inside ``workspace``, where file tools, commands and copies reach.
+
+    The notebook folder is allowed: on Binder and many servers it is the home folder, which
+    holds the Jupyter data folder; every sandbox hides the key's folder wherever it is.
+    """
+    if workspace is None:
+        return
+    root, where = workspace.resolve(), key_folder().resolve()
+    if where == root or root in where.parents or where in root.parents:
+        raise TrustError(f"the approval key's folder {where} is inside the workspace {root} (or "
+                         "holds it), where tools and commands can read it; point "
+                         "JUPYTER_DATA_DIR somewhere outside the workspace")
+
+
+def _check_folder(folder: Path, *, tighten: bool) -> None:
+    """The key's folder must be this user's own real folder that no one else can change."""
+    try:
+        info = os.lstat(folder)
+    except OSError as exc:
+        raise TrustError(f"cannot read the approval key's folder {folder}: {exc}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise TrustError(f"the approval key's folder {folder} is a symbolic link; refused "
+                         "(it could lead anywhere): make it a real folder")
+    if not stat.S_ISDIR(info.st_mode):
+        raise TrustError(f"the approval key's folder {folder} is not a folder")
+    problem = _owner_problem(info)
+    if problem:
+        raise TrustError(f"the approval key's folder {folder} {problem}; refused")
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & 0o022 and not tighten:
+        raise TrustError(f"the approval key's folder {folder} can be changed by other users "
+                         f"(mode {mode:o}), so its key may have been swapped; {_ROTATE_HOW}")
+    if mode & 0o077:
+        try:
+            folder.chmod(0o700)
+        except OSError as exc:
+            raise TrustError(f"cannot make the approval key's folder {folder} private: "
+                             f"{exc}") from None
 
 
 def _read_key(path: Path) -> bytes:
+    """The key in ``path``: a plain 32-byte file of this user's, mode 0600, never a link."""
+    _check_folder(path.parent, tighten=False)
     try:
-        data = path.read_bytes()
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise TrustError(f"the approval key {path} is a symbolic link; refused (anyone who "
+                             f"could make the link chose the key): {_ROTATE_HOW}") from None
         raise TrustError(f"cannot read the approval key {path}: {exc}") from None
+    try:
+        info = os.fstat(handle)
+        mode = stat.S_IMODE(info.st_mode)
+        if not stat.S_ISREG(info.st_mode):
+            raise TrustError(f"the approval key {path} is not a plain file; refused")
+        problem = _owner_problem(info)
+        if problem:
+            raise TrustError(f"the approval key {path} {problem}; refused: {_ROTATE_HOW}")
+        if mode & 0o077:
+            raise TrustError(f"the approval key {path} can be read or changed by other users "
+                             f"(mode {mode:o}, it must be 600), so it may have been copied; "
+                             f"refused: {_ROTATE_HOW}")
+        data = os.read(handle, KEY_BYTES + 1)
+    finally:
+        os.close(handle)
     if len(data) != KEY_BYTES:
-        raise TrustError(f"the approval key {path} is not a {KEY_BYTES}-byte key; delete it "
-                         "to make a new one (approvals made with it will need approving again)")
+        raise TrustError(f"the approval key {path} is not a {KEY_BYTES}-byte key; {_ROTATE_HOW}")
+    add_secret(data)  # from now on no record, output or view of this process shows it
     return data
 
 
-def load_key(*, create: bool) -> bytes | None:
+def _write_new(path: Path) -> Path:
+    """A new random key in a private temporary file beside ``path`` (fsync'd); its path."""
+    tmp = path.with_name(f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    key = secrets.token_bytes(KEY_BYTES)
+    handle = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(handle, key)
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+    add_secret(key)
+    return tmp
+
+
+def _make_folder(folder: Path) -> None:
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TrustError(f"cannot create the approval key's folder {folder}: {exc}") from None
+
+
+def load_key(*, create: bool, workspace: Path | None = None) -> bytes | None:
     """This user's approval key; None when there is none and ``create`` is false.
 
-    A new key is written to a private temporary file (mode 0600) and linked into place,
-    so two processes starting at once agree on one key and none ever reads half a key.
+    Fails closed (:class:`TrustError`) on a key that is a symbolic link, is not this user's,
+    can be read by others, or lies inside ``workspace``. A new key is written to a private
+    temporary file (mode 0600, in a 0700 folder) and linked into place, so two processes
+    starting at once agree on one key and none ever reads half a key.
     """
+    check_place(workspace)
     path = key_path()
-    if path.exists() or not create:
-        return _read_key(path) if path.exists() else None
+    if os.path.lexists(path) or not create:
+        return _read_key(path) if os.path.lexists(path) else None
+    _make_folder(path.parent)
+    _check_folder(path.parent, tighten=False)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(OSError):
-            path.parent.chmod(0o700)
-        tmp = path.with_name(f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        handle = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(handle, secrets.token_bytes(KEY_BYTES))
-            os.fsync(handle)
-        finally:
-            os.close(handle)
+        tmp = _write_new(path)
         try:
             os.link(tmp, path)  # fails if another process made the key first: use theirs
         except FileExistsError:
             pass
         except OSError:  # no hard links here: an exclusive rename is the next best thing
-            if not path.exists():
+            if not os.path.lexists(path):
                 os.replace(tmp, path)
         finally:
             with contextlib.suppress(OSError):
@@ -104,9 +204,45 @@ def load_key(*, create: bool) -> bytes | None:
     return _read_key(path)
 
 
-def sign(value: str, key: bytes | None = None) -> str:
+def remember_key() -> None:
+    """Load this user's key, if there is one, so redaction masks it in this process."""
+    with contextlib.suppress(TrustError):
+        load_key(create=False)
+
+
+def rotate_key() -> Path:
+    """Replace this user's key with a new one, atomically; return where it is.
+
+    Every approval signed with the old key stops verifying and is asked again; nothing is
+    re-signed (a leaked key may have signed forgeries). Works on a refused key too (a link,
+    loose permissions): the new file replaces it; a loose folder is made private first.
+    """
+    path = key_path()
+    _make_folder(path.parent)
+    _check_folder(path.parent, tighten=True)
+    with contextlib.suppress(TrustError):
+        _read_key(path)  # the old key stays masked in this process's output
+    try:
+        tmp = _write_new(path)
+        try:
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+    except OSError as exc:
+        raise TrustError(f"cannot write a new approval key {path}: {exc}") from None
+    _read_key(path)
+    return path
+
+
+def sign(value: str, key: bytes | None = None, *, workspace: Path | None = None) -> str:
     """The HMAC-SHA256 (hex) of a digest under this user's key (made on first use)."""
-    key = key if key is not None else load_key(create=True)
+    key = key if key is not None else load_key(create=True, workspace=workspace)
     if key is None:
         raise TrustError("no approval key could be made")
     return hmac.new(key, value.encode("ascii"), hashlib.sha256).hexdigest()
@@ -148,7 +284,9 @@ class ApprovalBook:
                             "can be trusted until ledger.jsonl is repaired or set aside")
             return
         try:
-            self._key = load_key(create=False)
+            ledger_path = getattr(self.ledger, "path", None)
+            self._key = load_key(create=False, workspace=Path(ledger_path).parent
+                                 if ledger_path is not None else None)
         except TrustError as exc:
             self._key_problem = str(exc)
         self._index(records)
@@ -179,5 +317,6 @@ class ApprovalBook:
                 "(made on another machine or by another user, or forged)")
 
 
-__all__ = ["ApprovalBook", "TrustError", "condition_digest", "digest",
-           "key_path", "load_key", "sign", "signed"]
+__all__ = ["ApprovalBook", "TrustError", "check_place", "condition_digest", "digest",
+           "key_folder", "key_path", "load_key", "remember_key", "rotate_key", "sign",
+           "signed"]

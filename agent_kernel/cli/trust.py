@@ -1,0 +1,206 @@
+"""``python -m agent_kernel trust status|rotate --workspace DIR``: the approval signing key.
+
+Approvals of model-written code (trigger conditions) are signed with one key per user
+(:mod:`agent_kernel.trust`). ``trust status`` says where the key is, whether it is
+private (a plain file of this user's, mode 600, in a folder of mode 700, outside the
+workspace, hidden from every sandbox) and how many of the workspace's approved
+conditions verify with it. ``trust rotate`` replaces the key at once: every approval
+signed with the old key stops counting, in every workspace, and nothing is re-signed
+(a key that leaked may have signed forgeries), so each condition is asked again. It
+names the workspace's conditions that will need approving again and records the
+rotation in the workspace's ledger (the key itself is never written anywhere else).
+Exit code 0 on success, 1 when the key is refused or cannot be written.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from . import EXAMPLES, examples
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..workspace import Workspace
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add the ``trust`` subcommand."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "trust", help="where the approval signing key is, and make a new one",
+        formatter_class=EXAMPLES,
+        epilog=examples("trust status --workspace .agent",
+                        "trust rotate --workspace .agent  # the old key leaked, or may have"))
+    parser.add_argument("--workspace", default=None,
+                        help="workspace folder (default: $AGENT_KERNEL_WORKSPACE or .agent/)")
+    actions = parser.add_subparsers(dest="action", required=True)
+    actions.add_parser("status", help="where the key is, whether it is private, what it signs")
+    actions.add_parser("rotate", help="replace the key; approvals signed with the old one "
+                                      "are asked again")
+    return parser
+
+
+@dataclass
+class Condition:
+    """One saved conditional trigger of the workspace, in words."""
+
+    trigger_id: str
+    agent_id: str
+    words: str
+    prompt: str
+    digest: str
+
+    def line(self) -> str:
+        """One line a person reads."""
+        prompt = " ".join(self.prompt.split())
+        prompt = prompt if len(prompt) <= 80 else prompt[:79] + "…"
+        whose = "" if self.agent_id == "agent" else f" (agent {self.agent_id})"
+        return f"  {self.trigger_id}{whose}: {self.words}: {prompt}"
+
+
+def _conditions(workspace: Workspace) -> tuple[list[Condition], list[str]]:
+    """The workspace's live conditional triggers, and lines for files that could not be read."""
+    from ..triggers.conditions import Condition as Shape
+    from ..triggers.model import LIVE
+    from ..triggers.store import TriggerStore
+    from ..trust import condition_digest
+
+    records, problems = TriggerStore(workspace).load_all()
+    found = []
+    for record in records:
+        condition, prompt, agent_id = (record.get("condition"), record.get("prompt"),
+                                       record.get("agent_id"))
+        if record.get("kind") != "conditional" or record.get("status", "active") not in LIVE \
+                or not isinstance(condition, dict) or not isinstance(prompt, str) \
+                or not isinstance(agent_id, str):
+            continue
+        try:
+            words = Shape.parse(condition).describe()
+        except Exception:  # a condition this version cannot read is still listed
+            words = "a condition this version cannot read"
+        found.append(Condition(str(record.get("id")), agent_id, words, prompt,
+                               condition_digest(agent_id, condition, prompt)))
+    return found, problems
+
+
+def _approved(workspace: Workspace, conditions: list[Condition]) -> tuple[list[Condition],
+                                                                            str | None]:
+    """The conditions whose approval verifies with the current key, and why none can (or
+    None). The ledger is read only when it exists (this command never makes a workspace)."""
+    from ..ledger import LEDGER_FILE, Ledger
+    from ..trust import ApprovalBook
+
+    ledger = workspace.root / LEDGER_FILE
+    if not conditions or not ledger.exists():
+        return [], None
+    book = ApprovalBook(Ledger(ledger))
+    reasons = {c.trigger_id: book.reason(c.digest) for c in conditions}
+    approved = [c for c in conditions if reasons[c.trigger_id] is None]
+    why = None
+    if not approved:
+        why = next((r for r in reasons.values() if r and "key" in r), None)
+    return approved, why
+
+
+def _key_words(path: Path) -> tuple[bool, str]:
+    """Whether the key is usable, and a sentence saying where it is and how it is kept."""
+    import os
+    import stat
+
+    from .. import sandbox
+    from ..trust import TrustError, load_key
+
+    try:
+        key = load_key(create=False)
+    except TrustError as exc:
+        return False, f"not used: {exc}"
+    if key is None:
+        return True, "none yet: one is made the first time you approve a condition"
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    folder = stat.S_IMODE(os.stat(path.parent).st_mode)
+    if sandbox.find_bubblewrap() is not None:
+        hidden = "its folder is hidden from every command and JavaScript sandbox"
+    else:
+        hidden = (f"bubblewrap cannot start here ({sandbox.unavailable_reason()}), so commands "
+                  "are refused unless you allow unsandboxed commands, which could read it")
+    return True, (f"private: a file only you can read (mode {mode:o}) in a folder only you can "
+                  f"open (mode {folder:o}); {hidden}")
+
+
+def status(workspace: Workspace) -> int:
+    """Print where the key is, whether it is private, and what in the workspace it signs."""
+    from ..trust import TrustError, check_place, key_path
+
+    path = key_path()
+    print(f"Approval key: {path}")
+    usable, words = _key_words(path)
+    print(f"  {words}")
+    try:
+        check_place(workspace.root)
+    except TrustError as exc:
+        usable = False
+        print(f"  refused for this workspace: {exc}")
+    conditions, problems = _conditions(workspace)
+    approved, why = _approved(workspace, conditions) if usable else ([], None)
+    print(f"Workspace {workspace.root}: {len(conditions)} saved condition(s), "
+          f"{len(approved)} approved with this key.")
+    if why:
+        print(f"  {why}")
+    for problem in problems:
+        print(f"  problem: {problem}")
+    return 0 if usable else 1
+
+
+def rotate(workspace: Workspace) -> int:
+    """Make a new key; name what needs approving again; record it in the ledger."""
+    from ..ledger import LEDGER_FILE, Ledger, LedgerError
+    from ..trust import TrustError, rotate_key
+
+    conditions, problems = _conditions(workspace)
+    approved, why = _approved(workspace, conditions)
+    try:
+        path = rotate_key()
+    except TrustError as exc:
+        print(f"error: no new key was made: {exc}")
+        return 1
+    print(f"A new approval key is in place: {path} (only you can read it; every sandbox "
+          "hides its folder).")
+    print("Every approval signed with the old key no longer counts, in this workspace and in "
+          "every other workspace of yours on this machine; none was signed again with the new "
+          "key, since a leaked key may have signed forgeries.")
+    if approved:
+        print(f"In {workspace.root}, {len(approved)} approved condition(s) will need "
+              "approving again:")
+        for condition in approved:
+            print(condition.line())
+        print("They stay saved and come back as \"needs approval\" the next time a notebook "
+              "kernel or `python -m agent_kernel triggers` starts; none is evaluated until you "
+              "approve it again in a notebook (`%agent_triggers approve ID`).")
+    elif why:
+        print(f"In {workspace.root}, {len(conditions)} saved condition(s) already needed "
+              f"approval before this: {why}")
+    else:
+        print(f"In {workspace.root}, no approved condition needs approving again.")
+    print("A kernel that is running keeps the conditions it already checked: restart it to "
+          "have them asked again now.")
+    for problem in problems:
+        print(f"  problem: {problem}")
+    ledger = workspace.root / LEDGER_FILE
+    if workspace.root.is_dir():
+        try:
+            Ledger(ledger).record_event(
+                "approval_key_rotated", agent_id="person", run_id="person",
+                needs_approval_again=[c.trigger_id for c in approved])
+        except LedgerError as exc:
+            print(f"note: the rotation could not be recorded in the ledger: {exc}")
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``trust status`` or ``trust rotate``."""
+    from ..workspace import Workspace
+
+    workspace = Workspace(args.workspace)
+    return rotate(workspace) if args.action == "rotate" else status(workspace)
