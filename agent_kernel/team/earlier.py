@@ -36,6 +36,8 @@ EARLIER_TIMEOUT = 600.0
 SHOWN_CHARS = 400
 """The most of the earlier request or question the person is shown (and the Teller
 reads: exactly what the person saw)."""
+OPTIONS_SHOWN = 10
+"""The earlier question's options named one by one; the rest are counted."""
 Choice = Literal["answer", "drop"]
 
 
@@ -48,21 +50,29 @@ def shown(text: str, limit: int = SHOWN_CHARS) -> str:
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
-def _options(pending: PendingQuestion) -> str:
-    if not pending.options:
-        return ""
-    return " (its options: " + ", ".join(f"“{shown(o, 80)}”" for o in pending.options) + ")"
+def _options(pending: PendingQuestion) -> list[str]:
+    """The earlier question's options as shown (and as the Teller reads them)."""
+    options = pending.options or []
+    named = [shown(o, 80) for o in options[:OPTIONS_SHOWN]]
+    return named + ([f"and {len(options) - OPTIONS_SHOWN} more"]
+                    if len(options) > OPTIONS_SHOWN else [])
+
+
+def _request(pending: PendingQuestion, limit: int = SHOWN_CHARS) -> str:
+    return f"“{shown(pending.prompt, limit)}”" if pending.prompt.strip() else "(not saved)"
 
 
 def card(pending: PendingQuestion, prompt: str) -> str:
     """The question to the person: the earlier request and question, quoted as the earlier
     session's, and the prompt that would answer it."""
-    request = f"“{shown(pending.prompt)}”" if pending.prompt.strip() else "(not saved)"
+    options = _options(pending)
+    quoted = [f"“{o}”" for o in options[:OPTIONS_SHOWN]] + options[OPTIONS_SHOWN:]
+    listed = f" (its options: {', '.join(quoted)})" if options else ""
     return "\n".join([
         "A question from an earlier session is waiting in this workspace. Nobody in this "
         "session asked it: it was saved in the workspace's files.",
-        f"- The earlier session's request: {request}",
-        f"- The Teller's question then: “{shown(pending.question)}”{_options(pending)}",
+        f"- The earlier session's request: {_request(pending)}",
+        f"- The Teller's question then: “{shown(pending.question)}”{listed}",
         f"- Your prompt now: “{shown(prompt)}”",
         "Answer the earlier question with your prompt (the Teller then goes on with that "
         "earlier request), or drop it (your prompt is a new request)? If nobody answers, it "
@@ -92,7 +102,7 @@ def teller_message(pending: PendingQuestion, prompt: str, source: str) -> str:
            "The person was shown it and chose to answer it with their prompt.")
     saved = json_line({"earlierRequest": shown(pending.prompt) if pending.prompt.strip()
                        else None, "question": shown(pending.question),
-                       "options": [shown(o, 80) for o in pending.options or []] or None})
+                       "options": _options(pending) or None})
     return "\n".join([
         "The kernel restarted since a question was asked. The earlier session saved, in the "
         "workspace, the request it was working on and its question; here they are as one "
@@ -113,7 +123,7 @@ def told(pending: PendingQuestion, choice: Choice, source: str,
         by = (" by the headless policy (allow), as nobody could be asked"
               if source.startswith("headless") else "")
         return (f"{what} is answered with your prompt{by}; the Teller goes on with that "
-                f"session's request “{shown(pending.prompt, 200)}”.")
+                f"session's request {_request(pending, 200)}.")
     why = {"user": "as you said",
            "timeout": "nobody answered"}.get(source, "nobody could be asked and the headless "
                                                      "policy (deny) does not answer it")
