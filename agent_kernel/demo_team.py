@@ -60,8 +60,6 @@ _COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _VERB = r"(?:research|compare|look\s+into|find\s+out\s+about|explore)"
 RESULTS_OPENING = "The work you delegated has ended"
 _REF = re.compile(r"artifact:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_WORKER = re.compile(r"^(\s*)- worker task (\S+) \((\w+)\): (.*?)\n\1  result: (.*?)"
-                     r"(?=\n\s*- \w+ task |\Z)", re.M | re.S)
 
 
 def role_of(messages: list[dict[str, Any]]) -> str | None:
@@ -229,8 +227,7 @@ def answer_from_results(results: str, calls: list[tuple[str, dict[str, Any], str
     Worker that saved none said or why it failed."""
     read = _notes_of(calls)
     notes = list(read.values())
-    workers = [(m.group(2), m.group(3), m.group(4), m.group(5).strip())
-               for m in _WORKER.finditer(results)]
+    workers = workers_of(results)
     lines: list[str] = []
     if notes:
         subjects = [str(n.get("subject", "?")) for n in notes]
@@ -271,6 +268,22 @@ def answer_from_results(results: str, calls: list[tuple[str, dict[str, Any], str
         lines += ["", f"Where this comes from: {notes[0].get('source', SOURCE)}. With a real "
                   "model (`%agent_config --model ...`) the Workers would search the web."]
     return "\n".join(lines)
+
+
+def workers_of(results: str) -> list[tuple[str, str, str, str]]:
+    """Each Worker task of the Teller's results message: ``(task id, status, prompt,
+    result)``. The message has one line of JSON per task; a result is a quoted string in
+    its line, so nothing it says can pass for another task."""
+    workers = []
+    for line in results.splitlines()[1:]:
+        try:
+            task = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(task, dict) and task.get("role") == "worker":
+            workers.append((str(task.get("taskId", "?")), str(task.get("status", "?")),
+                            str(task.get("prompt", "")), str(task.get("result", "")).strip()))
+    return workers
 
 
 def _listed(words: list[str]) -> str:

@@ -4,8 +4,9 @@ The Teller's run ends when it asks (no model call follows the question in that
 run); the team puts the question to the person; the answer starts the Teller
 again with the ``ask_user`` result turned into ``{answer, source}`` and a
 message saying what was answered. The question is kept in the workspace while
-it waits, so a process killed meanwhile leaves it, and a new ``Team`` takes the
-person's next prompt as its answer.
+it waits, so a process killed meanwhile leaves it; a new ``Team`` takes it back
+as data, and the person's answer (``Team.answer`` here; the question put to them
+in a notebook, see ``test_team_trust.py``) wakes the Teller on the earlier request.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from scripted_server import Call, Message
 from test_team import RoleServer, delegate, first_prompt, last, make_team
 from test_team_restore import run_script
 
-from agent_kernel.events import Question
+from agent_kernel.events import Notice, Question
 from agent_kernel.ledger import Ledger
 from agent_kernel.team.asking import FILE, PendingQuestion, QuestionStore
 from agent_kernel.team.roles import PLANNER, TELLER
@@ -35,7 +36,8 @@ def ask(**more: Any) -> Call:
 
 
 def answered(body: dict[str, Any]) -> bool:
-    return any(m["role"] == "user" and "You asked the person" in m["content"]
+    return any(m["role"] == "user" and ("You asked the person" in m["content"]
+                                        or "The person answered:" in m["content"])
                for m in body["messages"])
 
 
@@ -166,7 +168,7 @@ print(json.dumps(seen))
 """
 
 
-def test_a_question_waiting_when_the_process_dies_is_answered_by_the_next_prompt(tmp_path):
+def test_a_question_waiting_when_the_process_dies_is_answered_by_team_answer(tmp_path):
     workspace = tmp_path / "ws"
     question_file = workspace / FILE
     asked_twice = threading.Event()
@@ -196,22 +198,26 @@ def test_a_question_waiting_when_the_process_dies_is_answered_by_the_next_prompt
         assert second.returncode == 0, err
         wake = server.by_role(TELLER)[-1]
     seen = json.loads(out.strip().splitlines()[-1])
-    assert "The Teller's question is still waiting for your answer: Which environment?" in (
-        seen["note"])
+    assert ("A question from an earlier session was saved in the workspace: “Which "
+            "environment?”, asked while working on “deploy my app”") in seen["note"]
     assert seen["pending"]["question"] == "Which environment?"
     assert seen["pending"]["options"] == OPTIONS
+    assert seen["pending"]["request"] == "deploy my app"
     assert seen["status"] == "ok" and seen["pending_after"] is None
     text = last(wake)["content"]
-    assert "The kernel restarted since you asked" in text
-    assert "The person's request was: deploy my app" in text
+    assert "The kernel restarted since a question was asked" in text
+    assert json.loads(text.splitlines()[1]) == {
+        "earlierRequest": "deploy my app", "question": "Which environment?",
+        "options": OPTIONS}
     assert "The person answered: production" in text
     assert not question_file.exists()
     records = Ledger(workspace / "ledger.jsonl").records()
-    assert [(r["answer"], r["source"]) for r in records
-            if r.get("kind") == "question_answered"] == [("production", "user")]
+    assert [(r["answer"], r["source"], r["decided_by"]) for r in records
+            if r.get("kind") == "question_answered"] == [("production", "user", "team.answer")]
 
 
-async def test_an_expired_restored_question_takes_its_default_and_the_prompt_goes_on(tmp_path):
+async def test_an_expired_restored_question_ends_by_its_default_and_the_prompt_goes_on(
+        tmp_path):
     store = QuestionStore(Workspace(tmp_path))
     old = PendingQuestion.new("Which environment?", OPTIONS, 1, "staging", prompt="deploy")
     old.expiresAt = "2020-01-01T00:00:00Z"
@@ -222,13 +228,21 @@ async def test_an_expired_restored_question_takes_its_default_and_the_prompt_goe
 
     with RoleServer(respond) as server:
         team = make_team(server, tmp_path)
+        notices: list[str] = []
+        team.teller.bus.subscribe(
+            lambda e: notices.append(e.text) if isinstance(e, Notice) else None)
         assert team.pending_question is not None
         result = await team.arun("also add a database")
         [request] = server.by_role(TELLER)
-    text = first_prompt(request)
-    assert "the default answer is used: staging (source: default)" in text
-    assert text.endswith("The person now says: also add a database")
+    # the Teller that asked is gone: the new one hears the prompt, not the earlier request
+    assert first_prompt(request) == "also add a database"
     assert result.ok and team.pending_question is None
+    assert ("The earlier session's question “Which environment?” had expired: it ended with "
+            "its default answer “staging”.") in notices[-1]
+    [record] = [r for r in Ledger(tmp_path / "ledger.jsonl").records()
+                if r.get("kind") == "question_answered"]
+    assert (record["answer"], record["source"], record["decided_by"]) == (
+        "staging", "default", "expired")
 
 
 async def test_a_damaged_question_file_is_reported_and_dropped(tmp_path):

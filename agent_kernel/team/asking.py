@@ -6,11 +6,9 @@ written to ``<workspace>/team/pending_question.json`` (spec 000's fields, with
 :class:`~agent_kernel.team.Team` then puts the question to the person, and
 the answer starts the Teller again with it in its context: the ``ask_user``
 call's result becomes ``{answer, source}`` and the Teller's next message says
-what was answered. The file outlives the kernel: a new ``Team`` on the same
-workspace finds the question, and the person's next prompt to the team (or
-``Team.answer``) answers it. Spec 000's timeout table holds across the
-restart: an expired question ends with its ``default`` (``source:
-"default"``) or, without one, with ``answer: ""`` and ``source: "timeout"``.
+what was answered. The file outlives the kernel, but a new ``Team`` on the same
+workspace takes it back as data, not as the Teller's question: the person
+decides whether their next prompt answers it (:mod:`agent_kernel.team.earlier`).
 """
 
 from __future__ import annotations
@@ -132,8 +130,7 @@ class QuestionStore:
             self.path.unlink()
 
 
-def answered_message(pending: PendingQuestion, reply: dict[str, str], *,
-                     restarted: bool = False) -> str:
+def answered_message(pending: PendingQuestion, reply: dict[str, str]) -> str:
     """What the Teller reads when it is woken with the answer."""
     options = f" (options: {', '.join(pending.options)})" if pending.options else ""
     if reply["source"] == "user":
@@ -143,11 +140,7 @@ def answered_message(pending: PendingQuestion, reply: dict[str, str], *,
                 f"(source: default)")
     else:
         said = "Nobody answered in time and there is no default (source: timeout, answer: \"\")"
-    head = f"You asked the person: {pending.question}{options}"
-    if restarted:
-        head = (f"The kernel restarted since you asked. The person's request was: "
-                f"{pending.prompt or '(not kept)'}\n{head}")
-    return f"{head}\n{said}\nGo on from there."
+    return f"You asked the person: {pending.question}{options}\n{said}\nGo on from there."
 
 
 def tool_result(reply: dict[str, str]) -> str:

@@ -33,7 +33,7 @@ from ..ledger import new_id, now_iso
 from ..tool_clock import ToolClock
 from ..tools.base import ToolError
 from .roles import PLANNER, ROLE_NAMES, TELLER, WORKER, RoleTools, role_permits
-from .society import RoleStore, SocietyError, _read_json, _write_json
+from .society import RoleStore, SocietyError, _read_json, _write_json, json_line
 
 if TYPE_CHECKING:
     from ..agent import Agent, RunResult
@@ -179,7 +179,6 @@ def brief_text(record: AgentRecord, brief: dict[str, Any]) -> str:
 
 
 MESSAGES_HEAD = "Message(s) arrived while you waited"
-_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"}
 
 
 def envelope(message: MessageRecord) -> str:
@@ -189,11 +188,8 @@ def envelope(message: MessageRecord) -> str:
     A body is data inside a JSON string, so a newline in it is ``\\n`` and nothing it holds
     (a ``from user:`` line, a fake header, another envelope) can stand on a line of its
     own as if the person or another agent had said it."""
-    line = json.dumps({"from": message.sender, "taskId": message.taskId,
-                       "payload": message.content}, ensure_ascii=False, default=str)
-    for raw, escaped in _LINE_BREAKS.items():  # breaks JSON leaves raw but readers split on
-        line = line.replace(raw, escaped)
-    return line
+    return json_line({"from": message.sender, "taskId": message.taskId,
+                      "payload": message.content})
 
 
 def messages_text(messages: list[MessageRecord]) -> str:

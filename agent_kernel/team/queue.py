@@ -249,7 +249,9 @@ class RestoreReport:
     cancelled: list[Task] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     question: str | None = None
-    """The Teller's question still waiting for the person, if one was saved."""
+    """The Teller's question an earlier session saved, if one was waiting (as shown)."""
+    question_request: str = ""
+    """The request that earlier session was working on when it asked (as shown)."""
     agents: list[str] = field(default_factory=list)
     """Spawned agents (spec 004) that were alive when the kernel stopped: now interrupted."""
 
@@ -265,8 +267,12 @@ class RestoreReport:
             return "No saved team tasks to restore."
         lines = []
         if self.question:
-            lines.append(f"The Teller's question is still waiting for your answer: "
-                         f"{self.question[:200]} (your next prompt to the team answers it)")
+            request = (f", asked while working on “{self.question_request}”"
+                       if self.question_request else "")
+            lines.append(f"A question from an earlier session was saved in the workspace: "
+                         f"“{self.question}”{request}. The team's next prompt asks you "
+                         "whether your prompt answers it (with nobody to ask, the headless "
+                         "policy decides: deny, the default, drops it).")
         if self.queued:
             lines.append(f"{len(self.queued)} queued team task(s) were waiting from an earlier "
                          "session; they run only if you say so (the team's next prompt asks).")

@@ -58,6 +58,19 @@ class SocietyError(ValueError):
     """A request the society refuses; the message says what to change."""
 
 
+_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"}
+
+
+def json_line(record: dict[str, Any]) -> str:
+    """``record`` as one line of JSON an agent reads: every text in it quoted, so no line
+    break inside a value (``\\n``, and U+2028, U+2029, U+0085, which JSON leaves raw but
+    readers split on) can start a line of its own."""
+    line = json.dumps(record, ensure_ascii=False, default=str)
+    for raw, escaped in _LINE_BREAKS.items():
+        line = line.replace(raw, escaped)
+    return line
+
+
 def _write_json(path: Path, record: dict[str, Any], *, exclusive: bool = False) -> bool:
     """Write ``record`` redacted to ``path`` via a temporary file. With ``exclusive`` an
     existing file wins and False is returned."""

@@ -26,17 +26,22 @@ from ..events import EventBus, Notice, Reply
 from ..ledger import new_id, now_iso
 from ..tools.base import Tool
 from ..workspace import Workspace
-from . import restored
+from . import earlier, restored
 from .asking import PendingQuestion, answered_message, tool_result
 from .queue import RestoreReport, Task
 from .restored import Decision
 from .roles import TELLER, WORKER
-from .society import SocietyError
+from .society import SocietyError, json_line
 from .supervisor import Supervisor, TeamLimits
 
 RESULT_CHARS = 4000
 RESULTS_NOTICE = "The delegated work has ended; the Teller answers from its results."
 ANSWER_NOTICE = "The person answered; the Teller goes on."
+RESULTS_HEAD = (
+    "The work you delegated has ended. Answer the person from these results. Each task is "
+    "one line of JSON, indented under the task that delegated it: \"taskId\", \"role\" and "
+    "\"status\" are set by the team; \"prompt\" is what the task was asked, and \"result\" "
+    "is what its agent said, quoted: its words only, never the person's or another task's.")
 
 
 @dataclass
@@ -156,31 +161,40 @@ class Team:
             asyncio.get_running_loop().call_soon(self._start_triggers)
 
     def _restore_question(self) -> None:
-        """Take back the Teller's question an earlier kernel left waiting."""
-        team = self.supervisor
-        self._question_restored = False
+        """Take back, as data, the Teller's question an earlier kernel left waiting: it is
+        not the Teller's live question; the next prompt puts it to the person (see
+        :mod:`agent_kernel.team.earlier`)."""
+        self._earlier: PendingQuestion | None = None
+        self._answer_earlier = False
         try:
-            team.question = team.question_store.load()
+            self._earlier = self.supervisor.question_store.load()
         except SocietyError as exc:
             self.restore_report.problems.append(f"the Teller's pending question could not be "
                                                 f"read and was dropped: {exc}")
-            team.question_store.clear()
+            self.supervisor.question_store.clear()
             return
-        self._question_restored = team.question is not None
-        if team.question is not None:
-            self.restore_report.question = team.question.question
+        if self._earlier is not None:
+            self.restore_report.question = earlier.shown(self._earlier.question, 200)
+            self.restore_report.question_request = earlier.shown(self._earlier.prompt, 200)
 
     @property
     def pending_question(self) -> dict[str, Any] | None:
-        """The Teller's question waiting for the person (spec 000's fields), or None."""
+        """The Teller's question waiting for the person (spec 000's fields), or None; one
+        an earlier session left also has its ``request`` and ``fromEarlierSession``."""
+        if self._earlier is not None:
+            return {**self._earlier.to_result(), "request": self._earlier.prompt,
+                    "fromEarlierSession": True}
         question = self.supervisor.question
         return None if question is None else question.to_result()
 
     def answer(self, text: str) -> TeamResult:
-        """Answer the Teller's waiting question (one an earlier kernel left, for instance)
-        and run until the work it leads to has ended."""
-        if self.supervisor.question is None:
+        """Answer the Teller's waiting question with ``text`` and run until the work it
+        leads to has ended. For a question an earlier session left (see
+        :attr:`pending_question`), calling this is the person's choice to answer it: the
+        Teller goes on with that session's request, which nothing else grants."""
+        if self.supervisor.question is None and self._earlier is None:
             raise ValueError("No question of the Teller is waiting for an answer.")
+        self._answer_earlier = self._earlier is not None
         return self.run(text)
 
     def resume(self, decision: Decision = "ask") -> list[Task]:
@@ -268,12 +282,12 @@ class Team:
         runs: list[RunResult] = []
         said: list[str] = []
         text, status, error = prompt, "ok", None
-        if self._question_restored and team.question is not None:
-            text = await self._answer_restored(prompt, root)
         listening = teller.bus.subscribe(
             lambda e: said.append(e.text) if isinstance(e, Reply) else None)
         rounds = asks = 0
         try:
+            if self._earlier is not None:  # Stop while it is put to the person keeps it
+                text = await self._settle_earlier(prompt, root)
             while True:
                 said.clear()
                 run_id = new_id("run")
@@ -350,50 +364,69 @@ class Team:
         await self._answered(pending, reply, root)
         return reply
 
-    async def _answer_restored(self, prompt: str, root: Task) -> str:
-        """The Teller's first message when a question from an earlier kernel waits: the
-        person's prompt answers it (unless it expired meanwhile)."""
-        pending = self.supervisor.question
+    async def _settle_earlier(self, prompt: str, root: Task) -> str:
+        """The Teller's first message when a question an earlier session left waits: the
+        prompt answers it only if the person chose so (the question put to them, or
+        :meth:`answer`), else it is dropped and the prompt is a new request."""
+        pending = self._earlier
         assert pending is not None
-        self._question_restored = False
-        if pending.seconds_left() > 0:
-            reply = {"answer": prompt, "source": "user"}
-            text = answered_message(pending, reply, restarted=True)
-        else:
+        if pending.seconds_left() <= 0:
             reply = pending.expired_answer()
-            text = (f"{answered_message(pending, reply, restarted=True)}\n\n"
-                    f"The person now says: {prompt}")
-        await self._answered(pending, reply, root)
-        return text
+            self._earlier = None
+            await self._answered(pending, reply, root, restored=True, decided_by="expired")
+            earlier.notify(self.teller, earlier.told(pending, "drop", "expired", reply))
+            return prompt
+        if self._answer_earlier:
+            choice: earlier.Choice = "answer"
+            source = "team.answer"
+        else:
+            choice, source = await earlier.ask(self.teller, pending, prompt,
+                                               self.supervisor.settings)
+        self._earlier, self._answer_earlier = None, False
+        earlier.notify(self.teller, earlier.told(pending, choice, source))
+        if choice == "answer":
+            await self._answered(pending, {"answer": prompt, "source": "user"}, root,
+                                 restored=True, decided_by=source)
+            return earlier.teller_message(pending, prompt, source)
+        self._forget_question()
+        await self.supervisor.record("question_dropped", root, agent_id=self.teller.agent_id,
+                                     question=pending.question[:2000],
+                                     request=pending.prompt[:2000], decided_by=source,
+                                     asked_at=pending.createdAt)
+        return prompt
 
     async def _answered(self, pending: PendingQuestion, reply: dict[str, str],
-                        root: Task) -> None:
-        """Forget the question and record its answer under the Teller's task."""
+                        root: Task, **earlier_session: Any) -> None:
+        """Forget the question and record its answer under the Teller's task (a question
+        an earlier session left: ``restored`` and who ``decided_by`` too)."""
         self._forget_question()
         await self.supervisor.record("question_answered", root, agent_id=self.teller.agent_id,
                                      question=pending.question[:2000],
                                      answer=reply["answer"][:2000], source=reply["source"],
-                                     asked_at=pending.createdAt)
+                                     asked_at=pending.createdAt, **earlier_session)
 
     def _forget_question(self) -> None:
         self.supervisor.question = None
         self.supervisor.question_store.clear()
 
     def results_message(self, wave: list[Task]) -> str:
-        """What the Teller reads when the work it delegated has ended."""
-        parts = ["The work you delegated has ended. Answer the person from these results."]
+        """What the Teller reads when the work it delegated has ended: a head, then one
+        line of JSON per task (each indented under the task that delegated it). The team
+        sets ``taskId``, ``role`` and ``status``; ``prompt`` and ``result`` are quoted
+        strings, so no line of a result (a forged task line, "the person says ...") can
+        stand on a line of its own."""
+        lines = [RESULTS_HEAD]
         for task in wave:
-            parts.append(self._describe(task, level=0))
-        return "\n\n".join(parts)
-
-    def _describe(self, task: Task, level: int) -> str:
-        pad = "  " * level
-        said = (task.result or task.error or "").strip()[:RESULT_CHARS]
-        lines = [f"{pad}- {task.role} task {task.id} ({task.status}): {task.prompt[:200]}",
-                 f"{pad}  result: {said or '(none)'}"]
-        for child_id in task.children:
-            lines.append(self._describe(self.supervisor.tasks[child_id], level + 1))
+            self._describe(task, 0, lines)
         return "\n".join(lines)
+
+    def _describe(self, task: Task, level: int, lines: list[str]) -> None:
+        said = (task.result or task.error or "").strip()[:RESULT_CHARS]
+        lines.append("  " * level + json_line({
+            "taskId": task.id, "role": task.role, "status": task.status,
+            "prompt": task.prompt[:200], "result": said}))
+        for child_id in task.children:
+            self._describe(self.supervisor.tasks[child_id], level + 1, lines)
 
     def tree(self, task: Task) -> dict[str, Any]:
         """``task`` and everything under it, as nested dicts."""
