@@ -201,3 +201,14 @@ def test_safe_url(url: Any, kept: bool) -> None:
 def test_esc_closes_every_way_out() -> None:
     assert esc("<a href='x' title=\"y\">&") == (
         "&lt;a href=&#x27;x&#x27; title=&quot;y&quot;&gt;&amp;")
+
+
+def test_one_helper_escapes_everything() -> None:
+    """No view keeps an escaping copy of its own: html.escape is called in safe_html only."""
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[1] / "agent_kernel"
+    copies = [str(path.relative_to(package)) for path in package.rglob("*.py")
+              if path.name != "safe_html.py" and ("html.escape(" in path.read_text()
+                                                  or "import html\n" in path.read_text())]
+    assert copies == []

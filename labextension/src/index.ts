@@ -15,6 +15,7 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
 import type { KernelControls } from './controls';
+import { holdingImages, showOnClick } from './images';
 import { ILiveControls, runView } from './render';
 import { panelControlsFactory } from './panel';
 import { IRunState, RUN_MIME } from './state';
@@ -137,7 +138,8 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
     };
   }
 
-  /** The answer's Markdown through JupyterLab's own renderer, always sanitized. */
+  /** The answer's Markdown through JupyterLab's own renderer, always sanitized, with its
+   * images held until the person clicks "show" (see images.ts). */
   private async _markdown(host: HTMLElement, source: string): Promise<void> {
     const options = this._options;
     const showAsText = () => {
@@ -154,9 +156,9 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
       await renderMarkdown({
         host,
         source,
-        // Model text is never trusted: the sanitizer always runs.
+        // Model text is never trusted: the sanitizer always runs, then images are held.
         trusted: false,
-        sanitizer: options.sanitizer,
+        sanitizer: holdingImages(options.sanitizer),
         resolver: options.resolver,
         linkHandler: options.linkHandler,
         latexTypesetter: options.latexTypesetter,
@@ -164,6 +166,7 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
         shouldTypeset: this.isAttached,
         translator: options.translator
       });
+      showOnClick(host, this._shownImages);
     } catch (reason) {
       console.warn('agent-kernel: could not render Markdown', reason);
       showAsText();
@@ -176,6 +179,7 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
   private _drafts = new Map<string, string>();
   private _sending = new Set<string>();
   private _notes = new Map<string, string>();
+  private _shownImages = new Set<string>();
 }
 
 export const rendererFactory: IRenderMime.IRendererFactory = {
