@@ -90,9 +90,12 @@ def check_markdown(name: str, elements: list[tuple[str, dict[str, str | None]]])
     """Inside an answer: the sanitizer's allow-list, nothing else."""
     for tag, attrs in elements:
         assert tag in MARKDOWN_TAGS, (name, tag, attrs)
-        allowed = MARKDOWN_ATTRIBUTES.get(tag, set()) | {"rel"} | (
-            {"class"} if tag == "span" else set())
+        allowed = MARKDOWN_ATTRIBUTES.get(tag, set()) | (
+            {"class"} if tag == "span" else {"rel", "target"} if tag == "a" else set())
         assert set(attrs) <= allowed, (name, tag, attrs)
+        if tag == "a":
+            assert attrs.get("target") == "_blank" and attrs.get("rel") == (
+                "noopener noreferrer nofollow"), (name, attrs)
         if "class" in attrs:
             assert attrs["class"] == HELD_IMAGE_CLASS, (name, attrs)
 

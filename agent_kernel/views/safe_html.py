@@ -105,6 +105,7 @@ def _final_cleaner() -> Any:
 
     return nh3.Cleaner(tags=set(MARKDOWN_TAGS), clean_content_tags=set(DROPPED_WITH_CONTENT),
                        attributes=MARKDOWN_ATTRIBUTES,
+                       set_tag_attribute_values={"a": {"target": "_blank"}},
                        allowed_classes={"span": {HELD_IMAGE_CLASS}},
                        url_schemes=set(URL_SCHEMES), url_relative="deny",
                        link_rel="noopener noreferrer nofollow", strip_comments=True,

@@ -48,6 +48,7 @@ function heldLine(doc: Document, media: Element): HTMLElement {
   show.className = 'akl-show-image';
   show.dataset.src = url;
   show.dataset.alt = alt;
+  show.dataset.kind = media.localName === 'video' || media.localName === 'audio' ? media.localName : 'img';
   show.textContent = 'show';
   line.appendChild(show);
   line.appendChild(doc.createTextNode(']'));
@@ -97,6 +98,15 @@ export function showOnClick(host: HTMLElement, shown: Set<string>): void {
     }
     const reveal = () => {
       shown.add(url);
+      const kind = button.dataset.kind;
+      if (kind === 'video' || kind === 'audio') {
+        const media = document.createElement(kind);
+        media.controls = true;
+        media.preload = 'metadata';
+        media.src = url;
+        line.replaceWith(media);
+        return;
+      }
       const img = document.createElement('img');
       img.alt = button.dataset.alt ?? '';
       img.referrerPolicy = 'no-referrer';
