@@ -177,8 +177,9 @@ def memory_rows(text: str) -> list[dict[str, Any]]:
              "memory_id": text}]
 
 
-def widget_html(text: str) -> dict[str, str]:
-    """The HTML inside the live ipywidgets: question, approval, panel and board controls."""
+def live_widgets(text: str) -> dict[str, Any]:
+    """The live ipywidgets with ``text`` in every field: a question's and an approval's
+    controls, the triggers panel's and the team board's rows (name -> its box)."""
     import ipywidgets as w
 
     from agent_kernel.events import Question
@@ -186,31 +187,51 @@ def widget_html(text: str) -> dict[str, str]:
     from agent_kernel.triggers.panel import PanelControls
     from agent_kernel.views.widgets import QuestionControl
 
-    out: dict[str, str] = {}
     approval = Question("run_h", "qa", text, ["Approve", "Deny"], 60.0, "Deny",
                         kind="approval", details={"tool": text, "asked_by": text,
                                                   "arguments": {text: text, "command": text}})
     ask = Question("run_h", "qb", text, [text], 60.0, text,
                    details={"asked_by": text, "asked_by_role": text})
-    for name, event in (("approval widget", approval), ("question widget", ask)):
-        control = QuestionControl(event, lambda _answer: None)
-        out[name] = control.text.value
-        control.settle(text)
-    panel = PanelControls.__new__(PanelControls)
+    out: dict[str, Any] = {
+        name: QuestionControl(event, lambda _answer: None)
+        for name, event in (("approval widget", approval), ("question widget", ask))}
+    panel = PanelControls.__new__(PanelControls)  # its rows, without a scheduler behind
     panel.rows, panel.outcomes = {}, [text, text]
     panel.note, panel.box = w.HTML(""), w.VBox([])
     for trigger in trigger_rows(text):
         panel._add_row(trigger)
     panel._redraw()
-    out["triggers panel widget"] = panel.note.value + "".join(
-        row.children[2].value for row in panel.rows.values())
+    panel.box.children = (panel.note, *panel.box.children)
+    out["triggers panel widget"] = panel
     board = WidgetBoardControls.__new__(WidgetBoardControls)
     board._widgets, board.rows, board.outcomes = {}, {text: ("cancel", text)}, [text]
     board.note, board.box = w.HTML(""), w.VBox([])
     board._build()
-    out["board widget"] = board.note.value + "".join(
-        row.children[1].value for row in board._widgets.values())
+    out["board widget"] = board
     return out
+
+
+def show_live_widgets(text: str) -> None:
+    """Display :func:`live_widgets` in the running notebook cell."""
+    from IPython.display import display
+
+    for control in live_widgets(text).values():
+        display(control.box)
+
+
+def widget_html(text: str) -> dict[str, str]:
+    """The HTML inside each of :func:`live_widgets` (what their HTML widgets draw)."""
+    html: dict[str, str] = {}
+    for name, control in live_widgets(text).items():
+        found = [control.box]
+        values = []
+        while found:
+            widget = found.pop(0)
+            found.extend(getattr(widget, "children", ()))
+            if type(widget).__name__ == "HTML":
+                values.append(widget.value)
+        html[name] = "".join(values)
+    return html
 
 
 def views(text: str) -> dict[str, str]:

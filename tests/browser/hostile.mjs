@@ -2,12 +2,12 @@
 // agent-kernel's extension, nbconvert's HTML of it) and report what the browser made of
 // them: any element or attribute in an output that runs or loads, whether a payload ran
 // (window.akPwned set, a dialog opened), and every request to a host that is not this
-// machine (all are aborted and counted). The HTML the live ipywidgets would show is put
-// into the JupyterLab page the way the HTML widget does it (innerHTML, no sanitizer).
+// machine (all are aborted and counted). Without the extension, the notebook's last cell
+// is run in its kernel: it shows the live ipywidgets with the payloads in them.
 // At the end, "show" on one held image in the extension's view must make its request.
 //
 // Usage: node hostile.mjs '<json config>'; config = {pages: [{name, url, kind: "lab" |
-// "file", extension: bool, before?: [{write: path, text}]}], widgets: {name: html},
+// "file", extension: bool, runLast?: bool, before?: [{write: path, text}]}],
 // restore?: {write: path, text} (before the click), shots, chromium, profile}. Prints one line "REPORT <json>".
 import { chromium } from "playwright-core";
 import fs from "node:fs";
@@ -16,6 +16,7 @@ import path from "node:path";
 const config = JSON.parse(process.argv[2]);
 const report = { pages: {}, errors: [], shots: [], remote: [], dialogs: [] };
 const TIMEOUT = 60_000;
+let current = "start"; // the page being looked at, named in what the report says
 
 async function main() {
   fs.rmSync(config.profile, { recursive: true, force: true });
@@ -39,7 +40,7 @@ async function main() {
   page.on("dialog", (dialog) => {
     // Leaving JupyterLab asks "leave the page?": that one is the page's own, and is accepted.
     if (dialog.type() === "beforeunload") return dialog.accept().catch(() => {});
-    report.dialogs.push(`${dialog.type()}: ${dialog.message()}`);
+    report.dialogs.push(`${current}: ${dialog.type()}: ${dialog.message()}`);
     return dialog.dismiss().catch(() => {});
   });
   page.on("pageerror", (err) => report.errors.push(`pageerror: ${err.message}`));
@@ -49,9 +50,11 @@ async function main() {
         fs.mkdirSync(path.dirname(change.write), { recursive: true });
         fs.writeFileSync(change.write, change.text);
       }
+      current = spec.name;
       report.pages[spec.name] = await openPage(page, spec);
     }
     report.before_click = report.remote.length;
+    current = "show image";
     if (config.restore) fs.writeFileSync(config.restore.write, config.restore.text);
     report.click = await showOneImage(page, config.pages.find((p) => p.extension));
   } catch (err) {
@@ -71,19 +74,7 @@ async function openPage(page, spec) {
     await dismissKernelDialog(page);
     const drawn = spec.extension ? ".agent-kernel-lab-run .akl-run" : ".agent-kernel-run";
     await page.locator(drawn).first().waitFor({ timeout: TIMEOUT });
-    if (!spec.extension && config.widgets) {
-      await page.evaluate((widgets) => {
-        // As ipywidgets' HTML widget draws its value: innerHTML, nothing in between.
-        const area = document.querySelector(".jp-OutputArea-output");
-        for (const [name, html] of Object.entries(widgets)) {
-          const box = document.createElement("div");
-          box.className = "widget-html-content ak-test-widget";
-          box.dataset.view = name;
-          box.innerHTML = html;
-          area.appendChild(box);
-        }
-      }, config.widgets);
-    }
+    if (spec.runLast) await runLastCell(page);
   } else {
     await page.locator(".agent-kernel-run").first().waitFor({ timeout: TIMEOUT });
   }
@@ -99,6 +90,22 @@ async function openPage(page, spec) {
     await shot(page, `${spec.name}-view${i + 1}`, cells.nth(i));
   }
   return found;
+}
+
+// The last cell displays the live ipywidgets (questions, approval, panel and board rows)
+// with the payloads in them: run it in the notebook's kernel and wait for them.
+async function runLastCell(page) {
+  await page.getByText(/\| Idle/).first().waitFor({ timeout: TIMEOUT });
+  const cell = page.locator(".jp-Notebook .jp-Cell").last();
+  await cell.scrollIntoViewIfNeeded();
+  await cell.locator(".jp-InputArea-editor").click();
+  await page.keyboard.press("Control+Enter");
+  await page.waitForFunction(() => {
+    const prompt = [...document.querySelectorAll(".jp-Notebook .jp-Cell")].at(-1)
+      ?.querySelector(".jp-InputPrompt");
+    return /\[\d+\]/.test(prompt?.textContent ?? "") && document.querySelector(".widget-html-content");
+  }, null, { timeout: TIMEOUT });
+  await page.waitForTimeout(2000); // every widget view drawn
 }
 
 async function showOneImage(page, spec) {
@@ -138,6 +145,7 @@ async function shot(page, name, target) {
     } else {
       await target.evaluate((e) => e.scrollIntoView({ block: "start" }));
       const box = await target.boundingBox();
+      if (!box || box.height < 1) return; // an output area with nothing in it
       const view = page.viewportSize();
       const y = Math.max(0, box.y);
       await page.screenshot({ path: file, animations: "disabled", timeout: 60_000,
@@ -185,7 +193,7 @@ function inspect(scope) {
     extension_runs: document.querySelectorAll(".agent-kernel-lab-run .akl-run").length,
     fallback_runs: document.querySelectorAll(".agent-kernel-run").length,
     held_images: document.querySelectorAll(".akl-held-image, .ak-held-image").length,
-    widgets: document.querySelectorAll(".ak-test-widget").length,
+    widgets: document.querySelectorAll(".widget-html-content").length,
     payload_text: (document.body.innerText.match(/<script>window\.akPwned=1<\/script>/g) || []).length,
   };
 }

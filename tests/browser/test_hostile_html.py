@@ -5,14 +5,16 @@ tests/html_payloads.py in every field: a run (its MIME bundle: the extension's J
 and the HTML fallback), the triggers panel, the team board and task tree, the memory
 table, notices and control outcomes. It is signed as trusted, as a live kernel's
 outputs are, so JupyterLab renders its HTML without its own sanitizer: our escaping is
-the only guard. One JupyterLab serves it twice, (a) with agent-kernel's extension and
-(b) with the extension disabled, where the HTML the live ipywidgets would show is put
-into the page as the HTML widget does (innerHTML); (c) ``jupyter nbconvert --to html``
-of the same notebook is opened as a file. ``hostile.mjs`` aborts and counts every
-request to a host other than this machine. Each page must hold no element or
-attribute that runs or loads, no payload may run (``window.akPwned`` stays unset, no
-dialog opens), and no remote request is made until "show" is pressed on a held image
-in the extension's view: then exactly that image is fetched.
+the only guard. One JupyterLab serves it, light and dark, (a) with agent-kernel's
+extension and (b) with the extension disabled, where the notebook's last cell is run in
+a real kernel to show the live ipywidgets (a question's and an approval's controls, the
+triggers panel's and the team board's rows) with the payloads in every field; (c)
+``jupyter nbconvert --to html`` of the same notebook is opened as a file.
+``hostile.mjs`` aborts and counts every request to a host other than this machine.
+Each page must hold no element or attribute that runs or loads, no payload may run
+(``window.akPwned`` stays unset, no dialog opens), and no remote request is made until
+"show" is pressed on a held image in the extension's view: then exactly that image is
+fetched.
 Screenshots go to ``test-output/browser/hostile/``.
 """
 
@@ -31,7 +33,10 @@ ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = ROOT / "test-output" / "browser" / "hostile"
 sys.path.insert(0, str(ROOT / "tests"))
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.browser, pytest.mark.kernel, pytest.mark.timeout(420)]
+WIDGET_HTML_COUNT = 8
+"""HTML widgets the last cell shows: a question, an approval, the panel's note and three
+rows, the board's note and one row."""
 
 
 def _notebook(data_dir: Path) -> Any:
@@ -53,13 +58,15 @@ def _notebook(data_dir: Path) -> Any:
         cell = nbformat.v4.new_code_cell(f"# view {n + 1}")
         cell.outputs = [nbformat.v4.new_output("display_data", data=data)]
         nb.cells.append(cell)
+    nb.cells.append(nbformat.v4.new_code_cell(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+        "from html_payloads import HOSTILE, show_live_widgets\nshow_live_widgets(HOSTILE)"))
     NotebookNotary(data_dir=str(data_dir)).sign(nb)  # trusted, as a live run's outputs are
     return nb
 
 
 def test_hostile_strings_run_and_load_nothing(tmp_path: Path) -> None:
     import nbformat
-    from html_payloads import HOSTILE, widget_html
 
     problem = missing_requirements()
     if problem:
@@ -91,12 +98,12 @@ def test_hostile_strings_run_and_load_nothing(tmp_path: Path) -> None:
                 {"name": "without-extension-dark", "kind": "lab", "extension": False,
                  "url": url, "before": [disable]},
                 {"name": "without-extension", "kind": "lab", "extension": False, "url": url,
-                 "before": [light]},
+                 "before": [light], "runLast": True},
                 {"name": "nbconvert", "kind": "file", "extension": False,
                  "url": (tmp_path / "html" / "hostile.html").as_uri()},
             ],
             "restore": {"write": page_config, "text": "{}"},
-            "widgets": widget_html(HOSTILE), "shots": str(OUTPUT),
+            "widgets": WIDGET_HTML_COUNT, "shots": str(OUTPUT),
             "chromium": str(CHROMIUM), "profile": str(tmp_path / "chromium-profile"),
         }
         done = subprocess.run(["node", str(HERE / "hostile.mjs"), json.dumps(config)],
@@ -122,7 +129,7 @@ def test_hostile_strings_run_and_load_nothing(tmp_path: Path) -> None:
     assert pages["with-extension"]["extension_runs"] == 1
     assert pages["without-extension"]["extension_runs"] == 0
     assert pages["without-extension"]["fallback_runs"] == 1
-    assert pages["without-extension"]["widgets"] == 4
+    assert pages["without-extension"]["widgets"] == WIDGET_HTML_COUNT
     assert pages["with-extension-dark"]["dark"] and pages["without-extension-dark"]["dark"]
     assert not pages["with-extension"]["dark"]
     assert pages["nbconvert"]["fallback_runs"] == 1
