@@ -91,7 +91,10 @@ def test_mime_transcript_of_a_demo_run(agent):
     checker = _Checker()
     checker.feed(html)
     assert "b" in checker.tags  # our own labels
-    assert html.count("<b>bold</b>") == 0
+    # the answer's Markdown is sanitised like JupyterLab's: an allowed <b> stays, only there
+    assert html.count("<b>bold</b>") == 1
+    assert "The echo tool returned: <b>bold</b> &amp; more</p>" in html.split(
+        "<div class='agent-kernel-reply'>", 1)[1]
     assert "<details class='agent-kernel-tool' data-state='ok'>" in html
     assert card.record_id in html and "in ledger ✓" in html
     assert "<script" not in html and "http" not in html
@@ -99,13 +102,13 @@ def test_mime_transcript_of_a_demo_run(agent):
     assert "echo" in bundle["text/plain"] and card.record_id in bundle["text/plain"]
 
 
-def test_mime_renders_markdown_and_escapes_raw_html(agent):
+def test_mime_renders_markdown_and_sanitises_raw_html(agent):
     _result, events = run_collecting(agent, "what can you do?")
     events.append(TextDelta(events[0].run_id, "\n\n<script>alert(1)</script>\n\nsay **strong**"))
     html = render_html(transcript_of(events))
     assert "<code>echo</code>" in html  # Markdown backticks became code
     assert "<strong>strong</strong>" in html
-    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "<script" not in html and "alert(1)" not in html  # dropped, as JupyterLab does
 
 
 def test_mime_shows_question_answer_and_error(agent, monkeypatch):

@@ -13,9 +13,10 @@ the same API a script uses. Bad input prints a usage line, never a traceback.
 from __future__ import annotations
 
 import argparse
-import html
 import shlex
 from typing import Any
+
+from ..views.safe_html import esc
 
 USAGE = ("usage: %agent_memory [list [-n N] [--all]] | search QUERY [-n N] [--tag T] "
          "[--after ISO] [--before ISO] | forget MEMORY_ID ... | status")
@@ -73,12 +74,12 @@ class MemoryTable:
                 column == "memory_id") else ""
             return f"text-align:{align};vertical-align:top{quiet}"
 
-        head = "".join(f"<th style='{style(c)}'>{html.escape(c)}</th>" for c in self.columns)
+        head = "".join(f"<th style='{style(c)}'>{esc(c)}</th>" for c in self.columns)
         body = "".join(
-            "<tr>" + "".join(f"<td style='{style(c)}'>{html.escape(self._cell(r, c))}</td>"
+            "<tr>" + "".join(f"<td style='{style(c)}'>{esc(self._cell(r, c))}</td>"
                              for c in self.columns) + "</tr>" for r in self.rows)
         empty = "" if self.rows else "<p><em>none</em></p>"
-        return (f"<div class='agent-kernel-memory'><strong>{html.escape(self.title)}</strong>"
+        return (f"<div class='agent-kernel-memory'><strong>{esc(self.title)}</strong>"
                 f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{empty}"
                 "</div>")
 

@@ -37,7 +37,7 @@ from typing import Any
 from ..events import Question, QuestionAnswered
 from ..triggers.panel_html import local_time
 from ..views.cells import LiveOutput, in_cell, outcome_bundle
-from ..views.run_html import esc
+from ..views.safe_html import esc
 from .board_html import board_bundle, one_line, snapshot
 
 UPDATES_PER_SECOND = 2

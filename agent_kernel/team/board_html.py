@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..triggers.panel_html import local_time, relative
-from ..views.run_html import esc
+from ..views.safe_html import esc
 
 PROMPT_CHARS = 160
 LIST_LIMIT = 20

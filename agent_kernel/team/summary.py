@@ -7,8 +7,9 @@ the Teller's run output; the CLI prints it after the transcript.
 
 from __future__ import annotations
 
-import html
 from typing import Any
+
+from ..views.safe_html import esc
 
 LINE_CHARS = 120
 
@@ -50,7 +51,6 @@ def tree_html(tree: dict[str, Any]) -> str:
                 'answered by itself).</div>')
     items = []
     for depth, task in rows:
-        esc = html.escape
         items.append(
             f'<li style="margin-left:{depth * 1.5}em" data-role="{esc(task["role"])}" '
             f'data-status="{esc(task["status"])}"><b>{esc(task["role"])}</b> · '

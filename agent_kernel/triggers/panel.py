@@ -34,7 +34,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..views.cells import LiveOutput, in_cell, outcome_bundle
-from ..views.run_html import esc
+from ..views.safe_html import esc
 from .model import LIVE
 from .panel_html import local_time, panel_html, shown, text_table
 
@@ -279,7 +279,7 @@ class PanelControls(_Controls):
         import ipywidgets as w
 
         t = shown(trigger)
-        label = w.HTML(f"<code>{t.id}</code> · {esc(t.schedule_text())} · "
+        label = w.HTML(f"<code>{esc(t.id)}</code> · {esc(t.schedule_text())} · "
                        f"{esc(t.prompt[:60])}")
         cancel = w.Button(description="Cancel", tooltip=f"cancel trigger {t.id}",
                           layout=w.Layout(width="90px"))

@@ -17,8 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from ..views.run_html import esc
-from .model import Trigger, parse_iso
+from ..views.safe_html import esc
+from .model import Trigger
+from .model import parse_iso as _parse_iso
 
 RESULT_CHARS = 300
 PROMPT_CHARS = 200
@@ -62,6 +63,15 @@ def shown(trigger: Trigger) -> Trigger:
     return replace(trigger, prompt=redact_text(trigger.prompt),
                    last_result=redact_text(trigger.last_result or "") or trigger.last_result,
                    condition=scrub(trigger.condition) if trigger.condition else None)
+
+
+def parse_iso(text: str | None) -> datetime | None:
+    """The moment ``text`` names; None for none and for text that is not a time (a planted
+    file's value is shown as no time, never drawn)."""
+    try:
+        return _parse_iso(text)
+    except (TypeError, ValueError):
+        return None
 
 
 def local_time(text: str | None, now: datetime) -> str:

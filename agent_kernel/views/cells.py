@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from .safe_html import esc
 
 
 def display_pub() -> Any:
@@ -49,7 +50,7 @@ def outcome_bundle(lines: list[str]) -> dict[str, str]:
     ``agent-kernel-outcome`` block each in ``text/html``, and ``text/plain``."""
     return {"text/plain": "\n".join(lines),
             "text/html": "".join(f"<div class='agent-kernel-outcome' style='{OUTCOME_STYLE}'>"
-                                 f"{html.escape(line)}</div>" for line in lines)}
+                                 f"{esc(line)}</div>" for line in lines)}
 
 
 def _msg_id(header: dict[str, Any] | None) -> str | None:

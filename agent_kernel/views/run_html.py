@@ -9,17 +9,18 @@ kind (monospace blocks, pretty JSON with a height limit, tables of records),
 the ledger as one quiet line, questions and approvals as the outcome they had.
 Colours come only from JupyterLab's theme variables, each with a fallback, so
 the dark theme works and a page without those variables still reads.
-Everything from the model or a tool is HTML-escaped.
+Everything from the model or a tool goes through :mod:`.safe_html` (escaped, or for an
+answer's Markdown, sanitised with its images held until clicked).
 """
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from typing import Any
 
 from ..times import parse_iso
+from .safe_html import esc, markdown
 from .summaries import question_label, records_of
 
 STATUS_TEXT = {"running": "running", "done": "done", "done_with_failures": "done with failures",
@@ -58,11 +59,6 @@ padding:1px 6px;text-align:left;vertical-align:top}
 [data-jp-theme-light='false'] .agent-kernel-run .ak-failed{color:var(--jp-error-color2)}
 [data-jp-theme-light='false'] .agent-kernel-run .ak-warn{color:var(--jp-warn-color2)}
 </style>"""
-
-
-def esc(value: Any) -> str:
-    """HTML-escaped text."""
-    return html.escape(str(value))
 
 
 def clock(stamp: str | None) -> str:
@@ -141,14 +137,6 @@ def phase(state: dict[str, Any]) -> str:
 def _code_spans(text: str) -> str:
     """Escape, then show `backticked` parts as code."""
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", esc(text))
-
-
-def _markdown(text: str) -> str:
-    try:
-        import mistune
-    except ImportError:  # pragma: no cover - mistune is a dependency
-        return f"<pre>{esc(text)}</pre>"
-    return str(mistune.create_markdown(escape=True, plugins=["strikethrough", "table"])(text))
 
 
 def _compact(value: Any, limit: int = CELL_CHARS) -> str:
@@ -283,7 +271,7 @@ def question_html(q: dict[str, Any]) -> str:
     details = ""
     if q["approval"] and q.get("details"):
         details = _arguments((q["details"] or {}).get("arguments"))
-    return (f"<div class='agent-kernel-question'><b>{title}:</b> {_code_spans(q['question'])}"
+    return (f"<div class='agent-kernel-question'><b>{esc(title)}:</b> {_code_spans(q['question'])}"
             f"{options}{details}<div class='agent-kernel-answered'>{esc(outcome(q))}</div></div>")
 
 
@@ -292,7 +280,7 @@ def _entries_html(entries: list[dict[str, Any]]) -> list[str]:
     for entry in entries:
         kind = entry["kind"]
         if kind == "text":
-            out.append(f"<div class='agent-kernel-reply'>{_markdown(entry['text'])}</div>")
+            out.append(f"<div class='agent-kernel-reply'>{markdown(entry['text'])}</div>")
         elif kind == "tool":
             out.append(tool_html(entry))
         elif kind == "question":

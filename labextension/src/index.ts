@@ -15,6 +15,7 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
 import type { KernelControls } from './controls';
+import { holdingImages, showOnClick } from './images';
 import { ILiveControls, runView } from './render';
 import { panelControlsFactory } from './panel';
 import { ExactState, IRunState, RUN_MIME, isExactRows } from './state';
@@ -172,7 +173,8 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
     return loading;
   }
 
-  /** The answer's Markdown through JupyterLab's own renderer, always sanitized. */
+  /** The answer's Markdown through JupyterLab's own renderer, always sanitized, with its
+   * images held until the person clicks "show" (see images.ts). */
   private async _markdown(host: HTMLElement, source: string): Promise<void> {
     const options = this._options;
     const showAsText = () => {
@@ -189,9 +191,9 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
       await renderMarkdown({
         host,
         source,
-        // Model text is never trusted: the sanitizer always runs.
+        // Model text is never trusted: the sanitizer always runs, then images are held.
         trusted: false,
-        sanitizer: options.sanitizer,
+        sanitizer: holdingImages(options.sanitizer),
         resolver: options.resolver,
         linkHandler: options.linkHandler,
         latexTypesetter: options.latexTypesetter,
@@ -199,6 +201,7 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
         shouldTypeset: this.isAttached,
         translator: options.translator
       });
+      showOnClick(host, this._shownImages);
     } catch (reason) {
       console.warn('agent-kernel: could not render Markdown', reason);
       showAsText();
@@ -212,6 +215,7 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
   private _sending = new Set<string>();
   private _notes = new Map<string, string>();
   private _exact = new Map<string, ExactState>();
+  private _shownImages = new Set<string>();
 }
 
 export const rendererFactory: IRenderMime.IRendererFactory = {

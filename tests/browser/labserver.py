@@ -10,6 +10,7 @@ and returns its JSON report.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import secrets
@@ -103,6 +104,13 @@ def start_lab(base: Path, ready_timeout: float = 60.0, disabled: list[str] | Non
         ("AGENT_KERNEL_WORKSPACE", "agent-workspace"))}
     for folder in dirs.values():
         folder.mkdir(parents=True, exist_ok=True)
+    # The extension of the code under test (the one PYTHONPATH imports) ahead of any
+    # installed copy: JupyterLab looks in JUPYTER_PATH first.
+    built = Path(str(importlib.util.find_spec("agent_kernel").origin)).parent / "labextension"
+    own = base / "jupyter-path"
+    if (built / "package.json").exists() and not (own / "labextensions").exists():
+        (own / "labextensions").mkdir(parents=True)
+        (own / "labextensions" / "agent-kernel").symlink_to(built)
     if disabled:
         labconfig = dirs["JUPYTER_CONFIG_DIR"] / "labconfig"
         labconfig.mkdir(parents=True, exist_ok=True)
@@ -115,6 +123,8 @@ def start_lab(base: Path, ready_timeout: float = 60.0, disabled: list[str] | Non
     root.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.update({k: str(v) for k, v in dirs.items()})
+    if (own / "labextensions").exists():
+        env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(own), env.get("JUPYTER_PATH")]))
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     env.pop("JUPYTER_TOKEN", None)
     port, token = free_port(), secrets.token_hex(16)
