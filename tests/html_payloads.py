@@ -192,9 +192,10 @@ def live_widgets(text: str) -> dict[str, Any]:
                                                   "arguments": {text: text, "command": text}})
     ask = Question("run_h", "qb", text, [text], 60.0, text,
                    details={"asked_by": text, "asked_by_role": text})
+    exact = {text: text, "command": f"API_KEY={text} run", "api_key": text}
     out: dict[str, Any] = {
-        name: QuestionControl(event, lambda _answer: None)
-        for name, event in (("approval widget", approval), ("question widget", ask))}
+        "approval widget": QuestionControl(approval, lambda _answer: None, exact),
+        "question widget": QuestionControl(ask, lambda _answer: None)}
     panel = PanelControls.__new__(PanelControls)  # its rows, without a scheduler behind
     panel.rows, panel.outcomes = {}, [text, text]
     panel.note, panel.box = w.HTML(""), w.VBox([])

@@ -23,13 +23,13 @@ form. Values are never shortened here.
 
 from __future__ import annotations
 
-import html
 import json
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..redaction import secret_marks, secret_name, strong_secret_name, to_jsonable
+from .safe_html import esc
 
 Mark = Literal["secret", "invisible"]
 SECRET_NOTE = "looks like a secret: shown so you see exactly what runs; the saved record masks it"
@@ -122,13 +122,13 @@ def exact_rows(arguments: Any) -> list[Row]:
 def _parts_html(parts: list[tuple[str, Mark | None]]) -> str:
     out = []
     for text, mark in parts:
-        shown = html.escape(text)
+        shown = esc(text)
         if mark == "secret":
-            out.append(f"<mark class='ak-secret' title='{html.escape(SECRET_NOTE)}' "
+            out.append(f"<mark class='ak-secret' title='{esc(SECRET_NOTE)}' "
                        "style='background:#fff3bf;color:#3d2c00;outline:1px dashed #b08800;"
                        f"border-radius:2px;padding:0 1px'>{shown}</mark>")
         elif mark == "invisible":
-            out.append(f"<span class='ak-invisible' title='{html.escape(INVISIBLE_NOTE)}' "
+            out.append(f"<span class='ak-invisible' title='{esc(INVISIBLE_NOTE)}' "
                        "style='border:1px solid currentColor;color:var(--jp-error-color1,#b3261e);"
                        "border-radius:3px;"
                        f"padding:0 2px;font-size:85%'>{shown}</span>")
