@@ -139,7 +139,10 @@ def trigger_rows(text: str) -> list[Any]:
             Trigger(id=text + " 3", **{  # type: ignore[arg-type]
                 **base, "next_run": text, "last_fired_at": text, "status": text,
                 "kind": "condition",
-                "condition": {"kind": "expression", "expression": repr(text[:400])}})]
+                "condition": {"kind": "expression", "expression": repr(text[:400])}}),
+            Trigger(id=text + " 4", **{  # type: ignore[arg-type]
+                **base, "kind": "condition", "status": "needs_approval",
+                "condition": {"kind": text, "expression": text}})]  # no longer reads
 
 
 def board_state(text: str) -> dict[str, Any]:

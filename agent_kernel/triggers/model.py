@@ -180,9 +180,12 @@ class Trigger:
             return f"once at {self.run_at}"
         if self.kind == "cron":
             return f"cron {self.cron}"
-        from .conditions import Condition
+        from .conditions import Condition, ConditionError
 
-        text = Condition.parse(self.condition).describe() if self.condition else "when ?"
+        try:
+            text = Condition.parse(self.condition).describe() if self.condition else "when ?"
+        except ConditionError:  # a saved condition that no longer reads: it never runs
+            text = "when ? (its condition cannot be read)"
         return text + (f" (cooldown {self.cooldown:g} s)" if self.cooldown else "")
 
     def run_context(self, due_at: str | None, fired_at: str | None) -> dict[str, Any]:
