@@ -139,6 +139,11 @@ def _code_spans(text: str) -> str:
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", esc(text))
 
 
+def question_text(text: str) -> str:
+    """A question's words as written: its own lines kept, `backticked` parts as code."""
+    return f"<span style='white-space:pre-line'>{_code_spans(text)}</span>"
+
+
 def _compact(value: Any, limit: int = CELL_CHARS) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                            default=repr)
@@ -271,8 +276,9 @@ def question_html(q: dict[str, Any]) -> str:
     details = ""
     if q["approval"] and q.get("details"):
         details = _arguments((q["details"] or {}).get("arguments"))
-    return (f"<div class='agent-kernel-question'><b>{esc(title)}:</b> {_code_spans(q['question'])}"
-            f"{options}{details}<div class='agent-kernel-answered'>{esc(outcome(q))}</div></div>")
+    return (f"<div class='agent-kernel-question'><b>{esc(title)}:</b> "
+            f"{question_text(q['question'])}{options}{details}"
+            f"<div class='agent-kernel-answered'>{esc(outcome(q))}</div></div>")
 
 
 def _entries_html(entries: list[dict[str, Any]]) -> list[str]:

@@ -39,7 +39,7 @@ from ..redaction import redact_text
 from .cells import display_pub, in_cell
 from .exact import exact_html, exact_rows
 from .mime import Transcript, mime_bundle
-from .run_html import _code_spans, esc, outcome
+from .run_html import esc, outcome, question_text
 from .summaries import asked_by, question_label
 
 UPDATES_PER_SECOND = 4
@@ -98,7 +98,7 @@ class QuestionControl:
                      "It will run with exactly:" + exact_html(exact))
         else:
             title = (f"<b>{esc(question_label(False, event.details))}:</b> "
-                     f"{_code_spans(event.question)}")
+                     f"{question_text(event.question)}")
         self.text = w.HTML(f"<div style='{_STATIC_STYLE}'>{title}</div>")
         self.buttons: list[w.Button] = []
         self.entry: w.Text | None = None
