@@ -375,7 +375,7 @@ class Ledger:
     def full_field(self, record: dict[str, Any], name: str) -> tuple[Any, bool]:
         """A record's field as written, read back from its blob if it was moved: (value,
         whole); ``whole`` is False for a blob cut at the limit, missing or changed."""
-        return read_field(self.blob_folder, record, name)
+        return read_field(self.blob_folder, record, name, (self.limits or LIMITS).blob_bytes)
 
     def verify(self, anchor: str | None = None) -> VerifyResult:
         """Re-derive the chain, check every blob it names, name the first bad line; never raises.
@@ -406,6 +406,8 @@ class Ledger:
             return self._anchored(VerifyResult(True, 0), wanted, found=False)
         size = self._settled_size()
         previous, count, found = GENESIS, 0, False
+        limit = (self.limits or LIMITS).blob_bytes
+        seen: dict[tuple[str, int], tuple[int, str] | str] = {}  # each blob hashed once
         with open(self.path, "rb") as handle:
             for index, (offset, raw) in enumerate(lines_forward(handle, size)):
                 if is_blank(raw):
@@ -421,7 +423,7 @@ class Ledger:
                     elif not digest_matches(record):
                         why = "hash does not match the content"
                     else:
-                        why = check_blobs(self.blob_folder, record) or ""
+                        why = check_blobs(self.blob_folder, record, limit, seen) or ""
                 if record is None or why:
                     return self._broken(handle, size, index, offset, raw, record_id, why,
                                         count, previous)

@@ -226,7 +226,13 @@ def _hash_file(path: Path, expected_size: int) -> tuple[int, str] | str:
         os.close(fd)
 
 
-def _entry_problem(name: str, entry: Any) -> str | None:
+def _entry_problem(name: str, entry: Any, limit: int | None = None) -> str | None:
+    """Why ``entry`` is not a blob entry ``spill`` could have written, or None.
+
+    With ``limit`` (``LedgerLimits.blob_bytes``), a blob longer than it is refused before
+    its file is opened: ``spill`` never writes one, and hashing what a planted entry
+    names (a sparse file of terabytes costs nothing on disk) would take minutes.
+    """
     if not isinstance(entry, dict):
         return f"its blob entry for {name!r} is not an object"
     for key in ("sha256", "blob"):
@@ -237,24 +243,48 @@ def _entry_problem(name: str, entry: Any) -> str | None:
             return f"its blob entry for {name!r} has no valid {key}"
     if entry["blob_bytes"] > entry["bytes"]:
         return f"its blob entry for {name!r} says the blob is longer than the field"
+    if limit is not None and entry["blob_bytes"] > limit:
+        return (f"its blob entry for {name!r} names a blob of {entry['blob_bytes']:,} bytes, "
+                f"more than the {limit:,} a record may keep (LedgerLimits.blob_bytes): the "
+                "ledger never writes one, so it was planted, unless the limit was lowered "
+                "after it was written")
     if entry["blob_bytes"] == entry["bytes"] and entry["blob"] != entry["sha256"]:
         return f"its blob entry for {name!r} names a whole blob that is not the field's"
     return None
 
 
-def check_blobs(folder: Path, record: dict[str, Any]) -> str | None:
-    """None when every blob ``record`` names is whole and unchanged, else why not, in words."""
+def check_blobs(folder: Path, record: dict[str, Any], limit: int | None = None,
+                seen: dict[tuple[str, int], tuple[int, str] | str] | None = None) -> str | None:
+    """None when every blob ``record`` names is whole and unchanged, else why not, in words.
+
+    ``limit``: the most bytes one record's blobs hold together (``LedgerLimits.blob_bytes``);
+    an entry or a record past it is refused before any file is read. ``seen``: what was
+    found for each (blob, size) already checked, shared across one ``verify`` so that a
+    blob many records name is read and hashed once.
+    """
     named = record.get(BLOBS)
     if named is None:
         return None
     if not isinstance(named, dict):
         return f"its {BLOBS!r} field is not an object"
+    total = 0
     for name, entry in named.items():
-        problem = _entry_problem(name, entry)
+        problem = _entry_problem(name, entry, limit)
         if problem is not None:
             return problem
+        total += entry["blob_bytes"]
+    if limit is not None and total > limit:
+        return (f"its blobs hold {total:,} bytes together, more than the {limit:,} a record "
+                "may keep (LedgerLimits.blob_bytes): the ledger never writes that, so they "
+                "were planted, unless the limit was lowered after they were written")
+    for name, entry in named.items():
         shown = f"{BLOB_DIR}/{entry['blob'][:16]}…"
-        found = _hash_file(folder / entry["blob"], entry["blob_bytes"])
+        key = (entry["blob"], entry["blob_bytes"])
+        found = seen.get(key) if seen is not None else None
+        if found is None:
+            found = _hash_file(folder / entry["blob"], entry["blob_bytes"])
+            if seen is not None:
+                seen[key] = found
         if isinstance(found, str):
             return f"its {name} is kept in {shown}, which {found}{_NO_REPAIR}"
         if found[1] != entry["blob"]:
@@ -263,17 +293,19 @@ def check_blobs(folder: Path, record: dict[str, Any]) -> str | None:
     return None
 
 
-def read_field(folder: Path, record: dict[str, Any], name: str) -> tuple[Any, bool]:
+def read_field(folder: Path, record: dict[str, Any], name: str, limit: int | None = None
+               ) -> tuple[Any, bool]:
     """A field of ``record`` as it was written: (value, whole).
 
     A field kept in the line is returned as it is; a moved one is read from its blob:
     parsed when the blob is whole and matches, else its bytes as text and ``False``
-    (a cut blob, or one that is missing or changed: then the preview).
+    (a cut blob, or one that is missing or changed: then the preview). An entry naming
+    a blob longer than ``limit`` is not followed.
     """
     entry = (record.get(BLOBS) or {}).get(name) if isinstance(record.get(BLOBS), dict) else None
     if entry is None:
         return record.get(name), True
-    if _entry_problem(name, entry) is not None:
+    if _entry_problem(name, entry, limit) is not None:
         return record.get(name), False
     try:
         data = (folder / entry["blob"]).read_bytes()

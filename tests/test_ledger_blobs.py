@@ -21,11 +21,13 @@ from typing import Any
 
 import pytest
 
+from agent_kernel import ledger_blobs
 from agent_kernel.__main__ import main as cli
 from agent_kernel.ledger import LEDGER_FILE, LIMITS, Ledger, LedgerError, LedgerLimits
 from agent_kernel.ledger_blobs import BLOB_DIR, PARTIAL_PREFIX
-from agent_kernel.ledger_lines import canonical, digest
+from agent_kernel.ledger_lines import GENESIS, canonical, digest
 from agent_kernel.redaction import REDACTED, scrub
+from agent_kernel.trust import ApprovalBook
 
 SMALL = LedgerLimits(line_bytes=8 * 1024, preview_bytes=256, blob_bytes=64 * 1024)
 
@@ -239,6 +241,125 @@ def test_a_forged_blob_entry_is_named_and_never_followed(tmp_path: Path) -> None
     ledger.path.write_text(json.dumps(record) + "\n")
     verdict = ledger.verify()
     assert not verdict.ok and "has no valid blob (64 hex digits)" in verdict.reason
+
+
+# --- verify's cost is bounded by what the ledger could have written ------------------------------
+
+def plant(folder: Path, entries: list[dict[str, Any]]) -> Path:
+    """A ledger whose chain is valid (a planter recomputes it), each record naming ``blobs``."""
+    (folder / BLOB_DIR).mkdir(parents=True, exist_ok=True)
+    previous, lines = GENESIS, []
+    for number, blobs in enumerate(entries):
+        record = {"kind": "tool_call", "record_id": f"rec_{number}", "tool_name": "url_fetch",
+                  "result": "(preview)", "blobs": blobs, "prev_hash": previous}
+        record["hash"] = previous = digest(record)
+        lines.append(json.dumps(record))
+    path = folder / LEDGER_FILE
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+class CountedHashes:
+    """Counts the blob files verify opens and hashes (``ledger_blobs._hash_file``)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, refuse: bool = False) -> None:
+        self.names: list[str] = []
+        real = ledger_blobs._hash_file
+
+        def counted(path: Path, expected_size: int) -> tuple[int, str] | str:
+            self.names.append(path.name)
+            if refuse:
+                raise AssertionError(f"verify read {path.name} ({expected_size:,} bytes)")
+            return real(path, expected_size)
+
+        monkeypatch.setattr(ledger_blobs, "_hash_file", counted)
+
+
+def test_a_planted_blob_past_the_limit_is_refused_before_it_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 4 GiB that cost nothing on disk: hashing it took 18.6 s, and the planter picks the size
+    size, name = 4 << 30, "ab" * 32
+    path = plant(tmp_path, [{"result": {"sha256": "cd" * 32, "bytes": size + 1, "blob": name,
+                                        "blob_bytes": size}}])
+    with open(tmp_path / BLOB_DIR / name, "wb") as handle:
+        handle.truncate(size)
+    reads = CountedHashes(monkeypatch, refuse=True)
+    verdict = Ledger(path).verify()
+    assert not verdict.ok and verdict.line == 1 and verdict.bad_record_id == "rec_0"
+    assert "names a blob of 4,294,967,296 bytes, more than the 2,097,152 a record may keep" \
+        in verdict.reason and "the ledger never writes one, so it was planted" in verdict.reason
+    assert cli(["verify", "--workspace", str(tmp_path)]) == 1
+    assert "more than the 2,097,152 a record may keep" in capsys.readouterr().out
+    # the restore's check of approvals (one planted trigger makes it run) refuses it the same way
+    book = ApprovalBook(Ledger(path))
+    assert "more than the 2,097,152 a record may keep" in (book.reason("0" * 64) or "")
+    assert reads.names == []
+
+
+def test_blobs_past_the_limit_together_are_refused_before_they_are_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    each = LIMITS.blob_bytes * 3 // 4  # each within the limit, together past it
+    blobs = {}
+    for field in ("result", "arguments", "error"):
+        data = os.urandom(each)
+        name = hashlib.sha256(data).hexdigest()
+        (tmp_path / BLOB_DIR).mkdir(exist_ok=True)
+        (tmp_path / BLOB_DIR / name).write_bytes(data)
+        blobs[field] = {"sha256": name, "bytes": each, "blob": name, "blob_bytes": each}
+    reads = CountedHashes(monkeypatch, refuse=True)
+    verdict = Ledger(plant(tmp_path, [blobs])).verify()
+    assert not verdict.ok and "its blobs hold 4,718,592 bytes together, more than the " \
+        "2,097,152 a record may keep" in verdict.reason
+    assert reads.names == []
+
+
+def test_a_blob_named_by_many_records_is_hashed_once(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # 2,000 planted records naming one 2 MiB blob took 8.1 s: 4 GiB hashed
+    data = os.urandom(LIMITS.blob_bytes)
+    name = hashlib.sha256(data).hexdigest()
+    entry = {"result": {"sha256": name, "bytes": len(data), "blob": name,
+                        "blob_bytes": len(data)}}
+    path = plant(tmp_path, [entry] * 2000)
+    (tmp_path / BLOB_DIR / name).write_bytes(data)
+    reads = CountedHashes(monkeypatch)
+    verdict = Ledger(path).verify()
+    assert verdict.ok and verdict.count == 2000 and reads.names == [name]
+    # a blob the same size with another name is its own blob, read once more
+    other = os.urandom(len(data))
+    other_name = hashlib.sha256(other).hexdigest()
+    (tmp_path / BLOB_DIR / other_name).write_bytes(other)
+    second = {"result": {**entry["result"], "sha256": other_name, "blob": other_name}}
+    reads.names.clear()
+    assert Ledger(plant(tmp_path, [entry, second] * 50)).verify().ok
+    assert sorted(reads.names) == sorted([name, other_name])
+    # once per verify: a changed blob is caught by the next one, at the first record naming it
+    (tmp_path / BLOB_DIR / name).write_bytes(bytes(len(data)))
+    verdict = Ledger(path).verify()
+    assert not verdict.ok and verdict.line == 1 and "was changed" in verdict.reason
+
+
+def test_records_the_ledger_wrote_with_one_result_share_one_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger = Ledger(tmp_path / LEDGER_FILE, limits=SMALL)
+    records = [call(ledger, "the same page " * 5_000) for _ in range(20)]
+    assert len({r["blobs"]["result"]["blob"] for r in records}) == 1
+    reads = CountedHashes(monkeypatch)
+    assert ledger.verify().ok and ledger.verify().count == 20 and len(reads.names) == 2
+
+
+def test_a_field_is_not_read_from_a_blob_past_the_limit(tmp_path: Path) -> None:
+    data = canonical("x" * (SMALL.blob_bytes + 10))
+    name = hashlib.sha256(data).hexdigest()
+    path = plant(tmp_path, [{"result": {"sha256": name, "bytes": len(data), "blob": name,
+                                        "blob_bytes": len(data)}}])
+    (tmp_path / BLOB_DIR / name).write_bytes(data)
+    record = json.loads(path.read_text())
+    assert Ledger(path, limits=SMALL).full_field(record, "result") == ("(preview)", False)
+    assert Ledger(path).full_field(record, "result") == ("x" * (SMALL.blob_bytes + 10), True)
+    assert "a record may keep" in Ledger(path, limits=SMALL).verify().reason
+    assert Ledger(path).verify().ok
 
 
 def test_old_ledgers_without_blobs_still_verify(tmp_path: Path) -> None:

@@ -441,6 +441,17 @@ async def test_a_condition_holding_a_secret_is_refused_when_made(
     {"kind": "expression", "expression": "len(rows) > 2 #\u202e ) or True"},
     {"kind": "expression", "expression": "name == 'ok\u200b'"},
     {"kind": "file", "path": "data/out\x1b[2K.csv"},
+    # default-ignorable or blank, though not control or format characters
+    {"kind": "expression", "expression": "name == 'ok\u3164'"},      # HANGUL FILLER (Lo)
+    {"kind": "expression", "expression": "name == 'ok\u2800'"},      # BRAILLE PATTERN BLANK
+    {"kind": "file", "path": "data/\u115fout.csv"},                 # HANGUL CHOSEONG FILLER
+    {"kind": "file", "path": "data/out\uffa0.csv"},                 # HALFWIDTH HANGUL FILLER
+    {"kind": "expression", "expression": "name == 'report\ufe0f'"},  # VARIATION SELECTOR-16
+    {"kind": "file", "path": "data/a\U000e0101.csv"},               # VARIATION SELECTOR-18
+    {"kind": "expression", "expression": "name == 'a\u034f'"},       # COMBINING GRAPHEME JOINER
+    {"kind": "expression", "expression": "name == 'a\u17b4b'"},      # KHMER VOWEL INHERENT AQ
+    {"kind": "expression", "expression": "name == 'a\U000e0041'"},   # TAG LATIN CAPITAL A
+    {"kind": "expression", "expression": "name == 'a\u0338b'"},      # overlays the a
 ])
 async def test_a_condition_with_characters_that_hide_text_is_refused(
         tmp_path: Path, clock: ManualClock, condition: dict[str, str]) -> None:
@@ -455,6 +466,36 @@ async def test_a_condition_with_characters_that_hide_text_is_refused(
     assert "trg_planted" not in again.triggers
     assert "draw nothing or reorder" in again.restore_report.text()
     await again.close()
+
+
+@pytest.mark.parametrize("condition", [
+    {"kind": "expression", "expression": "host == 'g\u043e\u043egle.com'"},  # Cyrillic o
+    {"kind": "expression", "expression": "len(r\u043ews) > 2"},  # a variable the person never saw
+    {"kind": "file", "path": "data/\u03bfut.csv"},               # Greek omicron
+])
+async def test_a_condition_with_a_word_mixing_alphabets_is_refused(
+        tmp_path: Path, clock: ManualClock, condition: dict[str, str]) -> None:
+    workspace = tmp_path / "ws"
+    scheduler = new_scheduler(workspace, clock, namespace={})
+    with pytest.raises(ValueError, match="mixes alphabets") as refused:
+        await call(scheduler.agent, "schedule", prompt="echo it", type="conditional",
+                   condition=condition)
+    assert "one alphabet" in str(refused.value)
+    plant(workspace, condition=condition)  # and a planted one is not restored
+    await scheduler.close()
+    again = new_scheduler(workspace, clock, namespace={})
+    assert "trg_planted" not in again.triggers
+    assert "mixes alphabets" in again.restore_report.text()
+    await again.close()
+
+
+async def test_a_condition_in_one_other_alphabet_is_kept(tmp_path: Path, clock: ManualClock
+                                                         ) -> None:
+    scheduler = new_scheduler(tmp_path / "ws", clock, namespace={})
+    made = await call(scheduler.agent, "schedule", prompt="echo it", type="conditional",
+                      condition={"kind": "file", "path": "data/\u043e\u0442\u0447\u0451\u0442.csv"})
+    assert "mixes alphabets" not in str(made) and len(scheduler.triggers) == 1
+    await scheduler.close()
 
 
 async def test_code_swapped_inside_a_masked_part_of_an_approved_condition_is_never_run(

@@ -35,10 +35,11 @@ from __future__ import annotations
 import ast
 import os
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..unseen import draws_nothing, mixed_words
 
 KINDS = ("expression", "file", "variable")
 MAX_EXPRESSION = 500
@@ -121,12 +122,18 @@ def _verbatim(condition: Condition) -> Condition:
 
     shape = condition.to_dict()
     field_name = {"expression": "expression", "file": "path", "variable": "name"}[condition.kind]
-    hidden = [c for c in shape[field_name] if _draws_nothing(c)]
+    hidden = [c for c in shape[field_name] if draws_nothing(c)]
     if hidden:  # a person approves what they read: nothing may hide or reorder it
         raise ConditionError(
             f"the condition's {field_name} holds characters that draw nothing or reorder the "
             f"text around them ({', '.join(sorted({f'U+{ord(c):04X}' for c in hidden}))}); "
             "write it with plain characters")
+    mixed = mixed_words(shape[field_name])
+    if mixed:  # nor read one word as another: gооgle with Cyrillic о
+        raise ConditionError(
+            f"the condition's {field_name} holds a word that mixes alphabets "
+            f"({shape[field_name][mixed[0][0]:mixed[0][1]]!r} has look-alike letters "
+            f"{mixed[0][2]} among Latin ones); write each word in one alphabet")
     if scrub(shape) == shape:
         return condition
     advice = ("read the secret from an environment variable in the expression instead, e.g. "
@@ -136,15 +143,6 @@ def _verbatim(condition: Condition) -> Condition:
         f"the condition's {field_name} holds text that looks like a secret (a key, a token, "
         "a password=... pair). A condition is saved exactly as written, and secrets are "
         f"never written to disk: {advice}")
-
-
-def _draws_nothing(char: str) -> bool:
-    """A control, format (bidi override, zero-width), private or unassigned character,
-    a line or paragraph separator, or a space other than the ASCII one (not tab or newline)."""
-    if char in "\t\n":
-        return False
-    category = unicodedata.category(char)
-    return category[0] == "C" or category in ("Zl", "Zp") or (category == "Zs" and char != " ")
 
 
 def _check_expression(expression: Any) -> str:

@@ -12,8 +12,13 @@ the terminal prompt) show the arguments *exactly* as the tool will receive them:
   record will mask;
 - a character that draws nothing or redraws the text (control characters such as
   ESC and carriage return, bidirectional overrides, zero-width and other format
-  characters, unusual spaces) is shown as a visible ``U+202E`` token, marked
-  ``invisible``, so no text can hide or reorder what runs.
+  characters, unusual spaces, variation selectors, tag characters, Hangul fillers and
+  every other default-ignorable character: ``unseen.draws_nothing``) is shown as a
+  visible ``U+202E`` token, marked ``invisible``, so no text can hide or reorder what
+  runs;
+- a word that mixes ASCII letters with Cyrillic or Greek look-alikes (``gооgle.com``)
+  is shown whole in a token of the same kind, followed by the words
+  ``(mixes alphabets: U+043E)`` (``unseen.mixed_words``).
 
 None of this is saved: it lives in the live control only (a comm reply, a widget
 that is closed once answered, a terminal line), while the run's saved output, its
@@ -23,18 +28,19 @@ form. Values are never shortened here.
 
 from __future__ import annotations
 
+import itertools
 import json
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..redaction import secret_marks, secret_name, strong_secret_name, to_jsonable
+from ..unseen import hidden_at, mixed_words
 from .safe_html import esc
 
 Mark = Literal["secret", "invisible"]
 SECRET_NOTE = "looks like a secret: shown so you see exactly what runs; the saved record masks it"
-INVISIBLE_NOTE = "a character that draws nothing or changes how the text around it reads"
-_VISIBLE_CONTROLS = {"\n", "\t"}
+INVISIBLE_NOTE = ("a character that draws nothing or changes how the text around it reads, "
+                  "or a word whose letters look alike but come from other alphabets")
 
 
 @dataclass
@@ -57,37 +63,38 @@ class Row:
         return {mark for _, mark in self.parts if mark}
 
 
-def _invisible(char: str) -> bool:
-    if char in _VISIBLE_CONTROLS:
-        return False
-    category = unicodedata.category(char)
-    return category in ("Cc", "Cf", "Co", "Cn", "Zl", "Zp", "Cs") or (
-        category == "Zs" and char != " ")
-
-
 def _split(text: str, secret: list[tuple[int, int]]) -> list[tuple[str, Mark | None]]:
-    """``text`` in parts: plain, marked secret, and each invisible character as a token."""
+    """``text`` in parts: plain, marked secret, each invisible character as a token, and
+    each word mixing alphabets as a token that says so."""
     parts: list[tuple[str, Mark | None]] = []
 
     def add(piece: str, mark: Mark | None) -> None:
-        run = ""
-        for char in piece:
-            if _invisible(char):
-                if run:
-                    parts.append((run, mark))
-                    run = ""
-                parts.append((f"U+{ord(char):04X}", "invisible"))
-            else:
-                run += char
-        if run:
-            parts.append((run, mark))
+        at = 0
+        for hidden in hidden_at(piece):
+            if hidden > at:
+                parts.append((piece[at:hidden], mark))
+            parts.append((f"U+{ord(piece[hidden]):04X}", "invisible"))
+            at = hidden + 1
+        if at < len(piece):
+            parts.append((piece[at:], mark))
 
-    at = 0
-    for start, end in secret:
-        add(text[at:start], None)
-        add(text[start:end], "secret")
-        at = end
-    add(text[at:], None)
+    mixed = mixed_words(text)
+    cuts = sorted({0, len(text), *(b for span in secret for b in span),
+                   *(b for start, end, _ in mixed for b in (start, end))})
+    in_secret = in_word = 0
+    for start, end in itertools.pairwise(cuts):
+        while in_secret < len(secret) and secret[in_secret][1] <= start:
+            in_secret += 1
+        while in_word < len(mixed) and mixed[in_word][1] <= start:
+            in_word += 1
+        if in_word < len(mixed) and mixed[in_word][0] <= start:
+            word_start, word_end, letters = mixed[in_word]
+            if start == word_start:  # the whole word, once, whatever else marks it
+                parts.append((f"{text[word_start:word_end]} (mixes alphabets: {letters})",
+                              "invisible"))
+            continue
+        marked = in_secret < len(secret) and secret[in_secret][0] <= start
+        add(text[start:end], "secret" if marked else None)
     return parts
 
 
@@ -164,7 +171,8 @@ def legend_html(rows: list[Row]) -> str:
     if "invisible" in kinds:
         words.append("<span class='ak-invisible' style='color:var(--jp-error-color1,#b3261e)'>"
                      "U+…</span>: a "
-                     "character that draws nothing or reorders text")
+                     "character that draws nothing or reorders text, or a word that mixes "
+                     "alphabets (look-alike letters)")
     if not words:
         return ""
     return f"<div class='ak-exact-legend' style='font-size:12px'>{' · '.join(words)}</div>"
@@ -196,5 +204,6 @@ def exact_text(arguments: Any, *, color: bool) -> list[str]:
         lines.append(f"    ({marked}: looks like a secret; shown in full, the saved record "
                      "masks it)")
     if "invisible" in kinds:
-        lines.append("    (<U+…>: a character that draws nothing or reorders text)")
+        lines.append("    (<U+…>: a character that draws nothing or reorders text, or a word "
+                     "that mixes alphabets: look-alike letters)")
     return lines
