@@ -152,7 +152,8 @@ export const SECRET_NOTE =
   'looks like a secret: shown so you see exactly what runs; the saved record masks it';
 export const INVISIBLE_NOTE = 'a character that draws nothing or changes how the text around it reads';
 export const SECRET_LEGEND = 'looks like a secret (shown in full; the saved record masks it)';
-export const INVISIBLE_LEGEND = 'a character that draws nothing or reorders text';
+export const INVISIBLE_LEGEND =
+  'a character that draws nothing or reorders text, or a word that mixes alphabets (look-alike letters)';
 
 /** Why Approve is off while the exact arguments are not shown. */
 export function exactProblem(message: string): string {
