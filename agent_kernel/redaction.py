@@ -166,6 +166,8 @@ def _dump_forms(value: bytes) -> list[str]:
             forms.append(_starts(str(shorts[0]), r"\d") + "".join(  # od -d
                 rf"\s+{w}" for w in shorts[1:]) + r"(?!\d)")
         forms.append(r"[\s,\\]*".join(f"{b:03o}" for b in part))  # od -b, printf's \ooo
+        forms.append(_starts(str(part[0]), r"\d") + "".join(  # od -tu1 (offsets between)
+            rf"\s+{b}" for b in part[1:]) + r"(?!\d)")
     forms.append(r"\s*".join(f"{b:08b}" for b in value))  # the bits in one string
     lines = [value[i:i + 6] for i in range(0, len(value), 6)]  # xxd -b's lines
     for line in lines:

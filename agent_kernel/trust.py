@@ -86,14 +86,17 @@ def read_folders() -> list[Path]:
 def is_key(info: os.stat_result) -> bool:
     """Whether the file ``info`` describes is an approval key: one this process read or
     made, or the one at :func:`key_path` now (another name for it, a hard link, say)."""
-    found = {(info.st_dev, info.st_ino)}
-    if found & set(_read.values()):
-        return True
-    try:
-        now = os.lstat(key_path())
-    except (OSError, ValueError):
-        return False
-    return (now.st_dev, now.st_ino) in found
+    found = (info.st_dev, info.st_ino)
+    # Only a key still in its place: a deleted key's inode number may be reused.
+    for path in {*(folder / KEY_FILE for folder, seen in _read.items() if seen == found),
+                 key_path()}:
+        try:
+            now = os.lstat(path)
+        except (OSError, ValueError):
+            continue
+        if (now.st_dev, now.st_ino) == found:
+            return True
+    return False
 
 
 def key_path() -> Path:

@@ -228,7 +228,8 @@ async def test_no_file_tool_reaches_the_key(home: Path, key: bytes) -> None:
         assert "outside the workspace" in json.dumps(listed), (folder, listed)
 
 
-async def test_read_file_refuses_a_hard_link_to_the_key(home: Path, key: bytes) -> None:
+async def test_read_file_refuses_a_hard_link_to_the_key(
+        home: Path, key: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
     """Neither a sandbox nor the model can make one, but a person or an unpacked tarball
     can: read_file refuses it, and the key with a second name is refused until rotated."""
     agent = Agent(workspace=home / "ws", settings=Settings(headless_approval="allow"))
@@ -237,6 +238,8 @@ async def test_read_file_refuses_a_hard_link_to_the_key(home: Path, key: bytes) 
     os.link(key_path(), files / "hard.txt")
     (files / "a.txt").write_text("plain words")
     os.link(files / "a.txt", files / "b.txt")  # any other file with two names still reads
+    plain = os.stat(files / "a.txt")  # also when a deleted key had its inode number
+    monkeypatch.setitem(trust._read, home / "gone", (plain.st_dev, plain.st_ino))
     assert (await call_tool(agent, "read_file", path="b.txt"))["content"] == "plain words"
     result = await call_tool_safely(agent, "read_file", path="hard.txt")
     assert not result.get("ok") and "hard link" in json.dumps(result), result
@@ -410,9 +413,9 @@ def test_every_printed_form_of_a_read_key_is_masked(home: Path, key: bytes) -> N
     assert redact_text("an ordinary line, 12 34 ab cd") == "an ordinary line, 12 34 ab cd"
 
 
-DUMPS = (["od"], ["od", "-b"], ["od", "-An", "-d"], ["od", "-An", "-tx2"], ["od", "-tx4"],
-         ["od", "-An", "-tx8"], ["hexdump"],
-         ["xxd", "-b"], ["xxd", "-e"], ["base32"])
+DUMPS = (["od"], ["od", "-b"], ["od", "-An", "-d"], ["od", "-tu1"], ["od", "-An", "-tx2"],
+         ["od", "-tx4"], ["od", "-An", "-tx8"], ["hexdump"], ["xxd", "-b"], ["xxd", "-e"],
+         ["base32"])
 
 
 def dump(tool: list[str], data: bytes) -> str:
@@ -420,7 +423,7 @@ def dump(tool: list[str], data: bytes) -> str:
 
 
 def test_the_dump_tools_and_encoders_forms_of_the_key_are_masked(home: Path, key: bytes) -> None:
-    """od (default octal words, -b, -d, -tx2/4/8), hexdump (default), xxd -b and -e,
+    """od (default octal words, -b, -d, -tu1, -tx2/4/8), hexdump (default), xxd -b and -e,
     base32, hex with - or . between bytes, %-encoding and the key as one big number: every
     token of the key that the tool printed is gone, and another key's dump is untouched."""
     import urllib.parse
