@@ -32,6 +32,7 @@ import functools
 import math
 import os
 import re
+import sys
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -127,25 +128,85 @@ def add_pattern(pattern: str | re.Pattern[str]) -> None:
             _custom.append(compiled)
 
 
+def _any_case(text: str) -> str:
+    """``text`` (hex digits) matching either case, without a slow IGNORECASE search."""
+    return "".join(f"[{c}{c.upper()}]" if c.isalpha() else c for c in text)
+
+
+def _starts(token: str, not_after: str) -> str:
+    """``token`` (plain digits) not preceded by a character of the class ``not_after``.
+
+    The check follows the token, so the pattern still starts with plain characters, which
+    the search finds fast (a leading look-behind makes it try every position)."""
+    return f"{token}(?<!{not_after}{token})"
+
+
+def _words(part: bytes, size: int) -> list[int]:
+    """``part`` as words of ``size`` bytes in this machine's byte order, as od and hexdump
+    read a file (xxd -e reads little-endian, which is this machine's on x86 and ARM)."""
+    return [int.from_bytes(part[i:i + size], sys.byteorder)
+            for i in range(0, len(part) - size + 1, size)]
+
+
+def _dump_forms(value: bytes) -> list[str]:
+    """Patterns for ``value`` as the dump tools print a file that holds just it, line by
+    line at their default widths: ``od`` (default octal words, ``-b``, ``-d``,
+    ``-tx2/-tx4/-tx8``), ``hexdump`` (default words), ``xxd -e`` (16 bytes a line) and
+    ``xxd -b`` (6 bytes a line, and the whole key as one string of bits)."""
+    forms: list[str] = []
+    halves = [value[:len(value) // 2], value[len(value) // 2:]] if len(value) >= 16 else [value]
+    for part in halves:
+        for size in (2, 4, 8):  # od -tx2 and hexdump; od -tx4 and xxd -e; od -tx8
+            words = _words(part, size)
+            if len(words) >= 2:
+                forms.append(r"\s+".join(f"{w:0{2 * size}x}" for w in words))  # lower case
+        shorts = _words(part, 2)
+        if len(shorts) >= 2:
+            forms.append(r"\s+".join(f"{w:06o}" for w in shorts))  # od's default
+            forms.append(_starts(str(shorts[0]), r"\d") + "".join(  # od -d
+                rf"\s+{w}" for w in shorts[1:]) + r"(?!\d)")
+        forms.append(r"[\s,\\]*".join(f"{b:03o}" for b in part))  # od -b, printf's \ooo
+        forms.append(_starts(str(part[0]), r"\d") + "".join(  # od -tu1 (offsets between)
+            rf"\s+{b}" for b in part[1:]) + r"(?!\d)")
+    forms.append(r"\s*".join(f"{b:08b}" for b in value))  # the bits in one string
+    lines = [value[i:i + 6] for i in range(0, len(value), 6)]  # xxd -b's lines
+    for line in lines:
+        bits = r"\s+".join(f"{b:08b}" for b in line)
+        forms.append(bits if len(line) >= 4 else
+                     _starts(f"{line[0]:08b}", "[01]") + bits[8:] + "(?![01])")
+    return forms
+
+
 def _byte_forms(value: bytes) -> list[str]:
     """Patterns for ``value`` written out: hex (any case, ``0x``/``\\x`` prefixes, spaces,
-    colons or commas between bytes, as ``xxd``, ``od`` and ``hexdump`` print it), decimal
-    byte lists, base64 and base64url (at each of the three alignments a longer blob puts
-    it in, padding optional), every form broken by whitespace; each half of the key on its
-    own in hex too (one ``xxd`` line), so a dump cut in lines is masked line by line."""
+    colons, commas, dots or dashes between bytes, as ``xxd``, ``od -tx1`` and
+    ``hexdump -C`` print it), decimal byte lists, base64 and base64url (at each of the
+    three alignments a longer blob puts it in, padding optional), base32 (each of its five
+    alignments), %-encoding (URL), the key read as one big number (decimal, either byte
+    order, and hex without leading zeros), every form broken by whitespace; each half of
+    the key on its own in hex too (one ``xxd`` line), so a dump cut in lines is masked line
+    by line; and the dump tools' other forms (:func:`_dump_forms`)."""
     import base64
 
-    gap = r"[\s:,;]*"
+    gap = r"[\s:,;.\-]*"
     spread = r"\s*"
     hexes = [value, *([value[:len(value) // 2], value[len(value) // 2:]]
                       if len(value) >= 16 else [])]
-    def hex_byte(byte: int) -> str:  # either case, without a slow IGNORECASE search
-        return "".join(f"[{c}{c.upper()}]" if c.isalpha() else c for c in f"{byte:02x}")
-
+    forms = []
+    for number in (int.from_bytes(value, "big"), int.from_bytes(value, "little")):
+        forms.append(_starts(str(number), r"\d") + r"(?!\d)")  # the key as one number
+    stripped = value.hex().lstrip("0")
+    if stripped and stripped != value.hex():  # hex(int.from_bytes(key)) drops leading zeros
+        forms.append(_starts(stripped, "[0-9a-fA-F]"))  # (before the halves mask its end)
     # The first byte has no optional prefix, so each pattern starts with a plain character.
-    forms = [hex_byte(part[0]) + "".join(rf"{gap}(?:\\x|0[xX])?{hex_byte(b)}"
-                                         for b in part[1:]) for part in hexes]
-    forms.append(r"(?<!\d)" + r"[\s,;]+".join(str(b) for b in value) + r"(?!\d)")
+    forms += [_any_case(f"{part[0]:02x}") + "".join(rf"{gap}(?:\\x|0[xX])?{_any_case(f'{b:02x}')}"
+                                                     for b in part[1:]) for part in hexes]
+    forms.append(_starts(str(value[0]), r"\d") + "".join(rf"[\s,;]+{b}" for b in value[1:])
+                 + r"(?!\d)")
+    forms.append("".join(  # %-encoding leaves letters, digits and some marks as they are
+        rf"(?:%{_any_case(f'{b:02x}')}|{re.escape(chr(b))})" if 0x20 < b < 0x7F
+        else rf"(?:%{_any_case(f'{b:02x}')}|\+)" if b == 0x20
+        else f"%{_any_case(f'{b:02x}')}" for b in value))
     whole = base64.b64encode(value).decode("ascii").rstrip("=")
     bodies = [whole]
     for offset in range(3):  # only the characters no neighbouring byte changes
@@ -154,7 +215,12 @@ def _byte_forms(value: bytes) -> list[str]:
     for body in bodies:
         for alphabet in (body, body.replace("+", "-").replace("/", "_")):
             forms.append(spread.join(re.escape(c) for c in alphabet) + r"(?:\s*=){0,2}")
-    return forms
+    thirty_two = [base64.b32encode(value).decode("ascii").rstrip("=")]
+    for offset in range(1, 5):
+        text = base64.b32encode(bytes(offset) + value + bytes(4)).decode("ascii")
+        thirty_two.append(text[(8 * offset + 4) // 5:8 * (offset + len(value)) // 5])
+    forms.extend(spread.join(thirty) + r"(?:\s*=){0,6}" for thirty in thirty_two)
+    return [*forms, *_dump_forms(value)]
 
 
 def add_secret(value: bytes) -> None:

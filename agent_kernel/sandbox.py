@@ -166,15 +166,16 @@ def private_paths() -> list[Path]:
     kernel's): their keys would let a command drive a kernel, and so the runtime, from
     outside the sandbox, so the sandbox hides them. And the folder of the approval key
     (:mod:`agent_kernel.trust`), made now if missing: a key made later in a folder the
-    sandbox did not hide would show through ``/``, which it binds live."""
+    sandbox did not hide would show through ``/``, which it binds live. Also the folder of
+    every key this process has read or made, should the data folder have changed since."""
     found: set[Path] = set()
     try:
-        from .trust import key_folder
+        from .trust import key_folder, read_folders
 
         folder = key_folder()
         with contextlib.suppress(OSError):  # none made: no key can be made there either
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        found.add(folder)
+        found.update([folder, *read_folders()])
     except Exception:  # jupyter_core missing or misconfigured: there is no key folder
         pass
     try:

@@ -6,7 +6,8 @@ that code is on record. An approval is a ledger record carrying ``digest``, the 
 canonical JSON of what was approved, and ``mac``, an HMAC-SHA256 of the digest under a
 per-user key kept outside the workspace (``<jupyter data dir>/agent_kernel/approval.key``,
 32 random bytes, mode 0600 in a 0700 folder that every sandbox hides; a key that is a link,
-another user's, readable by others or inside the workspace is refused, and every form of it
+has another name (a hard link), is another user's, readable by others or inside the
+workspace is refused, and every form of it
 is masked by :func:`agent_kernel.redaction.add_secret` once this process has read it;
 ``python -m agent_kernel trust rotate`` replaces it). The hash chain alone proves nothing
 to us: anyone who can write the workspace (a cloned repository shipping a ``.agent/``
@@ -25,6 +26,7 @@ import hmac
 import os
 import secrets
 import stat
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,13 @@ KEY_FOLDER = "agent_kernel"
 
 class TrustError(RuntimeError):
     """The approval key cannot be read or made."""
+
+
+# A relative Jupyter data folder, made absolute where this process first looked (its
+# working directory may change later, with %cd), and the keys this process has read or
+# made: their folder and (device, inode), which the sandboxes and file tools refuse.
+_pinned: dict[str, Path] = {}
+_read: dict[Path, tuple[int, int]] = {}
 
 
 def digest(payload: dict[str, Any]) -> str:
@@ -61,7 +70,33 @@ def key_folder() -> Path:
     """The folder that holds this user's approval key (every sandbox hides it)."""
     from jupyter_core.paths import jupyter_data_dir
 
-    return Path(jupyter_data_dir()) / KEY_FOLDER
+    raw = jupyter_data_dir()
+    base = Path(raw)
+    if not base.is_absolute():  # JUPYTER_DATA_DIR=jd: the same folder after a %cd
+        base = _pinned.setdefault(raw, Path(os.path.abspath(raw)))
+    return base / KEY_FOLDER
+
+
+def read_folders() -> list[Path]:
+    """The folders of every key this process has read or made (a sandbox hides them all,
+    beside the folder :func:`key_folder` names now)."""
+    return sorted(_read)
+
+
+def is_key(info: os.stat_result) -> bool:
+    """Whether the file ``info`` describes is an approval key: one this process read or
+    made, or the one at :func:`key_path` now (another name for it, a hard link, say)."""
+    found = (info.st_dev, info.st_ino)
+    # Only a key still in its place: a deleted key's inode number may be reused.
+    for path in {*(folder / KEY_FILE for folder, seen in _read.items() if seen == found),
+                 key_path()}:
+        try:
+            now = os.lstat(path)
+        except (OSError, ValueError):
+            continue
+        if (now.st_dev, now.st_ino) == found:
+            return True
+    return False
 
 
 def key_path() -> Path:
@@ -143,12 +178,22 @@ def _read_key(path: Path) -> bytes:
             raise TrustError(f"the approval key {path} can be read or changed by other users "
                              f"(mode {mode:o}, it must be 600), so it may have been copied; "
                              f"refused: {_ROTATE_HOW}")
+        for _ in range(20):  # a key being made has a second name for a moment (load_key)
+            if info.st_nlink == 1:
+                break
+            time.sleep(0.01)
+            info = os.fstat(handle)
+        if info.st_nlink != 1:
+            raise TrustError(f"the approval key {path} has {info.st_nlink} names (hard links), "
+                             "so the other names may sit where tools and commands can read "
+                             f"it; refused: {_ROTATE_HOW}")
         data = os.read(handle, KEY_BYTES + 1)
     finally:
         os.close(handle)
     if len(data) != KEY_BYTES:
         raise TrustError(f"the approval key {path} is not a {KEY_BYTES}-byte key; {_ROTATE_HOW}")
     add_secret(data)  # from now on no record, output or view of this process shows it
+    _read[Path(os.path.abspath(path.parent))] = (info.st_dev, info.st_ino)
     return data
 
 
@@ -318,5 +363,5 @@ class ApprovalBook:
 
 
 __all__ = ["ApprovalBook", "TrustError", "check_place", "condition_digest", "digest",
-           "key_folder", "key_path", "load_key", "remember_key", "rotate_key", "sign",
-           "signed"]
+           "is_key", "key_folder", "key_path", "load_key", "read_folders", "remember_key",
+           "rotate_key", "sign", "signed"]

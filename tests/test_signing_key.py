@@ -37,7 +37,7 @@ import pytest
 from scripted_server import Call, Message, ScriptedServer
 from tool_helpers import call_tool
 
-from agent_kernel import Agent, Settings, Tool, sandbox
+from agent_kernel import Agent, Settings, Tool, sandbox, trust
 from agent_kernel.ledger import Ledger
 from agent_kernel.tools import commands, javascript
 from agent_kernel.triggers.clock import ManualClock
@@ -228,6 +228,64 @@ async def test_no_file_tool_reaches_the_key(home: Path, key: bytes) -> None:
         assert "outside the workspace" in json.dumps(listed), (folder, listed)
 
 
+async def test_read_file_refuses_a_hard_link_to_the_key(
+        home: Path, key: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither a sandbox nor the model can make one, but a person or an unpacked tarball
+    can: read_file refuses it, and the key with a second name is refused until rotated."""
+    agent = Agent(workspace=home / "ws", settings=Settings(headless_approval="allow"))
+    files = agent.workspace.root / "files"
+    files.mkdir(parents=True)
+    os.link(key_path(), files / "hard.txt")
+    (files / "a.txt").write_text("plain words")
+    os.link(files / "a.txt", files / "b.txt")  # any other file with two names still reads
+    plain = os.stat(files / "a.txt")  # also when a deleted key had its inode number
+    monkeypatch.setitem(trust._read, home / "gone", (plain.st_dev, plain.st_ino))
+    assert (await call_tool(agent, "read_file", path="b.txt"))["content"] == "plain words"
+    result = await call_tool_safely(agent, "read_file", path="hard.txt")
+    assert not result.get("ok") and "hard link" in json.dumps(result), result
+    with pytest.raises(TrustError, match="2 names"):
+        load_key(create=False)
+    status = trust_cli("status", "--workspace", str(agent.workspace.root))
+    assert status.returncode == 1 and "hard links" in status.stdout, status.stdout
+    assert trust_cli("rotate", "--workspace", str(agent.workspace.root)).returncode == 0
+    again = trust_cli("status", "--workspace", str(agent.workspace.root))
+    assert again.returncode == 0 and "mode 600" in again.stdout, again.stdout
+    assert load_key(create=False) not in (None, key)
+
+
+@needs_bubblewrap
+async def test_a_relative_data_folder_keeps_the_key_hidden_after_a_cd(
+        limits: commands.CommandLimits, monkeypatch: pytest.MonkeyPatch) -> None:
+    """JUPYTER_DATA_DIR=jd names the folder under the working directory where this process
+    first looked, for good; and a sandbox hides the folder of every key this process read,
+    also when the data folder has changed since."""
+    base = Path(tempfile.mkdtemp(prefix="agent-kernel-rel-", dir="/var/tmp"))
+    monkeypatch.setattr(trust, "_pinned", {})
+    monkeypatch.setattr(trust, "_read", {})
+    try:
+        (base / "sub").mkdir()
+        monkeypatch.chdir(base)
+        monkeypatch.setenv("JUPYTER_DATA_DIR", "jd")
+        made = load_key(create=True)
+        real = base / "jd" / "agent_kernel" / "approval.key"
+        assert made is not None and real.is_file() and key_path() == real
+        monkeypatch.chdir(base / "sub")  # the person's %cd
+        assert key_path() == real and load_key(create=False) == made
+        assert real.parent in sandbox.private_paths()
+        monkeypatch.setenv("JUPYTER_DATA_DIR", str(base / "elsewhere"))  # changed later
+        assert real.parent in sandbox.private_paths()
+        agent = Agent(workspace=base / "ws" / ".agent",
+                      settings=Settings(headless_approval="allow"))
+        result = await call_tool(agent, "bash", cmd=f"ls '{base}'; xxd -p '{real}' | tr -d "
+                                 "'\\n'; sha256sum 'jd/agent_kernel/approval.key' "
+                                 f"'{real}' 2>&1; echo done")
+        out = result["stdout"] + result["stderr"]
+        assert result["sandboxed"] and "done" in out and "sub" in out, out
+        assert hashlib.sha256(made).hexdigest() not in out and made.hex() not in out, out
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 async def call_tool_safely(agent: Agent, name: str, **arguments: Any) -> Any:
     try:
         return await call_tool(agent, name, **arguments)
@@ -353,6 +411,54 @@ def test_every_printed_form_of_a_read_key_is_masked(home: Path, key: bytes) -> N
     assert json.dumps(scrub({"raw": key, "k" + key.hex(): 1, "bytes": list(b"x" + key),
                              "ints": (1, 2)})).count("[REDACTED]") == 3
     assert redact_text("an ordinary line, 12 34 ab cd") == "an ordinary line, 12 34 ab cd"
+
+
+DUMPS = (["od"], ["od", "-b"], ["od", "-An", "-d"], ["od", "-tu1"], ["od", "-An", "-tx2"],
+         ["od", "-tx4"], ["od", "-An", "-tx8"], ["hexdump"], ["xxd", "-b"], ["xxd", "-e"],
+         ["base32"])
+
+
+def dump(tool: list[str], data: bytes) -> str:
+    return subprocess.run(tool, input=data, capture_output=True, check=True).stdout.decode()
+
+
+def test_the_dump_tools_and_encoders_forms_of_the_key_are_masked(home: Path, key: bytes) -> None:
+    """od (default octal words, -b, -d, -tu1, -tx2/4/8), hexdump (default), xxd -b and -e,
+    base32, hex with - or . between bytes, %-encoding and the key as one big number: every
+    token of the key that the tool printed is gone, and another key's dump is untouched."""
+    import urllib.parse
+
+    from agent_kernel.redaction import add_secret, redact_text, scrub, to_text
+
+    other = os.urandom(32)
+    tools = [tool for tool in DUMPS if shutil.which(tool[0])]
+    assert len(tools) >= 8
+    for tool in tools:
+        printed, reference = dump(tool, key), dump(tool, other)
+        # The tokens of the key's dump that another key's dump does not share: the key's
+        # bytes as this tool writes them (offsets, '*' and the like are in both).
+        def words(text: str) -> set[str]:
+            return {t.rstrip("=") for t in text.replace("\\n", " ").replace('"', " ").split()}
+
+        tokens = {t for t in words(printed) if t.isalnum() and len(t) >= 3} - words(reference)
+        assert tokens, tool
+        for masked in (redact_text(printed), to_text(printed), json.dumps(scrub(printed))):
+            left = tokens & words(masked)
+            assert "[REDACTED]" in masked and not left, (tool, left, masked)
+        assert "[REDACTED]" not in redact_text(reference), (tool, reference)
+    number = int.from_bytes(key, "big")
+    printed = {"hex -": key.hex("-"), "hex .": key.hex("."), "HEX -": key.hex("-").upper(),
+               "url": urllib.parse.quote(key), "url all": urllib.parse.quote(key, safe=""),
+               "url form": urllib.parse.quote_plus(key),
+               "big number": str(number), "little number": str(int.from_bytes(key, "little")),
+               "number in hex": hex(number), "base32": base64.b32encode(key).decode(),
+               "base32 in a blob": base64.b32encode(b"xyz" + key + b"w").decode()[5:56]}
+    for name, text in printed.items():
+        masked = redact_text(f"before {text} after")
+        assert masked in ("before [REDACTED] after", "before 0x[REDACTED] after"), (name, masked)
+    zero_led = bytes([other[0] & 0x0F]) + other[1:]  # hex(int) drops the leading zero
+    add_secret(zero_led)
+    assert redact_text(hex(int.from_bytes(zero_led, "big"))) == "0x[REDACTED]"
 
 
 # -- a key that is not private is refused ------------------------------------------------

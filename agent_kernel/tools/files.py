@@ -248,6 +248,12 @@ def _read(workspace: Workspace, path: str) -> Result:
     shown = _shown(workspace, target)
     fd, info = _open_regular(target, os.O_RDONLY, shown, "read_file")
     try:
+        if info.st_nlink > 1:  # a hard link a person or a tarball put here: the key's?
+            from ..trust import is_key
+
+            if is_key(info):
+                raise PermissionError(f"{shown} is another name (a hard link) for the "
+                                      "approval signing key; read_file refuses it")
         opened = _opened_path(fd)
         if opened is not None:  # a folder swapped for a symlink after resolve()
             try:
