@@ -659,7 +659,7 @@ async def test_a_key_in_the_session_keyring_cannot_be_read_from_a_command(
 
 
 FAMILIES = {"AF_UNIX": (1, 1), "AF_INET": (2, 1), "AF_INET6": (10, 1), "AF_NETLINK": (16, 3),
-            "AF_PACKET": (17, 3), "AF_BLUETOOTH": (31, 1), "AF_ALG": (38, 5),
+            "AF_PACKET": (17, 3), "AF_BLUETOOTH": (31, 1), "AF_RXRPC": (33, 2), "AF_ALG": (38, 5),
             "AF_VSOCK": (40, 1)}  # name: (family, type)
 FAMILY_PROBE = ("python3 -c 'import socket\n"
                 "for name, (family, kind) in {families}.items():\n"
@@ -675,7 +675,7 @@ def families(said: str) -> dict[str, str]:
 async def test_only_the_socket_families_a_command_needs_are_made(
         agent: Agent, limits: commands.CommandLimits, network: bool) -> None:
     """Without the network: its own namespace's (IPv4, IPv6, netlink); with it, all but
-    vsock (the hypervisor's host) and AF_ALG (it can key a cipher from the keyring)."""
+    vsock (the hypervisor's host), AF_ALG and AF_RXRPC (they use keys of the keyring)."""
     if seccomp.program() is None:
         pytest.skip("no seccomp filter for this architecture")
     limits.network = network
@@ -683,7 +683,7 @@ async def test_only_the_socket_families_a_command_needs_are_made(
     result = await call_tool(agent, "bash", cmd=probe)
     made = families(result["stdout"])
     refused = "Address family not supported by protocol"
-    shut = {"AF_VSOCK", "AF_ALG"} if network else set(FAMILIES) - {
+    shut = {"AF_VSOCK", "AF_ALG", "AF_RXRPC"} if network else set(FAMILIES) - {
         "AF_INET", "AF_INET6", "AF_NETLINK"}
     assert {name for name, said in made.items() if said == refused} >= shut, made
     assert {"AF_INET", "AF_INET6", "AF_NETLINK"} | ({"AF_UNIX"} if network else set()) <= {
@@ -775,6 +775,7 @@ def test_the_filter_answers_alike_on_both_abis(machine: str, arch: int,
         for name in ("keyctl", "add_key", "request_key", "io_uring_setup"):
             assert answer(name) == errno | 38, name
         assert answer("socket", 40, 1) == answer("socket", 38, 5) == errno | 97
+        assert answer("socket", 33, 2) == errno | 97  # AF_RXRPC
         assert answer("socket", 2, 1) == answer("socket", 16, 3) == allow
         assert answer("socket", 1, 1) == (allow if network else errno | 97)
         assert answer("socketpair", 1, 1 | cloexec | nonblock) == allow
