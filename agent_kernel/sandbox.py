@@ -13,10 +13,11 @@ hidden (:func:`private_paths`), its own PID namespace (no other process to reach
 through ``/proc``), its own network namespace unless the person allows the
 network (only a loopback of its own: no other host, and no service listening
 on the machine's ``127.0.0.1``), no capabilities, and a clean environment.
-Without the network it also gets no Unix sockets (the seccomp filter of
-:mod:`agent_kernel.seccomp`; the machine's socket folders are hidden too), and
-what it may fill in memory is sized: ``/tmp`` and ``/dev/shm`` are tmpfs of a
-set size and the rest of ``/dev`` is read-only.
+The seccomp filter of :mod:`agent_kernel.seccomp` keeps it from the kernel's
+keyrings (``/proc/keys`` is hidden too), and without the network from every
+socket but its own namespace's (no Unix sockets; the machine's socket folders
+are hidden too). What it may fill in memory is sized: ``/tmp`` and
+``/dev/shm`` are tmpfs of a set size and the rest of ``/dev`` is read-only.
 
 When bubblewrap cannot start here, :func:`find_bubblewrap` says so and the
 caller refuses (or, if the person opted in, runs unsandboxed and says so).
@@ -45,8 +46,12 @@ FIXED_ENV = {"TMPDIR": "/tmp"}
 INSTALL_HINT = "install Debian's `bubblewrap` (apt-get install bubblewrap)"
 _PROBE_TIMEOUT = 10.0
 _TMP = Path("/tmp")
+_PROC_KEYS = Path("/proc/keys")
 SECCOMP_FD = "{seccomp-fd}"
 """Stands in an ``argv`` for the descriptor :func:`start` opens for ``--seccomp``."""
+SECCOMP_FD_NETWORK = "{seccomp-fd network}"
+"""The same, for the filter of a command with the network (``program(network=True)``)."""
+_FILTERS = {SECCOMP_FD: False, SECCOMP_FD_NETWORK: True}
 
 _lock = threading.RLock()
 _probed: tuple[str | None, str] | None = None
@@ -114,14 +119,16 @@ def sizes_tmpfs() -> bool:
 
 def start(argv: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
     """``subprocess.Popen(argv, **options)``, handing ``bwrap`` a fresh copy of the
-    seccomp filter where ``argv`` asks for one (:data:`SECCOMP_FD`)."""
-    if SECCOMP_FD not in argv:
+    seccomp filter where ``argv`` asks for one (:data:`SECCOMP_FD`,
+    :data:`SECCOMP_FD_NETWORK`)."""
+    wanted = [_FILTERS[arg] for arg in argv if arg in _FILTERS]
+    if not wanted:
         return subprocess.Popen(list(argv), **options)
-    fd = seccomp.open_program()
+    fd = seccomp.open_program(network=wanted[0])
     if fd is None:
         raise OSError("no seccomp filter is known for this machine's architecture")
     try:
-        return subprocess.Popen([str(fd) if arg == SECCOMP_FD else arg for arg in argv],
+        return subprocess.Popen([str(fd) if arg in _FILTERS else arg for arg in argv],
                                 pass_fds=(fd,), **options)
     finally:
         os.close(fd)
@@ -203,8 +210,9 @@ class Sandbox:
     command must still see, read-only (an interpreter in a virtual environment there).
     Without ``network`` the command gets a network namespace of its own, holding
     nothing but its own loopback. ``tmp_bytes`` sizes ``/tmp`` and ``/dev/shm`` (each;
-    None: as large as the machine's tmpfs allows). ``no_unix_sockets`` loads the
-    seccomp filter (start the command with :func:`start`).
+    None: as large as the machine's tmpfs allows). ``syscall_filter`` loads the
+    seccomp filter, with its rules for no network when ``network`` is off (start
+    the command with :func:`start`).
     """
 
     root: Path | None
@@ -215,7 +223,7 @@ class Sandbox:
     network: bool = False
     keep: tuple[Path, ...] = field(default=())
     tmp_bytes: int | None = None
-    no_unix_sockets: bool = False
+    syscall_filter: bool = False
 
     def argv(self, bwrap: str, command: list[str]) -> list[str]:
         """The full ``bwrap`` command line that runs ``command`` inside this sandbox."""
@@ -230,6 +238,8 @@ class Sandbox:
         # (sized, for POSIX shared memory and semaphores) stays writable in it.
         args = ["--ro-bind", "/", "/", "--dev", "/dev", *self._sized(), "--tmpfs", "/dev/shm",
                 "--remount-ro", "/dev", "--proc", "/proc", *self._sized(), "--tmpfs", "/tmp"]
+        if _PROC_KEYS.exists():  # lists by name the keys it may view, its session's too
+            args += ["--ro-bind", "/dev/null", str(_PROC_KEYS)]
         kept = [k for k in self.keep if _TMP in k.parents]
         for path in kept:
             args += ["--ro-bind", str(path), str(path)]
@@ -270,8 +280,9 @@ class Sandbox:
         return [] if self.network else ["--unshare-net"]
 
     def _seccomp(self) -> list[str]:
-        use = self.no_unix_sockets and seccomp.program() is not None
-        return ["--seccomp", SECCOMP_FD] if use else []
+        if not self.syscall_filter or seccomp.program() is None:
+            return []
+        return ["--seccomp", SECCOMP_FD_NETWORK if self.network else SECCOMP_FD]
 
     def _environment(self) -> list[str]:
         args = ["--clearenv"]

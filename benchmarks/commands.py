@@ -65,7 +65,7 @@ async def measure(runs: int) -> dict[str, Any]:
         box = sandbox.Sandbox(root=root, writable=(root / "files", root / "state"),
                               cwd=root / "files", env=env,
                               hidden=(*sandbox.private_paths(), *sandbox.socket_folders()),
-                              tmp_bytes=512 << 20, no_unix_sockets=True)
+                              tmp_bytes=512 << 20, syscall_filter=True)
         boxed = box.argv(bwrap, ["bash", "-c", "true"])
 
         def timed_process(argv: list[str]) -> float:

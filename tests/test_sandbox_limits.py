@@ -1,13 +1,16 @@
-"""Bounded commands, played as an attacker: processes, memory, files, /tmp, Unix sockets.
+"""Bounded commands, played as an attacker: processes, memory, files, /tmp, sockets, keys.
 
 Every command runs for real through the ``bash`` or ``run_command`` tool in the real
 bubblewrap sandbox, in a real cgroup where this machine lets us make one. A command
 that forks 2,000 processes, allocates 4 GiB, writes 2 GB to ``files/`` or to ``/tmp``
 ends within seconds with words that name the limit, while an asyncio ticker in this
 process (the kernel's event loop) keeps ticking; one test does it in a real kernel
-through nbclient. A Unix socket served by this process outside the workspace cannot
-be reached from a command without the network (the seccomp filter; ``/run`` is hidden
-too), and can with it. Ordinary commands still work.
+through nbclient. A Unix socket served by this process outside the workspace, stream
+or datagram, cannot be reached from a command without the network (the seccomp filter;
+``/run`` is hidden too), nor through a socketpair's end, and can with it. A key this
+process puts in its session keyring cannot be read, with or without the network; nor
+can a command open a vsock or packet socket. Each guard's test runs the same probe
+without the guard too, and sees it get through. Ordinary commands still work.
 
 To keep the tests cheap on two cores, the file, ``/tmp`` and memory tests lower those
 limits to 64-256 MiB (the words then name the lowered figure); the process and
@@ -17,9 +20,12 @@ address-space tests use the defaults.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import shutil
 import socket
+import struct
 import tempfile
 import threading
 import time
@@ -393,10 +399,10 @@ def test_the_state_line_is_plain_where_every_limit_holds(limits: commands.Comman
 class SocketServer:
     """A Unix socket served from this process: it answers ``hello`` to every caller."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, kind: int = socket.SOCK_STREAM) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self.listener = socket.socket(socket.AF_UNIX)
+        self.listener = socket.socket(socket.AF_UNIX, kind)
         self.listener.bind(str(path))
         self.listener.listen()
         self.callers = 0
@@ -471,11 +477,12 @@ def run_boxed(box: sandbox.Sandbox, script: str) -> tuple[int, str]:
     return process.returncode, out.decode()
 
 
-def test_the_filter_refuses_io_uring_and_ends_a_foreign_abi(outside: Path) -> None:
+@pytest.mark.parametrize("network", [False, True])
+def test_the_filter_refuses_io_uring_and_ends_a_foreign_abi(outside: Path, network: bool) -> None:
     if seccomp.program() is None:
         pytest.skip("no seccomp filter for this architecture")
-    box = sandbox.Sandbox(root=None, writable=(), cwd=Path("/"),
-                          env={"PATH": os.environ["PATH"]}, no_unix_sockets=True)
+    box = sandbox.Sandbox(root=None, writable=(), cwd=Path("/"), network=network,
+                          env={"PATH": os.environ["PATH"]}, syscall_filter=True)
     code, out = run_boxed(box, "python3 -c 'import ctypes, os\n"
                                "libc = ctypes.CDLL(None, use_errno=True)\n"
                                "said = libc.syscall(425, 1, None)\n"
@@ -486,6 +493,297 @@ def test_the_filter_refuses_io_uring_and_ends_a_foreign_abi(outside: Path) -> No
                                    "ctypes.CDLL(None).syscall(0x40000000 | 39)\nprint(1)'; "
                                    "echo $?")
         assert out.strip().splitlines()[-1] == "159", out  # 128 + SIGSYS
+
+
+def unfiltered(network: bool = False) -> sandbox.Sandbox:
+    """The sandbox a command gets, without the seccomp filter: a probe shows the guard."""
+    return sandbox.Sandbox(root=None, writable=(), cwd=Path("/"), network=network,
+                           env={"PATH": os.environ["PATH"]})
+
+
+class DatagramServer:
+    """A Unix datagram socket this process serves outside the workspace."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.socket.bind(str(path))
+        self.socket.setblocking(False)
+
+    def received(self) -> tuple[list[bytes], int]:
+        """The datagrams that reached it so far, and how many descriptors came with them."""
+        got, passed = [], 0
+        while True:
+            try:
+                data, fds, _flags, _address = socket.recv_fds(self.socket, 100, 4)
+            except BlockingIOError:
+                return got, passed
+            got.append(data)
+            passed += len(fds)
+            for fd in fds:
+                os.close(fd)
+
+    def close(self) -> None:
+        self.socket.close()
+        self.path.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def datagram(outside: Path) -> Iterator[DatagramServer]:
+    server = DatagramServer(outside / "sockets" / "service.dgram")
+    yield server
+    server.close()
+
+
+PAIR_PROBE = """import array, os, socket, sys
+kept = []
+def attempt(name, how):
+    try:
+        how()
+        print(name, "sent")
+    except OSError as e:
+        print(name, e.strerror)
+def pair(kind=socket.SOCK_DGRAM):
+    kept.extend(socket.socketpair(socket.AF_UNIX, kind))  # its peer stays open
+    return kept[-2]
+def connect():
+    a = pair()
+    a.connect(sys.argv[1])
+    a.send(b"connect")
+def rights():
+    fds = array.array("i", [os.open("/etc/hostname", os.O_RDONLY)]).tobytes()
+    pair().sendmsg([b"rights"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)], 0, sys.argv[1])
+def out_of_a_stream_pair(kind, listener):
+    a, b = socket.socketpair(socket.AF_UNIX, kind)
+    b.close()  # its peer gone, the end is still connected: it cannot connect again
+    a.connect(listener)
+attempt("sendto", lambda: pair().sendto(b"sendto", sys.argv[1]))
+attempt("connect", connect)
+attempt("rights", rights)
+attempt("stream", lambda: out_of_a_stream_pair(socket.SOCK_STREAM, sys.argv[2]))
+attempt("seqpacket", lambda: out_of_a_stream_pair(socket.SOCK_SEQPACKET, sys.argv[3]))
+"""
+
+
+async def test_a_datagram_socket_on_the_machine_is_out_of_reach_of_a_socketpair(
+        agent: Agent, datagram: DatagramServer, servers: list[SocketServer],
+        outside: Path) -> None:
+    """A datagram socketpair's end can sendto() or connect() any datagram socket and pass
+    it descriptors; without the network only stream and seqpacket pairs are made."""
+    (agent.workspace.ensure() / "files").mkdir(exist_ok=True)
+    (agent.workspace.root / "files" / "pair.py").write_text(PAIR_PROBE)
+    packets = SocketServer(outside / "sockets" / "service.seqpacket", socket.SOCK_SEQPACKET)
+    servers.append(packets)  # closed with the others
+    probe = f"python3 pair.py {datagram.path} {servers[0].path} {packets.path}"
+    result = await call_tool(agent, "bash", cmd=probe)
+    assert result["stdout"].splitlines() == [
+        "sendto Socket type not supported", "connect Socket type not supported",
+        "rights Socket type not supported", "stream Transport endpoint is already connected",
+        "seqpacket Transport endpoint is already connected"], result
+    assert datagram.received() == ([], 0) and servers[0].callers == packets.callers == 0
+    # The same probe without the filter: the datagrams and a descriptor come out.
+    code, out = run_boxed(unfiltered(), f"cd {agent.workspace.root / 'files'} && {probe}")
+    assert out.splitlines()[:3] == ["sendto sent", "connect sent", "rights sent"], out
+    assert datagram.received() == ([b"sendto", b"connect", b"rights"], 1)
+    assert servers[0].callers == packets.callers == 0  # these ends hold by themselves
+
+
+_KEYCTL = {"x86_64": (248, 250), "aarch64": (217, 219)}  # add_key, keyctl
+_SESSION, _JOIN_SESSION, _SEARCH, _READ, _INVALIDATE = -3, 1, 10, 11, 21
+
+
+@pytest.fixture
+def session_key() -> Iterator[tuple[str, str]]:
+    """A user key in this process's session keyring, as ``keyctl add user NAME S @s`` makes
+    it; this process joins a new session keyring first, so no other process holds it."""
+    import ctypes
+    import uuid
+
+    if os.uname().machine not in _KEYCTL:
+        pytest.skip("the key system calls' numbers are known for x86-64 and AArch64 only")
+    add_key, keyctl = _KEYCTL[os.uname().machine]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if libc.syscall(keyctl, _JOIN_SESSION, None) < 0:
+        pytest.skip(f"no keyrings here: {os.strerror(ctypes.get_errno())}")
+    name, secret = f"agent-kernel-test-{uuid.uuid4().hex}", f"keyring-secret-{uuid.uuid4().hex}"
+    key = libc.syscall(add_key, b"user", name.encode(), secret.encode(), len(secret),
+                       ctypes.c_long(_SESSION))
+    assert key > 0, os.strerror(ctypes.get_errno())
+    yield name, secret
+    libc.syscall(keyctl, _INVALIDATE, ctypes.c_long(key))
+
+
+KEY_PROBE = """import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+keyctl = {"x86_64": 250, "aarch64": 219}[os.uname().machine]
+key = libc.syscall(keyctl, 10, ctypes.c_long(-3), b"user", sys.argv[1].encode(), 0)
+print("search:", key if key > 0 else os.strerror(ctypes.get_errno()))
+text = ctypes.create_string_buffer(200)
+size = libc.syscall(keyctl, 11, ctypes.c_long(key), text, 200)
+print("read:", text.raw[:size].decode() if size > 0 else os.strerror(ctypes.get_errno()))
+"""
+
+
+def key_probe(name: str) -> str:
+    """Find and read the key by name as a command would: Python, keyutils' ``keyctl``
+    where installed, and ``/proc/keys`` (which lists the keys one may see)."""
+    keyutils = f"; keyctl print %user:{name} 2>&1" if shutil.which("keyctl") else ""
+    return (f"python3 -c '{KEY_PROBE}' {name} 2>&1{keyutils}; "
+            f"grep -c {name} /proc/keys 2>&1")
+
+
+@pytest.mark.parametrize("network", [False, True])
+async def test_a_key_in_the_session_keyring_cannot_be_read_from_a_command(
+        agent: Agent, limits: commands.CommandLimits, session_key: tuple[str, str],
+        network: bool) -> None:
+    if seccomp.program() is None:
+        pytest.skip("no seccomp filter for this architecture")
+    name, secret = session_key
+    limits.network = network
+    result = await call_tool(agent, "bash", cmd=key_probe(name))
+    said = result["stdout"] + result["stderr"]
+    assert secret not in said, said
+    assert said.startswith("search: Function not implemented\n"), said
+    assert said.rstrip().endswith("Permission denied"), said  # /proc/keys
+    # The same probe without the filter and with /proc/keys shown: the secret comes out.
+    box = unfiltered(network).argv(sandbox.find_bubblewrap() or "bwrap",
+                                   ["bash", "-c", key_probe(name)])
+    at = box.index("/proc/keys")
+    del box[at - 2:at + 1]  # --ro-bind /dev/null /proc/keys
+    process = sandbox.start(box, stdout=-1, stderr=-2)
+    out = process.communicate(timeout=30)[0].decode()
+    assert f"read: {secret}" in out and out.rstrip().endswith("\n1"), out
+
+
+FAMILIES = {"AF_UNIX": (1, 1), "AF_INET": (2, 1), "AF_INET6": (10, 1), "AF_NETLINK": (16, 3),
+            "AF_PACKET": (17, 3), "AF_BLUETOOTH": (31, 1), "AF_RXRPC": (33, 2), "AF_ALG": (38, 5),
+            "AF_VSOCK": (40, 1)}  # name: (family, type)
+FAMILY_PROBE = ("python3 -c 'import socket\n"
+                "for name, (family, kind) in {families}.items():\n"
+                "    try: socket.socket(family, kind).close(); print(name, \"made\")\n"
+                "    except OSError as e: print(name, e.strerror)'")
+
+
+def families(said: str) -> dict[str, str]:
+    return dict(line.split(" ", 1) for line in said.splitlines())
+
+
+@pytest.mark.parametrize("network", [False, True])
+async def test_only_the_socket_families_a_command_needs_are_made(
+        agent: Agent, limits: commands.CommandLimits, network: bool) -> None:
+    """Without the network: its own namespace's (IPv4, IPv6, netlink); with it, all but
+    vsock (the hypervisor's host), AF_ALG and AF_RXRPC (they use keys of the keyring)."""
+    if seccomp.program() is None:
+        pytest.skip("no seccomp filter for this architecture")
+    limits.network = network
+    probe = FAMILY_PROBE.format(families=json.dumps(FAMILIES))
+    result = await call_tool(agent, "bash", cmd=probe)
+    made = families(result["stdout"])
+    refused = "Address family not supported by protocol"
+    shut = {"AF_VSOCK", "AF_ALG", "AF_RXRPC"} if network else set(FAMILIES) - {
+        "AF_INET", "AF_INET6", "AF_NETLINK"}
+    assert {name for name, said in made.items() if said == refused} >= shut, made
+    assert {"AF_INET", "AF_INET6", "AF_NETLINK"} | ({"AF_UNIX"} if network else set()) <= {
+        name for name, said in made.items() if said == "made"}, made
+    # Without the filter the kernel answers otherwise (AF_PACKET: no capability to open
+    # it; vsock made wherever the machine has it, as this project's VM does).
+    code, out = run_boxed(unfiltered(network), probe)
+    bare = families(out)
+    assert bare["AF_PACKET"] != refused and (network or bare["AF_UNIX"] == "made"), bare
+    if os.path.exists("/dev/vsock"):
+        assert bare["AF_VSOCK"] == "made", bare
+
+
+ORDINARY_SOCKETS = """import asyncio, socket, subprocess, urllib.request
+async def main():
+    child = await asyncio.create_subprocess_exec("echo", "asyncio", stdout=subprocess.PIPE)
+    return (await child.communicate())[0].decode().strip()
+print(asyncio.run(main()))
+print(subprocess.run(["tr", "a-z", "A-Z"], input=b"piped", capture_output=True).stdout.decode())
+for kind in (socket.SOCK_STREAM | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC,
+             socket.SOCK_SEQPACKET):
+    a, b = socket.socketpair(socket.AF_UNIX, kind)
+    a.send(b"pair")
+    print(b.recv(4).decode())
+print(urllib.request.urlopen("http://127.0.0.1:8765/hello.txt", timeout=5).read().decode())
+"""
+
+
+async def test_ordinary_work_with_sockets_still_runs_without_the_network(agent: Agent) -> None:
+    (agent.workspace.ensure() / "files").mkdir(exist_ok=True)
+    (agent.workspace.root / "files" / "ordinary.py").write_text(ORDINARY_SOCKETS)
+    (agent.workspace.root / "files" / "hello.txt").write_text("served\n")
+    fetch = "curl -s" if shutil.which("curl") else "python3 -c 'import sys, urllib.request as u; " \
+        "sys.stdout.write(u.urlopen(sys.argv[1]).read().decode())'"
+    result = await call_tool(agent, "bash", cmd=(
+        "python3 -m http.server --bind 127.0.0.1 8765 >/dev/null 2>&1 & server=$!; "
+        f"for i in $(seq 100); do {fetch} http://127.0.0.1:8765/hello.txt 2>/dev/null && break; "
+        "sleep 0.1; done; python3 ordinary.py; kill $server"
+        + ("; ip -o link show lo | cut -d' ' -f2" if shutil.which("ip") else "")))
+    assert result["stdout"] == "served\nasyncio\nPIPED\npair\npair\nserved\n\n" + (
+        "lo:\n" if shutil.which("ip") else ""), result  # ip reads its links through netlink
+
+
+def run_filter(code: bytes, arch: int, nr: int, *args: int) -> int:
+    """What the filter answers to one system call: classic BPF, interpreted as the kernel
+    does (the opcodes the filter uses), for the ABI this machine cannot run."""
+    data = struct.pack("=iIQ6Q", nr, arch, 0, *(*args, 0, 0, 0, 0, 0, 0)[:6])
+    program = [struct.unpack_from("=HBBI", code, at) for at in range(0, len(code), 8)]
+    a = at = 0
+    while True:
+        op, yes, no, k = program[at]
+        at += 1
+        if op == 0x20:
+            a = struct.unpack_from("=I", data, k)[0]
+        elif op == 0x54:
+            a &= k
+        elif op in (0x15, 0x35):
+            at += yes if (a == k if op == 0x15 else a >= k) else no
+        else:
+            assert op == 0x06, op
+            return k
+
+
+@pytest.mark.parametrize("machine,arch,numbers", [
+    ("x86_64", 0xC000003E, {"read": 0, "socket": 41, "socketpair": 53, "keyctl": 250,
+                            "add_key": 248, "request_key": 249, "io_uring_setup": 425}),
+    ("aarch64", 0xC00000B7, {"read": 63, "socket": 198, "socketpair": 199, "keyctl": 219,
+                             "add_key": 217, "request_key": 218, "io_uring_setup": 425})])
+def test_the_filter_answers_alike_on_both_abis(machine: str, arch: int,
+                                               numbers: dict[str, int]) -> None:
+    """AArch64's program, read as the kernel would; x86-64's too, which the kernel runs in
+    the tests above. The numbers are checked against the kernel's headers where present."""
+    header = Path("/usr/include/asm-generic/unistd.h" if machine == "aarch64" else
+                  "/usr/include/x86_64-linux-gnu/asm/unistd_64.h")
+    if header.exists():
+        defined = dict(re.findall(r"#define __NR_(\w+)\s+(\d+)", header.read_text()))
+        assert {name: int(defined[name]) for name in numbers} == numbers
+    allow, kill, errno = 0x7FFF0000, 0x80000000, 0x00050000
+    cloexec, nonblock = 0o2000000, 0o4000
+    for network in (False, True):
+        code = seccomp.program(machine, network=network)
+        assert code is not None
+
+        def answer(name: str, *args: int, code: bytes = code) -> int:
+            return run_filter(code, arch, numbers[name], *args)
+
+        assert answer("read", 3) == allow
+        assert run_filter(code, 0x40000003, numbers["read"]) == kill  # 32-bit x86
+        for name in ("keyctl", "add_key", "request_key", "io_uring_setup"):
+            assert answer(name) == errno | 38, name
+        assert answer("socket", 40, 1) == answer("socket", 38, 5) == errno | 97
+        assert answer("socket", 33, 2) == errno | 97  # AF_RXRPC
+        assert answer("socket", 2, 1) == answer("socket", 16, 3) == allow
+        assert answer("socket", 1, 1) == (allow if network else errno | 97)
+        assert answer("socketpair", 1, 1 | cloexec | nonblock) == allow
+        assert answer("socketpair", 1, 5) == allow
+        assert answer("socketpair", 1, 2 | cloexec) == (allow if network else errno | 94)
+        assert answer("socketpair", 30, 1) == (allow if network else errno | 97)  # TIPC
+    if machine == "x86_64":
+        assert run_filter(code, arch, 0x40000000 | 41, 1, 1) == kill  # the x32 ABI
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs a socket in /run, which root may write")

@@ -99,8 +99,9 @@ def weaker_limits(limits: CommandLimits) -> list[str]:
     if "pids" not in have:
         gaps.append("process count not limited (root ignores RLIMIT_NPROC)"
                     if os.geteuid() == 0 else "process count limited per user namespace")
-    if not limits.network and seccomp.program() is None:
-        gaps.append(f"Unix sockets hidden but not filtered on {platform.machine()}")
+    if seccomp.program() is None:
+        gaps.append(f"no system call filter on {platform.machine()}: the kernel's keyrings "
+                    f"open" + ("" if limits.network else ", Unix sockets only hidden"))
     if not sandbox.sizes_tmpfs():
         gaps.append("/tmp not sized: bubblewrap before 0.6")
     return gaps

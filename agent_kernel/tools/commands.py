@@ -190,7 +190,7 @@ async def run(workspace: Workspace, script: str, cwd: Path, timeout: float) -> O
         hidden = [*sandbox.private_paths(), *([] if LIMITS.network else sandbox.socket_folders())]
         box = sandbox.Sandbox(root=workspace.root, writable=writable, cwd=cwd, env=env,
                               hidden=tuple(hidden), network=LIMITS.network,
-                              tmp_bytes=LIMITS.tmp_mib * MIB, no_unix_sockets=not LIMITS.network)
+                              tmp_bytes=LIMITS.tmp_mib * MIB, syscall_filter=True)
         group = await loop.run_in_executor(None, command_limits.make_group, LIMITS)
         counted = group is not None and "pids" in group.folders
         argv = box.argv(bwrap, command_limits.bash_argv(script, LIMITS, not counted))

@@ -179,7 +179,7 @@ def command(workspace: Workspace) -> tuple[tuple[str, ...], bool]:
     keep = (Path(sys.prefix), Path(sys.executable).parent, RUNNER.parent,
             *([Path(spec.origin).parent] if spec and spec.origin else []))
     box = sandbox.Sandbox(root=None, writable=(), cwd=Path("/"), env={}, hidden=hidden,
-                          network=False, keep=keep, no_unix_sockets=True)
+                          network=False, keep=keep, syscall_filter=True)
     boxed = box.argv(bwrap, argv)
     isolate = [flag for flag in ("--unshare-net", "--unshare-ipc", "--unshare-uts")
                if flag not in boxed]
