@@ -541,13 +541,22 @@ async def test_a_planted_time_trigger_never_runs_until_approved_then_runs(
     assert trigger.runs == 0 and fired(workspace, "trg_planted") == 0
     assert planted.exists()  # kept for the person to read, not run and not dropped
     from agent_kernel.tools.triggers import task_list
-    from agent_kernel.triggers.panel import TriggersPanel
+    from agent_kernel.triggers.panel import PanelControls, TriggersPanel
 
     assert [(r["id"], r["status"]) for r in task_list(scheduler, "triggers")] == [
         ("trg_planted", "needs_approval")]
-    html = TriggersPanel(scheduler).bundle()["text/html"]
+    panel = TriggersPanel(scheduler)
+    panel.controls = PanelControls(panel)
+    html = panel.bundle()["text/html"]
     assert "data-status='needs_approval'" in html and "it is not run until you approve" in html
-    assert scheduler.approve("trg_planted")
+    if kind == "once":  # the panel's button, as a person clicks it
+        approve = panel.controls.rows["trg_planted"].buttons["approve"]
+        assert approve.layout.display != "none"
+        approve.click()
+        assert panel.controls.outcomes[0].startswith("Approved trg_planted")
+    else:
+        assert scheduler.approve("trg_planted")
+    assert not scheduler.approve("trg_planted")  # nothing left to approve
     [approval] = records(workspace, "approval")
     assert (approval["tool_name"], approval["source"]) == ("trigger", "person")
     assert approval["digest"] == trigger.approval_digest() and len(approval["mac"]) == 64
