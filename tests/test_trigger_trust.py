@@ -600,7 +600,7 @@ async def test_a_planted_once_trigger_never_calls_the_model_with_the_pump_runnin
         await scheduler.close()
 
 
-@pytest.mark.parametrize("tool", ["schedule", "schedule_once", "schedule_cron"])
+@pytest.mark.parametrize("tool", ["schedule", "schedule_once", "schedule_cron", "api"])
 async def test_a_time_trigger_the_model_made_restores_and_runs_without_asking(
         tmp_path: Path, clock: ManualClock, tool: str) -> None:
     workspace = tmp_path / "ws"
@@ -608,8 +608,12 @@ async def test_a_time_trigger_the_model_made_restores_and_runs_without_asking(
     arguments: dict[str, Any] = {
         "schedule": {"prompt": "echo hourly", "type": "recurring", "interval": 60},
         "schedule_once": {"delay_seconds": 30, "focus": "echo later"},
-        "schedule_cron": {"cron_expression": "*/5 * * * *", "focus": "echo five"}}[tool]
-    made = await call(first.agent, tool, **arguments)
+        "schedule_cron": {"cron_expression": "*/5 * * * *", "focus": "echo five"},
+        "api": {}}[tool]
+    if tool == "api":  # a person's Python API in a cell: signed the same way
+        made = {"taskId": first.cron("*/5 * * * *", "echo five").id}
+    else:
+        made = await call(first.agent, tool, **arguments)
     trigger_id = str(made.get("taskId") or made.get("schedule_id"))
     await settle(first)
     await first.close()
