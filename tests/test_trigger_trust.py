@@ -571,6 +571,24 @@ async def test_a_planted_time_trigger_never_runs_until_approved_then_runs(
         await again.close()
 
 
+async def test_fire_and_book_refuse_a_trigger_that_is_not_approved(
+        tmp_path: Path, clock: ManualClock) -> None:
+    """The second line: whatever path reaches ``fire`` or ``book``, an unapproved trigger
+    neither runs nor is booked."""
+    workspace = tmp_path / "ws"
+    plant(workspace, condition=None, **timed("once", clock))
+    scheduler = new_scheduler(workspace, clock)
+    trigger = scheduler.triggers["trg_planted"]
+    assert scheduler.fire(trigger, clock.now) is None
+    with pytest.raises(ValueError, match="is not approved"):
+        scheduler.book(trigger, clock.now)
+    await tick(scheduler, clock, 5)
+    assert trigger.runs == 0 and fired(workspace, "trg_planted") == 0
+    skipped = records(workspace, "trigger_skipped")
+    assert [(r["trigger_id"], r["reason"]) for r in skipped] == [("trg_planted", "not approved")]
+    await scheduler.close()
+
+
 async def test_a_planted_once_trigger_never_calls_the_model_with_the_pump_running(
         tmp_path: Path) -> None:
     """The attack as it was found: real clock, real pump, a scripted model that would read
