@@ -2,9 +2,12 @@
 next to the code.
 
 Code a model wrote (a trigger's condition today) may run only when an approval of *exactly*
-that code is on record. An approval is a ledger record carrying ``digest``, the SHA-256 of
-canonical JSON of what was approved, and ``mac``, an HMAC-SHA256 of the digest under a
-per-user key kept outside the workspace (``<jupyter data dir>/agent_kernel/approval.key``,
+that code is on record, and a restored time-based trigger (recurring, once, scheduled, cron)
+runs only when the record that this user made it (its ``trigger_created`` record, signed
+when it was made) or the person's approval of exactly it is on record. Such a record
+carries ``digest``, the SHA-256 of canonical JSON of what was approved or made, and
+``mac``, an HMAC-SHA256 of the digest under a per-user key kept outside the workspace
+(``<jupyter data dir>/agent_kernel/approval.key``,
 32 random bytes, mode 0600 in a 0700 folder that every sandbox hides; a key that is a link,
 has another name (a hard link), is another user's, readable by others or inside the
 workspace is refused, and every form of it
@@ -64,6 +67,23 @@ def condition_digest(agent_id: str, condition: dict[str, Any] | None, prompt: st
     """
     return digest({"what": "condition", "agent_id": agent_id, "condition": condition,
                    "prompt": prompt})
+
+
+def trigger_digest(agent_id: str, kind: str, prompt: str, definition: dict[str, Any]) -> str:
+    """The digest of a time-based trigger: its agent, kind, prompt and what else decides
+    when and how it runs (``definition``: interval, run_at, cron, timeout, model, trace_id).
+
+    Signed when the trigger is made, so a restore can tell a trigger this user's agent or
+    notebook made from one written into ``triggers/`` by anyone else.
+    """
+    return digest({"what": "trigger", "agent_id": agent_id, "kind": kind, "prompt": prompt,
+                   **definition})
+
+
+MISSING_CONDITION = "no approval of this exact condition and prompt is on record"
+MISSING_TRIGGER = ("no record that you (or your agent) made this exact trigger on this machine, "
+                   "and no approval of it: a trigger file written or edited by hand, copied "
+                   "from elsewhere, or saved before triggers were signed (those ask once)")
 
 
 def key_folder() -> Path:
@@ -338,30 +358,35 @@ class ApprovalBook:
 
     def _index(self, records: Iterable[dict[str, Any]]) -> None:
         for record in records:
-            if record.get("kind") == "approval" and record.get("decision") == "approved" \
-                    and isinstance(record.get("digest"), str):
+            if not isinstance(record.get("digest"), str):
+                continue
+            if (record.get("kind") == "approval" and record.get("decision") == "approved") \
+                    or record.get("kind") == "trigger_created":
                 self._records.setdefault(record["digest"], []).append(record)
 
-    def reason(self, value: str) -> str | None:
-        """None when ``value`` (a digest) was approved on this machine, else why not."""
+    def reason(self, value: str, missing: str = MISSING_CONDITION) -> str | None:
+        """None when ``value`` (a digest) was approved (or, for a time-based trigger, made)
+        on this machine, else why not (``missing`` when nothing of it is on record)."""
         if not self._loaded:
             self._load()
         if self._broken:
             return self._broken
         found = self._records.get(value, [])
         if not found:
-            return "no approval of this exact condition and prompt is on record"
+            return missing
         if self._key_problem:
             return self._key_problem
+        what = ("an approval is on record" if any(r.get("kind") == "approval" for r in found)
+                else "a record of its making is on record")
         if self._key is None:
-            return ("an approval is on record, but this machine has no approval key, so it was "
-                    "made elsewhere (a copied workspace) or forged")
+            return (f"{what}, but this machine has no approval key, so it was made elsewhere "
+                    "(a copied workspace) or forged")
         if any(signed(value, r.get("mac"), self._key) for r in found):
             return None
-        return ("an approval is on record, but its signature does not match this user's key "
-                "(made on another machine or by another user, or forged)")
+        return (f"{what}, but its signature does not match this user's key (made on another "
+                "machine or by another user, or forged)")
 
 
-__all__ = ["ApprovalBook", "TrustError", "check_place", "condition_digest", "digest",
-           "is_key", "key_folder", "key_path", "load_key", "read_folders", "remember_key",
-           "rotate_key", "sign", "signed"]
+__all__ = ["MISSING_CONDITION", "MISSING_TRIGGER", "ApprovalBook", "TrustError", "check_place",
+           "condition_digest", "digest", "is_key", "key_folder", "key_path", "load_key",
+           "read_folders", "remember_key", "rotate_key", "sign", "signed", "trigger_digest"]

@@ -544,7 +544,7 @@ async def test_rotating_the_key_asks_again_for_an_approved_condition(
     assert done.returncode == 0, done.stdout + done.stderr
     words = done.stdout
     assert "A new approval key is in place" in words
-    assert "1 approved condition(s) will need approving again" in words
+    assert "1 trigger(s) made or approved with the old key will need approving again" in words
     assert trigger_id in words and "len(rows) > 2" in words and "echo the rows are in" in words
     assert "needs approval" in words and "none was signed again" in words
     assert load_key(create=False) != key
@@ -608,6 +608,6 @@ def test_trust_status_says_where_the_key_is_and_when_it_is_refused(home: Path) -
     assert "mode 640" in loose.stdout and "trust rotate" in loose.stdout, loose.stdout
     rotated = trust_cli("rotate", "--workspace", str(workspace))  # the way out
     assert rotated.returncode == 0, rotated.stdout + rotated.stderr
-    assert "no approved condition needs approving again" in rotated.stdout
+    assert "no approved trigger needs approving again" in rotated.stdout
     again = trust_cli("status", "--workspace", str(workspace))
     assert again.returncode == 0 and "mode 600" in again.stdout, again.stdout

@@ -10,10 +10,11 @@ lock, and this command then says so instead of firing them twice. Conditions
 over notebook variables have no namespace here and report that; file
 conditions work.
 
-There is no person here to approve anything: a condition without an approval
-on record (a hand-written or edited trigger file, a workspace from another
-machine) is listed as needing approval and never evaluated; the note says to
-approve it in a notebook.
+There is no person here to approve anything: a trigger of any kind without a
+signed record that this user made or approved exactly it (a hand-written or
+edited trigger file, a workspace from another machine, a time-based trigger
+saved before triggers were signed) is listed as needing approval and never
+runs; the note says to approve it in a notebook.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """``python -m agent_kernel trust status|rotate --workspace DIR``: the approval signing key.
 
-Approvals of model-written code (trigger conditions) are signed with one key per user
-(:mod:`agent_kernel.trust`). ``trust status`` says where the key is, whether it is
-private (a plain file of this user's, mode 600, in a folder of mode 700, outside the
-workspace, hidden from every sandbox) and how many of the workspace's approved
-conditions verify with it. ``trust rotate`` replaces the key at once: every approval
-signed with the old key stops counting, in every workspace, and nothing is re-signed
-(a key that leaked may have signed forgeries), so each condition is asked again. It
-names the workspace's conditions that will need approving again and records the
-rotation in the workspace's ledger (the key itself is never written anywhere else).
+Approvals of model-written code (trigger conditions), and the record that this user made
+a time-based trigger, are signed with one key per user (:mod:`agent_kernel.trust`).
+``trust status`` says where the key is, whether it is private (a plain file of this
+user's, mode 600, in a folder of mode 700, outside the workspace, hidden from every
+sandbox) and how many of the workspace's saved triggers verify with it. ``trust rotate``
+replaces the key at once: every signature made with the old key stops counting, in every
+workspace, and nothing is re-signed (a key that leaked may have signed forgeries), so
+each trigger is asked again. It names the workspace's triggers that will need approving
+again and records the rotation in the workspace's ledger (the key itself is never written
+anywhere else).
 Exit code 0 on success, 1 when the key is refused or cannot be written.
 """
 
@@ -44,7 +45,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 @dataclass
 class Condition:
-    """One saved conditional trigger of the workspace, in words."""
+    """One saved trigger of the workspace (a condition or a time-based one), in words."""
 
     trigger_id: str
     agent_id: str
@@ -60,8 +61,26 @@ class Condition:
         return f"  {self.trigger_id}{whose}: {self.words}: {prompt}"
 
 
+def _timed(record: dict[str, Any]) -> Condition | None:
+    """A live time-based trigger as restore would read it (None for one it would refuse)."""
+    from datetime import datetime, timezone
+
+    from ..triggers.checks import check_record
+
+    try:
+        checked = check_record(record, datetime.now(timezone.utc))
+    except ValueError:
+        return None
+    if checked is None:
+        return None
+    trigger = checked.trigger
+    return Condition(trigger.id, trigger.agent_id, trigger.schedule_text(), trigger.prompt,
+                     trigger.approval_digest())
+
+
 def _conditions(workspace: Workspace) -> tuple[list[Condition], list[str]]:
-    """The workspace's live conditional triggers, and lines for files that could not be read."""
+    """The workspace's live triggers (conditions and time-based), and lines for files that
+    could not be read."""
     from ..triggers.conditions import Condition as Shape
     from ..triggers.model import LIVE
     from ..triggers.store import TriggerStore
@@ -72,7 +91,12 @@ def _conditions(workspace: Workspace) -> tuple[list[Condition], list[str]]:
     for record in records:
         condition, prompt, agent_id = (record.get("condition"), record.get("prompt"),
                                        record.get("agent_id"))
-        if record.get("kind") != "conditional" or record.get("status", "active") not in LIVE \
+        if record.get("kind") != "conditional" and record.get("status", "active") in LIVE:
+            timed = _timed(record)
+            if timed is not None:
+                found.append(timed)
+            continue
+        if record.get("status", "active") not in LIVE \
                 or not isinstance(condition, dict) or not isinstance(prompt, str) \
                 or not isinstance(agent_id, str):
             continue
@@ -87,8 +111,9 @@ def _conditions(workspace: Workspace) -> tuple[list[Condition], list[str]]:
 
 def _approved(workspace: Workspace, conditions: list[Condition]) -> tuple[list[Condition],
                                                                             str | None]:
-    """The conditions whose approval verifies with the current key, and why none can (or
-    None). The ledger is read only when it exists (this command never makes a workspace)."""
+    """The triggers whose approval (or signed record of their making) verifies with the
+    current key, and why none can (or None). The ledger is read only when it exists (this
+    command never makes a workspace)."""
     from ..ledger import LEDGER_FILE, Ledger
     from ..trust import ApprovalBook
 
@@ -117,7 +142,8 @@ def _key_words(path: Path) -> tuple[bool, str]:
     except TrustError as exc:
         return False, f"not used: {exc}"
     if key is None:
-        return True, "none yet: one is made the first time you approve a condition"
+        return True, ("none yet: one is made the first time a trigger is made or a "
+                      "condition approved")
     mode = stat.S_IMODE(os.stat(path).st_mode)
     folder = stat.S_IMODE(os.stat(path.parent).st_mode)
     if sandbox.find_bubblewrap() is not None:
@@ -144,8 +170,8 @@ def status(workspace: Workspace) -> int:
         print(f"  refused for this workspace: {exc}")
     conditions, problems = _conditions(workspace)
     approved, why = _approved(workspace, conditions) if usable else ([], None)
-    print(f"Workspace {workspace.root}: {len(conditions)} saved condition(s), "
-          f"{len(approved)} approved with this key.")
+    print(f"Workspace {workspace.root}: {len(conditions)} saved trigger(s), "
+          f"{len(approved)} approved with this key (made or approved by you here).")
     if why:
         print(f"  {why}")
     for problem in problems:
@@ -171,19 +197,20 @@ def rotate(workspace: Workspace) -> int:
           "every other workspace of yours on this machine; none was signed again with the new "
           "key, since a leaked key may have signed forgeries.")
     if approved:
-        print(f"In {workspace.root}, {len(approved)} approved condition(s) will need "
-              "approving again:")
+        print(f"In {workspace.root}, {len(approved)} trigger(s) made or approved with the old "
+              "key will need approving again:")
         for condition in approved:
             print(condition.line())
         print("They stay saved and come back as \"needs approval\" the next time a notebook "
-              "kernel or `python -m agent_kernel triggers` starts; none is evaluated until you "
-              "approve it again in a notebook (`%agent_triggers approve ID`).")
+              "kernel or `python -m agent_kernel triggers` starts; none runs (nor is a "
+              "condition evaluated) until you approve it again in a notebook "
+              "(`%agent_triggers approve ID`).")
     elif why:
-        print(f"In {workspace.root}, {len(conditions)} saved condition(s) already needed "
+        print(f"In {workspace.root}, {len(conditions)} saved trigger(s) already needed "
               f"approval before this: {why}")
     else:
-        print(f"In {workspace.root}, no approved condition needs approving again.")
-    print("A kernel that is running keeps the conditions it already checked: restart it to "
+        print(f"In {workspace.root}, no approved trigger needs approving again.")
+    print("A kernel that is running keeps the triggers it already checked: restart it to "
           "have them asked again now.")
     for problem in problems:
         print(f"  problem: {problem}")

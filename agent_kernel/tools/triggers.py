@@ -9,8 +9,11 @@ active schedules per agent, a cron floor of one minute, ``delay_seconds``
 it is shown to the person and approved before the trigger exists, and the
 approval is recorded with a digest of exactly that condition and prompt (see
 :mod:`agent_kernel.trust`), so the next kernel can check it before it
-evaluates anything. ``list_tasks`` also lists restored triggers that still
-need the person's approval, with the status ``needs_approval``.
+evaluates anything. A time-based trigger needs no approval to be made; it is
+signed when made (see :mod:`agent_kernel.triggers.scheduler`), so the next
+kernel runs it only if this user's agent made exactly it. ``list_tasks`` also
+lists restored triggers that still need the person's approval, with the
+status ``needs_approval``.
 
 The work happens in :mod:`agent_kernel.triggers`; ``attach`` only makes the
 agent's (unstarted) scheduler, so creating an Agent stays cheap. The
@@ -215,8 +218,9 @@ async def list_tasks(
 ) -> dict[str, list[dict[str, Any]]]:
     """List queued runs, running runs and triggers.
 
-    A restored trigger whose condition has no approval on record is listed with the
-    status needs_approval: it does not run until the person approves it in the notebook.
+    A restored trigger with no signed record that the person made or approved it is
+    listed with the status needs_approval: it does not run until the person approves it
+    in the notebook.
 
     Args:
         scope: Which to list: queue, running, triggers or all (default).

@@ -14,9 +14,9 @@ first trigger a run makes.
   and Approve buttons in an output of their own when someone can click;
 - ``%agent_triggers --text``: every trigger of this session (active first) as text;
 - ``%agent_triggers cancel ID``: cancel one;
-- ``%agent_triggers approve ID``: approve a restored condition that needs
+- ``%agent_triggers approve ID``: approve a restored trigger that needs
   approval (the person has read it in the restore note or the panel); the
-  approval is recorded with its digest and the trigger is armed.
+  approval is recorded with its digest, signed, and the trigger is armed.
 """
 
 from __future__ import annotations
@@ -112,7 +112,9 @@ def agent_triggers(ipython: Any, agent_magics: Any, line: str) -> Any:
         trigger = scheduler.triggers.get(words[1])
         if scheduler.approve(words[1]):
             print(f"Approved trigger {words[1]} ({trigger.schedule_text()}: "
-                  f"{trigger.prompt[:80]}); its condition is checked from now on.")
+                  f"{trigger.prompt[:80]}); "
+                  + ("its condition is checked from now on." if trigger.kind == "conditional"
+                     else "it runs on its schedule from now on (at once if it is overdue)."))
         else:
             print(f"No trigger {words[1]!r} needs approval; %agent_triggers --text lists them.")
         return None

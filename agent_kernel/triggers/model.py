@@ -8,10 +8,12 @@ It is plain data: what the store saves, what ``list_tasks`` and the panel
 show, and what a fired run receives as its ``trigger`` context. The limits
 live here too, each with an error a model can act on.
 
-A conditional trigger's ``approved`` flag lives in memory only: it is never
-saved and never read back, because a file can say anything. After a restore,
-only an approval on record in the ledger (see :mod:`agent_kernel.trust`)
-sets it; until then the trigger's status is ``needs_approval``.
+A trigger's ``approved`` flag lives in memory only: it is never saved and
+never read back, because a file can say anything. After a restore, only a
+signed record in the ledger (see :mod:`agent_kernel.trust`) sets it: for a
+condition, an approval of exactly it; for a time-based trigger, the record
+that this user made exactly it (signed when it was made) or an approval of
+it. Until then the trigger's status is ``needs_approval`` and it never runs.
 """
 
 from __future__ import annotations
@@ -140,7 +142,7 @@ class Trigger:
 
     @property
     def needs_approval(self) -> bool:
-        """True for a restored condition with no approval on record: it is never evaluated."""
+        """True for a restored trigger with no signed record of it: it never runs."""
         return self.status == NEEDS_APPROVAL
 
     @property
@@ -149,10 +151,19 @@ class Trigger:
         return self.status.replace("_", " ")
 
     def approval_digest(self) -> str:
-        """The digest an approval of this trigger's condition and prompt carries."""
-        from ..trust import condition_digest
+        """The digest its signed record carries: a condition's covers the condition and
+        prompt; a time-based trigger's covers its kind, schedule, prompt, timeout, model and
+        trace id (everything that decides when and what it runs)."""
+        from ..trust import condition_digest, trigger_digest
 
-        return condition_digest(self.agent_id, self.condition, self.prompt)
+        if self.kind == "conditional":
+            return condition_digest(self.agent_id, self.condition, self.prompt)
+        return trigger_digest(self.agent_id, self.kind, self.prompt, self.definition())
+
+    def definition(self) -> dict[str, Any]:
+        """What, beside kind and prompt, defines a time-based trigger (signed with it)."""
+        return {"interval": self.interval, "run_at": self.run_at, "cron": self.cron,
+                "timeout": self.timeout, "model": self.model, "trace_id": self.trace_id}
 
     def to_record(self) -> dict[str, Any]:
         """The JSON the store writes (without ``approved``: the ledger holds approvals)."""
@@ -164,12 +175,12 @@ class Trigger:
     def from_record(cls, record: dict[str, Any]) -> Trigger:
         """Rebuild from a stored record, ignoring fields this version does not know.
 
-        A saved ``approved`` is ignored: a condition read from disk is unapproved until
-        the ledger says otherwise.
+        A saved ``approved`` is ignored: a trigger read from disk is unapproved until the
+        ledger says otherwise.
         """
         known = {f.name for f in fields(cls)} - {"approved"}
         made = cls(**{k: v for k, v in record.items() if k in known})
-        made.approved = made.kind != "conditional"
+        made.approved = False
         return made
 
     def schedule_text(self) -> str:

@@ -16,7 +16,7 @@ display ids per cell) and, when another cell is running, of that cell too
 cell's messages).
 
 What a person presses lives in a SEPARATE output: one row per live trigger
-(Approve for a condition that needs approval, Cancel), drawn by our JupyterLab
+(Approve for a restored trigger that needs approval, Cancel), drawn by our JupyterLab
 extension where it is active (:class:`ExtensionControls`, no widget) and as
 ipywidgets otherwise (:class:`PanelControls`). Only the
 newest panel showing a trigger holds its controls; an older panel's controls
@@ -286,8 +286,8 @@ class PanelControls(_Controls):
         cancel.add_class("agent-kernel-trigger-cancel")
         cancel.on_click(lambda _b, i=t.id: self.use("cancel", i))
         approve = w.Button(description="Approve", button_style="primary",
-                           tooltip=f"approve the condition of trigger {t.id} and start "
-                                   "checking it", layout=w.Layout(width="90px"))
+                           tooltip=f"approve trigger {t.id} (what it runs and when) and "
+                                   "start it", layout=w.Layout(width="90px"))
         approve.add_class("agent-kernel-trigger-approve")
         approve.on_click(lambda _b, i=t.id: self.use("approve", i))
         approve.layout.display = None if trigger.needs_approval else "none"

@@ -172,8 +172,10 @@ def _row(t: Trigger, now: datetime, running: bool,
     css = STATUS_CSS.get(t.status, "ak-failed")
     status = (f"<td {_LEFT}><span class='agent-kernel-trigger-status {css}'"
               f" data-status='{esc(t.status)}'>{esc(status_words(t, running))}</span></td>")
-    why = ("<br><span class='ak-warn'>Restored without an approval on record: it is not "
-           "checked until you approve this exact condition and prompt.</span>"
+    what = "checked" if t.kind == "conditional" else "run"
+    why = ("<br><span class='ak-warn'>Restored without a signed record that you made or "
+           f"approved it: it is not {what} until you approve this exact "
+           f"{'condition' if t.kind == 'conditional' else 'schedule'} and prompt.</span>"
            if t.needs_approval else "")
     counts = [f"{t.errors} failed"] if t.errors else []
     counts += [f"{t.skipped} skipped"] if t.skipped else []

@@ -4,11 +4,16 @@ past in a burst.
 A trigger file is checked before anything is booked (:mod:`.checks`): an
 impossible one is refused with a ``problem:`` line, an obvious slip is fixed
 with a ``note:``. At most the per-agent limit of triggers comes back, and
-nothing loops on a stored value. A conditional trigger's condition is code,
-so it comes back armed only when the ledger holds an approval of exactly
-that condition and prompt, signed with this user's key (:mod:`agent_kernel.trust`);
-otherwise it comes back as ``needs_approval``, is shown to the person and is
-never evaluated until they approve it.
+nothing loops on a stored value. Every trigger runs the model, and a file
+in ``triggers/`` can be written by anyone who can write the workspace, so a
+trigger of any kind comes back armed only when the ledger holds a record of
+exactly it signed with this user's key (:mod:`agent_kernel.trust`): for a
+condition (which is code), an approval of that condition and prompt; for a
+time-based trigger, the signed ``trigger_created`` record written when this
+user's agent or notebook made it, or the person's approval of it. Otherwise
+it comes back as ``needs_approval``, is shown to the person and never runs
+(nor is its condition evaluated) until they approve it. Triggers saved before
+time-based triggers were signed come back this way once.
 
 While no kernel lived, recurring and cron triggers missed runs and one-shot
 triggers may have passed their time. By default (``missed="skip"``) those
@@ -25,16 +30,16 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from ..trust import ApprovalBook
+from ..trust import MISSING_CONDITION, MISSING_TRIGGER, ApprovalBook
 from .checks import STALE, check_record
 from .host import TriggerHost
 from .model import NEEDS_APPROVAL, ONE_SHOT, Trigger, cron_next, parse_iso
 
 MAX_COUNTED = 100000
 MAX_CRON_STEPS = 500
-APPROVE_HOW = ("read the condition, then approve it in a notebook with `%agent_triggers approve "
-               "ID` (or `scheduler_for(agent).approve(ID)`); `%agent_triggers cancel ID` "
-               "deletes it")
+APPROVE_HOW = ("read what it asks the model to do (and its condition), then approve it in a "
+               "notebook with `%agent_triggers approve ID` or the triggers panel's Approve (or "
+               "`scheduler_for(agent).approve(ID)`); `%agent_triggers cancel ID` deletes it")
 
 
 @dataclass
@@ -76,8 +81,9 @@ class RestoreReport:
             lines.append(f"  {trigger.id}: was due at {trigger.run_at} while no kernel was "
                          f"running; {verb}")
         if self.waiting:
-            lines.append(f"{len(self.waiting)} trigger(s) need approval and will not be "
-                         "evaluated until approved:")
+            lines.append(f"{len(self.waiting)} trigger(s) need approval: none runs the model "
+                         "(nor is its condition evaluated) until you approve it. Triggers saved "
+                         "by an earlier version ask once, since they were not signed:")
             for trigger in self.waiting:
                 lines.append(f"  {trigger.id}: needs approval: {trigger.schedule_text()}: "
                              f"{trigger.prompt[:200]}")
@@ -136,16 +142,17 @@ def restore(host: TriggerHost) -> RestoreReport:
         except ValueError as exc:
             report.problems.append(f"{trigger.id}: not restored: {exc}")
             continue
-        if trigger.kind == "conditional":
-            why = approvals.reason(trigger.approval_digest())
-            if why is not None:
-                trigger.status, trigger.approved = NEEDS_APPROVAL, False
-                host.triggers[trigger.id] = trigger
-                report.waiting.append(trigger)
-                report.needs_approval[trigger.id] = why
-                host.record("trigger_needs_approval", trigger_id=trigger.id, reason=why)
-                continue
-            trigger.approved = True
+        why = approvals.reason(trigger.approval_digest(), MISSING_CONDITION
+                               if trigger.kind == "conditional" else MISSING_TRIGGER)
+        if why is not None:
+            trigger.status, trigger.approved = NEEDS_APPROVAL, False
+            host.triggers[trigger.id] = trigger
+            report.waiting.append(trigger)
+            report.needs_approval[trigger.id] = why
+            host.record("trigger_needs_approval", trigger_id=trigger.id, type=trigger.kind,
+                        reason=why)
+            continue
+        trigger.approved = True
         trigger.status = "active"
         missed, capped = 0, False
         first_due: datetime | None = None

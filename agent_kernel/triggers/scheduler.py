@@ -13,8 +13,10 @@ an error in a run is shown and recorded and the trigger lives on.
 
 The scheduler starts only inside a running loop (the kernel's, or
 ``asyncio.run``'s); starting restores the triggers saved in the workspace
-(see :mod:`.restore`). A restored condition without an approval on record
-waits as ``needs_approval`` until :meth:`TriggerScheduler.approve`.
+(see :mod:`.restore`). Every time-based trigger is signed when it is made
+(its ``trigger_created`` record carries its digest and an HMAC under this
+user's key); a restored trigger of any kind without a signed record of exactly
+it waits as ``needs_approval``, and never runs, until :meth:`TriggerScheduler.approve`.
 
 This is the one module that imports ``make``, ``runner`` and ``restore``;
 they see it only as a :class:`~.host.TriggerHost`.
@@ -181,7 +183,8 @@ class TriggerScheduler(TriggerMaker):
         self.store.save(trigger.to_record())
         self.record("trigger_created", trigger_id=trigger.id, type=trigger.kind,
                      prompt=trigger.prompt, when=trigger.schedule_text(),
-                     run_id=trigger.scheduled_by_run_id, **trigger.trace_fields())
+                     run_id=trigger.scheduled_by_run_id, **trigger.trace_fields(),
+                     **self._signature(trigger))
         for hook in list(self.on_created):
             try:
                 hook(trigger)
@@ -204,9 +207,26 @@ class TriggerScheduler(TriggerMaker):
         self.changed(trigger)
         return True
 
+    def _signature(self, trigger: Trigger) -> dict[str, str]:
+        """``digest`` and ``mac`` that let the next kernel restore a time-based trigger made
+        here without asking (nothing for a condition: its approval is its signed record)."""
+        from ..trust import TrustError, sign
+
+        if trigger.kind == "conditional":
+            return {}
+        value = trigger.approval_digest()
+        try:
+            return {"digest": value, "mac": sign(value, workspace=self.agent.ledger.path.parent)}
+        except TrustError as exc:
+            self.agent.bus.emit(Notice("triggers", f"Trigger {trigger.id} is made but could "
+                                       f"not be signed ({exc}); the next kernel will ask you to "
+                                       "approve it before it runs.", level="warning"))
+            return {"digest": value}
+
     def approve(self, trigger_id: str) -> bool:
-        """The person approves a restored condition: record it (with its digest, signed)
-        and arm it. False when no trigger by that id needs approval."""
+        """The person approves a restored trigger: record it (with its digest, signed) and
+        arm it (an overdue one-shot then runs at once). False when no trigger by that id
+        needs approval."""
         trigger = self.triggers.get(trigger_id)
         if trigger is None or not trigger.needs_approval:
             return False
@@ -219,10 +239,18 @@ class TriggerScheduler(TriggerMaker):
         return True
 
     def record_approval(self, trigger: Trigger, run_id: str | None = None) -> None:
-        """Write the person's approval of ``trigger``'s condition to the ledger, now."""
+        """Write the person's approval of ``trigger`` (its condition, or its schedule) to
+        the ledger, now."""
+        if trigger.kind == "conditional":
+            self.agent.approvals.record_person(
+                "condition", {"trigger_id": trigger.id, "condition": trigger.condition,
+                              "prompt": trigger.prompt, "cooldown": trigger.cooldown},
+                trigger.approval_digest(), run_id=run_id or "person")
+            return
         self.agent.approvals.record_person(
-            "condition", {"trigger_id": trigger.id, "condition": trigger.condition,
-                          "prompt": trigger.prompt, "cooldown": trigger.cooldown},
+            "trigger", {"trigger_id": trigger.id, "type": trigger.kind,
+                        "when": trigger.schedule_text(), "prompt": trigger.prompt,
+                        **trigger.definition()},
             trigger.approval_digest(), run_id=run_id or "person")
 
     def cancel_queued(self, run_id: str) -> bool:
@@ -238,10 +266,12 @@ class TriggerScheduler(TriggerMaker):
     def book(self, trigger: Trigger, first_due: datetime | None) -> None:
         """Give ``schedule`` a job for the trigger's next run (conditions get a watch)."""
         self._unbook(trigger.id)
+        if not trigger.approved:
+            raise ValueError(f"trigger {trigger.id} is not approved, so it is not booked")
+        if not trigger.active:
+            raise ValueError(f"trigger {trigger.id} is {trigger.status_text}, so it is not "
+                             "booked")
         if trigger.kind == "conditional":
-            if not trigger.approved or not trigger.active:
-                raise ValueError(f"trigger {trigger.id}: its condition is not approved, so it "
-                                 "is not checked")
             self._watches[trigger.id] = ConditionWatch(Condition.parse(trigger.condition))
             trigger.next_run = None
         else:
@@ -358,7 +388,12 @@ class TriggerScheduler(TriggerMaker):
 
     # -- firing and running ---------------------------------------------------
     def fire(self, trigger: Trigger, due: datetime) -> Firing | None:
-        """Start a run for ``trigger`` now, or queue it behind its previous run."""
+        """Start a run for ``trigger`` now, or queue it behind its previous run (never one
+        that is not approved: a restored trigger without a signed record of it)."""
+        if not trigger.approved:
+            self.record("trigger_skipped", trigger_id=trigger.id, due_at=iso(due),
+                         reason="not approved")
+            return None
         now = self.clock()
         firing = Firing(new_id("run"), trigger.id, due, now)
         trigger.last_fired_at = iso(now)
