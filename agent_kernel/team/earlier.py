@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..events import Notice
 from ..ledger import new_id
+from ..visible import with_tokens
 from .society import json_line
 
 if TYPE_CHECKING:
@@ -42,9 +43,10 @@ Choice = Literal["answer", "drop"]
 
 
 def shown(text: str, limit: int = SHOWN_CHARS) -> str:
-    """``text`` as the person reads it between “ and ”: on one line, no quote marks of its
-    own that could close the quote early, at most ``limit`` characters."""
-    flat = " ".join(str(text).split())
+    """``text`` as the person reads it between “ and ”: on one line, every character that
+    draws nothing or reorders text written as ``<U+202E>``, no quote marks of its own that
+    could close the quote early, at most ``limit`` characters."""
+    flat = " ".join(with_tokens(str(text)).split())
     for mark in "“”„‟«»":
         flat = flat.replace(mark, '"')
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"

@@ -24,17 +24,16 @@ form. Values are never shortened here.
 from __future__ import annotations
 
 import json
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..redaction import secret_marks, secret_name, strong_secret_name, to_jsonable
+from ..visible import invisible as _invisible
 from .safe_html import esc
 
 Mark = Literal["secret", "invisible"]
 SECRET_NOTE = "looks like a secret: shown so you see exactly what runs; the saved record masks it"
 INVISIBLE_NOTE = "a character that draws nothing or changes how the text around it reads"
-_VISIBLE_CONTROLS = {"\n", "\t"}
 
 
 @dataclass
@@ -55,14 +54,6 @@ class Row:
     def marks(self) -> set[str]:
         """Which kinds of mark the row holds."""
         return {mark for _, mark in self.parts if mark}
-
-
-def _invisible(char: str) -> bool:
-    if char in _VISIBLE_CONTROLS:
-        return False
-    category = unicodedata.category(char)
-    return category in ("Cc", "Cf", "Co", "Cn", "Zl", "Zp", "Cs") or (
-        category == "Zs" and char != " ")
 
 
 def _split(text: str, secret: list[tuple[int, int]]) -> list[tuple[str, Mark | None]]:
