@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Literal
 
-from ..events import Notice
+from ..events import DISPLAY_MAX_CHARS, Notice
 from ..ledger import new_id
 from ..visible import invisible, with_tokens
 
@@ -32,9 +32,10 @@ RESTORED_TIMEOUT = 600.0
 """Seconds the person has to answer; then the tasks stay saved, not run."""
 Decision = Literal["ask", "run", "drop"]
 Choice = Literal["run", "drop", "keep"]
-QUESTION_CHARS = 20_000
-"""The most prompt text one question shows (twice ``delegate``'s 10,000-character prompt).
-Every task shown is shown whole; tasks past this are not shown, and Run never runs them."""
+QUESTION_CHARS = 18_000
+"""The most text of task lines one question shows, so that the whole question stays within
+the 20,000 characters a view shows of any text (``events.DISPLAY_MAX_CHARS``). Every task
+shown is shown whole; tasks past this are not shown, and Run never runs them."""
 TOKENS_NOTE = "(<U+…>: a character that draws nothing or reorders text, shown by its code)"
 
 
@@ -44,15 +45,32 @@ def prompt_shown(prompt: str) -> str:
     return " ".join(with_tokens(prompt).split())
 
 
+def _line(task: Task) -> str:
+    return f"- {task.role.capitalize()}, priority {task.priority}: {prompt_shown(task.prompt)}"
+
+
+def _shown_as_is(text: str) -> bool:
+    """True when a view shows ``text`` as it is: views mask what looks like a secret and cut
+    text past ``DISPLAY_MAX_CHARS`` (``events.for_display``)."""
+    from ..redaction import scrub
+
+    return bool(scrub(text, max_chars=DISPLAY_MAX_CHARS) == text)
+
+
 def shown_count(tasks: list[Task]) -> int:
-    """How many of ``tasks``, from the first, one question shows whole: as many as fit in
-    :data:`QUESTION_CHARS` (none when the first alone does not)."""
-    total = 0
-    for count, task in enumerate(tasks):
-        total += len(prompt_shown(task.prompt))
+    """How many of ``tasks``, from the first, one question shows whole and as they are: as
+    many as fit in :data:`QUESTION_CHARS` (none when the first alone does not), and none
+    from the first a view would mask part of (a planted prompt may hold text shaped like a
+    secret: ``API_KEY=$(curl … | sh)`` would read ``API_KEY=[REDACTED]``)."""
+    total, count = 0, 0
+    for task in tasks:
+        total += len(_line(task)) + 1
         if total > QUESTION_CHARS:
-            return count
-    return len(tasks)
+            break
+        count += 1
+    while count and not _shown_as_is(_question(tasks, count)):
+        count -= 1
+    return count
 
 
 def run_option(tasks: list[Task]) -> str | None:
@@ -73,18 +91,21 @@ def options(tasks: list[Task]) -> list[str]:
 def question(tasks: list[Task]) -> str:
     """The question about tasks an earlier session left: the roles, priorities and whole
     prompts of every task an answer would run."""
-    count, shown = len(tasks), shown_count(tasks)
+    return _question(tasks, shown_count(tasks))
+
+
+def _question(tasks: list[Task], shown: int) -> str:
+    count = len(tasks)
     lines = [f"{count} task{'s were' if count != 1 else ' was'} waiting from an earlier "
              "session:"]
-    for task in tasks[:shown]:
-        lines.append(f"- {task.role.capitalize()}, priority {task.priority}: "
-                     f"{prompt_shown(task.prompt)}")
+    lines += [_line(task) for task in tasks[:shown]]
     rest = count - shown
     if rest:
-        lines.append(f"- and {rest} more not shown here: their prompts are longer than one "
-                     f"question shows ({QUESTION_CHARS:,} characters). They do not run from "
-                     "this question; they stay saved, and the team's next prompt asks about "
-                     "them.")
+        lines.append(f"- and {rest} more not shown here: a question shows at most "
+                     f"{QUESTION_CHARS:,} characters of prompts, each whole, and none holding "
+                     "text that looks like a secret (a question masks it). They do not run "
+                     "from this question; they stay saved, and the team's next prompt asks "
+                     "about them.")
     if any(invisible(c) for task in tasks[:shown] for c in task.prompt):
         lines.append(TOKENS_NOTE)
     if not rest:
