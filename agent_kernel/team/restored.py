@@ -5,7 +5,11 @@ so a task file in ``team/tasks/`` is a request nobody in this session made.
 The supervisor puts restored queued tasks on no queue
 (``Supervisor.undecided``); the team asks the person through the Teller's
 question channel, in words (roles, priorities and prompts, never ids), to
-**Run them** or **Drop them**. With nobody to ask, the headless policy
+**Run them** or **Drop them**. The question shows every task Run would run, each
+prompt whole with invisible and reordering characters as ``<U+202E>`` tokens;
+what does not fit in one question (or a view would mask) is not shown, and then
+Run is **Run the first N shown** and the rest are asked about at the next
+prompt. With nobody to ask, the headless policy
 answers: ``allow`` runs them, ``deny`` (the default) keeps them saved and
 unrun. No answer in time keeps them too. Each decision is a
 ``restored_tasks_decided`` ledger record, and a dropped task a
