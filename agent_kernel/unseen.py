@@ -12,6 +12,8 @@ exact arguments (``views/exact.py``) marks these, and a trigger's condition
   before them (canonical combining class 1, such as U+0338). Tab and newline draw.
 - :func:`mixed_words`: a word holding both ASCII letters and Cyrillic or Greek ones,
   whose letters look alike (``gооgle.com`` with two Cyrillic ``о``).
+- :func:`with_tokens`: plain text with each character that draws nothing written as
+  ``<U+202E>``, for the team's questions about work an earlier session left.
 """
 
 from __future__ import annotations
@@ -106,5 +108,19 @@ def mixed_words(text: str) -> list[tuple[int, int, str]]:
     return found
 
 
+def token(char: str) -> str:
+    """The visible stand-in for one character: ``U+202E``."""
+    return f"U+{ord(char):04X}"
+
+
+def with_tokens(text: str) -> str:
+    """``text`` with every character that :func:`draws_nothing` written as ``<U+XXXX>``
+    (for plain-text questions: the team's restored tasks and earlier question)."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(f"<{token(c)}>" if draws_nothing(c) else c for c in text)
+
+
 __all__ = ["BIDI_CONTROLS", "BLANK_LETTERS", "DEFAULT_IGNORABLE", "DEFAULT_IGNORABLE_VERSION",
-           "default_ignorable", "draws_nothing", "hidden_at", "mixed_words"]
+           "default_ignorable", "draws_nothing", "hidden_at", "mixed_words", "token",
+           "with_tokens"]

@@ -226,6 +226,30 @@ async def test_secrets_never_reach_the_artifact_file(team: Team) -> None:
         "pa55-w0rd-very-secret-1234")
 
 
+async def test_an_artifact_masking_makes_too_large_is_refused_and_one_that_fits_reads_back(
+        team: Team) -> None:
+    """Masking can make what is written larger than what was given (a number under a
+    secret name becomes "[REDACTED]"): the limits hold for what is written, so no put makes
+    a file larger than the limits, or one get_artifact refuses to read back."""
+    worker = team.supervisor.make_agent(WORKER, "worker-1")
+    grows = [{"token": 1}] * 71_000  # 994,000 bytes as JSON, 1,775,000 once masked
+    assert len(json.dumps(grows)) < 1_000_000
+    assert await refused(worker, "put_artifact", type="data", content=grows) == (
+        "content is 1,775,000 bytes as JSON once what looks like a secret is masked (as it "
+        "is saved); the limit is 1,000,000: split it or write a file instead")
+    assert await refused(worker, "put_artifact", type="data", content="x",
+                         meta={"m": [{"token": 1}] * 1000}) == (
+        "meta is 25,007 bytes as JSON once what looks like a secret is masked (as it is "
+        "saved); the limit is 16,384: split it or write a file instead")
+    assert on_disk(team, "artifacts") == []
+    fits = [{"token": 1}] * 40_000  # exactly 1,000,000 bytes once masked
+    ref = await ok(worker, "put_artifact", type="data", content=fits)
+    [path] = on_disk(team, "artifacts")
+    assert path.stat().st_size <= 1_000_000 + 16 * 1024 + 64 * 1024
+    got = await ok(worker, "get_artifact", ref=ref)
+    assert got["content"] == [{"token": "[REDACTED]"}] * 40_000
+
+
 @pytest.mark.parametrize(("arguments", "message"), [
     ({"type": "   ", "content": "x"}, "type cannot be empty"),
     ({"type": "../../etc", "content": "x"}, "type must be a word such as 'document', "

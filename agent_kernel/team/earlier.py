@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..events import Notice
 from ..ledger import new_id
+from ..unseen import with_tokens
 from .society import json_line
 
 if TYPE_CHECKING:
@@ -42,9 +43,14 @@ Choice = Literal["answer", "drop"]
 
 
 def shown(text: str, limit: int = SHOWN_CHARS) -> str:
-    """``text`` as the person reads it between “ and ”: on one line, no quote marks of its
-    own that could close the quote early, at most ``limit`` characters."""
-    flat = " ".join(str(text).split())
+    """``text`` as the person reads it between “ and ”: on one line, every character that
+    draws nothing or reorders text written as ``<U+202E>``, what looks like a secret masked
+    as every view masks it (so the Teller reads what the person saw, never a command the
+    mask hid), no quote marks of its own that could close the quote early, at most
+    ``limit`` characters."""
+    from ..redaction import redact_text
+
+    flat = " ".join(with_tokens(redact_text(str(text))).split())
     for mark in "“”„‟«»":
         flat = flat.replace(mark, '"')
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"

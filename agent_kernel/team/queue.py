@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..unseen import with_tokens
 from ..workspace import Workspace
 
 DEFAULT_PRIORITY = 5
@@ -236,7 +237,43 @@ class TaskStore:
         tasks.sort(key=lambda t: (t.created_at, saved_seq[t.id], t.id))
         for task in tasks:  # first in, first out again within a priority
             task.seq = next(_SEQ)
+        problems += untangle(tasks)
         return tasks, problems
+
+
+def untangle(tasks: list[Task]) -> list[str]:
+    """Keep only the tree links the team itself makes between saved tasks (``tasks`` in
+    their saved order): a parent comes before its child, the child names it back as its
+    ``parent_id`` and sits one level deeper. Any other ``children`` entry (the task itself,
+    one not saved, an earlier one: how a cycle must look; one that names another parent)
+    and a ``parent_id`` naming the task itself or a later one are dropped, each with a
+    line saying so. So the tasks read back form trees at most 101 deep (``depth`` is at
+    most 100), which every walk of a tree can follow to its end."""
+    problems: list[str] = []
+    order = {task.id: index for index, task in enumerate(tasks)}
+    by_id = {task.id: task for task in tasks}
+    for index, task in enumerate(tasks):
+        if task.parent_id is not None and order.get(task.parent_id, -1) >= index:
+            problems.append(f"{task.id}.json: its parent link was dropped: it names "
+                            + ("the task itself" if task.parent_id == task.id else
+                               "a task saved after it"))
+            task.parent_id = None
+    for index, task in enumerate(tasks):
+        kept: list[str] = []
+        for child_id in task.children:
+            child = by_id.get(child_id)
+            why = ("the task itself" if child_id == task.id else
+                   "a task that is not saved" if child is None else
+                   "a task saved before it" if order[child_id] < index else
+                   "a task listed twice" if child_id in kept else
+                   "a task whose parent is another" if child.parent_id != task.id else
+                   "a task not one level below it" if child.depth != task.depth + 1 else "")
+            if why:
+                problems.append(f"{task.id}.json: a child link was dropped: it names {why}")
+            else:
+                kept.append(child_id)
+        task.children = kept
+    return problems
 
 
 
@@ -278,12 +315,13 @@ class RestoreReport:
                          "session; they run only if you say so (the team's next prompt asks).")
         elif self.interrupted or self.cancelled or self.problems:
             lines.append("Restored 0 queued team task(s) from the workspace.")
-        lines += [f"  {t.role.capitalize()}, priority {t.priority}: {t.prompt[:60]}"
+        lines += [f"  {t.role.capitalize()}, priority {t.priority}: {with_tokens(t.prompt[:60])}"
                   for t in self.queued]
         lines += [f"  interrupted: {t.id} ({t.role}, {t.agent_id or '?'}) was running when the "
-                  f"kernel stopped; it did not finish: {t.prompt[:60]}" for t in self.interrupted]
+                  f"kernel stopped; it did not finish: {with_tokens(t.prompt[:60])}"
+                  for t in self.interrupted]
         lines += [f"  cancelled: {t.id} (worker) was held by a Planner whose run never ended: "
-                  f"{t.prompt[:60]}" for t in self.cancelled]
+                  f"{with_tokens(t.prompt[:60])}" for t in self.cancelled]
         if self.agents:
             lines.append(f"{len(self.agents)} spawned agent(s) were alive when the kernel "
                          "stopped and are now interrupted: " + ", ".join(self.agents))

@@ -313,9 +313,20 @@ class ArtifactStore:
                 if sum(1 for e in entries if e.name.endswith(".json")) >= MAX_ARTIFACTS:
                     raise SocietyError(f"the workspace already holds {MAX_ARTIFACTS:,} "
                                        "artifacts, the limit")
+        from ..redaction import scrub
+
         ident = str(uuid.uuid4())
-        record = {"id": ident, "type": type_, "content": content, "meta": meta or {},
-                  "createdAt": now_iso(), "createdBy": created_by}
+        # What is written is masked, and masking can make it larger (a number under a
+        # secret name becomes "[REDACTED]"): the limits hold for that, so the file stays
+        # within what get reads back and what one call may add to the workspace.
+        record = scrub({"id": ident, "type": type_, "content": content, "meta": meta or {},
+                        "createdAt": now_iso(), "createdBy": created_by})
+        for name, limit in (("content", MAX_CONTENT_BYTES), ("meta", MAX_META_BYTES)):
+            size = len(json.dumps(record[name], ensure_ascii=False).encode("utf-8"))
+            if size > limit:
+                raise SocietyError(f"{name} is {size:,} bytes as JSON once what looks like a "
+                                   f"secret is masked (as it is saved); the limit is "
+                                   f"{limit:,}: split it or write a file instead")
         _write_json(self.folder / f"{ident}.json", record)
         return REF_PREFIX + ident
 

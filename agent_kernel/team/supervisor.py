@@ -392,10 +392,12 @@ class Supervisor:
             return False
         return isinstance(record, dict) and record.get("status") in LIVE
 
-    def run_restored(self) -> list[Task]:
-        """The person said Run: the restored tasks go back on their queues, in their order
-        (:meth:`resume_restored` starts them)."""
-        released, self.undecided = self.undecided, []
+    def run_restored(self, count: int | None = None) -> list[Task]:
+        """The person said Run: the restored tasks (the first ``count``, those the person
+        was shown) go back on their queues, in their order (:meth:`resume_restored` starts
+        them); the rest stay undecided."""
+        count = len(self.undecided) if count is None else count
+        released, self.undecided = self.undecided[:count], self.undecided[count:]
         for task in released:
             self.queues[task.role].push(task)
         return released

@@ -35,6 +35,9 @@ from .society import SocietyError, json_line
 from .supervisor import Supervisor, TeamLimits
 
 RESULT_CHARS = 4000
+MAX_TREE_DEPTH = 120
+"""How deep a walk of a task tree goes: past any tree the team makes or restores (a
+restored tree is at most 101 deep, ``queue.untangle``), well inside Python's recursion."""
 RESULTS_NOTICE = "The delegated work has ended; the Teller answers from its results."
 ANSWER_NOTICE = "The person answered; the Teller goes on."
 RESULTS_HEAD = (
@@ -226,11 +229,14 @@ class Team:
             elif decision != "ask" or not self._restored_asked:
                 self._deciding = asyncio.get_running_loop().create_future()
                 try:
-                    choice, source = ((decision, "person") if decision != "ask"
-                                      else await restored.ask(self.teller, team))
-                    # a person who did not answer is asked again at the next prompt
-                    self._restored_asked = source != "timeout"
-                    await restored.settle(self.teller, team, choice, source)
+                    choice, source, count = (
+                        (decision, "person", len(team.undecided)) if decision != "ask"
+                        else await restored.ask(self.teller, team))
+                    await restored.settle(self.teller, team, choice, source, count)
+                    # a person who did not answer is asked again at the next prompt, and
+                    # so are the tasks a Run did not cover (they were not shown)
+                    self._restored_asked = source != "timeout" and not (
+                        choice == "run" and team.undecided)
                 finally:
                     done, self._deciding = self._deciding, None
                     if not done.done():
@@ -420,18 +426,34 @@ class Team:
             self._describe(task, 0, lines)
         return "\n".join(lines)
 
-    def _describe(self, task: Task, level: int, lines: list[str]) -> None:
+    def _describe(self, task: Task, level: int, lines: list[str],
+                  seen: set[str] | None = None) -> None:
+        seen = set() if seen is None else seen
+        seen.add(task.id)
         said = (task.result or task.error or "").strip()[:RESULT_CHARS]
         lines.append("  " * level + json_line({
             "taskId": task.id, "role": task.role, "status": task.status,
             "prompt": task.prompt[:200], "result": said}))
-        for child_id in task.children:
-            self._describe(self.supervisor.tasks[child_id], level + 1, lines)
+        for child in self._children(task, seen, level):
+            self._describe(child, level + 1, lines, seen)
 
-    def tree(self, task: Task) -> dict[str, Any]:
-        """``task`` and everything under it, as nested dicts."""
+    def _children(self, task: Task, seen: set[str], level: int) -> list[Task]:
+        """``task``'s children a walk of its tree goes on to: known, not met before on
+        this walk (a cycle in planted files ends here), and no deeper than a tree can be
+        (the restore keeps saved trees this shallow; see ``queue.untangle``)."""
+        if level >= MAX_TREE_DEPTH:
+            return []
+        tasks = self.supervisor.tasks
+        return [tasks[c] for c in dict.fromkeys(task.children) if c in tasks and c not in seen]
+
+    def tree(self, task: Task, seen: set[str] | None = None, level: int = 0
+             ) -> dict[str, Any]:
+        """``task`` and everything under it, as nested dicts (each task once)."""
+        seen = set() if seen is None else seen
+        seen.add(task.id)
         node = {k: v for k, v in task.to_record().items() if k not in ("children", "seq")}
-        node["children"] = [self.tree(self.supervisor.tasks[c]) for c in task.children]
+        node["children"] = [self.tree(child, seen, level + 1)
+                            for child in self._children(task, seen, level)]
         return node
 
     @property
