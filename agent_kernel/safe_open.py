@@ -34,7 +34,9 @@ _KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFSOCK: "a socket",
 
 class UnsafeWorkspacePath(PermissionError):
     """A runtime path in the workspace is a link or not a regular file; the message says
-    what it is and what to remove."""
+    what it is and what to remove (``kind``: "a symbolic link", "a FIFO (named pipe)"...)."""
+
+    kind = ""
 
 
 def _shown(parts: list[str]) -> str:
@@ -48,14 +50,17 @@ def _refused(root: Path, parts: list[str], kind: str) -> UnsafeWorkspacePath:
             target = os.readlink(where)
         except OSError:
             target = "somewhere else"
-        return UnsafeWorkspacePath(
+        refused = UnsafeWorkspacePath(
             f"the workspace's {_shown(parts)} is a symbolic link (to {target}); the agent "
             f"never follows links in its workspace, so nothing was read or written there. "
             f"Remove the link ({where}) and try again")
-    return UnsafeWorkspacePath(
-        f"the workspace's {_shown(parts)} is {kind}, not a regular file; the agent opens only "
-        f"regular files in its workspace, so nothing was read or written there. Remove it "
-        f"({where}) and try again")
+    else:
+        refused = UnsafeWorkspacePath(
+            f"the workspace's {_shown(parts)} is {kind}, not a regular file; the agent opens "
+            f"only regular files in its workspace, so nothing was read or written there. Remove "
+            f"it ({where}) and try again")
+    refused.kind = kind
+    return refused
 
 
 def _kind_at(parent: int, name: str) -> str | None:
@@ -171,7 +176,11 @@ def read_bytes(root: Path, path: str | PurePath, limit: int | None = None) -> by
 
 
 class TooLarge(ValueError):
-    """A file is longer than the reader allows; nothing of it was read."""
+    """A file is longer than the reader allows (``size`` bytes at least); nothing was read."""
+
+    def __init__(self, message: str, size: int) -> None:
+        super().__init__(message)
+        self.size = size
 
 
 def read_capped(root: Path, path: str | PurePath, max_bytes: int) -> bytes:
@@ -181,14 +190,15 @@ def read_capped(root: Path, path: str | PurePath, max_bytes: int) -> bytes:
     try:
         size = os.fstat(fd).st_size
         if size > max_bytes:
-            raise TooLarge(f"{size} bytes; at most {max_bytes} are read")
+            raise TooLarge(f"{size} bytes; at most {max_bytes} are read", size)
         chunks: list[bytes] = []
         total = 0
         while chunk := os.read(fd, min(1 << 20, max_bytes + 1 - total) or 1):
             chunks.append(chunk)
             total += len(chunk)
             if total > max_bytes:
-                raise TooLarge(f"more than {max_bytes} bytes; at most {max_bytes} are read")
+                raise TooLarge(f"more than {max_bytes} bytes; at most {max_bytes} are read",
+                               total)
         return b"".join(chunks)
     finally:
         os.close(fd)

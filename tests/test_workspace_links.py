@@ -46,7 +46,10 @@ EVIL = "$(touch /tmp/agent-kernel-links-pwned)"
 # (path planted in the workspace, kind of link: to a file or to a folder)
 FILE_LINKS = ["memory.md", "memory/history.jsonl", "ledger.jsonl", "ledger.jsonl.lock",
               ".memory-md.lock", "memory/history.jsonl.lock", "memory/history.ingest.lock",
-              "ledger.quarantine.jsonl"]
+              "ledger.quarantine.jsonl", "memory/history.quarantine.jsonl"]
+# A torn last line makes the next append move it to the quarantine file.
+TORN = {"ledger.quarantine.jsonl": "ledger.jsonl",
+        "memory/history.quarantine.jsonl": "memory/history.jsonl"}
 FOLDER_LINKS = ["memory", "ledger-blobs", "team/artifacts", "triggers", "team"]
 
 
@@ -103,12 +106,16 @@ async def test_a_planted_link_is_never_written_through(tmp_path: Path, relative:
         target = home / ".bashrc"
         target.write_bytes(ORIGINAL)
     _plant(ws, relative, target)
+    if relative in TORN:
+        (ws / TORN[relative]).parent.mkdir(parents=True, exist_ok=True)
+        (ws / TORN[relative]).write_bytes(b'{"torn": "no newline')
     before = _snapshot(target)
     result, agent = await _full_run(ws)
     assert result.status in ("ok", "error")  # the run returned
     assert _snapshot(target) == before, f"{relative}: the link's target changed"
     assert (ws / relative).is_symlink()  # left for the person to look at and remove
-    if relative in ("ledger.jsonl", "ledger.jsonl.lock", "ledger-blobs"):
+    if relative in ("ledger.jsonl", "ledger.jsonl.lock", "ledger-blobs",
+                    "ledger.quarantine.jsonl"):
         # No record can be kept: the run ends with the refusal in words, not a traceback.
         assert result.status == "error" and "symbolic link" in str(result.error)
         assert "Traceback" not in str(result.error)

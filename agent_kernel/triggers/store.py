@@ -97,11 +97,12 @@ class TriggerStore:
             try:  # never through a link, never a FIFO or device (safe_open)
                 record = json.loads(read_capped(root, f"{FOLDER}/{name}", MAX_FILE_BYTES))
             except TooLarge as exc:
-                problems.append(f"{name}: not read ({exc}; a trigger file is at most "
-                                f"{MAX_FILE_BYTES})")
+                problems.append(f"{name}: not read ({exc.size} bytes; a trigger file is at "
+                                f"most {MAX_FILE_BYTES})")
                 continue
             except UnsafeWorkspacePath as exc:
-                problems.append(f"{name}: not read ({exc})")
+                problems.append(f"{name}: not read ({exc})" if exc.kind == "a symbolic link"
+                                else f"{name}: not read (not a regular file)")
                 continue
             except (OSError, ValueError, RecursionError) as exc:
                 problems.append(f"{name}: unreadable ({exc})")
