@@ -178,6 +178,7 @@ def test_the_pending_question_file_link_is_replaced_not_followed(tmp_path: Path)
     ws.mkdir()
     (tmp_path / ".bashrc").write_bytes(ORIGINAL)
     _plant(ws, "pending_question.json", tmp_path / ".bashrc")
+    _plant(ws, "pending_question.tmp", tmp_path / ".bashrc")  # the temporary name it once used
     channel = QuestionChannel(EventBus(), Workspace(ws))
     loop = asyncio.new_event_loop()
     try:
