@@ -333,3 +333,17 @@ def test_a_default_workspace_that_is_a_link_is_refused_and_a_chosen_one_is_honou
     monkeypatch.setenv("AGENT_KERNEL_WORKSPACE", str(project / ".agent"))
     assert Workspace().root == chosen.resolve()
     assert Workspace(project / ".agent").root == chosen.resolve()
+
+
+def test_the_cli_refuses_a_linked_default_workspace_in_words(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink("../elsewhere", project / ".agent")
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_KERNEL_WORKSPACE"}
+    env["PYTHONPATH"] = str(Path(__file__).parent.parent)
+    done = subprocess.run([sys.executable, "-m", "agent_kernel", "verify"], cwd=project,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "is a symbolic link" in done.stderr and "Traceback" not in done.stderr
+    assert list((tmp_path / "elsewhere").iterdir()) == []
