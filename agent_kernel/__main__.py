@@ -42,7 +42,13 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(reorder(list(sys.argv[1:] if argv is None else argv), parser))
-    return int(args._main(args) or 0)
+    from .workspace import WorkspaceError
+
+    try:
+        return int(args._main(args) or 0)
+    except WorkspaceError as exc:  # a linked default .agent: said in words, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -40,8 +40,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from filelock import FileLock, Timeout
-
 from .ledger_blobs import (
     BLOB_DIR,
     LedgerLimits,
@@ -66,6 +64,7 @@ from .ledger_lines import (
 )
 from .redaction import REDACTED as REDACTED  # re-exported for older imports
 from .redaction import scrub
+from .safe_open import UnsafeWorkspacePath, WorkspaceLock, open_fd
 
 LEDGER_FILE = "ledger.jsonl"
 REPAIRED = "ledger_repaired"
@@ -180,7 +179,9 @@ class Ledger:
         self.blob_folder = self.path.parent / BLOB_DIR
         self.quarantine_path = self.path.with_name(
             f"{self.path.stem}.quarantine{self.path.suffix or '.jsonl'}")
-        self._lock = FileLock(str(self.path) + ".lock")
+        self.root = self.path.parent
+        """The folder the ledger's files are opened under, never through a link below it."""
+        self._lock = WorkspaceLock(self.root, self.path.name + ".lock")
 
     # --- writing -------------------------------------------------------------------------
 
@@ -191,7 +192,7 @@ class Ledger:
         blobs the record names. A torn tail left by an earlier writer is moved aside first.
         Raises :class:`LedgerError` when the write fails; the partial line is removed.
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, exist_ok=True)
         body = scrub(record)
         body.setdefault("record_id", new_id("rec"))
         body.setdefault("timestamp", now_iso())
@@ -201,10 +202,16 @@ class Ledger:
             raise LedgerError(str(exc)) from exc
         try:
             write_blobs(self.blob_folder, blobs)
+        except UnsafeWorkspacePath as exc:
+            raise LedgerError(f"{exc}; nothing was recorded") from exc
         except OSError as exc:
             raise LedgerError(f"cannot write a large field to {self.blob_folder} ({exc}); "
                               "nothing was recorded") from exc
-        with self._lock:
+        try:
+            held = self._lock.acquire()
+        except OSError as exc:
+            raise LedgerError(f"cannot lock the ledger: {exc}") from exc
+        with held:
             fd = self._open()
             try:
                 last, _ = self._heal(fd)
@@ -233,9 +240,15 @@ class Ledger:
             report.damage = verdict
         return report
 
+    def _reader(self) -> IO[bytes]:
+        """The ledger opened for reading, never through a link nor waiting on a FIFO."""
+        return os.fdopen(open_fd(self.root, self.path.name, os.O_RDONLY), "rb")
+
     def _open(self) -> int:
         try:
-            return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            return open_fd(self.root, self.path.name, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        except UnsafeWorkspacePath as exc:
+            raise LedgerError(f"cannot open the ledger: {exc}") from exc
         except OSError as exc:
             raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
 
@@ -278,7 +291,8 @@ class Ledger:
                  "base64": base64.b64encode(data).decode("ascii")}
         line = (json.dumps(entry, separators=(",", ":")) + "\n").encode("ascii")
         try:
-            fd = os.open(self.quarantine_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            fd = open_fd(self.root, self.quarantine_path.name,
+                         os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         except OSError as exc:
             raise LedgerError(f"cannot open the quarantine file for the torn tail: {exc}") from exc
         try:
@@ -364,7 +378,7 @@ class Ledger:
         if not self.path.exists():
             return []
         out = []
-        with open(self.path, "rb") as handle:
+        with self._reader() as handle:
             for raw in handle:
                 if raw.strip():
                     value, _ = load_object(raw)
@@ -393,7 +407,7 @@ class Ledger:
         try:
             with self._lock.acquire(timeout=10):
                 return self.path.stat().st_size
-        except (Timeout, OSError):  # a read-only folder or a stuck lock: read what is there
+        except OSError:  # a read-only folder, a stuck lock (LockTimeout): read what is there
             return self.path.stat().st_size
 
     def _verify(self, anchor: str | None) -> VerifyResult:
@@ -408,7 +422,7 @@ class Ledger:
         previous, count, found = GENESIS, 0, False
         limit = (self.limits or LIMITS).blob_bytes
         seen: dict[tuple[str, int], tuple[int, str] | str] = {}  # each blob hashed once
-        with open(self.path, "rb") as handle:
+        with self._reader() as handle:
             for index, (offset, raw) in enumerate(lines_forward(handle, size)):
                 if is_blank(raw):
                     continue

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from .ledger_lines import canonical
+from .safe_open import folder_fd, read_bytes
 
 BLOB_DIR = "ledger-blobs"
 BLOBS = "blobs"
@@ -145,58 +146,54 @@ def spill(body: dict[str, Any], limits: LedgerLimits) -> list[Blob]:
 
 # --- writing ---------------------------------------------------------------------------------
 
-def _fsync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_blobs(folder: Path, blobs: list[Blob]) -> None:
     """Write each blob whole under its name (temporary file, fsync, rename, fsync the folder).
 
-    Raises ``OSError``; a partial file of a failed write is removed when it can be.
+    The folder is opened under its parent without following a link (safe_open), so a
+    planted ``ledger-blobs`` link is refused. Raises ``OSError``; a partial file of a
+    failed write is removed when it can be.
     """
     if not blobs:
         return
-    if not folder.is_dir():
-        folder.mkdir(parents=True, exist_ok=True)
-        _fsync_folder(folder.parent)  # the folder's own name must outlive a crash too
-    for blob in blobs:
-        partial = folder / f"{PARTIAL_PREFIX}{blob.name[:16]}-{secrets.token_hex(4)}"
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                     | os.O_CLOEXEC, 0o644)
-        try:
+    with folder_fd(folder.parent, folder.name, create=True) as parent:
+        for blob in blobs:
+            partial = f"{PARTIAL_PREFIX}{blob.name[:16]}-{secrets.token_hex(4)}"
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                         | os.O_CLOEXEC, 0o644, dir_fd=parent)
             try:
-                view = memoryview(blob.data)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(partial, folder / blob.name)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                partial.unlink()
-            raise
-    _fsync_folder(folder)
+                try:
+                    view = memoryview(blob.data)
+                    while view:
+                        view = view[os.write(fd, view):]
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.replace(partial, blob.name, src_dir_fd=parent, dst_dir_fd=parent)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(partial, dir_fd=parent)
+                raise
+        os.fsync(parent)
+    with folder_fd(folder.parent) as above:  # the folder's own name must outlive a crash
+        os.fsync(above)
 
 
 def remove_stale_partials(folder: Path, older_than: float = STALE_PARTIAL_SECONDS) -> list[str]:
     """Remove ``.part-`` files left by writes that died; never a named blob. Their names."""
     removed: list[str] = []
-    if not folder.is_dir():
-        return removed
     now = time.time()
-    for entry in os.scandir(folder):
-        if not entry.name.startswith(PARTIAL_PREFIX):
-            continue
-        with contextlib.suppress(OSError):
-            if entry.is_file(follow_symlinks=False) and \
-                    now - entry.stat(follow_symlinks=False).st_mtime >= older_than:
-                os.unlink(entry.path)
-                removed.append(entry.name)
+    try:
+        with folder_fd(folder.parent, folder.name) as fd, os.scandir(fd) as found:
+            for entry in found:
+                if not entry.name.startswith(PARTIAL_PREFIX):
+                    continue
+                with contextlib.suppress(OSError):
+                    if entry.is_file(follow_symlinks=False) and \
+                            now - entry.stat(follow_symlinks=False).st_mtime >= older_than:
+                        os.unlink(entry.name, dir_fd=fd)
+                        removed.append(entry.name)
+    except OSError:  # no folder yet, or a planted link: nothing of ours to remove
+        return removed
     return sorted(removed)
 
 
@@ -308,7 +305,7 @@ def read_field(folder: Path, record: dict[str, Any], name: str, limit: int | Non
     if _entry_problem(name, entry, limit) is not None:
         return record.get(name), False
     try:
-        data = (folder / entry["blob"]).read_bytes()
+        data = read_bytes(folder.parent, f"{folder.name}/{entry['blob']}")
     except OSError:
         return record.get(name), False
     if hashlib.sha256(data).hexdigest() != entry["blob"]:

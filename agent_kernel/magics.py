@@ -349,10 +349,13 @@ class AgentMagics(Magics, Configurable):
 
     def describe(self) -> str:
         """The current configuration as text."""
-        from .workspace import Workspace
+        from .workspace import Workspace, WorkspaceError
 
-        root = self._agent.workspace.root if self._agent else Workspace(
-            self.workspace or None).root
+        try:
+            root: object = self._agent.workspace.root if self._agent else Workspace(
+                self.workspace or None).root
+        except WorkspaceError as exc:
+            root = f"(refused) {exc}"
         interactive: Any = self.interactive
         if interactive is None:
             state = ("live frontend" if self.probe.answered.is_set() else

@@ -15,7 +15,6 @@ still (:mod:`agent_kernel.tool_clock`): only the question's own timeout runs.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import secrets
 import threading
@@ -26,6 +25,7 @@ from typing import Any
 
 from .events import EventBus, Question, QuestionAnswered
 from .redaction import scrub
+from .safe_open import unlink, write_atomic
 from .tool_clock import paused_for_a_person
 from .workspace import Workspace
 
@@ -137,10 +137,9 @@ class QuestionChannel:
         return True
 
     def _write_pending(self) -> None:
-        path = self.workspace.path(PENDING_FILE)
+        root = self.workspace.ensure()
         if not self.pending:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+            unlink(root, PENDING_FILE)  # the name itself, never what a link points at
             return
         latest = list(self.pending.values())[-1]
         q = latest.event
@@ -156,9 +155,8 @@ class QuestionChannel:
             "expiresAt": _iso(latest.created + timedelta(seconds=q.timeout)),
             "pending": len(self.pending),
         }
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(scrub(body), ensure_ascii=False, indent=2), encoding="utf-8")
-        tmp.replace(path)
+        write_atomic(root, PENDING_FILE, json.dumps(scrub(body), ensure_ascii=False,
+                                                   indent=2).encode("utf-8"))
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:

@@ -21,13 +21,36 @@ class WorkspaceError(ValueError):
 
 
 def default_root() -> Path:
-    """``$AGENT_KERNEL_WORKSPACE`` if set, else ``.agent/`` in the current folder."""
+    """``$AGENT_KERNEL_WORKSPACE`` if set, else ``.agent/`` in the current folder.
+
+    The default ``.agent/`` may have come with a cloned repository; when it is a symbolic
+    link the person never chose where it leads, so it is refused (WorkspaceError). A path
+    set on purpose (the variable, ``%agent_config --workspace``, ``Agent(workspace=...)``)
+    is honoured and resolved once.
+    """
     env = os.environ.get(ENV_VAR)
-    return Path(env) if env else Path.cwd() / DEFAULT_DIRNAME
+    if env:
+        return Path(env)
+    default = Path.cwd() / DEFAULT_DIRNAME
+    if default.is_symlink():
+        try:
+            target = os.readlink(default)
+        except OSError:
+            target = "somewhere else"
+        raise WorkspaceError(
+            f"the default workspace {default} is a symbolic link (to {target}), which the "
+            f"agent does not follow, since you never chose it: remove the link, or choose "
+            f"a workspace on purpose with %agent_config --workspace PATH or the "
+            f"{ENV_VAR} environment variable")
+    return default
 
 
 class Workspace:
-    """A folder the agent owns; created on first use."""
+    """A folder the agent owns; created on first use.
+
+    Its root is resolved once, here; below the root the runtime opens its files through
+    :mod:`agent_kernel.safe_open`, which follows no link.
+    """
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self.root = Path(root).expanduser().resolve() if root else default_root().resolve()

@@ -265,12 +265,17 @@ class Housekeeper:
     @contextmanager
     def _locked(self, done: dict[str, Any] | None = None) -> Iterator[bool]:
         """One pass at a time across processes; a failure is logged, never raised."""
-        from filelock import FileLock, Timeout
+        from ..safe_open import LockTimeout, WorkspaceLock
 
-        lock = FileLock(str(self.tables.path / ".maintenance.lock"))
+        folder = self.tables.path  # opened without following a link (safe_open)
+        lock = WorkspaceLock(folder.parent, f"{folder.name}/.maintenance.lock")
         try:
             lock.acquire(timeout=0)
-        except Timeout:
+        except LockTimeout:
+            yield False
+            return
+        except OSError as exc:  # a planted link or FIFO: no pass, said in the log
+            log.warning("memory housekeeping skipped: %s", exc)
             yield False
             return
         try:

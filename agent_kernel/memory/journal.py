@@ -37,10 +37,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
 from ..ledger_lines import AppendFailed, append_all, lines_backward, read_at
 from ..redaction import redact_text
+from ..safe_open import WorkspaceLock, folder_fd, open_fd, read_bytes, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -110,12 +109,14 @@ class HistoryJournal:
     """``<workspace>/memory/history.jsonl`` and its cursor, shared by every process."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
-        folder = Path(root) / JOURNAL_DIR
+        self.root = Path(root)
+        folder = self.root / JOURNAL_DIR
         self.path = folder / JOURNAL_FILE
         self.cursor_path = folder / CURSOR_FILE
         self.quarantine_path = folder / QUARANTINE_FILE
-        self._append_lock = FileLock(str(self.path) + ".lock")
-        self._ingest_lock = FileLock(str(folder / "history.ingest.lock"))
+        # Every file here is opened through safe_open: never through a link, never a FIFO.
+        self._append_lock = WorkspaceLock(self.root, f"{JOURNAL_DIR}/{JOURNAL_FILE}.lock")
+        self._ingest_lock = WorkspaceLock(self.root, f"{JOURNAL_DIR}/history.ingest.lock")
 
     # -- writing ------------------------------------------------------------
     def append(self, records: Iterable[dict[str, Any]]) -> None:
@@ -129,9 +130,9 @@ class HistoryJournal:
         if not lines:
             return
         data = "".join(lines).encode("utf-8")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._append_lock:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            fd = open_fd(self.root, self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND,
+                         create_folders=True)
             try:
                 self._heal(fd)
                 _write_all(fd, data)
@@ -148,7 +149,8 @@ class HistoryJournal:
                  "size": len(torn), "sha256": hashlib.sha256(torn).hexdigest(),
                  "reason": "a torn write: the last line has no newline",
                  "base64": base64.b64encode(torn).decode("ascii")}
-        quarantine = os.open(self.quarantine_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        quarantine = open_fd(self.root, self.quarantine_path,
+                             os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         try:
             _write_all(quarantine, (json.dumps(entry) + "\n").encode("ascii"))
         finally:
@@ -162,9 +164,11 @@ class HistoryJournal:
     def read(self, start: int = 0, max_lines: int | None = None) -> Pending:
         """The complete lines from byte ``start`` on (an unterminated last line is left)."""
         pending = Pending(start, start)
-        if not self.path.exists():
+        try:
+            handle = os.fdopen(open_fd(self.root, self.path, os.O_RDONLY), "rb")
+        except FileNotFoundError:
             return pending
-        with open(self.path, "rb") as handle:
+        with handle:
             handle.seek(start)
             for line in handle:
                 if not line.endswith(b"\n"):
@@ -191,7 +195,7 @@ class HistoryJournal:
     def cursor(self) -> Cursor:
         """The persisted cursor (offset 0, not found, when there is none or it is unreadable)."""
         try:
-            value = json.loads(self.cursor_path.read_bytes())
+            value = json.loads(read_bytes(self.root, self.cursor_path, 4096))
             adding = value.get("adding")
             return Cursor(int(value["offset"]), None if adding is None else int(adding),
                           value.get("inode"), True)
@@ -202,23 +206,11 @@ class HistoryJournal:
         """Replace the cursor file atomically (write, fsync, rename, fsync the folder)."""
         data = json.dumps({"offset": cursor.offset, "adding": cursor.adding,
                            "inode": cursor.inode}).encode("ascii")
-        temporary = self.cursor_path.with_name(f".{CURSOR_FILE}.{os.getpid()}.tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            _write_all(fd, data)
-        finally:
-            os.close(fd)
-        os.replace(temporary, self.cursor_path)
-        folder = os.open(self.cursor_path.parent, os.O_RDONLY)
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
+        write_atomic(self.root, self.cursor_path, data, fsync=True)
 
     @contextmanager
     def _ingesting(self) -> Iterator[Cursor]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._ingest_lock:
+        with folder_fd(self.root, JOURNAL_DIR, create=True), self._ingest_lock:
             cursor = self.cursor()
             try:
                 inode = self.path.stat().st_ino

@@ -9,12 +9,25 @@ keeps two kernels appending at once from interleaving.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from datetime import datetime
 from pathlib import Path
 
+from ..safe_open import (
+    UnsafeWorkspacePath,
+    WorkspaceLock,
+    open_fd,
+    read_text,
+    unlink,
+    write_all,
+    write_atomic,
+)
+
 LONG_TERM_FILE = "memory.md"
 SHORT_TERM_DIR = "memory"
+LOCK_FILE = ".memory-md.lock"
 _WORD = re.compile(r"[a-z0-9]+")
 _ENTRY = re.compile(r"<!-- (mem_[A-Za-z0-9_]+) -->")
 
@@ -39,33 +52,43 @@ def _entry(memory_id: str, content: str, tags: list[str], created_at: datetime) 
     return f"- <!-- {memory_id} --> **{stamp}**{tag_text}\n  {body}\n"
 
 
+def check(root: Path, relative: str) -> None:
+    """Raise UnsafeWorkspacePath when the mirror file (or a folder above it) is a link or not a
+    regular file; a missing one is fine (it is made at the first write)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.close(open_fd(root, relative, os.O_RDONLY))
+
+
 def write(root: Path, memory_id: str, content: str, tags: list[str], created_at: datetime,
           long_term: bool) -> str:
-    """Append a memory to its mirror file; returns the workspace-relative path."""
-    from filelock import FileLock
+    """Append a memory to its mirror file; returns the workspace-relative path.
 
+    The file is opened through :mod:`agent_kernel.safe_open`: a mirror (or ``memory/``)
+    that is a link or not a regular file raises UnsafeWorkspacePath and nothing is written.
+    """
     relative = mirror_path(content, created_at, long_term)
-    target = root / relative
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(root / ".memory-md.lock")):
-        new = not target.exists()
-        with target.open("a", encoding="utf-8") as handle:
-            if new:
+    with WorkspaceLock(root, LOCK_FILE):
+        fd = open_fd(root, relative, os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                     create_folders=True)
+        try:
+            text = ""
+            if os.fstat(fd).st_size == 0:
                 title = "Long-term memory" if long_term else f"Memory of {created_at:%Y-%m-%d}"
-                handle.write(f"# {title}\n\n")
-            handle.write(_entry(memory_id, content, tags, created_at))
+                text = f"# {title}\n\n"
+            text += _entry(memory_id, content, tags, created_at)
+            write_all(fd, text.encode("utf-8"))
+        finally:
+            os.close(fd)
     return relative
 
 
 def remove(root: Path, relative: str, memory_id: str) -> bool:
     """Take one memory's entry out of its mirror file (the file goes when it is empty)."""
-    from filelock import FileLock
-
-    target = root / relative
-    if not target.is_file():
-        return False
-    with FileLock(str(root / ".memory-md.lock")):
-        lines = target.read_text(encoding="utf-8").splitlines(keepends=True)
+    with WorkspaceLock(root, LOCK_FILE):
+        try:
+            lines = read_text(root, relative).splitlines(keepends=True)
+        except (FileNotFoundError, UnsafeWorkspacePath, UnicodeDecodeError):
+            return False
         kept: list[str] = []
         skipping = removed = False
         for line in lines:
@@ -80,7 +103,7 @@ def remove(root: Path, relative: str, memory_id: str) -> bool:
         if not removed:
             return False
         if any(_ENTRY.search(line) for line in kept) or relative == LONG_TERM_FILE:
-            target.write_text("".join(kept), encoding="utf-8")
+            write_atomic(root, relative, "".join(kept).encode("utf-8"))
         else:
-            target.unlink()
+            unlink(root, relative)
     return True

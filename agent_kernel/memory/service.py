@@ -131,6 +131,10 @@ class MemoryStore:
                          "long_term": bool(item.get("long_term"))})
         if not rows:
             return []
+        if self.mirror if mirror is None else mirror:
+            for row in rows:  # a mirror that is a planted link: refused before anything is kept
+                markdown.check(self.root, markdown.mirror_path(
+                    row["content"], row["created_at"], row["long_term"]))
         if vectors is None:
             vectors = self._embed([r["content"] for r in rows])
         self._make_room(agent_id, len(rows))

@@ -26,6 +26,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..safe_open import folder_fd
 from .embeddings import ENV_VAR, Embedder, LiteLLMEmbedder, resolve_embedder
 from .filters import quote
 from .housekeeping import Housekeeper, ReadWriteLock
@@ -101,6 +102,16 @@ def history_schema() -> Any:
     ])
 
 
+def _plain_folders(root: Path, folder: str) -> None:
+    """Make ``root/folder`` without following a link, and refuse a table folder in it that is
+    a link: LanceDB writes its own files, so they must not lead out of the workspace."""
+    with folder_fd(root, folder, create=True) as fd, os.scandir(fd) as found:
+        for entry in found:
+            if entry.is_symlink() or entry.is_dir(follow_symlinks=False):
+                with folder_fd(root, f"{folder}/{entry.name}"):
+                    pass
+
+
 class LanceTables:
     """The connection and the two tables of one workspace folder."""
 
@@ -129,7 +140,7 @@ class LanceTables:
         """The LanceDB connection (strongly consistent reads)."""
         if self._db is None:
             lancedb = _lancedb()
-            self.path.mkdir(parents=True, exist_ok=True)
+            _plain_folders(self.path.parent, DB_DIR)
             # One session (index and metadata caches) for the sync and async handles.
             self._session = lancedb.Session()
             self._db = lancedb.connect(str(self.path), read_consistency_interval=timedelta(0),

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from ..safe_open import unlink
 from ..workspace import Workspace
 from .society import SocietyError, _read_json, _write_json
 
@@ -110,6 +111,7 @@ class QuestionStore:
     """The one pending question of a team's workspace."""
 
     def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
         self.path = workspace.path(FILE)
 
     def save(self, pending: PendingQuestion) -> None:
@@ -127,7 +129,7 @@ class QuestionStore:
     def clear(self) -> None:
         """The question was answered (or given up): forget it."""
         with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+            unlink(self.workspace.root, FILE)  # the name, walked without following a link
 
 
 def answered_message(pending: PendingQuestion, reply: dict[str, str]) -> str:

@@ -22,12 +22,11 @@ import contextlib
 import heapq
 import itertools
 import json
-import os
-import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..safe_open import TooLarge, UnsafeWorkspacePath, names, read_capped, unlink, write_atomic
 from ..unseen import with_tokens
 from ..workspace import Workspace
 
@@ -172,6 +171,7 @@ class TaskStore:
     """One JSON file per open task under ``<workspace>/team/tasks/``."""
 
     def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
         self.folder: Path = workspace.root / FOLDER
         self.interrupted_folder: Path = workspace.root / INTERRUPTED
 
@@ -184,46 +184,43 @@ class TaskStore:
         """Write ``task`` atomically (redacted: a secret in a prompt never reaches the disk)."""
         from ..redaction import scrub
 
-        path = self._path(task.id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(scrub(task.to_record()), ensure_ascii=False), encoding="utf-8")
-        tmp.replace(path)
+        path = self._path(task.id)  # written never through a link (safe_open)
+        write_atomic(self.workspace.ensure(), f"{FOLDER}/{path.name}",
+                     json.dumps(scrub(task.to_record()), ensure_ascii=False).encode("utf-8"))
 
     def interrupted(self, task: Task) -> None:
         """Move an interrupted task's file to ``team/interrupted/`` with its new status."""
         self._path(task.id)  # refuses an id that is not a file name
-        keep = self.interrupted_folder / f"{task.id}.json"
-        keep.parent.mkdir(parents=True, exist_ok=True)
-        tmp = keep.with_name(f".{keep.name}.{os.getpid()}.tmp")
         from ..redaction import scrub
 
-        tmp.write_text(json.dumps(scrub(task.to_record()), ensure_ascii=False), encoding="utf-8")
-        tmp.replace(keep)
+        write_atomic(self.workspace.ensure(), f"{INTERRUPTED}/{task.id}.json",
+                     json.dumps(scrub(task.to_record()), ensure_ascii=False).encode("utf-8"))
         self.delete(task.id)
 
     def delete(self, task_id: str) -> None:
         """Forget a task that ended; a missing file is fine."""
         with contextlib.suppress(FileNotFoundError, ValueError):
-            self._path(task_id).unlink()
+            unlink(self.workspace.root, f"{FOLDER}/{self._path(task_id).name}")
 
     def load_all(self) -> tuple[list[Task], list[str]]:
         """Every saved task, oldest first, and a line for each file that could not be read."""
-        if not self.folder.is_dir():
-            return [], []
         tasks: list[Task] = []
         saved_seq: dict[str, int] = {}
         problems: list[str] = []
-        for path in sorted(self.folder.glob("*.json"))[:MAX_FILES]:
-            try:
-                info = path.stat()
-                if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
-                    problems.append(f"{path.name}: not read (not a small regular file)")
-                    continue
-                record = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            found = names(self.workspace.root, FOLDER, ".json")
+        except OSError as exc:  # a planted team/tasks link: say so, restore nothing
+            return [], [f"{FOLDER}/: not read ({exc})"]
+        for path in [self.folder / name for name in found[:MAX_FILES]]:
+            try:  # never through a link, never a FIFO or device (safe_open)
+                record = json.loads(read_capped(self.workspace.root, f"{FOLDER}/{path.name}",
+                                                MAX_FILE_BYTES))
                 if not isinstance(record, dict):
                     raise ValueError("not a JSON object")
                 task = Task.from_record(record)
+            except (TooLarge, UnsafeWorkspacePath):
+                problems.append(f"{path.name}: not read (not a small regular file)")
+                continue
             except (OSError, ValueError, TypeError, RecursionError) as exc:
                 problems.append(f"{path.name}: not restored ({exc})")
                 continue

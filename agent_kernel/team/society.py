@@ -20,11 +20,11 @@ never becomes a path.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
-import stat
 import unicodedata
 import uuid
 from collections.abc import Iterable
@@ -33,9 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from ..ledger import now_iso
+from ..safe_open import TooLarge, folder_fd, read_capped, write_all, write_atomic
 from ..workspace import Workspace
 from .roles import ROLES
 
+TEAM_DIR = "team"
 ROLES_FOLDER = "team/roles"
 ARTIFACTS_FOLDER = "team/artifacts"
 MAX_NAME_CHARS = 100
@@ -71,41 +73,57 @@ def json_line(record: dict[str, Any]) -> str:
     return line
 
 
+def _under_workspace(path: Path) -> tuple[Path, str]:
+    """``path`` (a file of the team's, ``<workspace>/team/...``) as the workspace root and
+    the part below it, for :mod:`agent_kernel.safe_open` to walk without following a link."""
+    parts = path.parts
+    at = len(parts) - 1 - parts[::-1].index(TEAM_DIR) if TEAM_DIR in parts else None
+    if at is None or at == 0:
+        raise SocietyError(f"{path} is not one of the team's files")
+    return Path(*parts[:at]), "/".join(parts[at:])
+
+
 def _write_json(path: Path, record: dict[str, Any], *, exclusive: bool = False) -> bool:
-    """Write ``record`` redacted to ``path`` via a temporary file. With ``exclusive`` an
-    existing file wins and False is returned."""
+    """Write ``record`` redacted to ``path`` via a temporary file, never through a link (a
+    planted one raises UnsafeWorkspacePath). With ``exclusive`` an existing file wins and
+    False is returned."""
     from ..redaction import scrub
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_text(json.dumps(scrub(record), ensure_ascii=False), encoding="utf-8")
-    try:
-        if not exclusive:
-            tmp.replace(path)
-            return True
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
+    root, relative = _under_workspace(path)
+    data = json.dumps(scrub(record), ensure_ascii=False).encode("utf-8")
+    if not exclusive:
+        write_atomic(root, relative, data)
         return True
-    finally:
-        tmp.unlink(missing_ok=True)
+    folder, _, name = relative.rpartition("/")
+    with folder_fd(root, folder, create=True) as parent:
+        tmp = f".{name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                     | os.O_CLOEXEC, 0o644, dir_fd=parent)
+        try:
+            try:
+                write_all(fd, data)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
+            except FileExistsError:
+                return False
+            return True
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=parent)
 
 
 def _read_json(path: Path, limit: int) -> dict[str, Any]:
-    """A small regular file's JSON object (a symlink is never followed); raises
-    FileNotFoundError when there is none and SocietyError for anything else."""
+    """A small regular file's JSON object (never through a link, never a FIFO: safe_open);
+    raises FileNotFoundError when there is none and SocietyError for anything else."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        root, relative = _under_workspace(path)
+        data = read_capped(root, relative, limit)
     except FileNotFoundError:
         raise
-    except OSError as exc:  # ELOOP: a symlink in the folder
+    except (OSError, TooLarge) as exc:  # a link, a FIFO, a device, too long
         raise SocietyError(f"{path.name} is not a small regular file") from exc
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-            raise SocietyError(f"{path.name} is not a small regular file")
-        data = handle.read(limit + 1)
     try:
         record = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as exc:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,8 @@ from ..agent import Agent
 from ..config import Settings
 from ..events import EventBus, LedgerRecorded, Notice
 from ..ledger import new_id, now_iso
+from ..safe_open import names as file_names
+from ..safe_open import read_capped
 from ..tool_clock import ToolClock
 from ..tools.base import Tool, ToolContext, ToolError
 from ..workspace import Workspace
@@ -125,15 +126,14 @@ def first_agent_number(root: Path) -> tuple[int, list[str]]:
     :data:`TRUSTED_AGENT_NUMBER` is reported and not believed."""
     highest, problems = 0, []
     for folder, names in ID_FIELDS.items():
-        place = root / folder
-        if not place.is_dir():
+        try:
+            found = file_names(root, folder, ".json")
+        except OSError:  # a planted link: its own reader reports it
             continue
-        for path in sorted(place.glob("*.json"))[:MAX_ID_FILES]:
-            try:  # followed like the task store follows it: read at least what it reads
-                info = path.stat()
-                if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ID_FILE_BYTES:
-                    continue
-                record = json.loads(path.read_bytes().decode("utf-8"))
+        for file_name in found[:MAX_ID_FILES]:
+            try:  # read as the stores read them: never through a link, never a FIFO
+                record = json.loads(read_capped(root, f"{folder}/{file_name}",
+                                                MAX_ID_FILE_BYTES))
             except (OSError, ValueError, RecursionError):
                 continue  # unreadable: its own reader reports it, and it grants nothing
             if not isinstance(record, dict):
@@ -143,11 +143,11 @@ def first_agent_number(root: Path) -> tuple[int, list[str]]:
                 number = agent_number(value)
                 if number is None:
                     if looks_numbered(value):
-                        problems.append(f"{folder}/{path.name}: {name} {str(value)[:40]!r} "
+                        problems.append(f"{folder}/{file_name}: {name} {str(value)[:40]!r} "
                                         "is not an agent id (planner- or worker- and a "
                                         "number); it is ignored")
                 elif number > TRUSTED_AGENT_NUMBER:
-                    problems.append(f"{folder}/{path.name}: {name} {value!r} is beyond the "
+                    problems.append(f"{folder}/{file_name}: {name} {value!r} is beyond the "
                                     f"{TRUSTED_AGENT_NUMBER:,} agents a workspace may have "
                                     "named; it is ignored")
                 else:
@@ -385,9 +385,10 @@ class Supervisor:
             return False
         try:
             path = TriggerStore(self.workspace).folder / f"{trigger_id}.json"
-            if "/" in trigger_id or path.is_symlink():
+            if "/" in trigger_id or trigger_id.startswith("."):
                 return False
-            record = json.loads(path.read_text(encoding="utf-8"))
+            record = json.loads(read_capped(self.workspace.root,
+                                            f"{path.parent.name}/{path.name}", 256 * 1024))
         except (OSError, ValueError):
             return False
         return isinstance(record, dict) and record.get("status") in LIVE

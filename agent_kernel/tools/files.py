@@ -35,6 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from ..safe_open import folder_fd
 from ..workspace import Workspace, WorkspaceError
 from .base import Field, Tool, ToolContext
 
@@ -146,25 +147,11 @@ def _folder_fd(base: Path, parts: list[str], create: bool) -> Iterator[int]:
     """An fd for ``base/parts...``, walked without following a symlink at any step.
 
     A command running at the same time cannot swap a folder for a symlink between
-    the check and the write: every step is opened with ``O_NOFOLLOW``.
+    the check and the write: every step is opened with ``O_NOFOLLOW`` (the runtime's
+    shared walk, :func:`agent_kernel.safe_open.folder_fd`).
     """
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(base, flags)
-    try:
-        for part in parts:
-            if create:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, dir_fd=fd)
-            try:
-                child = os.open(part, flags, dir_fd=fd)
-            except OSError as exc:
-                raise PermissionError(f"{part!r} changed or is not a folder ({exc.strerror})") \
-                    from None
-            os.close(fd)
-            fd = child
+    with folder_fd(base, "/".join(parts), create=create) as fd:
         yield fd
-    finally:
-        os.close(fd)
 
 
 def _shown(workspace: Workspace, path: Path) -> str:

@@ -135,11 +135,15 @@ def agent_triggers(ipython: Any, agent_magics: Any, line: str) -> Any:
 
 
 def _has_saved_triggers(agent_magics: Any) -> bool:
-    from ..workspace import Workspace
+    from ..safe_open import names
+    from ..workspace import Workspace, WorkspaceError
     from .store import FOLDER
 
-    folder = Workspace(getattr(agent_magics, "workspace", None) or None).root / FOLDER
-    return folder.is_dir() and any(folder.glob("*.json"))
+    try:
+        root = Workspace(getattr(agent_magics, "workspace", None) or None).root
+        return bool(names(root, FOLDER, ".json"))
+    except (WorkspaceError, OSError):  # a refused workspace or triggers/ link: none restored
+        return False
 
 
 def load(ipython: Any, agent_magics: Any) -> None:

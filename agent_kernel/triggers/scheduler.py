@@ -107,9 +107,16 @@ class TriggerScheduler(TriggerMaker):
         if llm.needs_loading(self.agent.model):  # the first firing should not wait for it
             llm.warm_up()
 
-        self.restore_report = restore(self) if self._claim_store() else RestoreReport(problems=[
-            "another kernel or `python -m agent_kernel triggers` already runs this workspace's "
-            f"triggers for agent {self.agent.agent_id!r}; they are not restored here"])
+        try:
+            claimed = self._claim_store()
+        except OSError as exc:  # a planted triggers/ link or lock (safe_open): said, not run
+            self.restore_report = RestoreReport(problems=[
+                f"saved triggers are not restored: {exc}"])
+        else:
+            self.restore_report = restore(self) if claimed else RestoreReport(problems=[
+                "another kernel or `python -m agent_kernel triggers` already runs this "
+                f"workspace's triggers for agent {self.agent.agent_id!r}; they are not "
+                "restored here"])
         if self.restore_report.has_news:
             self.agent.bus.emit(Notice("triggers", self.restore_report.text()))
         if pump:

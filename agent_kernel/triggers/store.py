@@ -20,11 +20,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
+from ..safe_open import (
+    LockTimeout,
+    TooLarge,
+    UnsafeWorkspacePath,
+    WorkspaceLock,
+    names,
+    read_capped,
+    unlink,
+    write_atomic,
+)
 from ..workspace import Workspace
 
 FOLDER = "triggers"
@@ -53,55 +61,53 @@ class TriggerStore:
         from ..redaction import scrub
 
         path = self._path(str(record["id"]))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(scrub(record), ensure_ascii=False, indent=2),
-                       encoding="utf-8")
-        tmp.replace(path)
+        # Never through a link: a planted triggers/ link is refused (UnsafeWorkspacePath).
+        write_atomic(self.workspace.ensure(), f"{FOLDER}/{path.name}",
+                     json.dumps(scrub(record), ensure_ascii=False, indent=2).encode("utf-8"))
 
     def delete(self, trigger_id: str) -> None:
         """Forget a trigger; a missing file is fine."""
         with contextlib.suppress(FileNotFoundError):
-            self._path(trigger_id).unlink()
+            unlink(self.workspace.root, f"{FOLDER}/{self._path(trigger_id).name}")
 
     def claim(self, agent_id: str) -> Any:
         """The runner lock for ``agent_id``'s triggers (a held FileLock), or None when another
         scheduler, in this process or another, holds it. Release it to give it up."""
-        from filelock import FileLock, Timeout
-
-        self.folder.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.folder / f".runner-{agent_id}.lock"), timeout=0)
+        lock = WorkspaceLock(self.workspace.ensure(), f"{FOLDER}/.runner-{agent_id}.lock",
+                             timeout=0)
         try:
             lock.acquire()
-        except Timeout:
+        except LockTimeout:
             return None
         return lock
 
     def load_all(self) -> tuple[list[dict[str, Any]], list[str]]:
         """Every saved trigger, oldest first, and a problem line for each unreadable file."""
-        if not self.folder.is_dir():
-            return [], []
+        root = self.workspace.root
+        try:
+            found = names(root, FOLDER, ".json")
+        except OSError as exc:  # a planted triggers/ link: say so, restore nothing
+            return [], [f"{FOLDER}/: not read ({exc})"]
         records: list[dict[str, Any]] = []
         problems: list[str] = []
-        paths = sorted(self.folder.glob("*.json"))
-        if len(paths) > MAX_FILES:
-            problems.append(f"{len(paths)} trigger files; only the first {MAX_FILES} were read")
-            paths = paths[:MAX_FILES]
-        for path in paths:
-            try:
-                info = path.stat()
-                if not stat.S_ISREG(info.st_mode):  # a FIFO would block the read for ever
-                    problems.append(f"{path.name}: not read (not a regular file)")
-                    continue
-                size = info.st_size
-                if size > MAX_FILE_BYTES:
-                    problems.append(f"{path.name}: not read ({size} bytes; a trigger file is "
-                                    f"at most {MAX_FILE_BYTES})")
-                    continue
-                record = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError, RecursionError) as exc:
-                problems.append(f"{path.name}: unreadable ({exc})")
+        if len(found) > MAX_FILES:
+            problems.append(f"{len(found)} trigger files; only the first {MAX_FILES} were read")
+            found = found[:MAX_FILES]
+        for name in found:
+            try:  # never through a link, never a FIFO or device (safe_open)
+                record = json.loads(read_capped(root, f"{FOLDER}/{name}", MAX_FILE_BYTES))
+            except TooLarge as exc:
+                problems.append(f"{name}: not read ({exc.size} bytes; a trigger file is at "
+                                f"most {MAX_FILE_BYTES})")
                 continue
+            except UnsafeWorkspacePath as exc:
+                problems.append(f"{name}: not read ({exc})" if exc.kind == "a symbolic link"
+                                else f"{name}: not read (not a regular file)")
+                continue
+            except (OSError, ValueError, RecursionError) as exc:
+                problems.append(f"{name}: unreadable ({exc})")
+                continue
+            path = self.folder / name
             if not isinstance(record, dict) or not record.get("id") or not record.get("kind"):
                 problems.append(f"{path.name}: not a trigger record")
                 continue
