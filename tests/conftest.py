@@ -54,6 +54,21 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
                 os.environ[name] = old
 
 
+@pytest.fixture(autouse=True)
+def forget_test_keys() -> Iterator[None]:
+    """Each test's approval key (its own JUPYTER_DATA_DIR) is masked while it runs, then
+    forgotten: a real process holds one or two keys, and redaction tries every form of
+    each, so the hundreds a session makes would slow every later test's redaction."""
+    from agent_kernel import redaction
+
+    held, values = redaction._secrets, set(redaction._secret_values)
+    yield
+    with redaction._lock:
+        redaction._secrets = held
+        redaction._secret_values.clear()
+        redaction._secret_values.update(values)
+
+
 def _as_notebook(cells_or_nb: Any) -> Any:
     """Accept a NotebookNode, a path to an .ipynb, or an iterable of code-cell sources."""
     import nbformat
