@@ -12,22 +12,24 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .agent import Agent, RunResult, ToolCallRecord
-    from .config import Settings
-    from .ledger import Ledger
-    from .team import Team, TeamResult
-    from .tools.base import Field, Tool, ToolContext, ToolError, tool
-    from .tools.core import state
-    from .workspace import Workspace
+    from agent_kernel.app import Agent
+    from agent_kernel.core.config import Settings
+    from agent_kernel.core.ledger import Ledger
+    from agent_kernel.core.workspace import Workspace
+    from agent_kernel.engine.agent import RunResult, ToolCallRecord
+    from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError, tool
+    from agent_kernel.team import Team, TeamResult
+    from agent_kernel.tools.core import state
 
 __version__ = "0.1.0"
 
 # Public names, imported on first access (PEP 562) so ``%load_ext`` does not pay for
 # pydantic and the loop before the first run.
-_LAZY = {"Agent": "agent", "RunResult": "agent", "ToolCallRecord": "agent",
-         "Settings": "config", "Ledger": "ledger", "Field": "tools.base", "Tool": "tools.base",
-         "ToolContext": "tools.base", "ToolError": "tools.base", "tool": "tools.base",
-         "state": "tools.core", "Workspace": "workspace", "Team": "team.team",
+_LAZY = {"Agent": "app", "RunResult": "engine.agent", "ToolCallRecord": "engine.agent",
+         "Settings": "core.config", "Ledger": "core.ledger", "Field": "engine.registry",
+         "Tool": "engine.registry", "ToolContext": "engine.registry",
+         "ToolError": "engine.registry", "tool": "engine.registry",
+         "state": "tools.core", "Workspace": "core.workspace", "Team": "team.team",
          "TeamResult": "team.team"}
 
 
@@ -42,14 +44,14 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(ipython: Any) -> None:
     """Called by ``%load_ext agent_kernel``."""
-    from .magics import load_ipython_extension as load
+    from agent_kernel.notebook.magics import load_ipython_extension as load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """Called by ``%unload_ext agent_kernel``."""
-    from .magics import unload_ipython_extension as unload
+    from agent_kernel.notebook.magics import unload_ipython_extension as unload
 
     unload(ipython)
 

@@ -38,11 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the chosen subcommand."""
-    from .cli.grammar import reorder
+    from agent_kernel.cli.grammar import reorder
 
     parser = build_parser()
     args = parser.parse_args(reorder(list(sys.argv[1:] if argv is None else argv), parser))
-    from .workspace import WorkspaceError
+    from agent_kernel.core.workspace import WorkspaceError
 
     try:
         return int(args._main(args) or 0)

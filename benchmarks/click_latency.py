@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 from labserver import drive, missing_requirements, start_lab, write_notebook  # noqa: E402
 
 SETUP = """
-import json, agent_kernel.magics as m
-from agent_kernel.events import QuestionAnswered
+import json, agent_kernel.notebook.magics as m
+from agent_kernel.core.events import QuestionAnswered
 answered_at = []
 m.current().agent.bus.subscribe(
     lambda e: answered_at.append(e.at) if isinstance(e, QuestionAnswered) else None)

@@ -45,9 +45,10 @@ def _ms(samples: list[float]) -> dict[str, float]:
 
 async def measure(runs: int) -> dict[str, Any]:
     """Time the three paths ``runs`` times each, interleaved."""
-    from agent_kernel import Agent, sandbox
+    from agent_kernel import Agent
+    from agent_kernel.engine.registry import ToolContext
+    from agent_kernel.guards import sandbox
     from agent_kernel.tools import commands
-    from agent_kernel.tools.base import ToolContext
 
     bwrap = sandbox.find_bubblewrap()
     if bwrap is None:

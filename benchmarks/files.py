@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_kernel import Agent
+from agent_kernel.engine.registry import ToolContext
 from agent_kernel.tools import files
-from agent_kernel.tools.base import ToolContext
 
 
 def build(root: Path, count: int) -> None:

@@ -24,9 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent_kernel import Agent, sandbox
+from agent_kernel import Agent
+from agent_kernel.engine.registry import ToolContext
+from agent_kernel.guards import sandbox
 from agent_kernel.tools import javascript
-from agent_kernel.tools.base import ToolContext
 
 CODE = "return input.items.filter(x => x.active).map(x => x.name)"
 DATA = {"items": [{"name": f"n{i}", "active": i % 2 == 0} for i in range(200)]}

@@ -26,12 +26,12 @@ import json, sys, time
 from IPython.core.interactiveshell import InteractiveShell
 shell = InteractiveShell.instance()
 if CORE_ONLY:
-    import agent_kernel.magics
-    agent_kernel.magics.MAGIC_MODULES = ()
+    import agent_kernel.notebook.magics
+    agent_kernel.notebook.magics.MAGIC_MODULES = ()
 t = time.perf_counter()
 shell.run_line_magic("load_ext", "agent_kernel")
 elapsed = time.perf_counter() - t
-import agent_kernel.litellm_loader as llm
+import agent_kernel.engine.models.litellm_loader as llm
 heavy = [m for m in ("lancedb", "ipywidgets") if m in sys.modules]
 if llm._litellm is not None:
     heavy.append("litellm")
@@ -46,8 +46,8 @@ from IPython.core.interactiveshell import InteractiveShell
 shell = InteractiveShell.instance()
 t0 = time.perf_counter()
 shell.run_line_magic("load_ext", "agent_kernel")
-import agent_kernel.magics as m
-from agent_kernel.events import TextDelta
+import agent_kernel.notebook.magics as m
+from agent_kernel.core.events import TextDelta
 agent = m.current().agent
 marks = []
 

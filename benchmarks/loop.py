@@ -41,8 +41,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from scripted_server import Call, Message, ScriptedServer  # noqa: E402
 
-from agent_kernel import Agent, Settings, llm  # noqa: E402
-from agent_kernel.ledger import Ledger  # noqa: E402
+from agent_kernel import Agent, Settings  # noqa: E402
+from agent_kernel.core.ledger import Ledger  # noqa: E402
+from agent_kernel.engine.models import llm  # noqa: E402
 
 PROMPT = "echo benchmark"
 CALL = Call("echo", json.dumps({"value": "benchmark"}), id="call_bench")

@@ -37,7 +37,7 @@ SETUP = """
 %load_ext agent_kernel
 import asyncio, time, json
 from agent_kernel import litellm_loader as llm, state
-from agent_kernel.magics import current
+from agent_kernel.notebook.magics import current
 from agent_kernel.triggers import scheduler_for
 triggers = scheduler_for(current().agent)
 while llm._litellm is None:  # the first run must not measure the provider's import
@@ -78,7 +78,7 @@ class Kernel:
 
 
 def fired(workspace: Path, trigger_id: str) -> list[dict[str, Any]]:
-    from agent_kernel.ledger import Ledger
+    from agent_kernel.core.ledger import Ledger
 
     return [r for r in Ledger(workspace / "ledger.jsonl").records()
             if r["kind"] == "trigger_fired" and r.get("trigger_id") == trigger_id]

@@ -59,7 +59,7 @@ def forget_test_keys() -> Iterator[None]:
     """Each test's approval key (its own JUPYTER_DATA_DIR) is masked while it runs, then
     forgotten: a real process holds one or two keys, and redaction tries every form of
     each, so the hundreds a session makes would slow every later test's redaction."""
-    from agent_kernel import redaction
+    from agent_kernel.core import redaction
 
     held, values = redaction._secrets, set(redaction._secret_values)
     yield

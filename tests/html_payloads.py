@@ -49,8 +49,7 @@ NOW = datetime(2026, 11, 25, 12, 5, tzinfo=timezone.utc)
 
 def run_state(text: str) -> dict[str, Any]:
     """A run's saved state with ``text`` in every field a model, tool or file can set."""
-    from agent_kernel.agent import RunResult
-    from agent_kernel.events import (
+    from agent_kernel.core.events import (
         AgentActivity,
         ConsoleOutput,
         Loading,
@@ -66,6 +65,7 @@ def run_state(text: str) -> dict[str, Any]:
         ToolCallStarted,
         for_display,
     )
+    from agent_kernel.engine.agent import RunResult
     from agent_kernel.views.mime import Transcript
 
     run = "run_h"
@@ -185,10 +185,10 @@ def live_widgets(text: str) -> dict[str, Any]:
     controls, the triggers panel's and the team board's rows (name -> its box)."""
     import ipywidgets as w
 
-    from agent_kernel.events import Question
-    from agent_kernel.team.board import WidgetBoardControls
-    from agent_kernel.triggers.panel import PanelControls
-    from agent_kernel.views.widgets import QuestionControl
+    from agent_kernel.core.events import Question
+    from agent_kernel.notebook.board import WidgetBoardControls
+    from agent_kernel.notebook.trigger_panel import PanelControls
+    from agent_kernel.notebook.widgets import QuestionControl
 
     approval = Question("run_h", "qa", text, ["Approve", "Deny"], 60.0, "Deny",
                         kind="approval", details={"tool": text, "asked_by": text,
@@ -240,13 +240,13 @@ def widget_html(text: str) -> dict[str, str]:
 
 def views(text: str) -> dict[str, str]:
     """Every static HTML view drawn with ``text`` in every field (name -> HTML)."""
-    from agent_kernel.memory.magics import MemoryTable
-    from agent_kernel.team.board_html import board_html
-    from agent_kernel.team.summary import tree_html
-    from agent_kernel.triggers.panel_html import panel_html
-    from agent_kernel.views.cells import outcome_bundle
+    from agent_kernel.notebook.cells import outcome_bundle
+    from agent_kernel.notebook.widgets import static_bundle
+    from agent_kernel.views.board import board_html
+    from agent_kernel.views.memory_table import MemoryTable
     from agent_kernel.views.run_html import html_of
-    from agent_kernel.views.widgets import static_bundle
+    from agent_kernel.views.team_summary import tree_html
+    from agent_kernel.views.trigger_panel import panel_html
 
     triggers = trigger_rows(text)
     return {

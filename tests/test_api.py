@@ -13,7 +13,7 @@ import pytest
 from scripted_server import Call, Message, ScriptedServer
 
 from agent_kernel import Agent, RunResult, Settings, Tool, ToolCallRecord
-from agent_kernel.events import ModelCallStarted, RunError, RunFinished, ToolCallStarted
+from agent_kernel.core.events import ModelCallStarted, RunError, RunFinished, ToolCallStarted
 
 SCRIPT = textwrap.dedent("""
     import asyncio, json, sys

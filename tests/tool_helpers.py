@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_kernel import Agent
-from agent_kernel.tools.base import ToolContext
+from agent_kernel.engine.registry import ToolContext
 
 
 async def call_tool(agent: Agent, name: str, **arguments: Any) -> Any:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from . import EXAMPLES, examples
+from agent_kernel.cli import EXAMPLES, examples
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -37,8 +37,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     """Print what repair moved (with ``--repair``), the verdict and the head."""
-    from ..ledger import GENESIS, LEDGER_FILE, Ledger, LedgerError  # not for other commands
-    from ..workspace import Workspace
+    from agent_kernel.core.ledger import (  # not for other commands
+        GENESIS,
+        LEDGER_FILE,
+        Ledger,
+        LedgerError,
+    )
+    from agent_kernel.core.workspace import Workspace
 
     ledger = Ledger(Workspace(args.workspace).root / LEDGER_FILE)
     if args.repair:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from . import EXAMPLES, examples, leave
+from agent_kernel.cli import EXAMPLES, examples, leave
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -61,9 +61,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Do one memory action and print its result."""
-    from ..memory.magics import MemoryTable
-    from ..memory.service import MemoryStore
-    from ..workspace import Workspace
+    from agent_kernel.core.workspace import Workspace
+    from agent_kernel.memory.service import MemoryStore
+    from agent_kernel.views.memory_table import MemoryTable
 
     store = MemoryStore(Workspace(args.workspace).ensure())
     if args.action == "list":

@@ -20,7 +20,7 @@ import asyncio
 import sys
 from typing import Any
 
-from . import EXAMPLES, examples
+from agent_kernel.cli import EXAMPLES, examples
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -53,10 +53,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     """Run the prompt; 0 on success, 1 on an error."""
-    from ..agent import Agent
-    from ..config import Settings
-    from ..views.terminal import TerminalAnswerer, can_answer_on
-    from ..views.text import TextView
+    from agent_kernel.app import Agent
+    from agent_kernel.core.config import Settings
+    from agent_kernel.views.terminal import TerminalAnswerer, can_answer_on
+    from agent_kernel.views.text import TextView
 
     try:
         settings = Settings(tool_timeout=args.tool_timeout, max_tool_calls=args.max_tool_calls,
@@ -90,12 +90,12 @@ def main(args: argparse.Namespace) -> int:
 def run_team(args: argparse.Namespace, settings: Any) -> int:
     """``run --team``: the Teller's transcript, then the task tree; 0 when the Teller
     answered. Raises ValueError or OSError for a bad model, workspace or limit."""
-    from ..ledger import new_id
-    from ..team import Team
-    from ..team.relay import TellerRelay
-    from ..team.summary import tree_text
-    from ..views.terminal import TerminalAnswerer, can_answer_on
-    from ..views.text import TextView
+    from agent_kernel.core.ledger import new_id
+    from agent_kernel.team import Team
+    from agent_kernel.team.relay import TellerRelay
+    from agent_kernel.views.team_summary import tree_text
+    from agent_kernel.views.terminal import TerminalAnswerer, can_answer_on
+    from agent_kernel.views.text import TextView
 
     if args.max_workers < 1:
         raise ValueError(f"--max-workers must be at least 1, got {args.max_workers}")

@@ -27,10 +27,10 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from . import EXAMPLES, examples, leave
+from agent_kernel.cli import EXAMPLES, examples, leave
 
 if TYPE_CHECKING:
-    from ..events import Event
+    from agent_kernel.core.events import Event
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -54,7 +54,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def _printer(prompts: dict[str, str]) -> Any:
-    from ..events import Notice, RunFinished, RunStarted
+    from agent_kernel.core.events import Notice, RunFinished, RunStarted
 
     def show(event: Event) -> None:
         stamp = datetime.now().strftime("%H:%M:%S")
@@ -75,11 +75,11 @@ def _printer(prompts: dict[str, str]) -> Any:
 
 async def serve(args: argparse.Namespace) -> int:
     """Start one scheduler per saved agent and keep them running."""
-    from ..model_names import check_model
-    from ..triggers.checks import check_name
-    from ..triggers.model import LIVE
-    from ..triggers.store import TriggerStore
-    from ..workspace import Workspace
+    from agent_kernel.core.workspace import Workspace
+    from agent_kernel.engine.models.names import check_model
+    from agent_kernel.triggers.checks import check_name
+    from agent_kernel.triggers.model import LIVE
+    from agent_kernel.triggers.store import TriggerStore
 
     workspace = Workspace(args.workspace)
     records, problems = TriggerStore(workspace).load_all()
@@ -105,10 +105,10 @@ async def serve(args: argparse.Namespace) -> int:
             print(f"problem: {record.get('id')}: not restored: {exc}")
             continue
         agents.setdefault(str(agent_id), model)
-    from .. import llm
-    from ..agent import Agent  # only now: with nothing to run, the agent is never needed
-    from ..config import Settings
-    from ..triggers import scheduler_for
+    from agent_kernel.app import Agent  # only now: with nothing to run, it is never needed
+    from agent_kernel.core.config import Settings
+    from agent_kernel.engine.models import llm
+    from agent_kernel.triggers import scheduler_for
 
     # Import the provider library before the first firing, off the loop: a first run
     # should not spend seconds importing while the clock runs (demo needs none).
@@ -139,7 +139,7 @@ async def serve(args: argparse.Namespace) -> int:
 
 def main(args: argparse.Namespace) -> int:
     """Run until stopped; exit 0 (1 for a model litellm cannot route)."""
-    from ..model_names import check_model
+    from agent_kernel.engine.models.names import check_model
 
     if args.model is not None:
         try:

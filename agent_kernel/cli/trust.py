@@ -1,7 +1,7 @@
 """``python -m agent_kernel trust status|rotate --workspace DIR``: the approval signing key.
 
 Approvals of model-written code (trigger conditions), and the record that this user made
-a time-based trigger, are signed with one key per user (:mod:`agent_kernel.trust`).
+a time-based trigger, are signed with one key per user (:mod:`agent_kernel.core.trust`).
 ``trust status`` says where the key is, whether it is private (a plain file of this
 user's, mode 600, in a folder of mode 700, outside the workspace, hidden from every
 sandbox) and how many of the workspace's saved triggers verify with it. ``trust rotate``
@@ -19,12 +19,12 @@ import argparse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import EXAMPLES, examples
+from agent_kernel.cli import EXAMPLES, examples
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ..workspace import Workspace
+    from agent_kernel.core.workspace import Workspace
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -65,7 +65,7 @@ def _timed(record: dict[str, Any]) -> Condition | None:
     """A live time-based trigger as restore would read it (None for one it would refuse)."""
     from datetime import datetime, timezone
 
-    from ..triggers.checks import check_record
+    from agent_kernel.triggers.checks import check_record
 
     try:
         checked = check_record(record, datetime.now(timezone.utc))
@@ -81,10 +81,10 @@ def _timed(record: dict[str, Any]) -> Condition | None:
 def _conditions(workspace: Workspace) -> tuple[list[Condition], list[str]]:
     """The workspace's live triggers (conditions and time-based), and lines for files that
     could not be read."""
-    from ..triggers.conditions import Condition as Shape
-    from ..triggers.model import LIVE
-    from ..triggers.store import TriggerStore
-    from ..trust import condition_digest
+    from agent_kernel.core.trust import condition_digest
+    from agent_kernel.triggers.conditions import Condition as Shape
+    from agent_kernel.triggers.model import LIVE
+    from agent_kernel.triggers.store import TriggerStore
 
     records, problems = TriggerStore(workspace).load_all()
     found = []
@@ -114,8 +114,8 @@ def _approved(workspace: Workspace, conditions: list[Condition]) -> tuple[list[C
     """The triggers whose approval (or signed record of their making) verifies with the
     current key, and why none can (or None). The ledger is read only when it exists (this
     command never makes a workspace)."""
-    from ..ledger import LEDGER_FILE, Ledger
-    from ..trust import ApprovalBook
+    from agent_kernel.core.ledger import LEDGER_FILE, Ledger
+    from agent_kernel.core.trust import ApprovalBook
 
     ledger = workspace.root / LEDGER_FILE
     if not conditions or not ledger.exists():
@@ -134,8 +134,8 @@ def _key_words(path: Path) -> tuple[bool, str]:
     import os
     import stat
 
-    from .. import sandbox
-    from ..trust import TrustError, load_key
+    from agent_kernel.core.trust import TrustError, load_key
+    from agent_kernel.guards import sandbox
 
     try:
         key = load_key(create=False)
@@ -157,7 +157,7 @@ def _key_words(path: Path) -> tuple[bool, str]:
 
 def status(workspace: Workspace) -> int:
     """Print where the key is, whether it is private, and what in the workspace it signs."""
-    from ..trust import TrustError, check_place, key_path
+    from agent_kernel.core.trust import TrustError, check_place, key_path
 
     path = key_path()
     print(f"Approval key: {path}")
@@ -181,8 +181,8 @@ def status(workspace: Workspace) -> int:
 
 def rotate(workspace: Workspace) -> int:
     """Make a new key; name what needs approving again; record it in the ledger."""
-    from ..ledger import LEDGER_FILE, Ledger, LedgerError
-    from ..trust import TrustError, rotate_key
+    from agent_kernel.core.ledger import LEDGER_FILE, Ledger, LedgerError
+    from agent_kernel.core.trust import TrustError, rotate_key
 
     conditions, problems = _conditions(workspace)
     approved, why = _approved(workspace, conditions)
@@ -227,7 +227,7 @@ def rotate(workspace: Workspace) -> int:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``trust status`` or ``trust rotate``."""
-    from ..workspace import Workspace
+    from agent_kernel.core.workspace import Workspace
 
     workspace = Workspace(args.workspace)
     return rotate(workspace) if args.action == "rotate" else status(workspace)

@@ -18,7 +18,7 @@ __all__ = ["MemoryStore"]
 
 def __getattr__(name: str) -> Any:
     if name == "MemoryStore":
-        from .service import MemoryStore
+        from agent_kernel.memory.service import MemoryStore
 
         return MemoryStore
     raise AttributeError(name)

@@ -167,7 +167,7 @@ class LiteLLMEmbedder:
 
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        from ..litellm_loader import load_litellm
+        from agent_kernel.engine.models.litellm_loader import load_litellm
 
         litellm = load_litellm()
         kwargs: dict[str, Any] = {"model": self.model, "input": list(texts)}

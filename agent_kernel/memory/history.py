@@ -20,8 +20,8 @@ import threading
 from datetime import datetime, timezone
 from typing import Any
 
-from ..events import Event, RunFinished, RunStarted
-from ..ledger import new_id
+from agent_kernel.core.events import Event, RunFinished, RunStarted
+from agent_kernel.core.ledger import new_id
 
 log = logging.getLogger(__name__)
 

@@ -265,7 +265,7 @@ class Housekeeper:
     @contextmanager
     def _locked(self, done: dict[str, Any] | None = None) -> Iterator[bool]:
         """One pass at a time across processes; a failure is logged, never raised."""
-        from ..safe_open import LockTimeout, WorkspaceLock
+        from agent_kernel.core.safe_open import LockTimeout, WorkspaceLock
 
         folder = self.tables.path  # opened without following a link (safe_open)
         lock = WorkspaceLock(folder.parent, f"{folder.name}/.maintenance.lock")

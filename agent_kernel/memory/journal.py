@@ -37,9 +37,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..ledger_lines import AppendFailed, append_all, lines_backward, read_at
-from ..redaction import redact_text
-from ..safe_open import WorkspaceLock, folder_fd, open_fd, read_bytes, write_atomic
+from agent_kernel.core.ledger_lines import AppendFailed, append_all, lines_backward, read_at
+from agent_kernel.core.redaction import redact_text
+from agent_kernel.core.safe_open import WorkspaceLock, folder_fd, open_fd, read_bytes, write_atomic
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-from ..safe_open import (
+from agent_kernel.core.safe_open import (
     UnsafeWorkspacePath,
     WorkspaceLock,
     open_fd,
@@ -63,7 +63,7 @@ def write(root: Path, memory_id: str, content: str, tags: list[str], created_at:
           long_term: bool) -> str:
     """Append a memory to its mirror file; returns the workspace-relative path.
 
-    The file is opened through :mod:`agent_kernel.safe_open`: a mirror (or ``memory/``)
+    The file is opened through :mod:`agent_kernel.core.safe_open`: a mirror (or ``memory/``)
     that is a link or not a regular file raises UnsafeWorkspacePath and nothing is written.
     """
     relative = mirror_path(content, created_at, long_term)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from .embeddings import Embedder, LiteLLMEmbedder
+from agent_kernel.memory.embeddings import Embedder, LiteLLMEmbedder
 
 MINILM_FUNCTION = "agent-kernel-minilm"
 LITELLM_FUNCTION = "agent-kernel-litellm"
@@ -35,7 +35,7 @@ def register_functions() -> None:
 
             def embedder(self) -> Embedder:
                 if self._embedder is None:
-                    from .embeddings import MiniLMEmbedder
+                    from agent_kernel.memory.embeddings import MiniLMEmbedder
 
                     self._embedder = MiniLMEmbedder()
                 return self._embedder  # type: ignore[no-any-return]

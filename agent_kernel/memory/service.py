@@ -20,10 +20,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..redaction import redact_text
-from . import filters, markdown
-from .filters import check_agent_id, check_content, check_memory_id, check_tags, parse_time
-from .journal import HistoryJournal
+from agent_kernel.core.redaction import redact_text
+from agent_kernel.memory import filters, markdown
+from agent_kernel.memory.filters import (
+    check_agent_id,
+    check_content,
+    check_memory_id,
+    check_tags,
+    parse_time,
+)
+from agent_kernel.memory.journal import HistoryJournal
 
 MEMORY_COLUMNS = ["id", "agent_id", "content", "tags", "created_at", "run_id", "long_term"]
 _STORES: dict[tuple[str, str | None], MemoryStore] = {}
@@ -62,7 +68,7 @@ class MemoryStore:
                  api_base: str | None = None, max_memories: int = 10_000,
                  max_chars: int = filters.MAX_CHARS, index_threshold: int = 10_000,
                  mirror: bool = True) -> None:
-        from .store import LanceTables
+        from agent_kernel.memory.store import LanceTables
 
         self.root = Path(root)
         self.max_memories = max_memories
@@ -114,7 +120,7 @@ class MemoryStore:
         ``vectors`` may carry precomputed embeddings (benchmarks, bulk imports);
         ``mirror=False`` skips the markdown files for a bulk load.
         """
-        from .store import utcnow
+        from agent_kernel.memory.store import utcnow
 
         check_agent_id(agent_id)
         rows: list[dict[str, Any]] = []
@@ -226,7 +232,7 @@ class MemoryStore:
     def recent(self, *, agent_id: str | None, days: float = 3, limit: int = 20,
                long_term: bool | None = None) -> list[dict[str, Any]]:
         """Memories written in the last ``days`` days, newest first."""
-        from .store import utcnow
+        from agent_kernel.memory.store import utcnow
 
         where = filters.where(agent_id, after=utcnow() - timedelta(days=days),
                               long_term=long_term)

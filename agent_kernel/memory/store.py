@@ -26,11 +26,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..safe_open import folder_fd
-from .embeddings import ENV_VAR, Embedder, LiteLLMEmbedder, resolve_embedder
-from .filters import quote
-from .housekeeping import Housekeeper, ReadWriteLock
-from .registry import function_for, register_functions
+from agent_kernel.core.safe_open import folder_fd
+from agent_kernel.memory.embeddings import ENV_VAR, Embedder, LiteLLMEmbedder, resolve_embedder
+from agent_kernel.memory.filters import quote
+from agent_kernel.memory.housekeeping import Housekeeper, ReadWriteLock
+from agent_kernel.memory.registry import function_for, register_functions
 
 log = logging.getLogger(__name__)
 

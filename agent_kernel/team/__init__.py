@@ -16,19 +16,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .supervisor import Supervisor, TeamLimits
-    from .team import Team, TeamResult
+    from agent_kernel.team.supervisor import Supervisor, TeamLimits
+    from agent_kernel.team.team import Team, TeamResult
 
 __all__ = ["Supervisor", "Team", "TeamLimits", "TeamResult"]
 
 
 def __getattr__(name: str) -> Any:
     if name in ("Team", "TeamResult"):
-        from . import team
+        from agent_kernel.team import team
 
         return getattr(team, name)
     if name in ("Supervisor", "TeamLimits"):
-        from . import supervisor
+        from agent_kernel.team import supervisor
 
         return getattr(supervisor, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

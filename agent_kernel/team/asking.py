@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ..safe_open import unlink
-from ..workspace import Workspace
-from .society import SocietyError, _read_json, _write_json
+from agent_kernel.core.safe_open import unlink
+from agent_kernel.core.workspace import Workspace
+from agent_kernel.team.society import SocietyError, _read_json, _write_json
 
 FILE = "team/pending_question.json"
 MAX_BYTES = 64 * 1024

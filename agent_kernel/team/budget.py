@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..agent import Agent
-    from .supervisor import Supervisor, TeamLimits
+    from agent_kernel.engine.agent import Agent
+    from agent_kernel.team.supervisor import Supervisor, TeamLimits
 
 SESSION = "session"
 

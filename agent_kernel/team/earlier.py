@@ -21,15 +21,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from ..events import Notice
-from ..ledger import new_id
-from ..unseen import with_tokens
-from .society import json_line
+from agent_kernel.core.events import Notice
+from agent_kernel.core.ledger import new_id
+from agent_kernel.core.unseen import with_tokens
+from agent_kernel.team.society import json_line
 
 if TYPE_CHECKING:
-    from ..agent import Agent
-    from ..config import Settings
-    from .asking import PendingQuestion
+    from agent_kernel.core.config import Settings
+    from agent_kernel.engine.agent import Agent
+    from agent_kernel.team.asking import PendingQuestion
 
 ANSWER_EARLIER, DROP_EARLIER = "Answer with my prompt", "Drop it"
 EARLIER_TIMEOUT = 600.0
@@ -48,7 +48,7 @@ def shown(text: str, limit: int = SHOWN_CHARS) -> str:
     as every view masks it (so the Teller reads what the person saw, never a command the
     mask hid), no quote marks of its own that could close the quote early, at most
     ``limit`` characters."""
-    from ..redaction import redact_text
+    from agent_kernel.core.redaction import redact_text
 
     flat = " ".join(with_tokens(redact_text(str(text))).split())
     for mark in "“”„‟«»":

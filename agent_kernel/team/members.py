@@ -28,17 +28,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..events import Notice
-from ..ledger import new_id, now_iso
-from ..tool_clock import ToolClock
-from ..tools.base import ToolError
-from .roles import PLANNER, ROLE_NAMES, TELLER, WORKER, RoleTools, role_permits
-from .society import RoleStore, SocietyError, _read_json, _write_json, json_line
+from agent_kernel.core.events import Notice
+from agent_kernel.core.ledger import new_id, now_iso
+from agent_kernel.engine.registry import ToolError
+from agent_kernel.engine.tool_clock import ToolClock
+from agent_kernel.team.roles import PLANNER, ROLE_NAMES, TELLER, WORKER, RoleTools, role_permits
+from agent_kernel.team.society import RoleStore, SocietyError, _read_json, _write_json, json_line
 
 if TYPE_CHECKING:
-    from ..agent import Agent, RunResult
-    from .queue import RestoreReport, Task
-    from .supervisor import Supervisor
+    from agent_kernel.engine.agent import Agent, RunResult
+    from agent_kernel.team.queue import RestoreReport, Task
+    from agent_kernel.team.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
 

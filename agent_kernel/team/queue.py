@@ -26,9 +26,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..safe_open import TooLarge, UnsafeWorkspacePath, names, read_capped, unlink, write_atomic
-from ..unseen import with_tokens
-from ..workspace import Workspace
+from agent_kernel.core.safe_open import (
+    TooLarge,
+    UnsafeWorkspacePath,
+    names,
+    read_capped,
+    unlink,
+    write_atomic,
+)
+from agent_kernel.core.unseen import with_tokens
+from agent_kernel.core.workspace import Workspace
 
 DEFAULT_PRIORITY = 5
 FOLDER = "team/tasks"
@@ -182,7 +189,7 @@ class TaskStore:
 
     def save(self, task: Task) -> None:
         """Write ``task`` atomically (redacted: a secret in a prompt never reaches the disk)."""
-        from ..redaction import scrub
+        from agent_kernel.core.redaction import scrub
 
         path = self._path(task.id)  # written never through a link (safe_open)
         write_atomic(self.workspace.ensure(), f"{FOLDER}/{path.name}",
@@ -191,7 +198,7 @@ class TaskStore:
     def interrupted(self, task: Task) -> None:
         """Move an interrupted task's file to ``team/interrupted/`` with its new status."""
         self._path(task.id)  # refuses an id that is not a file name
-        from ..redaction import scrub
+        from agent_kernel.core.redaction import scrub
 
         write_atomic(self.workspace.ensure(), f"{INTERRUPTED}/{task.id}.json",
                      json.dumps(scrub(task.to_record()), ensure_ascii=False).encode("utf-8"))

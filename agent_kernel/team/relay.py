@@ -2,7 +2,7 @@
 
 ``Team.arun`` runs the Teller once on the prompt and once more on each wave
 of results, each time with a run id of its own. The run views
-(:class:`~agent_kernel.views.widgets.WidgetView`, :class:`~agent_kernel.views.text.TextView`)
+(:class:`~agent_kernel.notebook.widgets.WidgetView`, :class:`~agent_kernel.views.text.TextView`)
 follow one run id, so a :class:`TellerRelay` listens to the Teller's bus and
 re-emits its events on a bus of its own under one run id: the first
 ``RunStarted`` passes, a later one is dropped (the team's notice before it says
@@ -10,7 +10,7 @@ why the Teller runs again: results came back, or the person answered), and
 only the last ``RunFinished`` is passed on, when :meth:`close`
 is called after the prompt's work has ended. The events of the Planners and
 Workers of the prompt's tree come along wrapped in
-:class:`~agent_kernel.events.AgentActivity`, which the views show nested
+:class:`~agent_kernel.core.events.AgentActivity`, which the views show nested
 under each agent. The relay has ``bus``,
 ``questions`` and ``stop``, which is all a view needs of an agent.
 """
@@ -21,7 +21,7 @@ import asyncio
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from ..events import (
+from agent_kernel.core.events import (
     AgentActivity,
     Event,
     EventBus,
@@ -33,8 +33,8 @@ from ..events import (
 )
 
 if TYPE_CHECKING:
-    from .queue import Task
-    from .team import Team, TeamResult
+    from agent_kernel.team.queue import Task
+    from agent_kernel.team.team import Team, TeamResult
 
 
 class TellerRelay:

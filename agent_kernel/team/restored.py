@@ -21,14 +21,14 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Literal
 
-from ..events import DISPLAY_MAX_CHARS, Notice
-from ..ledger import new_id
-from ..unseen import draws_nothing, with_tokens
+from agent_kernel.core.events import DISPLAY_MAX_CHARS, Notice
+from agent_kernel.core.ledger import new_id
+from agent_kernel.core.unseen import draws_nothing, with_tokens
 
 if TYPE_CHECKING:
-    from ..agent import Agent
-    from .queue import Task
-    from .supervisor import Supervisor
+    from agent_kernel.engine.agent import Agent
+    from agent_kernel.team.queue import Task
+    from agent_kernel.team.supervisor import Supervisor
 
 RUN_RESTORED, DROP_RESTORED = "Run them", "Drop them"
 KEEP_RESTORED = "Keep them saved"
@@ -56,7 +56,7 @@ def _line(task: Task) -> str:
 def _shown_as_is(text: str) -> bool:
     """True when a view shows ``text`` as it is: views mask what looks like a secret and cut
     text past ``DISPLAY_MAX_CHARS`` (``events.for_display``)."""
-    from ..redaction import scrub
+    from agent_kernel.core.redaction import scrub
 
     return bool(scrub(text, max_chars=DISPLAY_MAX_CHARS) == text)
 

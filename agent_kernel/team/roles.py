@@ -120,7 +120,7 @@ class RoleTools:
     def __call__(self, role: str | None, tool: Any) -> bool:
         return getattr(tool, "name", None) in self.tools
 
-    def refusal(self, name: str) -> str:
+    def refusal(self, role: str | None, name: str) -> str:
         """Why the role's agent may not use ``name``, and what it may use."""
         return (f"An agent in the role {self.role!r} uses only the role's tools, and "
                 f"'{name}' is not one of them: " + ", ".join(sorted(self.tools)) + ".")
@@ -181,3 +181,19 @@ def permission_table() -> dict[str, dict[str, bool]]:
     names = sorted({*SPEC_MATRIX, *ASSIGNED})
     return {name: {role: role in (roles_for(name) or _ALL) for role in ROLE_NAMES}
             for name in names}
+
+
+class TeamPermissions:
+    """The permission hook of every agent outside a spawned role: :func:`role_permits`,
+    with :func:`refusal` for the words the model is told."""
+
+    def __call__(self, role: str | None, tool: Any) -> bool:
+        return role_permits(role, tool)
+
+    def refusal(self, role: str | None, name: str) -> str | None:
+        """What the model is told when ``role`` may not call ``name``."""
+        return refusal(role, name)
+
+
+ROLE_PERMITS = TeamPermissions()
+"""The hook ``app.Agent`` and the team give their agents."""

@@ -32,10 +32,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..ledger import now_iso
-from ..safe_open import TooLarge, folder_fd, read_capped, write_all, write_atomic
-from ..workspace import Workspace
-from .roles import ROLES
+from agent_kernel.core.ledger import now_iso
+from agent_kernel.core.safe_open import TooLarge, folder_fd, read_capped, write_all, write_atomic
+from agent_kernel.core.workspace import Workspace
+from agent_kernel.team.roles import ROLES
 
 TEAM_DIR = "team"
 ROLES_FOLDER = "team/roles"
@@ -75,7 +75,7 @@ def json_line(record: dict[str, Any]) -> str:
 
 def _under_workspace(path: Path) -> tuple[Path, str]:
     """``path`` (a file of the team's, ``<workspace>/team/...``) as the workspace root and
-    the part below it, for :mod:`agent_kernel.safe_open` to walk without following a link."""
+    the part below it, for :mod:`agent_kernel.core.safe_open` to walk without following a link."""
     parts = path.parts
     at = len(parts) - 1 - parts[::-1].index(TEAM_DIR) if TEAM_DIR in parts else None
     if at is None or at == 0:
@@ -87,7 +87,7 @@ def _write_json(path: Path, record: dict[str, Any], *, exclusive: bool = False) 
     """Write ``record`` redacted to ``path`` via a temporary file, never through a link (a
     planted one raises UnsafeWorkspacePath). With ``exclusive`` an existing file wins and
     False is returned."""
-    from ..redaction import scrub
+    from agent_kernel.core.redaction import scrub
 
     root, relative = _under_workspace(path)
     data = json.dumps(scrub(record), ensure_ascii=False).encode("utf-8")
@@ -190,7 +190,7 @@ def check_name(name: str) -> str:
 
 def builtin_roles() -> dict[str, RoleRecord]:
     """Spec 000's Teller, Planner and Worker as society roles, by name key."""
-    from .roles import permission_table
+    from agent_kernel.team.roles import permission_table
 
     table = permission_table()
     return {name: RoleRecord(
@@ -331,7 +331,7 @@ class ArtifactStore:
                 if sum(1 for e in entries if e.name.endswith(".json")) >= MAX_ARTIFACTS:
                     raise SocietyError(f"the workspace already holds {MAX_ARTIFACTS:,} "
                                        "artifacts, the limit")
-        from ..redaction import scrub
+        from agent_kernel.core.redaction import scrub
 
         ident = str(uuid.uuid4())
         # What is written is masked, and masking can make it larger (a number under a

@@ -27,21 +27,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..agent import Agent
-from ..config import Settings
-from ..events import EventBus, LedgerRecorded, Notice
-from ..ledger import new_id, now_iso
-from ..safe_open import names as file_names
-from ..safe_open import read_capped
-from ..tool_clock import ToolClock
-from ..tools.base import Tool, ToolContext, ToolError
-from ..workspace import Workspace
-from .asking import NamedQuestions, PendingQuestion, QuestionStore
-from .budget import TeamBudget
-from .members import AGENTS_FOLDER, Society
-from .queue import FOLDER, INTERRUPTED, RestoreReport, Task, TaskQueue, TaskStore
-from .roles import MAX_AGENT_NUMBER, PLANNER, ROLES, TELLER, WORKER, agent_number, looks_numbered
-from .society import ROLES_FOLDER
+from agent_kernel.core.config import Settings
+from agent_kernel.core.events import EventBus, LedgerRecorded, Notice
+from agent_kernel.core.ledger import new_id, now_iso
+from agent_kernel.core.safe_open import names as file_names
+from agent_kernel.core.safe_open import read_capped
+from agent_kernel.core.workspace import Workspace
+from agent_kernel.engine.agent import Agent
+from agent_kernel.engine.registry import Tool, ToolContext, ToolError
+from agent_kernel.engine.tool_clock import ToolClock
+from agent_kernel.team.asking import NamedQuestions, PendingQuestion, QuestionStore
+from agent_kernel.team.budget import TeamBudget
+from agent_kernel.team.members import AGENTS_FOLDER, Society
+from agent_kernel.team.queue import FOLDER, INTERRUPTED, RestoreReport, Task, TaskQueue, TaskStore
+from agent_kernel.team.roles import (
+    MAX_AGENT_NUMBER,
+    PLANNER,
+    ROLE_PERMITS,
+    ROLES,
+    TELLER,
+    WORKER,
+    agent_number,
+    looks_numbered,
+)
+from agent_kernel.team.society import ROLES_FOLDER
+from agent_kernel.team.toolsets import default_toolsets
 
 log = logging.getLogger(__name__)
 PROMPT_LIMIT = 100
@@ -212,7 +222,8 @@ class Supervisor:
         (``instructions`` for a role made at run time)."""
         agent = cls(model=self.model, workspace=self.workspace, tools=self.tools,
                     agent_id=agent_id, role=role, settings=self.settings,
-                    system_prompt=instructions or ROLES[role].instructions)
+                    system_prompt=instructions or ROLES[role].instructions,
+                    toolsets=default_toolsets(), permission_hook=ROLE_PERMITS)
         agent.services["team"] = self
         agent.services["budget"] = self.budget
         if role != TELLER:  # history is the person's conversation with the Teller
@@ -378,8 +389,8 @@ class Supervisor:
 
     def _trigger_lives(self, trigger_id: str | None) -> bool:
         """True when the desk's saved trigger ``trigger_id`` is still live."""
-        from ..triggers.model import LIVE
-        from ..triggers.store import TriggerStore
+        from agent_kernel.triggers.model import LIVE
+        from agent_kernel.triggers.store import TriggerStore
 
         if not trigger_id:
             return False

@@ -20,19 +20,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent import Agent, RunResult
-from ..config import DEMO_MODEL, Settings
-from ..events import EventBus, Notice, Reply
-from ..ledger import new_id, now_iso
-from ..tools.base import Tool
-from ..workspace import Workspace
-from . import earlier, restored
-from .asking import PendingQuestion, answered_message, tool_result
-from .queue import RestoreReport, Task
-from .restored import Decision
-from .roles import TELLER, WORKER
-from .society import SocietyError, json_line
-from .supervisor import Supervisor, TeamLimits
+from agent_kernel.core.config import DEMO_MODEL, Settings
+from agent_kernel.core.events import EventBus, Notice, Reply
+from agent_kernel.core.ledger import new_id, now_iso
+from agent_kernel.core.workspace import Workspace
+from agent_kernel.engine.agent import Agent, RunResult
+from agent_kernel.engine.registry import Tool
+from agent_kernel.team import earlier, restored
+from agent_kernel.team.asking import PendingQuestion, answered_message, tool_result
+from agent_kernel.team.queue import RestoreReport, Task
+from agent_kernel.team.restored import Decision
+from agent_kernel.team.roles import TELLER, WORKER
+from agent_kernel.team.society import SocietyError, json_line
+from agent_kernel.team.supervisor import Supervisor, TeamLimits
 
 RESULT_CHARS = 4000
 MAX_TREE_DEPTH = 120
@@ -247,7 +247,7 @@ class Team:
 
     def _start_triggers(self) -> None:
         """Start the desk's scheduler when it has saved triggers: starting restores them."""
-        from ..triggers.store import TriggerStore
+        from agent_kernel.triggers.store import TriggerStore
 
         folder = TriggerStore(self.workspace).folder
         if folder.is_dir() and any(folder.glob("*.json")):
@@ -256,7 +256,7 @@ class Team:
     @property
     def triggers(self) -> Any:
         """The scheduler holding the team's triggers (conditional delegations, ``schedule``)."""
-        from ..triggers import scheduler_for
+        from agent_kernel.triggers import scheduler_for
 
         assert self.supervisor.desk is not None
         return scheduler_for(self.supervisor.desk)

@@ -1,7 +1,8 @@
-"""The tool catalogue: the registry machinery and the built-in tool sets.
+"""The built-in tool sets an agent is given by whoever builds it (``app.py``, the team).
 
-Each module here exposes ``TOOLS``; :func:`default_tools` gathers them for a
-new agent. The specs' tool names and arguments are kept exactly.
+Each module here exposes ``TOOLS``; :func:`tool_modules` lists them in catalogue
+order. The team's own tool sets (``delegate``, spec 004's society) live in
+:mod:`agent_kernel.team`. The specs' tool names and arguments are kept exactly.
 """
 
 from __future__ import annotations
@@ -9,13 +10,21 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from .base import Field, Tool, ToolArgumentError, ToolContext, ToolError, ToolRegistry, tool
+from agent_kernel.engine.registry import (
+    Field,
+    Tool,
+    ToolArgumentError,
+    ToolContext,
+    ToolError,
+    ToolRegistry,
+    tool,
+)
 
 # Each module lists its tools in ``TOOLS`` and may define ``attach(agent)``, called
 # once per new Agent (to subscribe to its bus, register services, ...). Attach
 # functions must stay cheap: heavy imports happen on first real use.
 TOOL_MODULES = ("core", "human", "files", "commands", "triggers", "memory", "web", "javascript",
-                "context", "team", "society")
+                "context")
 
 
 def tool_modules() -> list[ModuleType]:
@@ -23,10 +32,5 @@ def tool_modules() -> list[ModuleType]:
     return [importlib.import_module(f"{__name__}.{name}") for name in TOOL_MODULES]
 
 
-def default_tools() -> list[Tool]:
-    """Every built-in tool, in catalogue order."""
-    return [t for module in tool_modules() for t in module.TOOLS]
-
-
 __all__ = ["Field", "Tool", "ToolArgumentError", "ToolContext", "ToolError", "ToolRegistry",
-           "default_tools", "tool"]
+           "tool"]

@@ -1,6 +1,6 @@
 """Commands: spec 003's ``bash`` and spec 004's ``run_command``, two faces of one runner.
 
-Both run a bash command line in the sandbox of :mod:`agent_kernel.sandbox`: only
+Both run a bash command line in the sandbox of :mod:`agent_kernel.guards.sandbox`: only
 ``files/`` and ``state/`` are writable, the rest of the workspace is hidden, the
 environment is clean, the command has its own PID namespace (when it ends, times
 out or the person presses Stop, every process it started dies with it) and, unless
@@ -10,7 +10,7 @@ refused unless the person set ``LIMITS.allow_unsandboxed``; the approval card an
 every result then say "not sandboxed".
 
 Every sandboxed command is bounded (figures in :class:`CommandLimits`): processes and
-memory for the whole command through a cgroup of its own (:mod:`agent_kernel.cgroups`)
+memory for the whole command through a cgroup of its own (:mod:`agent_kernel.guards.cgroups`)
 where one can be made, and per process through rlimits set inside the sandbox
 (address space, file size, open files, no core files; the process count too where no
 cgroup counts it); ``/tmp`` is a tmpfs of a set size. A command that reaches the
@@ -18,7 +18,7 @@ process or memory limit is stopped at once, and every result that met a limit sa
 which, in words (``limit``), not only as an exit code.
 
 Before anyone is asked to approve a call, its :func:`precheck` refuses commands on
-the list of :mod:`agent_kernel.tools.dangerous` (spec 004: ``sudo``, ``rm -rf /``
+the list of :mod:`agent_kernel.guards.dangerous` (spec 004: ``sudo``, ``rm -rf /``
 ...), a disabled tool and a missing sandbox, and tells the approval card how the
 command will run (``details["sandbox"]``).
 
@@ -43,12 +43,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Annotated, Any
 
-from .. import cgroups, sandbox
-from ..workspace import Workspace
-from . import command_limits, files
-from .base import Field, Tool, ToolContext, ToolError
-from .command_limits import MIB, CommandLimits
-from .dangerous import find_danger
+from agent_kernel.core.workspace import Workspace
+from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
+from agent_kernel.guards import cgroups, command_limits, sandbox
+from agent_kernel.guards.command_limits import MIB, CommandLimits
+from agent_kernel.guards.dangerous import find_danger
+from agent_kernel.tools import files
 
 _DRAIN_SECONDS = 2.0  # after the command ends, how long to wait for the last output
 _READ_CHUNK = 64 * 1024

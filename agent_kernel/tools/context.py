@@ -4,7 +4,7 @@ An agent looks at how full its context window is and, when it chooses, replaces
 its older messages by a summary it wrote itself. Both work on the conversation
 of the run that calls them (``agent.windows``); counting, thresholds and the
 rule that a tool call and its result are never parted live in
-:mod:`agent_kernel.context`. Results are spec 004's ``{ok, ...}`` envelopes.
+:mod:`agent_kernel.engine.context`. Results are spec 004's ``{ok, ...}`` envelopes.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from ..context import message_count
-from ..events import ContextCompacted
-from .base import Field, Tool, ToolContext, ToolError
+from agent_kernel.core.events import ContextCompacted
+from agent_kernel.engine.context import message_count
+from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
 
 MAX_SUMMARY_CHARS = 20_000
 

@@ -17,10 +17,10 @@ import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from ..events import ConsoleOutput, LedgerRecorded
-from ..events import Reply as ReplyEvent
-from ..ledger import now_iso
-from .base import Field, Tool, ToolContext
+from agent_kernel.core.events import ConsoleOutput, LedgerRecorded
+from agent_kernel.core.events import Reply as ReplyEvent
+from agent_kernel.core.ledger import now_iso
+from agent_kernel.engine.registry import Field, Tool, ToolContext
 
 STATE_PROVIDERS: dict[str, Callable[[], Any]] = {}
 _STATE_NAME = re.compile(r"^[A-Za-z0-9_]+$")

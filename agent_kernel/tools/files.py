@@ -18,7 +18,7 @@ only, without deny-listed names, and stop after ``LIMITS.list_max_entries`` /
 fully resolved path and opened without following a symlink. Reads and listings
 never open anything but regular files and folders, so a FIFO cannot hang the
 kernel. ``write_file`` is marked ``side_effects=True``: every call asks the
-person first (see :mod:`agent_kernel.approvals`). ``bash`` and ``run_command``
+person first (see :mod:`agent_kernel.engine.approvals`). ``bash`` and ``run_command``
 (commands.py, with their own ``LIMITS``) share the path helpers.
 """
 
@@ -35,9 +35,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from ..safe_open import folder_fd
-from ..workspace import Workspace, WorkspaceError
-from .base import Field, Tool, ToolContext
+from agent_kernel.core.safe_open import folder_fd
+from agent_kernel.core.workspace import Workspace, WorkspaceError
+from agent_kernel.engine.registry import Field, Tool, ToolContext
 
 CACHE_ALIAS, STATE_ALIAS = "file_cache_dir", "file_state_dir"
 CACHE_DIR, STATE_DIR = "files", "state"
@@ -148,7 +148,7 @@ def _folder_fd(base: Path, parts: list[str], create: bool) -> Iterator[int]:
 
     A command running at the same time cannot swap a folder for a symlink between
     the check and the write: every step is opened with ``O_NOFOLLOW`` (the runtime's
-    shared walk, :func:`agent_kernel.safe_open.folder_fd`).
+    shared walk, :func:`agent_kernel.core.safe_open.folder_fd`).
     """
     with folder_fd(base, "/".join(parts), create=create) as fd:
         yield fd
@@ -236,7 +236,7 @@ def _read(workspace: Workspace, path: str) -> Result:
     fd, info = _open_regular(target, os.O_RDONLY, shown, "read_file")
     try:
         if info.st_nlink > 1:  # a hard link a person or a tarball put here: the key's?
-            from ..trust import is_key
+            from agent_kernel.core.trust import is_key
 
             if is_key(info):
                 raise PermissionError(f"{shown} is another name (a hard link) for the "

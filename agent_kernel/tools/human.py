@@ -8,9 +8,9 @@ ends with that default (``source: "default"``); without one, it ends with
 ``answer: ""`` and ``source: "timeout"``. Where nobody can answer (nbclient,
 papermill, a CLI with no terminal) the same rules apply at once instead of
 after the timeout. The waiting itself lives in
-:class:`~agent_kernel.questions.QuestionChannel`; this module only validates
+:class:`~agent_kernel.engine.questions.QuestionChannel`; this module only validates
 and asks; who can answer is decided by the views that attach to the channel
-(the magics probe the frontend) and by :mod:`agent_kernel.blocking`. In a team
+(the magics probe the frontend) and by :mod:`agent_kernel.notebook.blocking`. In a team
 the Teller's question follows spec 000 instead: its run ends and the team
 asks (:mod:`agent_kernel.team.asking`).
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from .base import Field, Tool, ToolContext
+from agent_kernel.engine.registry import Field, Tool, ToolContext
 
 MAX_TIMEOUT = 7 * 24 * 3600.0
 MAX_OPTIONS = 20
@@ -60,5 +60,5 @@ async def ask_user(
 
 
 # The question's own timeout ends the wait: the call's clock (the loop's general tool
-# timeout) stands still while a person is asked (agent_kernel.tool_clock).
+# timeout) stands still while a person is asked (agent_kernel.engine.tool_clock).
 TOOLS = [Tool(ask_user, source="builtin")]

@@ -6,12 +6,12 @@ or network, and a result the model reads; its sibling tools give the shape
 followed here: ``{ok: true, result}`` or ``{ok: false, error}``.
 
 The code is hostile until shown otherwise, so it never runs in the kernel:
-each call gets a fresh child (:mod:`agent_kernel.js_runner`) running
+each call gets a fresh child (:mod:`agent_kernel.guards.js_runner`) running
 quickjs-ng, an engine that offers plain ECMAScript and nothing else, under
 three limits that each end it on their own: the engine's memory and CPU-time
 limits, ``setrlimit`` in the child (address space, CPU seconds, no files, no
 processes), and a wall-clock kill from here. Where bubblewrap can start, the
-child also runs inside :mod:`agent_kernel.sandbox` with no network and no Unix
+child also runs inside :mod:`agent_kernel.guards.sandbox` with no network and no Unix
 sockets, a read-only file system, the workspace, Jupyter's connection files and
 the machine's socket folders hidden, and an empty environment. Starting
 Python costs about 100 ms, so one spare child is started after each call and
@@ -38,13 +38,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from .. import sandbox
-from ..workspace import Workspace
-from .base import Field, Tool, ToolContext
+from agent_kernel.core.workspace import Workspace
+from agent_kernel.engine.registry import Field, Tool, ToolContext
+from agent_kernel.guards import sandbox
 
 MIB = 1024 * 1024
 MAX_TIMEOUT_SECONDS = 60.0
-RUNNER = Path(__file__).resolve().parent.parent / "js_runner.py"  # run as a script
+RUNNER = Path(__file__).resolve().parent.parent / "guards" / "js_runner.py"  # run as a script
 ENGINE_HINT = "pip install 'quickjs-ng>=0.17,<0.18'"
 
 

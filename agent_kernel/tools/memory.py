@@ -25,9 +25,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from ..events import Notice
-from ..memory.filters import MAX_CHARS, check_content
-from .base import Field, Tool, ToolContext
+from agent_kernel.core.events import Notice
+from agent_kernel.engine.registry import Field, Tool, ToolContext
+from agent_kernel.memory.filters import MAX_CHARS, check_content
 
 SNIPPET_CHARS = 300
 HISTORY_CAP = 1000
@@ -41,7 +41,7 @@ def _open_store(ctx: ToolContext) -> tuple[Any, str | None]:
     """The workspace's store, opened (in a worker thread), and a notice not yet given."""
     store = ctx.agent.services.get("memory")
     if store is None:
-        from ..memory.service import MemoryStore
+        from agent_kernel.memory.service import MemoryStore
 
         store = ctx.agent.services["memory"] = MemoryStore.for_workspace(ctx.workspace.root)
     notice = store.notice
@@ -200,8 +200,8 @@ TOOLS = [Tool(remember, source="builtin", side_effects=False)] + [
 
 def attach(agent: Any) -> None:
     """Give ``agent`` the workspace's memory store and record its runs in history (cheap)."""
-    from ..memory.history import HistoryWriter
-    from ..memory.service import MemoryStore
+    from agent_kernel.memory.history import HistoryWriter
+    from agent_kernel.memory.service import MemoryStore
 
     store = agent.services.get("memory")
     if store is None:

@@ -8,7 +8,7 @@ active schedules per agent, a cron floor of one minute, ``delay_seconds``
 1..2592000 with spec 001's error text). A condition the model writes is code:
 it is shown to the person and approved before the trigger exists, and the
 approval is recorded with a digest of exactly that condition and prompt (see
-:mod:`agent_kernel.trust`), so the next kernel can check it before it
+:mod:`agent_kernel.core.trust`), so the next kernel can check it before it
 evaluates anything. A time-based trigger needs no approval to be made; it is
 signed when made (see :mod:`agent_kernel.triggers.scheduler`), so the next
 kernel runs it only if this user's agent made exactly it. ``list_tasks`` also
@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .base import Field, Tool, ToolContext, ToolError
+from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
-    from ..triggers.scheduler import TriggerScheduler
+    from agent_kernel.triggers.scheduler import TriggerScheduler
 
 PROMPT_LIMIT = 100
 DEFAULT_PRIORITY = 5
@@ -48,7 +48,7 @@ class ConditionArg(BaseModel):
 
 
 def _scheduler(ctx: ToolContext) -> TriggerScheduler:
-    from ..triggers import scheduler_for
+    from agent_kernel.triggers import scheduler_for
 
     scheduler = scheduler_for(ctx.agent)
     scheduler.ensure_started()
@@ -87,10 +87,10 @@ async def schedule(
         traceId: Optional id tying the trigger and every run it starts to one piece of
             work; a run started by a trigger passes its own on by default.
     """
-    from ..triggers.conditions import Condition
-    from ..triggers.make import make_schedule
-    from ..triggers.model import check_text
-    from ..trust import condition_digest
+    from agent_kernel.core.trust import condition_digest
+    from agent_kernel.triggers.conditions import Condition
+    from agent_kernel.triggers.make import make_schedule
+    from agent_kernel.triggers.model import check_text
 
     # Spec 002's traceId: saved with the trigger, in its ledger records and in the
     # trigger context of the runs it starts, whose own triggers inherit it.
@@ -128,7 +128,7 @@ async def schedule_once(
         delay_seconds: Delay in seconds before the next Agent run (minimum: 1, maximum: 2592000).
         focus: What to focus on in the next run (e.g. 'check the build').
     """
-    from ..triggers.make import make_once
+    from agent_kernel.triggers.make import make_once
 
     trigger = make_once(_scheduler(ctx), delay_seconds=delay_seconds, focus=focus,
                         source="schedule_once", run_id=ctx.run_id)
@@ -148,7 +148,7 @@ async def schedule_cron(
             e.g. '0 9 * * 1-5' for 9am on weekdays), in the kernel's local time.
         focus: What to focus on in each run (e.g. 'hourly build check').
     """
-    from ..triggers.make import make_cron
+    from agent_kernel.triggers.make import make_cron
 
     trigger = make_cron(_scheduler(ctx), cron_expression=cron_expression, focus=focus,
                         source="schedule_cron", run_id=ctx.run_id)
@@ -206,7 +206,7 @@ def task_list(scheduler: TriggerScheduler, scope: str = "all",
 
 
 def _iso(moment: Any) -> str:
-    from ..triggers.model import iso
+    from agent_kernel.triggers.model import iso
 
     return iso(moment) or ""
 
@@ -270,6 +270,6 @@ TOOLS = [
 
 def attach(agent: Any) -> None:
     """Give the agent its scheduler (made, not started: cheap)."""
-    from ..triggers import scheduler_for
+    from agent_kernel.triggers import scheduler_for
 
     scheduler_for(agent)

@@ -1,6 +1,6 @@
 """The web: spec 003's ``url_fetch`` and ``web_search``, spec 004's ``http_request``.
 
-Every request goes through the network guard (:mod:`agent_kernel.web`): it
+Every request goes through the network guard (:mod:`agent_kernel.guards.web`): it
 may not reach this machine, private networks or cloud metadata services,
 checked on the address actually connected, on every redirect hop, unless the
 person allows a host in ``LIMITS.allow_hosts``. A GET (or HEAD) runs without
@@ -26,15 +26,15 @@ import secrets
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from ..redaction import redact_text, secret_name
-from . import files
-from .base import Field, Tool, ToolContext
+from agent_kernel.core.redaction import redact_text, secret_name
+from agent_kernel.engine.registry import Field, Tool, ToolContext
+from agent_kernel.tools import files
 
 if TYPE_CHECKING:
     import httpx
 
-    from ..web.client import Fetched
-    from ..web.guard import Guard
+    from agent_kernel.guards.web.client import Fetched
+    from agent_kernel.guards.web.guard import Guard
 
 AUTH_ENV_PREFIX = "AGENT_KERNEL_AUTH_"
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
@@ -189,7 +189,7 @@ def _timeout(seconds: float | None) -> float:
 
 
 def _guard() -> Guard:
-    from ..web.guard import Guard
+    from agent_kernel.guards.web.guard import Guard
 
     return Guard(LIMITS.allow_hosts)
 
@@ -289,7 +289,7 @@ def _download(ctx: ToolContext, path: str) -> Any:
 
 
 def _read_result(fetched: Fetched, max_bytes: int) -> dict[str, Any]:
-    from ..web import pages
+    from agent_kernel.guards.web import pages
 
     result: dict[str, Any] = {"url": _shown_url(fetched.url), "status": fetched.status,
                               "content_type": fetched.content_type or None,
@@ -354,7 +354,7 @@ async def url_fetch(
         max_bytes: Most bytes to read, counted after decompression (default 524288, at
             most 2097152).
     """
-    from ..web.client import Request, fetch
+    from agent_kernel.guards.web.client import Request, fetch
 
     timeout = _timeout(timeout_seconds)
     limit = max_bytes or (LIMITS.download_max_bytes if download_path else LIMITS.max_bytes)
@@ -403,9 +403,9 @@ async def http_request(
         body: Request body: text as is, anything else as JSON.
         timeoutMs: Milliseconds for the whole exchange (default 30000).
     """
-    from ..web.client import FetchError, Request, fetch
-    from ..web.guard import LookupFailed, NetworkRefused
-    from ..web.pages import decode, kind_of
+    from agent_kernel.guards.web.client import FetchError, Request, fetch
+    from agent_kernel.guards.web.guard import LookupFailed, NetworkRefused
+    from agent_kernel.guards.web.pages import decode, kind_of
 
     verb = method.strip().upper()
     try:
@@ -449,8 +449,8 @@ async def web_search(
     """
     import httpx
 
-    from ..web import pages
-    from ..web.client import Request, fetch
+    from agent_kernel.guards.web import pages
+    from agent_kernel.guards.web.client import Request, fetch
 
     wanted = max_results or LIMITS.search_max_results
     backend = LIMITS.search_backend

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .scheduler import TriggerScheduler
+    from agent_kernel.triggers.scheduler import TriggerScheduler
 
 SERVICE = "triggers"
 # Called with every new scheduler; the notebook extension adds one that hands the kernel's
@@ -32,7 +32,7 @@ def scheduler_for(agent: Any, **options: Any) -> TriggerScheduler:
         for name, value in options.items():
             setattr(existing, name, value)
         return existing  # type: ignore[no-any-return]
-    from .scheduler import TriggerScheduler
+    from agent_kernel.triggers.scheduler import TriggerScheduler
 
     made = TriggerScheduler(agent, **options)
     agent.services[SERVICE] = made

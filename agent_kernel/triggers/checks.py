@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from .conditions import Condition
-from .model import (
+from agent_kernel.triggers.conditions import Condition
+from agent_kernel.triggers.model import (
     CRON_FLOOR,
     KINDS,
     LIVE,

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..unseen import draws_nothing, mixed_words
+from agent_kernel.core.unseen import draws_nothing, mixed_words
 
 KINDS = ("expression", "file", "variable")
 MAX_EXPRESSION = 500
@@ -118,7 +118,7 @@ class Condition:
 
 def _verbatim(condition: Condition) -> Condition:
     """``condition`` when redaction leaves it as it is, else a refusal (never an altered copy)."""
-    from ..redaction import scrub
+    from agent_kernel.core.redaction import scrub
 
     shape = condition.to_dict()
     field_name = {"expression": "expression", "file": "path", "variable": "name"}[condition.kind]

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from .clock import Clock
-from .model import Trigger
-from .store import TriggerStore
+from agent_kernel.triggers.clock import Clock
+from agent_kernel.triggers.model import Trigger
+from agent_kernel.triggers.store import TriggerStore
 
 Listener = Callable[[Trigger], None]
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..ledger import new_id
-from .conditions import Condition
-from .host import TriggerHost
-from .model import (
+from agent_kernel.core.ledger import new_id
+from agent_kernel.triggers.conditions import Condition
+from agent_kernel.triggers.host import TriggerHost
+from agent_kernel.triggers.model import (
     MAX_DELAY,
     Trigger,
     check_cron,

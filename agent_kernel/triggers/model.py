@@ -10,7 +10,7 @@ live here too, each with an error a model can act on.
 
 A trigger's ``approved`` flag lives in memory only: it is never saved and
 never read back, because a file can say anything. After a restore, only a
-signed record in the ledger (see :mod:`agent_kernel.trust`) sets it: for a
+signed record in the ledger (see :mod:`agent_kernel.core.trust`) sets it: for a
 condition, an approval of exactly it; for a time-based trigger, the record
 that this user made exactly it (signed when it was made) or an approval of
 it. Until then the trigger's status is ``needs_approval`` and it never runs.
@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ..times import parse_iso
+from agent_kernel.core.times import parse_iso
 
 KINDS = ("recurring", "scheduled", "once", "cron", "conditional")
 ONE_SHOT = ("scheduled", "once")
@@ -154,7 +154,7 @@ class Trigger:
         """The digest its signed record carries: a condition's covers the condition and
         prompt; a time-based trigger's covers its kind, schedule, prompt, timeout, model and
         trace id (everything that decides when and what it runs)."""
-        from ..trust import condition_digest, trigger_digest
+        from agent_kernel.core.trust import condition_digest, trigger_digest
 
         if self.kind == "conditional":
             return condition_digest(self.agent_id, self.condition, self.prompt)
@@ -191,7 +191,7 @@ class Trigger:
             return f"once at {self.run_at}"
         if self.kind == "cron":
             return f"cron {self.cron}"
-        from .conditions import Condition, ConditionError
+        from agent_kernel.triggers.conditions import Condition, ConditionError
 
         try:
             text = Condition.parse(self.condition).describe() if self.condition else "when ?"

@@ -7,7 +7,7 @@ with a ``note:``. At most the per-agent limit of triggers comes back, and
 nothing loops on a stored value. Every trigger runs the model, and a file
 in ``triggers/`` can be written by anyone who can write the workspace, so a
 trigger of any kind comes back armed only when the ledger holds a record of
-exactly it signed with this user's key (:mod:`agent_kernel.trust`): for a
+exactly it signed with this user's key (:mod:`agent_kernel.core.trust`): for a
 condition (which is code), an approval of that condition and prompt; for a
 time-based trigger, the signed ``trigger_created`` record written when this
 user's agent or notebook made it, or the person's approval of it. Otherwise
@@ -30,10 +30,10 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from ..trust import MISSING_CONDITION, MISSING_TRIGGER, ApprovalBook
-from .checks import STALE, check_record
-from .host import TriggerHost
-from .model import NEEDS_APPROVAL, ONE_SHOT, Trigger, cron_next, parse_iso
+from agent_kernel.core.trust import MISSING_CONDITION, MISSING_TRIGGER, ApprovalBook
+from agent_kernel.triggers.checks import STALE, check_record
+from agent_kernel.triggers.host import TriggerHost
+from agent_kernel.triggers.model import NEEDS_APPROVAL, ONE_SHOT, Trigger, cron_next, parse_iso
 
 MAX_COUNTED = 100000
 MAX_CRON_STEPS = 500

@@ -16,10 +16,10 @@ import asyncio
 import time
 from datetime import datetime
 
-from ..events import LedgerRecorded, Notice
-from .conditions import ConditionWatch
-from .host import Firing, TriggerHost
-from .model import iso, parse_iso
+from agent_kernel.core.events import LedgerRecorded, Notice
+from agent_kernel.triggers.conditions import ConditionWatch
+from agent_kernel.triggers.host import Firing, TriggerHost
+from agent_kernel.triggers.model import iso, parse_iso
 
 MAX_RESULT = 2000
 

@@ -33,15 +33,23 @@ from typing import Any
 
 import schedule
 
-from ..events import LedgerRecorded, Notice, RunFinished, RunStarted
-from ..ledger import new_id
-from .clock import Clock, from_local_naive, system_clock, to_local_naive
-from .conditions import Condition, ConditionWatch
-from .host import Firing, Listener
-from .make import TriggerMaker
-from .model import LIVE, MAX_ACTIVE, ONE_SHOT, Trigger, cron_next, iso, parse_iso
-from .runner import check_condition
-from .store import TriggerStore
+from agent_kernel.core.events import LedgerRecorded, Notice, RunFinished, RunStarted
+from agent_kernel.core.ledger import new_id
+from agent_kernel.triggers.clock import Clock, from_local_naive, system_clock, to_local_naive
+from agent_kernel.triggers.conditions import Condition, ConditionWatch
+from agent_kernel.triggers.host import Firing, Listener
+from agent_kernel.triggers.make import TriggerMaker
+from agent_kernel.triggers.model import (
+    LIVE,
+    MAX_ACTIVE,
+    ONE_SHOT,
+    Trigger,
+    cron_next,
+    iso,
+    parse_iso,
+)
+from agent_kernel.triggers.runner import check_condition
+from agent_kernel.triggers.store import TriggerStore
 
 log = logging.getLogger(__name__)
 MAX_SLEEP = 30.0
@@ -101,8 +109,8 @@ class TriggerScheduler(TriggerMaker):
             raise RuntimeError("the trigger scheduler needs a running asyncio loop "
                                "(a kernel, or inside asyncio.run)") from None
         self._next_check = self.clock()
-        from .. import llm
-        from .restore import RestoreReport, restore
+        from agent_kernel.engine.models import llm
+        from agent_kernel.triggers.restore import RestoreReport, restore
 
         if llm.needs_loading(self.agent.model):  # the first firing should not wait for it
             llm.warm_up()
@@ -217,7 +225,7 @@ class TriggerScheduler(TriggerMaker):
     def _signature(self, trigger: Trigger) -> dict[str, str]:
         """``digest`` and ``mac`` that let the next kernel restore a time-based trigger made
         here without asking (nothing for a condition: its approval is its signed record)."""
-        from ..trust import TrustError, sign
+        from agent_kernel.core.trust import TrustError, sign
 
         if trigger.kind == "conditional":
             return {}
@@ -439,7 +447,7 @@ class TriggerScheduler(TriggerMaker):
             self._start_run(firing)
 
     async def _run(self, firing: Firing) -> None:
-        from .runner import run_firing
+        from agent_kernel.triggers.runner import run_firing
 
         try:
             await run_firing(self, firing)

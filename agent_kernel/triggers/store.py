@@ -6,7 +6,7 @@ trigger with ordinary tools, and a broken file costs one trigger, not all.
 Writes go to a temporary file first and are renamed into place, so a
 crash never leaves half a trigger. The files are small; writing one takes
 well under a millisecond, which is why this module does it in the caller's
-thread. Every record goes through :func:`agent_kernel.redaction.scrub` first,
+thread. Every record goes through :func:`agent_kernel.core.redaction.scrub` first,
 so a secret in a prompt never reaches the disk.
 
 Reading is bounded: at most ``MAX_FILES`` regular files (a FIFO or device
@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..safe_open import (
+from agent_kernel.core.safe_open import (
     LockTimeout,
     TooLarge,
     UnsafeWorkspacePath,
@@ -33,7 +33,7 @@ from ..safe_open import (
     unlink,
     write_atomic,
 )
-from ..workspace import Workspace
+from agent_kernel.core.workspace import Workspace
 
 FOLDER = "triggers"
 MAX_FILES = 1000
@@ -58,7 +58,7 @@ class TriggerStore:
 
     def save(self, record: dict[str, Any]) -> None:
         """Write one trigger (its ``id`` names the file) atomically."""
-        from ..redaction import scrub
+        from agent_kernel.core.redaction import scrub
 
         path = self._path(str(record["id"]))
         # Never through a link: a planted triggers/ link is refused (UnsafeWorkspacePath).

@@ -33,9 +33,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..redaction import secret_marks, secret_name, strong_secret_name, to_jsonable
-from ..unseen import hidden_at, mixed_words
-from .safe_html import esc
+from agent_kernel.core.redaction import secret_marks, secret_name, strong_secret_name, to_jsonable
+from agent_kernel.core.unseen import hidden_at, mixed_words
+from agent_kernel.views.safe_html import esc
 
 Mark = Literal["secret", "invisible"]
 SECRET_NOTE = "looks like a secret: shown so you see exactly what runs; the saved record masks it"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..events import (
+from agent_kernel.core.events import (
     AgentActivity,
     ConsoleOutput,
     Event,
@@ -38,9 +38,9 @@ from ..events import (
     ToolCallStarted,
     for_display,
 )
-from ..redaction import redact_text
-from .run_html import clock
-from .summaries import is_envelope, result_kind, summarise
+from agent_kernel.core.redaction import redact_text
+from agent_kernel.views.run_html import clock
+from agent_kernel.views.summaries import is_envelope, result_kind, summarise
 
 RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
 STATUS_WORDS = {"ok": "done", "cancelled": "stopped", "error": "error", "limit": "limit"}
@@ -446,14 +446,14 @@ def usage_line(result: Any) -> str:
 
 def render_html(t: Transcript) -> str:
     """The transcript as self-contained HTML (no script, nothing from the network)."""
-    from .run_html import html_of
+    from agent_kernel.views.run_html import html_of
 
     return html_of(t.state())
 
 
 def mime_bundle(t: Transcript) -> dict[str, Any]:
     """The run's display: its state under :data:`RUN_MIME`, ``text/html``, ``text/plain``."""
-    from .run_html import html_of, text_of
+    from agent_kernel.views.run_html import html_of, text_of
 
     state = t.state()
     return {RUN_MIME: state, "text/html": html_of(state), "text/plain": text_of(state)}

@@ -19,9 +19,9 @@ import json
 import re
 from typing import Any
 
-from ..times import parse_iso
-from .safe_html import esc, markdown
-from .summaries import question_label, records_of
+from agent_kernel.core.times import parse_iso
+from agent_kernel.views.safe_html import esc, markdown
+from agent_kernel.views.summaries import question_label, records_of
 
 STATUS_TEXT = {"running": "running", "done": "done", "done_with_failures": "done with failures",
                "denied": "denied", "stopped": "stopped", "failed": "failed",

@@ -5,7 +5,7 @@ numbered, the default and how long the question waits, then a ``>`` prompt:
 a number or the option's text answers, Enter on an empty line takes the
 default. Approvals take ``y`` / ``n`` / ``a`` (always), and Enter denies.
 The timeout and default rules are not here: the question's own timeout runs
-in :class:`~agent_kernel.questions.QuestionChannel`, as it does for the
+in :class:`~agent_kernel.engine.questions.QuestionChannel`, as it does for the
 buttons in a notebook; this module only hands the channel answers.
 
 An approval is shown *exactly* as the tool will receive it (the text view's
@@ -32,9 +32,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from ..approvals import ALWAYS, APPROVE, DENY
-from ..events import Event, Question
-from .text import TextView
+from agent_kernel.core.events import Event, Question
+from agent_kernel.engine.approvals import ALWAYS, APPROVE, DENY
+from agent_kernel.views.text import TextView
 
 POLL_SECONDS = 0.05
 # The letter that answers each approval button, and how the terminal names it.
@@ -203,7 +203,7 @@ class TerminalAnswerer:
 
     def _show_exact(self, event: Question) -> None:
         """The approval's arguments exactly as the tool gets them, on the terminal only."""
-        from .exact import exact_text
+        from agent_kernel.views.exact import exact_text
 
         screen = self.screen
         if screen is None:

@@ -13,7 +13,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from ..events import (
+from agent_kernel.core.events import (
     AgentActivity,
     ConsoleOutput,
     Event,
@@ -32,9 +32,9 @@ from ..events import (
     ToolCallStarted,
     for_display,
 )
-from ..redaction import StreamRedactor
-from .mime import usage_line
-from .summaries import question_label
+from agent_kernel.core.redaction import StreamRedactor
+from agent_kernel.views.mime import usage_line
+from agent_kernel.views.summaries import question_label
 
 
 def _short(value: Any, limit: int = 200) -> str:

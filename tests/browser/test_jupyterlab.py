@@ -35,7 +35,7 @@ CELLS = [
     "%agent write file notes.txt with hello",
     "%agent run command sleep 30",
     "%agent echo still usable after stop",
-    "import json, agent_kernel.magics as m\n"
+    "import json, agent_kernel.notebook.magics as m\n"
     "agent = m.current().agent\n"
     "kinds = [r.get('kind') for r in agent.ledger.records()]\n"
     "print('LEDGER', json.dumps(kinds))\n"

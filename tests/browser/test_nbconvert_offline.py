@@ -39,7 +39,7 @@ CELLS = {
     "question": "%agent ask me to choose between tea or coffee",
 }
 SOURCES = ["%load_ext agent_kernel", CELLS["answer"], CELLS["tool_ok"],
-           "import agent_kernel.magics as m\n"
+           "import agent_kernel.notebook.magics as m\n"
            "m.current().agent.settings.headless_approval = 'allow'",
            CELLS["bash"],
            "m.current().agent.settings.headless_approval = 'deny'",

@@ -31,7 +31,7 @@ CELLS = [
     "%load_ext agent_kernel",
     "%agent --team research three cities for a trip and compare them",
     "%agent --team run command sleep 30",
-    "import agent_kernel.magics as m\n"
+    "import agent_kernel.notebook.magics as m\n"
     "team = m.current()._team.team\n"
     "watch = team.triggers.every(600, 'check the build')\n"
     "print('TRIGGER', watch.id)",

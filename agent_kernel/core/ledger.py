@@ -1,0 +1,468 @@
+"""The ledger: an append-only, hash-chained record of everything the agent did.
+
+Every tool call (success or failure), every decision logged with
+``log_decision`` and every approval is one JSON line in ``ledger.jsonl``.
+Each record carries the hash of the record before it and its own hash over
+its canonical JSON, so :meth:`Ledger.verify` can re-derive the chain and
+name the first line that was changed, removed, moved or is unreadable, for
+any bytes at all: it never raises.
+
+Appends from several processes are serialised by a lock file; under the lock
+the writer finds the last complete record at the end of the file, writes one
+line and fsyncs it before the caller hears back, so a record is on disk
+before its result reaches the model. Every record a caller appends goes
+through :func:`agent_kernel.core.redaction.scrub` first, so no secret is written.
+
+The ledger heals, and only at its end. A process that died in the middle of
+a write (or bytes appended by something else) leaves a tail after the last
+complete record; the next writer, in whichever process, moves exactly those
+bytes to a quarantine file beside the ledger, records a ``ledger_repaired``
+event and goes on. A failed write removes its own partial line. Damage
+*before* the last record is never touched: rewriting history would hide
+tampering, so ``verify`` keeps naming it. ``Ledger.repair`` (and
+``python -m agent_kernel verify --repair``) does the same healing on demand.
+
+The ledger is bounded: a record's line holds at most ``LIMITS.line_bytes``;
+larger fields (a tool's result, usually) move to files in ``ledger-blobs/``
+named by their SHA-256, which the record names and ``verify`` checks
+(:mod:`agent_kernel.core.ledger_blobs`).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any
+
+from agent_kernel.core.ledger_blobs import (
+    BLOB_DIR,
+    LedgerLimits,
+    check_blobs,
+    read_field,
+    remove_stale_partials,
+    spill,
+    write_blobs,
+)
+from agent_kernel.core.ledger_lines import (
+    GENESIS,
+    AppendFailed,
+    append_all,
+    digest,
+    digest_matches,
+    is_blank,
+    lines_forward,
+    load_object,
+    load_record,
+    read_at,
+    scan_tail,
+)
+from agent_kernel.core.redaction import REDACTED as REDACTED  # re-exported for older imports
+from agent_kernel.core.redaction import scrub
+from agent_kernel.core.safe_open import UnsafeWorkspacePath, WorkspaceLock, open_fd
+
+LEDGER_FILE = "ledger.jsonl"
+REPAIRED = "ledger_repaired"
+REPAIR_HINT = "`python -m agent_kernel verify --repair` moves it aside"
+LIMITS = LedgerLimits()
+"""What one record may write, for every ledger not given its own ``limits``."""
+
+
+class LedgerError(RuntimeError):
+    """The ledger cannot be appended to safely."""
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO 8601 with a ``Z``."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_id(prefix: str) -> str:
+    """An id like ``rec_20260210_173000_1a2b3c4d``: sortable by time, unique by chance."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d_%H%M%S")
+    return f"{prefix}_{stamp}_{secrets.token_hex(4)}"
+
+
+@dataclass
+class VerifyResult:
+    """The outcome of :meth:`Ledger.verify`.
+
+    ``bad_index`` is the 0-based line of the first bad line (``line`` is 1-based),
+    ``head`` the hash of the last record that verified (the value to anchor), and
+    ``repairable`` says the bad part is a tail that :meth:`Ledger.repair` moves aside.
+    """
+
+    ok: bool
+    count: int
+    bad_index: int | None = None
+    bad_record_id: str | None = None
+    reason: str | None = None
+    head: str = GENESIS
+    repairable: bool = False
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    @property
+    def line(self) -> int | None:
+        """The 1-based line number of the first bad line."""
+        return None if self.bad_index is None else self.bad_index + 1
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"ledger ok: {self.count} records verify"
+        if self.bad_index is None:
+            return f"ledger broken: {self.reason}"
+        return (f"ledger broken at line {self.line} "
+                f"({self.bad_record_id or 'unreadable'}): {self.reason}")
+
+
+@dataclass
+class Moved:
+    """Bytes that healing moved from the end of the ledger to the quarantine file."""
+
+    offset: int
+    size: int
+    sha256: str
+    lines: int
+    reason: str
+    quarantine: str
+
+
+@dataclass
+class RepairReport:
+    """What :meth:`Ledger.repair` did, and any damage it left in place on purpose."""
+
+    moved: Moved | None = None
+    newline_added: bool = False
+    record_id: str | None = None  # the ledger_repaired record
+    damage: VerifyResult | None = None
+    partials_removed: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        out = []
+        if self.moved is not None:
+            m = self.moved
+            out.append(
+                f"repair: moved {m.size:,} bytes ({m.lines} line{'s' * (m.lines != 1)}) from "
+                f"offset {m.offset:,} ({m.reason}) to {m.quarantine} (sha256 {m.sha256[:16]}…); "
+                f"recorded as {self.record_id}")
+        elif self.newline_added:
+            out.append("repair: the last record was whole but lacked its newline; added it, "
+                       "nothing moved")
+        else:
+            out.append("repair: nothing needed moving")
+        if self.partials_removed:
+            count = len(self.partials_removed)
+            out.append(f"repair: removed {count} partial blob file{'s' * (count != 1)} left by "
+                       f"writes that died (no record names them)")
+        if self.damage is not None:
+            out.append(f"repair: line {self.damage.line} is damaged ({self.damage.reason}) and "
+                       "records follow it; left in place, since rewriting history would hide "
+                       "tampering")
+        return "\n".join(out)
+
+
+class Ledger:
+    """Append-only JSON-lines ledger with a hash chain, safe and self-healing across processes."""
+
+    def __init__(self, path: str | os.PathLike[str], limits: LedgerLimits | None = None
+                 ) -> None:
+        self.path = Path(path)
+        self.limits = limits
+        """None: the module's ``LIMITS``, read at each append."""
+        self.blob_folder = self.path.parent / BLOB_DIR
+        self.quarantine_path = self.path.with_name(
+            f"{self.path.stem}.quarantine{self.path.suffix or '.jsonl'}")
+        self.root = self.path.parent
+        """The folder the ledger's files are opened under, never through a link below it."""
+        self._lock = WorkspaceLock(self.root, self.path.name + ".lock")
+
+    # --- writing -------------------------------------------------------------------------
+
+    def append(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Redact, chain and durably write one record; returns it with its hash.
+
+        Fields that would make the line longer than the limits allow are written first, to
+        blobs the record names. A torn tail left by an earlier writer is moved aside first.
+        Raises :class:`LedgerError` when the write fails; the partial line is removed.
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        body = scrub(record)
+        body.setdefault("record_id", new_id("rec"))
+        body.setdefault("timestamp", now_iso())
+        try:
+            blobs = spill(body, self.limits or LIMITS)
+        except ValueError as exc:
+            raise LedgerError(str(exc)) from exc
+        try:
+            write_blobs(self.blob_folder, blobs)
+        except UnsafeWorkspacePath as exc:
+            raise LedgerError(f"{exc}; nothing was recorded") from exc
+        except OSError as exc:
+            raise LedgerError(f"cannot write a large field to {self.blob_folder} ({exc}); "
+                              "nothing was recorded") from exc
+        try:
+            held = self._lock.acquire()
+        except OSError as exc:
+            raise LedgerError(f"cannot lock the ledger: {exc}") from exc
+        with held:
+            fd = self._open()
+            try:
+                last, _ = self._heal(fd)
+                self._write_record(fd, body, last)
+            finally:
+                os.close(fd)
+        return body
+
+    def repair(self) -> RepairReport:
+        """Move a torn or unreadable tail aside now; report damage before it, untouched.
+
+        Partial blob files left by writes that died are removed; a blob is never removed.
+        """
+        partials = remove_stale_partials(self.blob_folder)
+        if not self.path.exists():
+            return RepairReport(partials_removed=partials)
+        with self._lock:
+            fd = self._open()
+            try:
+                _, report = self._heal(fd)
+            finally:
+                os.close(fd)
+        report.partials_removed = partials
+        verdict = self.verify()
+        if not verdict.ok and verdict.bad_index is not None:
+            report.damage = verdict
+        return report
+
+    def _reader(self) -> IO[bytes]:
+        """The ledger opened for reading, never through a link nor waiting on a FIFO."""
+        return os.fdopen(open_fd(self.root, self.path.name, os.O_RDONLY), "rb")
+
+    def _open(self) -> int:
+        try:
+            return open_fd(self.root, self.path.name, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        except UnsafeWorkspacePath as exc:
+            raise LedgerError(f"cannot open the ledger: {exc}") from exc
+        except OSError as exc:
+            raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
+
+    def _heal(self, fd: int) -> tuple[str, RepairReport]:
+        """Under the lock: make the file end with a complete record; return its hash."""
+        report = RepairReport()
+        tail = scan_tail(fd, os.fstat(fd).st_size)
+        if tail.needs_newline:
+            self._write(fd, b"\n")
+            report.newline_added = True
+            return tail.last_hash, report
+        if not tail.damaged:
+            return tail.last_hash, report
+        data = read_at(fd, tail.good_end, tail.size - tail.good_end)
+        torn = not data.endswith(b"\n")
+        report.moved = Moved(
+            offset=tail.good_end, size=len(data), sha256=hashlib.sha256(data).hexdigest(),
+            lines=data.count(b"\n") + torn,
+            reason="a torn write: the last line has no newline" if torn
+            else "lines at the end that are not readable records",
+            quarantine=self.quarantine_path.name)
+        report.record_id = new_id("rec")
+        self._quarantine(report.moved, report.record_id, data)
+        try:
+            os.ftruncate(fd, tail.good_end)
+            os.fsync(fd)
+        except OSError as exc:
+            raise LedgerError(f"cannot cut the torn tail off the ledger: {exc}") from exc
+        event = {"kind": REPAIRED, "record_id": report.record_id, "timestamp": now_iso(),
+                 "offset": report.moved.offset, "bytes": report.moved.size,
+                 "sha256": report.moved.sha256, "lines": report.moved.lines,
+                 "reason": report.moved.reason, "quarantine": report.moved.quarantine,
+                 "pid": os.getpid()}
+        return self._write_record(fd, event, tail.last_hash)["hash"], report
+
+    def _quarantine(self, moved: Moved, record_id: str, data: bytes) -> None:
+        entry = {"quarantined_at": now_iso(), "ledger": self.path.name, "offset": moved.offset,
+                 "size": moved.size, "sha256": moved.sha256, "reason": moved.reason,
+                 "ledger_record_id": record_id,
+                 "base64": base64.b64encode(data).decode("ascii")}
+        line = (json.dumps(entry, separators=(",", ":")) + "\n").encode("ascii")
+        try:
+            fd = open_fd(self.root, self.quarantine_path.name,
+                         os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        except OSError as exc:
+            raise LedgerError(f"cannot open the quarantine file for the torn tail: {exc}") from exc
+        try:
+            self._write(fd, line, what="the quarantine file")
+        finally:
+            os.close(fd)
+
+    def _write_record(self, fd: int, body: dict[str, Any], prev_hash: str) -> dict[str, Any]:
+        body["prev_hash"] = prev_hash
+        body["hash"] = digest(body)
+        line = json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n"
+        self._write(fd, line.encode("utf-8"))
+        return body
+
+    @staticmethod
+    def _write(fd: int, data: bytes, what: str = "the ledger") -> None:
+        """Append ``data`` and fsync; on failure cut the file back and raise LedgerError."""
+        try:
+            append_all(fd, data)
+        except AppendFailed as exc:
+            raise LedgerError(f"writing to {what} failed ({exc}); {exc.undone}") from exc
+
+    # --- convenience records -------------------------------------------------------------
+
+    def record_tool_call(
+        self,
+        *,
+        agent_id: str,
+        run_id: str,
+        tool_name: str,
+        arguments: Any,
+        result: Any,
+        success: bool,
+        error: str | None,
+        duration_ms: int,
+        timestamp: str | None = None,
+        **context: Any,
+    ) -> dict[str, Any]:
+        """Append a tool-call record with spec 001's fields (``context``: the caller's place in
+        a team, such as ``role``, ``task_id`` and ``trace_id``)."""
+        return self.append(
+            {
+                "kind": "tool_call",
+                "record_id": new_id("rec"),
+                "agent_id": agent_id,
+                "run_id": run_id,
+                "tool_name": tool_name,
+                "arguments": arguments,
+                "result": result,
+                "success": success,
+                "error": error,
+                "timestamp": timestamp or now_iso(),
+                "duration_ms": duration_ms,
+                **context,
+            }
+        )
+
+    def record_decision(
+        self, *, agent_id: str, run_id: str, reasoning: str, decision_type: str
+    ) -> dict[str, Any]:
+        """Append a ``log_decision`` record (spec 001's decision log structure)."""
+        return self.append(
+            {
+                "kind": "decision",
+                "record_id": new_id("rec"),
+                "decision_id": new_id("dec"),
+                "agent_id": agent_id,
+                "run_id": run_id,
+                "reasoning": reasoning,
+                "decision_type": decision_type,
+                "timestamp": now_iso(),
+            }
+        )
+
+    def record_event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """Append any other record (approvals, cancellations, trigger firings)."""
+        return self.append({"kind": kind, "record_id": new_id("rec"), **fields})
+
+    # --- reading -------------------------------------------------------------------------
+
+    def records(self) -> list[dict[str, Any]]:
+        """All records, oldest first (lines that are not JSON objects are skipped; see verify)."""
+        if not self.path.exists():
+            return []
+        out = []
+        with self._reader() as handle:
+            for raw in handle:
+                if raw.strip():
+                    value, _ = load_object(raw)
+                    if value is not None:
+                        out.append(value)
+        return out
+
+    def full_field(self, record: dict[str, Any], name: str) -> tuple[Any, bool]:
+        """A record's field as written, read back from its blob if it was moved: (value,
+        whole); ``whole`` is False for a blob cut at the limit, missing or changed."""
+        return read_field(self.blob_folder, record, name, (self.limits or LIMITS).blob_bytes)
+
+    def verify(self, anchor: str | None = None) -> VerifyResult:
+        """Re-derive the chain, check every blob it names, name the first bad line; never raises.
+
+        With ``anchor`` (a record hash kept somewhere else), the ledger is also broken
+        unless a record with that hash is in the verified chain.
+        """
+        try:
+            return self._verify(anchor)
+        except (OSError, MemoryError) as exc:
+            return VerifyResult(False, 0, reason=f"the ledger cannot be read: {exc}")
+
+    def _settled_size(self) -> int:
+        """The file's size between appends (so a write in progress is not read as torn)."""
+        try:
+            with self._lock.acquire(timeout=10):
+                return self.path.stat().st_size
+        except OSError:  # a read-only folder, a stuck lock (LockTimeout): read what is there
+            return self.path.stat().st_size
+
+    def _verify(self, anchor: str | None) -> VerifyResult:
+        wanted = anchor.strip().lower() if anchor is not None else None
+        if wanted is not None and (len(wanted) != 64 or any(c not in "0123456789abcdef"
+                                                             for c in wanted)):
+            return VerifyResult(False, 0, reason=f"the anchor {anchor!r} is not a record hash "
+                                                 "(64 hex digits, as `verify` prints)")
+        if not self.path.exists():
+            return self._anchored(VerifyResult(True, 0), wanted, found=False)
+        size = self._settled_size()
+        previous, count, found = GENESIS, 0, False
+        limit = (self.limits or LIMITS).blob_bytes
+        seen: dict[tuple[str, int], tuple[int, str] | str] = {}  # each blob hashed once
+        with self._reader() as handle:
+            for index, (offset, raw) in enumerate(lines_forward(handle, size)):
+                if is_blank(raw):
+                    continue
+                record, why = load_record(raw)
+                record_id = None
+                if record is not None:
+                    candidate = record.get("record_id")
+                    record_id = candidate if isinstance(candidate, str) else None
+                    if record.get("prev_hash") != previous:
+                        why = ("prev_hash does not match the record before it "
+                               "(a record was removed, inserted or moved)")
+                    elif not digest_matches(record):
+                        why = "hash does not match the content"
+                    else:
+                        why = check_blobs(self.blob_folder, record, limit, seen) or ""
+                if record is None or why:
+                    return self._broken(handle, size, index, offset, raw, record_id, why,
+                                        count, previous)
+                previous = record["hash"]
+                count += 1
+                found = found or previous == wanted
+        return self._anchored(VerifyResult(True, count, head=previous), wanted, found)
+
+    @staticmethod
+    def _anchored(result: VerifyResult, wanted: str | None, found: bool) -> VerifyResult:
+        if wanted is None or found:
+            return result
+        return VerifyResult(
+            False, result.count, head=result.head,
+            reason=f"the anchor {wanted[:16]}… is not in the ledger's chain: the ledger was "
+                   "emptied, replaced or rewritten since that hash was kept")
+
+    @staticmethod
+    def _broken(handle: IO[bytes], size: int, index: int, offset: int, raw: bytes,
+                record_id: str | None, why: str, count: int, head: str) -> VerifyResult:
+        tail = scan_tail(handle.fileno(), size)
+        repairable = tail.damaged and offset >= tail.good_end
+        if repairable and not raw.endswith(b"\n"):
+            why = f"the last line is incomplete (a torn write); {REPAIR_HINT}"
+        elif repairable:
+            why = f"{why}; it is in the unreadable tail, and {REPAIR_HINT}"
+        return VerifyResult(False, count, index, record_id, why, head=head,
+                            repairable=repairable)

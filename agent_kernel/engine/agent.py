@@ -1,0 +1,393 @@
+"""The agent loop: messages → model → tool calls → results → model, until an answer.
+
+One :class:`Agent` holds a conversation, a tool registry, a ledger and an
+event bus. :meth:`Agent.arun` is the loop; it runs on whatever asyncio loop
+calls it (in a kernel, the kernel's own), runs the tool calls of one response
+concurrently, and turns every failure a model can cause (bad JSON, unknown
+tool, invalid arguments, a timeout, a refused approval) into a tool result the
+model can read, recorded in the ledger before the model sees it. Provider
+failures end the run with a :class:`~agent_kernel.core.events.RunError`. The loop
+imports no IPython and draws nothing: views listen to the bus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from agent_kernel.core.config import DEMO_MODEL, Settings
+from agent_kernel.core.events import (
+    EventBus,
+    LedgerRecorded,
+    Loading,
+    ModelCallStarted,
+    Notice,
+    RunError,
+    RunFinished,
+    RunStarted,
+    StreamReset,
+    TextDelta,
+)
+from agent_kernel.core.ledger import LEDGER_FILE, Ledger, LedgerError, new_id
+from agent_kernel.core.redaction import fix_text, redact_text
+from agent_kernel.core.trust import remember_key
+from agent_kernel.core.workspace import Workspace
+from agent_kernel.engine import tool_calls
+from agent_kernel.engine.approvals import Approvals
+from agent_kernel.engine.context import ContextWindow
+from agent_kernel.engine.models import llm
+from agent_kernel.engine.models.names import check_model
+from agent_kernel.engine.questions import QuestionChannel
+from agent_kernel.engine.registry import USER_TOOLS, PermissionHook, Tool, ToolRegistry, Toolset
+from agent_kernel.engine.tool_calls import LedgerUnavailable, ToolCallRecord
+
+log = logging.getLogger(__name__)
+
+SYSTEM_PROMPT = (
+    "You are agent-kernel, an agent run from a Jupyter notebook or the command line. Use the tools "
+    "when they help, ask the user with ask_user when you need a decision, and answer "
+    "concisely in Markdown. The current time is {now}."
+)
+
+
+@dataclass
+class RunResult:
+    """What a run produced: the reply, its tool calls, usage and how it ended."""
+
+    run_id: str
+    model: str
+    reply: str = ""
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    cost: float | None = None
+    status: str = "running"
+    error: str | None = None
+    duration_ms: int = 0
+    ended_by: str | None = None
+    """The tool that ended the run to wait for someone (``ask_user`` in a team,
+    ``wait_for_message``); None when the model answered."""
+
+    @property
+    def ok(self) -> bool:
+        """True when the run ended with an answer."""
+        return self.status == "ok"
+
+    def __str__(self) -> str:
+        return self.reply if self.ok else f"[{self.status}] {self.error or self.reply}"
+
+    def __repr__(self) -> str:
+        # What a notebook shows (and saves) for a result left as a cell's last value.
+        text = redact_text(self.reply if self.ok else (self.error or self.reply))
+        shown = text if len(text) <= 200 else text[:197] + "..."
+        return (f"RunResult(run_id={self.run_id!r}, status={self.status!r}, "
+                f"tool_calls={len(self.tool_calls)}, reply={shown!r})")
+
+
+def _say_retry(emit: Callable[[Any], None], run_id: str, attempt: int, delay: float,
+               why: str) -> None:
+    """Tell the views a provider call failed and is retried (the partial text is void)."""
+    emit(StreamReset(run_id, reason=why))
+    emit(Notice(run_id, f"Provider problem ({why}); retry {attempt} in {delay:.1f} s",
+                level="warning"))
+
+
+def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:
+    for key, value in usage.items():
+        total[key] = total.get(key, 0) + int(value)
+
+
+def _difference(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {key: value - before.get(key, 0) for key, value in after.items()}
+
+
+class Budget(Protocol):
+    """``services["budget"]``: asked before each model call, told after each response.
+
+    ``before_call`` returns why the call may not be made (the run then ends with status
+    ``limit`` and that message) or None; ``spent`` gets each response's usage and cost
+    (None when the price is unknown).
+    """
+
+    async def before_call(self, agent: Agent, run_id: str) -> str | None: ...
+
+    def spent(self, agent: Agent, run_id: str, usage: dict[str, int],
+              cost: float | None) -> None: ...
+
+
+class Agent:
+    """An LLM agent with tools, a ledger and a conversation that goes on across runs."""
+
+    def __init__(
+        self,
+        model: str = DEMO_MODEL,
+        workspace: str | Workspace | None = None,
+        tools: Iterable[Tool | Any] | None = None,
+        *,
+        agent_id: str = "agent",
+        role: str | None = None,
+        settings: Settings | None = None,
+        system_prompt: str | None = SYSTEM_PROMPT,
+        toolsets: Iterable[Toolset] = (),
+        permission_hook: PermissionHook | None = None,
+    ) -> None:
+        self.model = model
+        self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+        self.agent_id = agent_id
+        self.role = role
+        self.settings = settings or Settings()
+        self.system_prompt = system_prompt
+        self.bus = EventBus()
+        self.ledger = Ledger(self.workspace.root / LEDGER_FILE)
+        remember_key()  # this user's approval key is masked in everything this agent writes
+        self.questions = QuestionChannel(self.bus, self.workspace)
+        self.approvals = Approvals(self)
+        self.registry = ToolRegistry(permission_hook=permission_hook)
+        self.services: dict[str, Any] = {}
+        self.ledger_fields: dict[str, Any] = {}
+        """Added to every ledger record of this agent's runs (a team task's place in its tree)."""
+        modules = list(toolsets)
+        for module in modules:
+            for builtin in module.TOOLS:
+                self.registry.add(builtin)
+        for user_tool in USER_TOOLS.values():
+            self.registry.add(user_tool)
+        for extra in tools or ():
+            self.registry.add(extra)
+        self.messages: list[dict[str, Any]] = []
+        self._runs: dict[str, asyncio.Task[Any]] = {}
+        self._conversation_lock: asyncio.Lock | None = None
+        self.windows: dict[str, ContextWindow] = {}
+        """The conversation of each run in progress, by run id (context tools read it)."""
+        for module in modules:
+            attach = getattr(module, "attach", None)
+            if attach is not None:
+                attach(self)
+
+    @property
+    def model(self) -> str:
+        """The model runs use unless they name one; checked when set (see model_names)."""
+        return self._model
+
+    @model.setter
+    def model(self, value: str) -> None:
+        self._model = check_model(value)
+
+    # -- conversation -------------------------------------------------------
+    def new_conversation(self) -> None:
+        """Forget the conversation (memory and ledger stay)."""
+        self.messages = []
+
+    def _system_message(self) -> dict[str, Any] | None:
+        if not self.system_prompt:
+            return None
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        return {"role": "system", "content": self.system_prompt.format(now=now)}
+
+    # -- running ------------------------------------------------------------
+    def run(self, prompt: str, **kwargs: Any) -> RunResult:
+        """Run to the end and return the result; works with or without a running loop."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(prompt, **kwargs))
+        import nest_asyncio2
+
+        nest_asyncio2.apply(loop)
+        return loop.run_until_complete(self.arun(prompt, **kwargs))
+
+    async def arun(
+        self,
+        prompt: str,
+        *,
+        new: bool = False,
+        model: str | None = None,
+        trigger: dict[str, Any] | None = None,
+        isolated: bool = False,
+        run_id: str | None = None,
+    ) -> RunResult:
+        """Run the loop for ``prompt``; ``isolated`` keeps it out of the conversation.
+
+        Raises ValueError for a ``model`` litellm cannot route (nothing is run).
+        """
+        if model is not None:
+            check_model(model)
+        if self._conversation_lock is None:
+            self._conversation_lock = asyncio.Lock()
+        run_id = run_id or new_id("run")
+        task = asyncio.current_task()
+        if task is not None:
+            self._runs[run_id] = task
+        try:
+            if isolated:
+                return await self._run(prompt, run_id, model or self.model, trigger, [])
+            async with self._conversation_lock:
+                if new:
+                    self.new_conversation()
+                return await self._run(prompt, run_id, model or self.model, trigger,
+                                       self.messages)
+        finally:
+            self._runs.pop(run_id, None)
+            self.windows.pop(run_id, None)
+
+    def counted_as_run(self, run_id: str) -> Callable[[], None]:
+        """Count the current asyncio task as run ``run_id`` (so :meth:`stop` cancels it)
+        until the returned function is called; for a wait that stands in for a run."""
+        task = asyncio.current_task()
+        if task is not None:
+            self._runs[run_id] = task
+
+        def done() -> None:
+            self._runs.pop(run_id, None)
+
+        return done
+
+    def stop(self, run_id: str | None = None) -> int:
+        """Cancel one run (or all); safe from any thread. Returns how many were asked."""
+        targets = [t for r, t in self._runs.items() if run_id is None or r == run_id]
+        for task in targets:
+            task.get_loop().call_soon_threadsafe(task.cancel)
+        return len(targets)
+
+    @property
+    def running(self) -> list[str]:
+        """Ids of runs in progress."""
+        return list(self._runs)
+
+    async def _run(
+        self,
+        prompt: str,
+        run_id: str,
+        model: str,
+        trigger: dict[str, Any] | None,
+        messages: list[dict[str, Any]],
+    ) -> RunResult:
+        emit = self.bus.emit
+        started = time.perf_counter()
+        result = RunResult(run_id=run_id, model=model)
+        emit(RunStarted(run_id, prompt=prompt, model=model, agent_id=self.agent_id,
+                        trigger=trigger))
+        if not messages and (system := self._system_message()):
+            messages.append(system)
+        messages.append({"role": "user", "content": fix_text(prompt)})
+        window = self.windows[run_id] = ContextWindow(model, messages, self.settings)
+        calls_made = 0
+        pending_ids: list[str] = []
+        budget: Budget | None = self.services.get("budget")
+        try:
+            if llm.needs_loading(model):  # say so at once: the import takes seconds
+                emit(Loading(run_id, llm.LIBRARY))
+                emit(Loading(run_id, llm.LIBRARY, seconds=await llm.load_off_loop()))
+            while True:
+                refusal = await budget.before_call(self, run_id) if budget else None
+                if refusal:
+                    result.status, result.error = "limit", refusal
+                    emit(RunError(run_id, refusal, kind="limit"))
+                    break
+                schemas = self.registry.schemas(self.role)
+                before = (dict(result.usage), result.cost) if budget is not None else None
+                await window.fit(self, run_id, schemas, result)
+                if budget is not None and before is not None and result.usage != before[0]:
+                    budget.spent(self, run_id, _difference(result.usage, before[0]),  # a summary
+                                 None if result.cost is None
+                                 else result.cost - (before[1] or 0.0))
+                emit(ModelCallStarted(run_id))
+                turn = await llm.complete(
+                    model, messages, schemas, self.settings,
+                    on_text=lambda text: emit(TextDelta(run_id, text)),
+                    on_retry=lambda n, delay, why: _say_retry(emit, run_id, n, delay, why),
+                )
+                _add_usage(result.usage, turn.usage)
+                if turn.cost is not None:
+                    result.cost = (result.cost or 0.0) + turn.cost
+                if budget is not None:
+                    budget.spent(self, run_id, turn.usage, turn.cost)
+                messages.append(turn.as_message())
+                if not turn.tool_calls:
+                    result.reply = turn.text
+                    result.status = "ok"
+                    break
+                context = {"trigger": trigger}
+                pending_ids = [c.id for c in turn.tool_calls]
+                room = self.settings.max_tool_calls - calls_made
+                allowed, refused = turn.tool_calls[:room], turn.tool_calls[room:]
+                outcomes = await asyncio.gather(
+                    *(tool_calls.execute(self, call, run_id, context) for call in allowed),
+                    return_exceptions=True,
+                )
+                calls_made += len(allowed)
+                records = [o for o in outcomes if isinstance(o, ToolCallRecord)]
+                for call in refused:
+                    records.append(await tool_calls.refuse(self, call, run_id, (
+                        f"Tool call limit reached: at most {self.settings.max_tool_calls} "
+                        "tool calls per run")))
+                limit = self.settings.max_tool_result_chars
+                for record in records:
+                    result.tool_calls.append(record)
+                    messages.append(tool_calls.tool_message(record, limit))
+                    if record.call_id in pending_ids:
+                        pending_ids.remove(record.call_id)
+                failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
+                if failure is not None:
+                    raise failure
+                if context.get("end_run") and not refused:
+                    result.reply, result.status = turn.text, "ok"
+                    result.ended_by = str(context["end_run"])
+                    break
+                if refused:
+                    result.status = "limit"
+                    result.error = (f"Stopped after {calls_made} tool calls: the limit is "
+                                    f"{self.settings.max_tool_calls} per run.")
+                    emit(RunError(run_id, result.error, kind="limit"))
+                    break
+        except asyncio.CancelledError:
+            tool_calls.answer_pending(messages, pending_ids, "cancelled by the user")
+            result.status = "cancelled"
+            result.error = "The run was stopped."
+            try:
+                cancelled = await asyncio.to_thread(
+                    self.ledger.record_event, "run_cancelled", agent_id=self.agent_id,
+                    run_id=run_id, tool_calls=len(result.tool_calls), **self.ledger_fields)
+                emit(LedgerRecorded(run_id, cancelled))
+            except (LedgerError, OSError) as exc:
+                emit(Notice(run_id, f"The ledger could not record the stop: {exc}",
+                            level="error"))
+            emit(RunError(run_id, result.error, kind="cancelled"))
+        except llm.ProviderError as exc:
+            result.status = "error"
+            result.error = str(exc)
+            await self._record_error(run_id, "provider", result.error, status=exc.status)
+            emit(RunError(run_id, result.error, kind="provider"))
+        except (LedgerUnavailable, LedgerError) as exc:
+            tool_calls.answer_pending(messages, pending_ids,
+                                      "not run: the ledger could not record it")
+            result.status = "error"
+            result.error = str(exc) if isinstance(exc, LedgerUnavailable) else (
+                f"The ledger could not record this run ({exc}), so it stopped.")
+            emit(RunError(run_id, result.error, kind="ledger"))
+        except Exception as exc:  # a bug of ours: the run still returns, the chat stays valid
+            log.exception("run %s failed", run_id)
+            tool_calls.answer_pending(messages, pending_ids, "not run: the run failed")
+            result.status = "error"
+            result.error = f"The run failed inside agent-kernel: {type(exc).__name__}: {exc}"
+            await self._record_error(run_id, "internal", result.error)
+            emit(RunError(run_id, result.error, kind="internal"))
+        result.duration_ms = int((time.perf_counter() - started) * 1000)
+        emit(RunFinished(run_id, result))
+        return result
+
+    async def _record_error(self, run_id: str, kind: str, error: str, **fields: Any) -> None:
+        """Keep a failure no tool call records (a provider's, or ours) as a ``run_error``."""
+        try:
+            record = await asyncio.to_thread(
+                self.ledger.record_event, "run_error", agent_id=self.agent_id, run_id=run_id,
+                error_kind=kind, error=error, **fields, **self.ledger_fields)
+        except (LedgerError, OSError) as exc:
+            self.bus.emit(Notice(run_id, f"The ledger could not record the error: {exc}",
+                                 level="error"))
+            return
+        self.bus.emit(LedgerRecorded(run_id, record))

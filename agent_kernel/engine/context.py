@@ -1,0 +1,339 @@
+"""Context care: how full the model's window is, and making room in it.
+
+A conversation grows with every turn until the next request no longer fits the
+model's context window. This module counts a request's tokens for the run's
+model (litellm's tokenizer; for the offline ``demo`` model an estimate of four
+characters a token, so a demo run never imports litellm), reads the window from
+configuration or litellm's model data, says how full it is, and compacts.
+
+Compacting replaces the older messages by one summary message. The system prompt
+and the most recent messages stay, and a conversation is cut only between
+*units*: an assistant message that calls tools goes together with its tool
+results, or stays together with them, because a provider refuses a tool result
+whose call is gone. The agent compacts by itself with ``compress_context`` and
+its own summary; :meth:`ContextWindow.fit` does it before a model call whose
+request reaches the critical threshold, with a summary the model writes, or a
+deterministic digest when it cannot (the ``demo`` model, a provider failure, an
+empty answer), so a run always goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agent_kernel.core.config import DEMO_MODEL, Settings
+from agent_kernel.core.events import ContextCompacted, EventBus, LedgerRecorded
+from agent_kernel.core.ledger import Ledger
+
+WARNING_PERCENT = 70.0
+"""From this share of the window on, the status is ``warning``."""
+CRITICAL_PERCENT = 90.0
+"""From here ``critical``; the loop compacts a request that reaches it."""
+EXCEEDED_PERCENT = 100.0
+DEFAULT_WINDOW = 128_000
+"""The window of a model litellm has no data for, unless ``Settings.context_window`` says."""
+KEEP_SHARE = 0.4
+"""Automatic compaction keeps the recent messages that fit in this share of the window."""
+SUMMARY_SHARE = 0.1
+"""The share of the window a summary written for automatic compaction may take."""
+CHARS_PER_TOKEN = 4
+"""The demo model's estimate; budgets of text assume a harsher two characters a token."""
+SUMMARY_HEADING = "Summary of the earlier conversation (compacted to fit the context window):"
+SUMMARY_REQUEST = (
+    "You compact a conversation between a person and an AI agent so the agent can go on "
+    "with less context. Write a concise summary of the transcript below: what the person "
+    "asked for, what was decided, what the tools returned that still matters (names, "
+    "numbers, file paths, ids), and what is still open. Write only the summary."
+)
+
+
+def status_of(percent: float) -> str:
+    """``normal`` below 70 %, ``warning`` below 90, ``critical`` below 100, else ``exceeded``."""
+    if percent >= EXCEEDED_PERCENT:
+        return "exceeded"
+    if percent >= CRITICAL_PERCENT:
+        return "critical"
+    if percent >= WARNING_PERCENT:
+        return "warning"
+    return "normal"
+
+
+def max_tokens(model: str, settings: Settings) -> int:
+    """The window: ``settings.context_window``, else litellm's ``max_input_tokens`` (or
+    ``max_tokens``) for the model, else :data:`DEFAULT_WINDOW`. Reads no network."""
+    if settings.context_window is not None:
+        return settings.context_window
+    if model == DEMO_MODEL:
+        return DEFAULT_WINDOW
+    from agent_kernel.engine.models.litellm_loader import load_litellm
+
+    try:
+        info = load_litellm().get_model_info(model)
+    except Exception:  # litellm does not know the model
+        return DEFAULT_WINDOW
+    value = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(value) if value else DEFAULT_WINDOW
+
+
+def _text(message: dict[str, Any]) -> str:
+    """Everything of a message that becomes tokens, as one string."""
+    parts = [str(message.get("content") or "")]
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        parts.append(f"{function.get('name', '')}({function.get('arguments', '')})")
+    return "\n".join(parts)
+
+
+def estimate_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+                    ) -> int:
+    """The demo model's count: four characters a token, plus four a message for its framing."""
+    chars = sum(len(_text(m)) for m in messages)
+    if tools:
+        chars += len(json.dumps(tools))
+    return math.ceil(chars / CHARS_PER_TOKEN) + 4 * len(messages)
+
+
+def count_tokens(model: str, messages: list[dict[str, Any]],
+                 tools: list[dict[str, Any]] | None = None) -> int:
+    """The tokens a request with ``messages`` and ``tools`` takes, counted for ``model``."""
+    if model == DEMO_MODEL:
+        return estimate_tokens(messages, tools)
+    from agent_kernel.engine.models.litellm_loader import load_litellm
+
+    return int(load_litellm().token_counter(model=model, messages=messages, tools=tools or None))
+
+
+def upper_bound(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
+    """A cheap bound no tokenizer's count exceeds: a token is at least one byte, and the
+    ASCII JSON of a request is longer than its text plus every framing token."""
+    return len(json.dumps(messages)) + len(json.dumps(tools or [])) + 8 * len(messages) + 64
+
+
+def units(messages: list[dict[str, Any]], start: int = 0) -> list[tuple[int, int]]:
+    """``(begin, end)`` index ranges from ``start`` that may not be split: a tool message
+    belongs to the unit of the assistant message before it."""
+    found: list[tuple[int, int]] = []
+    for index in range(start, len(messages)):
+        if messages[index].get("role") == "tool" and found:
+            found[-1] = (found[-1][0], index + 1)
+        else:
+            found.append((index, index + 1))
+    return found
+
+
+def _first_kept(messages: list[dict[str, Any]], head: int, keep_recent: int) -> int:
+    """Where the kept part begins: at least ``keep_recent`` messages, whole units, the last
+    unit always (the prompt being answered, or the turn whose tool calls are running)."""
+    wanted = max(head, len(messages) - max(0, keep_recent))
+    cut = len(messages)
+    for begin, end in reversed(units(messages, head)):
+        if end <= wanted and cut < len(messages):
+            break
+        cut = begin
+    return cut
+
+
+def _has_system(messages: list[dict[str, Any]]) -> int:
+    return 1 if messages and messages[0].get("role") == "system" else 0
+
+
+def summary_message(summary: str) -> dict[str, Any]:
+    """The message that stands for the compacted part of the conversation."""
+    return {"role": "user", "content": f"{SUMMARY_HEADING}\n\n{summary.strip()}"}
+
+
+def compress(messages: list[dict[str, Any]], summary: str, keep_recent: int = 10
+             ) -> tuple[int, int]:
+    """Replace the older messages by ``summary``, in place; ``(compressed, remaining)``.
+
+    The system prompt stays and is not counted; ``remaining`` counts the messages kept as
+    they were (at least ``keep_recent`` when there are that many, more when a unit would be
+    split). With nothing older than the kept part, nothing changes and ``compressed`` is 0.
+    """
+    head = _has_system(messages)
+    cut = _first_kept(messages, head, keep_recent)
+    compressed = cut - head
+    if compressed > 0:
+        messages[head:cut] = [summary_message(summary)]
+        return compressed, len(messages) - head - 1
+    return 0, len(messages) - head
+
+
+def message_count(count: int, which: str) -> str:
+    """``1 recent message``, ``3 recent messages``: for the person's notices."""
+    return f"{count} {which} message{'' if count == 1 else 's'}"
+
+
+def _clip(text: Any, limit: int) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def transcript(messages: list[dict[str, Any]], max_chars: int, per_message: int = 1000
+               ) -> str:
+    """The messages as lines of text, each cut to ``per_message`` characters; past
+    ``max_chars`` the first line stays and the latest lines that fit."""
+    lines: list[str] = []
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content")
+        if role == "tool":
+            lines.append(f"  result: {_clip(content, per_message)}")
+            continue
+        if isinstance(content, str) and content.startswith(SUMMARY_HEADING):
+            # an earlier compaction's summary: its substance, with room to carry it on
+            earlier = content[len(SUMMARY_HEADING):]
+            lines.append(f"- earlier summary: {_clip(earlier, max(per_message, max_chars // 2))}")
+        elif content:
+            lines.append(f"- {role}: {_clip(content, per_message)}")
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            arguments = _clip(function.get("arguments"), per_message // 4)
+            lines.append(f"- {role} called {function.get('name')}({arguments})")
+    if sum(len(line) + 1 for line in lines) <= max_chars or len(lines) < 2:
+        return "\n".join(lines)[:max_chars]
+    first, kept, used = lines[0], [], len(lines[0]) + 40
+    for line in reversed(lines[1:]):
+        if used + len(line) + 1 > max_chars:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    skipped = len(lines) - 1 - len(kept)
+    return "\n".join([first, f"[{skipped} lines left out]", *reversed(kept)])
+
+
+def digest(messages: list[dict[str, Any]], max_chars: int) -> str:
+    """A summary made without a model: every message, cut short (see :func:`transcript`)."""
+    heading = (f"Digest of {len(messages)} earlier messages, made without a model "
+               "(each is cut short):")
+    return f"{heading}\n{transcript(messages, max(200, max_chars - len(heading)), 300)}"
+
+
+class WindowHost(Protocol):
+    """What compaction needs of the agent whose conversation it is."""
+
+    agent_id: str
+    bus: EventBus
+    ledger: Ledger
+
+
+class Spending(Protocol):
+    """Where the summary call's tokens and cost are added (a run's result)."""
+
+    usage: dict[str, int]
+    cost: float | None
+
+
+@dataclass
+class ContextWindow:
+    """One run's conversation as the model sees it: its model, messages and window."""
+
+    model: str
+    messages: list[dict[str, Any]]
+    settings: Settings
+    compactions: int = field(default=0)
+
+    @property
+    def max_tokens(self) -> int:
+        """The window of this run's model (see :func:`max_tokens`)."""
+        return max_tokens(self.model, self.settings)
+
+    def status(self, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """``{ok, usedTokens, maxTokens, usagePercent, status}`` for the next request."""
+        used = count_tokens(self.model, self.messages, tools)
+        limit = self.max_tokens
+        percent = round(100.0 * used / limit, 2)
+        return {"ok": True, "usedTokens": used, "maxTokens": limit, "usagePercent": percent,
+                "status": status_of(percent)}
+
+    def compress(self, summary: str, keep_recent: int = 10) -> tuple[int, int]:
+        """Compact with ``summary`` (see :func:`compress`)."""
+        done = compress(self.messages, summary, keep_recent)
+        if done[0]:
+            self.compactions += 1
+        return done
+
+    async def fit(self, host: WindowHost, run_id: str, tools: list[dict[str, Any]],
+                  spent: Spending) -> ContextCompacted | None:
+        """Before a model call: compact when the request reaches :data:`CRITICAL_PERCENT`.
+
+        Keeps the latest whole units that fit in :data:`KEEP_SHARE` of the window (the
+        last unit always), summarises the rest, records a ``context_compacted`` ledger
+        event and emits :class:`ContextCompacted`. Raises only what cancels a run or
+        keeps the ledger from recording.
+        """
+        if not self.settings.auto_compact:
+            return None
+        limit = self.max_tokens
+        threshold = limit * CRITICAL_PERCENT / 100
+        if upper_bound(self.messages, tools) < threshold:
+            return None  # no tokenizer needed: most calls stop here
+        used = await asyncio.to_thread(count_tokens, self.model, self.messages, tools)
+        if used < threshold:
+            return None
+        head = _has_system(self.messages)
+        fixed = await asyncio.to_thread(count_tokens, self.model, self.messages[:head], tools)
+        budget, cut = limit * KEEP_SHARE - fixed, len(self.messages)
+        for begin, end in reversed(units(self.messages, head)):
+            size = await asyncio.to_thread(count_tokens, self.model, self.messages[begin:end])
+            if cut < len(self.messages) and size > budget:
+                break
+            budget, cut = budget - size, begin
+        older = self.messages[head:cut]
+        if len(older) < 2:
+            return None  # nothing to gain: the recent part alone fills the window
+        summary, summary_by, why = await self._summarize(older, limit, spent)
+        compressed, remaining = self.compress(summary, len(self.messages) - cut)
+        after = await asyncio.to_thread(count_tokens, self.model, self.messages, tools)
+        fields: dict[str, Any] = {"summary_error": why} if why else {}
+        record = await asyncio.to_thread(
+            host.ledger.record_event, "context_compacted", agent_id=host.agent_id,
+            run_id=run_id, compressed_count=compressed, remaining_count=remaining,
+            tokens_before=used, tokens_after=after, max_tokens=limit, summary_by=summary_by,
+            summary=summary, **fields)
+        host.bus.emit(LedgerRecorded(run_id, record))
+        by = "a summary the model wrote" if summary_by == "model" else "a digest"
+        event = ContextCompacted(
+            run_id, f"Context compacted: {message_count(compressed, 'earlier')} replaced by "
+            f"{by}{f' ({why})' if why else ''}; {message_count(remaining, 'recent')} kept "
+            f"({used:,} → {after:,} of {limit:,} tokens)", compressed_count=compressed,
+            remaining_count=remaining, tokens_before=used, tokens_after=after,
+            max_tokens=limit, summary_by=summary_by)
+        host.bus.emit(event)
+        return event
+
+    async def _summarize(self, older: list[dict[str, Any]], limit: int, spent: Spending
+                         ) -> tuple[str, str, str | None]:
+        """``(summary, "model" | "digest", why the model's summary was not used)``."""
+        summary_tokens = max(64, int(limit * SUMMARY_SHARE))
+        if self.model == DEMO_MODEL:
+            return digest(older, summary_tokens * 2), "digest", None
+        from agent_kernel.engine.models import llm
+
+        quiet = dataclasses.replace(
+            self.settings, max_retries=min(self.settings.max_retries, 1),
+            extra_completion_args={**self.settings.extra_completion_args,
+                                   "max_tokens": summary_tokens})
+        request = [{"role": "system", "content": SUMMARY_REQUEST},
+                   {"role": "user", "content": transcript(older, limit)}]
+        try:
+            turn = await llm.complete(self.model, request, [], quiet,
+                                      on_text=lambda _text: None,
+                                      on_retry=lambda _n, _delay, _why: None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a provider failure, or ours: the digest still makes room
+            return digest(older, summary_tokens * 2), "digest", _clip(exc, 300)
+        for key, value in turn.usage.items():
+            spent.usage[key] = spent.usage.get(key, 0) + int(value)
+        if turn.cost is not None:
+            spent.cost = (spent.cost or 0.0) + turn.cost
+        text = turn.text.strip()
+        if not text:
+            return digest(older, summary_tokens * 2), "digest", "the model's summary was empty"
+        return text[:summary_tokens * CHARS_PER_TOKEN], "model", None

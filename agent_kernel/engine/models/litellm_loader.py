@@ -1,0 +1,110 @@
+"""The one place litellm is imported: once, lazily, off the event loop when asked.
+
+litellm takes seconds and ~190 MiB to import, so it is loaded on first use by
+a model that needs it (the offline ``demo`` model never does), or warmed in a
+background thread once such a model is configured. Loading sets the offline
+cost map and silences litellm's banner. A process that exits while the warm-up
+is still importing leaves quietly (see :func:`_end_warm_up`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import logging
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+from agent_kernel.core.config import DEMO_MODEL
+
+LIBRARY = "the model library (first run)"
+"""What a run waits for while litellm loads (see :class:`~agent_kernel.core.events.Loading`)."""
+_lock = threading.Lock()
+_litellm: Any = None
+_warm_thread: threading.Thread | None = None
+loaded_at: float | None = None
+"""``time.time()`` when litellm's import finished (None until then)."""
+log = logging.getLogger(__name__)
+
+
+def load_litellm() -> Any:
+    """Import and configure litellm once; safe from any thread."""
+    global _litellm, loaded_at
+    if _litellm is not None:
+        return _litellm
+    with _lock:
+        if _litellm is None:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            import litellm
+
+            litellm.suppress_debug_info = True
+            litellm.telemetry = False
+            # litellm imports this on the first call with tools (seconds): do it now
+            with contextlib.suppress(ImportError):
+                import litellm.responses.mcp.chat_completions_handler  # noqa: F401
+            _litellm = litellm
+            loaded_at = time.time()
+    return _litellm
+
+
+def needs_loading(model: str) -> bool:
+    """True when a run on ``model`` would first wait for litellm's import."""
+    return model != DEMO_MODEL and _litellm is None
+
+
+async def load_off_loop() -> float:
+    """Load litellm in a worker thread (joining a warm-up under way); the seconds waited."""
+    started = time.perf_counter()
+    await asyncio.to_thread(load_litellm)
+    return time.perf_counter() - started
+
+
+def _warm() -> None:
+    try:
+        load_litellm()
+    except Exception:  # the process is exiting; otherwise the run that needs it will say why
+        log.debug("litellm warm-up failed", exc_info=True)
+
+
+class _RefuseWarmImports:
+    """A meta-path finder that fails every new import of the warm-up thread."""
+
+    @staticmethod
+    def find_spec(name: str, path: Any = None, target: Any = None) -> None:
+        if threading.current_thread() is _warm_thread:
+            raise ImportError(f"not importing {name}: the process is exiting")
+
+
+def _end_warm_up() -> None:
+    """At exit: stop a warm-up still importing, quietly, before the interpreter goes.
+
+    A daemon thread left inside litellm's import when the interpreter finalizes
+    aborts the process ("FATAL: exception not rethrown"); waiting for the whole
+    import costs seconds. Its next import fails instead, and ``_warm`` swallows it.
+    """
+    thread = _warm_thread
+    if thread is None or not thread.is_alive():
+        return
+    sys.meta_path.insert(0, _RefuseWarmImports)
+    thread.join(30.0)
+
+
+def warm_up() -> threading.Thread | None:
+    """Import litellm in a daemon thread so the first real run does not wait for it.
+
+    Does nothing when litellm is loaded or already loading.
+    """
+    global _warm_thread
+    if _litellm is not None:
+        return None
+    if _warm_thread is not None and _warm_thread.is_alive():
+        return _warm_thread
+    if _warm_thread is None:
+        atexit.register(_end_warm_up)
+    _warm_thread = threading.Thread(target=_warm, name="agent-kernel-warmup", daemon=True)
+    _warm_thread.start()
+    return _warm_thread

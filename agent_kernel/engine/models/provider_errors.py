@@ -1,0 +1,143 @@
+"""What a provider's failure means for the person: retry or not, and what to do.
+
+litellm raises one exception class per failure, each with a message that often
+nests its own cause. :func:`classify` says whether a failure is worth retrying
+(rate limits, 5xx, timeouts, cut streams) or not (a refused key, a missing
+model, a bad request), and words it once, naming the variable to set when a
+key is missing or refused (from litellm's own provider data, so no list of
+ours goes stale).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+
+from agent_kernel.engine.models.litellm_loader import load_litellm
+
+
+class ProviderError(RuntimeError):
+    """The model provider failed and retries did not help."""
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False):
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+
+class BrokenStream(RuntimeError):
+    """The stream ended before the model said it had finished."""
+
+
+# litellm 1.110 says so itself when a stream stops without a finish_reason; older
+# releases end the stream quietly and llm.py raises BrokenStream.
+_CUT_STREAM = re.compile(r"(?i)stream ended before a finish_reason")
+CUT_STREAM_WORDS = "the stream ended before the model finished its answer"
+
+_MISSING_KEY = re.compile(r"(?i)missing credentials|api_key client option must be set|"
+                          r"no api key|api[_ ]key (?:is )?(?:not set|missing|required)")
+
+
+def classify(exc: BaseException, model: str = "", key_given: bool = False
+              ) -> tuple[bool, int | None, str]:
+    """(retryable, status, short message) for an exception from litellm."""
+    status = getattr(exc, "status_code", None)
+    name = type(exc).__name__
+    text = said_once(str(exc))
+    if len(text) > 300:
+        text = text[:297] + "..."
+    if isinstance(exc, BrokenStream):
+        return True, None, str(exc)
+    if _CUT_STREAM.search(text):
+        return True, status, CUT_STREAM_WORDS
+    if status in (401, 403) or "Authentication" in name or "PermissionDenied" in name or \
+            _MISSING_KEY.search(text):
+        said = text.split(" - ", 1)[-1][:200]
+        advice = key_advice(model, status, key_given)
+        return False, status, f"{advice} (the provider said: {said})"
+    if "MidStream" in name or "RemoteProtocol" in name or "ReadError" in name:
+        return True, status, f"the stream broke: {text}"
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or "Timeout" in name:
+        return True, status, f"the request timed out ({text})"
+    if status == 429 or "RateLimit" in name:
+        return True, 429, f"rate limited (429): {text}"
+    if isinstance(status, int) and status >= 500:
+        return True, status, f"server error ({status}): {text}"
+    if "APIConnectionError" in name or "ServiceUnavailable" in name or "InternalServer" in name:
+        return True, status, f"connection problem: {text}"
+    if isinstance(status, int):
+        return False, status, f"request refused ({status}): {text}"
+    return False, status, f"{name}: {text}"
+
+
+_ERROR_NAME = r"[A-Z]\w*(?:Error|Exception|Timeout)"
+_NAME_CHAIN = re.compile(rf"^(?:{_ERROR_NAME}: )+(?={_ERROR_NAME}: )")
+_RESTATED = re.compile(r"\s+(?:Original exception|Error_str): ")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def said_once(text: str) -> str:
+    """litellm's message, each part once.
+
+    litellm nests an error's text in its wrappers' ("MidStreamFallbackError:
+    APIConnectionError: APIConnectionError: … Original exception: …", "Request
+    timed out. Error_str: Request timed out."): its ``litellm.`` prefixes go,
+    a chain of class names keeps its last, and a restated tail or sentence goes.
+    """
+    text = re.sub(r"\blitellm\.(?=[A-Z])", "", text).strip()  # its URLs stay whole
+    parts = _RESTATED.split(text)
+    text = parts[0]
+    for part in parts[1:]:
+        core = _NAME_CHAIN.sub("", part).strip()
+        core = re.sub(rf"^{_ERROR_NAME}: ", "", core)
+        if core[:60] not in text:
+            text += f" ({part})"
+    text = _NAME_CHAIN.sub("", text)
+    kept: list[str] = []
+    for sentence in _SENTENCE_END.split(text):
+        if sentence not in kept:
+            kept.append(sentence)
+    return " ".join(kept)
+
+
+def key_advice(model: str, status: int | None, key_given: bool = False) -> str:
+    """Which variable to set for ``model``'s provider, from litellm's own provider data."""
+    provider, missing, present = "the provider", [], []
+    try:
+        litellm = load_litellm()
+        provider = str(litellm.get_llm_provider(model)[1])
+        if not key_given:
+            missing = list(litellm.validate_environment(model).get("missing_keys") or [])
+    except Exception:  # an unknown model string: say what we can
+        pass
+    if not missing:
+        from agent_kernel.core.redaction import secret_name
+
+        prefix = provider.upper().replace("-", "_") + "_"
+        present = sorted(k for k in os.environ if k.startswith(prefix) and secret_name(k))
+    switch = ("or switch to the offline demo model (`%agent_config --model demo` in a "
+              "notebook, `--model demo` on the command line)")
+    if missing:
+        return (f"no API key for {provider}: set {' and '.join(missing)} in the environment "
+                f"(or pass api_key), {switch}")
+    said = f" ({status})" if status else ""
+    where = " given as api_key" if key_given else (
+        f" in {', '.join(present)}" if present else "")
+    return (f"{provider} refused the API key{said}: check the key{where} and that it may use "
+            f"this model, {switch}")
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """The server's ``Retry-After`` in seconds (litellm keeps the headers aside)."""
+    for headers in (getattr(exc, "litellm_response_headers", None),
+                    getattr(getattr(exc, "response", None), "headers", None),
+                    getattr(exc, "headers", None)):
+        get = getattr(headers, "get", None)
+        value = get("retry-after") if callable(get) else None
+        if value is not None:
+            try:
+                return max(0.0, float(value))
+            except ValueError:
+                return None
+    return None

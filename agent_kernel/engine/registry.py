@@ -1,0 +1,427 @@
+"""Tools: plain typed Python functions, turned into schemas the model can call.
+
+``@tool`` reads a function's signature and docstring and builds a pydantic
+model from them. That one model gives both the JSON schema sent to the model
+and the validation run before every call (required arguments, types,
+minimum/maximum, maxLength, enums), so a schema can never say one thing while
+validation checks another. A parameter annotated :class:`ToolContext` is
+filled in by the runtime and never shown to the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import copy
+import enum
+import functools
+import inspect
+import re
+import threading
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import Field as Field
+from pydantic.fields import FieldInfo
+
+if typing.TYPE_CHECKING:
+    from agent_kernel.core.events import Event
+    from agent_kernel.core.workspace import Workspace
+    from agent_kernel.engine.tool_clock import ToolClock
+
+
+class ToolArgumentError(ValueError):
+    """The model's arguments do not fit the tool's schema."""
+
+
+class ToolError(RuntimeError):
+    """A tool failed in a way the model can read and act on.
+
+    The message is the fact (ledger, run result). ``summary`` is the short line the
+    person sees instead, and ``guidance`` is said to the model only.
+    """
+
+    def __init__(self, message: str, *, summary: str | None = None,
+                 guidance: str | None = None) -> None:
+        super().__init__(message)
+        self.summary = summary
+        self.guidance = guidance
+
+
+@dataclass
+class ToolContext:
+    """What a running tool may know about its run; injected, never model-visible."""
+
+    agent: Any
+    run_id: str
+    agent_id: str
+    workspace: Workspace
+    trigger: dict[str, Any] | None = None
+    call_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    clock: ToolClock | None = None
+    """The call's timeout, which stands still while a person is asked (None outside the loop)."""
+
+    def emit(self, event: Event) -> None:
+        """Emit an event on the agent's bus."""
+        self.agent.bus.emit(event)
+
+    def end_run(self, why: str) -> None:
+        """End the run once this response's tool calls are answered, without another model
+        call (``ask_user`` in a team, ``wait_for_message``); ``why`` names the tool."""
+        self.extra["end_run"] = why
+
+    async def ask(
+        self,
+        question: str,
+        options: list[str] | None = None,
+        timeout: float = 3600.0,
+        default: str | None = None,
+    ) -> dict[str, str]:
+        """Ask the person; returns ``{answer, source}``."""
+        result: dict[str, str] = await self.agent.questions.ask(
+            run_id=self.run_id,
+            question=question,
+            options=options,
+            timeout=timeout,
+            default=default,
+        )
+        return result
+
+
+_ARG_LINE = re.compile(r"^\s{0,8}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into a description and per-argument text."""
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    summary: list[str] = []
+    args: dict[str, str] = {}
+    section = "summary"
+    current: str | None = None
+    for line in lines:
+        stripped = line.strip()
+        header = stripped.rstrip(":").lower()
+        if stripped.endswith(":") and header in ("args", "arguments", "parameters", "params"):
+            section, current = "args", None
+            continue
+        if stripped.endswith(":") and header in ("returns", "return", "raises", "yields", "example",
+                                                  "examples", "note", "notes"):
+            section, current = "other", None
+            continue
+        if section == "summary":
+            summary.append(line)
+        elif section == "args":
+            match = _ARG_LINE.match(line)
+            if match and not line.startswith("        "):
+                current = match.group(1).lstrip("*")
+                args[current] = match.group(2).strip()
+            elif current and stripped:
+                args[current] = f"{args[current]} {stripped}".strip()
+    return "\n".join(summary).strip(), args
+
+
+def _is_context(annotation: Any) -> bool:
+    return annotation is ToolContext or annotation == "ToolContext"
+
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Inline ``$defs`` (enums, nested models) and drop pydantic's titles."""
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                target = copy.deepcopy(defs[node["$ref"].split("/")[-1]])
+                extra = {k: v for k, v in node.items() if k != "$ref"}
+                return walk({**target, **extra})
+            out = {k: walk(v) for k, v in node.items() if k != "title"}
+            any_of = out.get("anyOf")
+            if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:
+                inner = next(item for item in any_of if item != {"type": "null"})
+                out.pop("anyOf")
+                out = {**inner, **out}
+                if out.get("default", ...) is None:
+                    out.pop("default")
+            return out
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        return node
+
+    result: dict[str, Any] = walk(schema)
+    return result
+
+
+def _format_validation_error(tool_name: str, error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"]) or "arguments"
+        if item["type"] == "missing":
+            parts.append(f"{where}: required argument is missing")
+        elif item["type"] == "extra_forbidden":
+            parts.append(f"{where}: unexpected argument")
+        else:
+            got = item.get("input")
+            shown = repr(got)
+            if len(shown) > 80:
+                shown = shown[:77] + "..."
+            parts.append(f"{where}: {item['msg']}, got {shown}")
+    return f"Invalid arguments for tool '{tool_name}': " + "; ".join(parts)
+
+
+Precheck = Callable[[dict[str, Any]], dict[str, Any] | None]
+"""Looks at a call's validated arguments before anyone is asked to approve it: raises
+:class:`ToolError` to refuse the call outright, or returns notes for the approval
+question (``{"sandbox": "not sandboxed: ..."}``), or None."""
+
+
+SideEffects = Callable[[dict[str, Any]], bool]
+"""Decides per call whether a tool's validated arguments need an approval (``url_fetch``:
+a GET does not, a POST does)."""
+
+
+class Tool:
+    """A callable the model may use: name, description, schema, validator.
+
+    ``precheck`` (see :data:`Precheck`) runs on every call the model makes, after
+    validation and before approval.
+    """
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        side_effects: bool | SideEffects = False,
+        timeout: float | None = None,
+        source: str | None = None,
+        precheck: Precheck | None = None,
+    ) -> None:
+        self.func = func
+        self.name = name or func.__name__
+        self.side_effects = side_effects
+        self.timeout = timeout
+        self.source = source
+        self.precheck = precheck
+        self.is_async = inspect.iscoroutinefunction(func)
+        summary, arg_docs = parse_docstring(func.__doc__)
+        self.description = description or summary or self.name
+        hints = typing.get_type_hints(func, include_extras=True)
+        self.context_param: str | None = None
+        fields: dict[str, Any] = {}
+        for param in inspect.signature(func).parameters.values():
+            annotation = hints.get(param.name, Any)
+            if _is_context(annotation):
+                self.context_param = param.name
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise TypeError(f"tool {self.name!r}: *args/**kwargs cannot become a schema")
+            default = ... if param.default is param.empty else param.default
+            doc = arg_docs.get(param.name)
+            if isinstance(default, FieldInfo):
+                info = default
+                if doc and not info.description:
+                    info.description = doc
+            else:
+                info = Field(default=default, description=doc)
+            fields[param.name] = (annotation, info)
+        self._fields = fields
+        self.__doc__ = func.__doc__
+        self.__name__ = self.name
+
+    def needs_approval(self, arguments: dict[str, Any]) -> bool:
+        """Whether this call must be approved first (``side_effects``, or its verdict on
+        ``arguments`` when it is a :data:`SideEffects` callable; a callable that fails asks)."""
+        if not callable(self.side_effects):
+            return bool(self.side_effects)
+        try:
+            return bool(self.side_effects(arguments))
+        except Exception:
+            return True
+
+    # Building the pydantic model costs ~20 ms a tool; deferring it keeps
+    # ``%load_ext`` and ``Agent()`` fast when a session has dozens of tools.
+    @functools.cached_property
+    def model(self) -> type[BaseModel]:
+        """The pydantic model that validates this tool's arguments."""
+        made: type[BaseModel] = create_model(  # type: ignore[call-overload]
+            f"{self.name}_arguments", __config__=ConfigDict(extra="forbid"), **self._fields
+        )
+        return made
+
+    @functools.cached_property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of the arguments, as sent to the model."""
+        schema = _inline_refs(self.model.model_json_schema())
+        schema.setdefault("properties", {})
+        schema.setdefault("required", [])
+        schema.pop("additionalProperties", None)
+        return schema
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI function-calling schema of this tool."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def validate(self, arguments: Any) -> dict[str, Any]:
+        """Check ``arguments`` against the schema; returns them ready for the call."""
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise ToolArgumentError(
+                f"Invalid arguments for tool '{self.name}': expected a JSON object, "
+                f"got {type(arguments).__name__}"
+            )
+        try:
+            parsed = self.model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ToolArgumentError(_format_validation_error(self.name, exc)) from None
+        values = {name: getattr(parsed, name) for name in self.model.model_fields}
+        return {
+            name: (value.value if isinstance(value, enum.Enum) else value)
+            for name, value in values.items()
+        }
+
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext | None) -> Any:
+        """Run the tool with validated ``arguments``; sync tools run in a thread of their own.
+
+        The thread is a daemon, outside the loop's executor: a sync tool that ignores its
+        timeout is left behind (``context.extra["thread"]`` tells) and holds up neither
+        ``asyncio.run``'s shutdown nor the process's exit.
+        """
+        kwargs = dict(arguments)
+        if self.context_param:
+            kwargs[self.context_param] = context
+        if self.is_async:
+            return await self.func(**kwargs)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        call = functools.partial(contextvars.copy_context().run, self.func, **kwargs)
+
+        def settle(value: Any, error: BaseException | None) -> None:
+            if future.done():
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(value)
+
+        def work() -> None:
+            try:
+                value, error = call(), None
+            except BaseException as exc:  # handed to the awaiting run, never lost
+                value, error = None, exc
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(settle, value, error)
+
+        thread = threading.Thread(target=work, daemon=True, name=f"agent-tool-{self.name}")
+        if context is not None:
+            context.extra["thread"] = thread
+        thread.start()
+        return await future
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Tool {self.name}{' (side effects)' if self.side_effects else ''}>"
+
+
+USER_TOOLS: dict[str, Tool] = {}
+
+
+def tool(
+    func: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    side_effects: bool | SideEffects = False,
+    timeout: float | None = None,
+    register: bool = True,
+) -> Any:
+    """Turn a typed, docstring'd function into a :class:`Tool`.
+
+    Registered tools are offered to every agent made afterwards in this
+    process (``%agent`` included); pass ``register=False`` to keep one private.
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Tool:
+        made = Tool(fn, name=name, description=description, side_effects=side_effects,
+                    timeout=timeout, source="user")
+        if register:
+            USER_TOOLS[made.name] = made
+        return made
+
+    return wrap(func) if func is not None else wrap
+
+
+PermissionHook = Callable[[str | None, Tool], bool]
+"""May an agent of this role call this tool? A hook may also have ``refusal(role, name)``:
+what the model is told when it may not (None: the engine's plain words)."""
+
+
+class Toolset(typing.Protocol):
+    """A set of tools an agent is built with: a module (or object) listing ``TOOLS``; it may
+    also define ``attach(agent)``, called once per new agent."""
+
+    TOOLS: list[Tool]
+
+
+class ToolRegistry:
+    """The tools one agent may use, with a per-role permission hook."""
+
+    def __init__(
+        self, tools: typing.Iterable[Tool] = (), permission_hook: PermissionHook | None = None
+    ) -> None:
+        self._tools: dict[str, Tool] = {}
+        self.permission_hook = permission_hook
+        for item in tools:
+            self.add(item)
+
+    def add(self, item: Tool | Callable[..., Any]) -> Tool:
+        """Add a tool (a plain function is wrapped on the way in)."""
+        made = item if isinstance(item, Tool) else Tool(item)
+        self._tools[made.name] = made
+        return made
+
+    def remove(self, name: str) -> None:
+        """Forget a tool by name."""
+        self._tools.pop(name, None)
+
+    def get(self, name: str) -> Tool | None:
+        """The tool named ``name``, or None."""
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        """All tool names, sorted."""
+        return sorted(self._tools)
+
+    def allowed(self, role: str | None, tool_obj: Tool) -> bool:
+        """Whether ``role`` may call ``tool_obj`` (everything, without a hook)."""
+        return True if self.permission_hook is None else self.permission_hook(role, tool_obj)
+
+    def schemas(self, role: str | None = None) -> list[dict[str, Any]]:
+        """Function schemas of the tools ``role`` may use."""
+        return [t.schema() for t in self._tools.values() if self.allowed(role, t)]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> typing.Iterator[Tool]:
+        return iter(list(self._tools.values()))
+
+    def __len__(self) -> int:
+        return len(self._tools)

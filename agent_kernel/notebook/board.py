@@ -1,0 +1,425 @@
+"""``%agent_team``: a live board of the session's team, with Cancel and Stop in an output apart.
+
+Like the triggers panel (:mod:`agent_kernel.notebook.trigger_panel`), the board is ONE
+display of a static bundle (``text/html`` + ``text/plain`` from
+:mod:`.board_html`), updated in place through its display id while the kernel
+lives. The supervisor tells the board whenever a task is held, queued,
+started or ended (``Supervisor.listeners``) and the desk's scheduler whenever
+a trigger changes, so the board follows the team exactly and costs nothing
+while the team is idle; updates are throttled to :data:`UPDATES_PER_SECOND`,
+and while work is open the board redraws every :data:`REFRESH_SECONDS` so
+"started 2 min ago" stays true. Roles and artifacts are files the agents
+write during their runs: they are read again on each redraw (cheaply: only
+when their folder changed). A saved notebook keeps the last real state.
+
+What a person presses lives in a SEPARATE output: one row per queued or held
+task (Cancel), running task (Stop: ``Supervisor.stop``) and trigger (Cancel),
+drawn by our JupyterLab extension where it is active (a
+``application/vnd.agent-kernel.controls.v1+json`` bundle of ``kind: "team"``,
+clicks coming back over the probe comm as action ``team``) and as ipywidgets
+otherwise. With no row left the output is plain text (what was done); rows
+that appear later (the next prompt's tasks) bring the buttons back. Only the
+newest board is live: an older one stops updating and its controls turn into
+text. Headless clients get no controls. Imported on the first ``%agent_team``
+only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shlex
+import sys
+import threading
+from datetime import datetime
+from typing import Any
+
+from agent_kernel.core.events import Question, QuestionAnswered
+from agent_kernel.notebook.cells import LiveOutput, in_cell, outcome_bundle
+from agent_kernel.views.board import board_bundle, one_line, snapshot
+from agent_kernel.views.safe_html import esc
+from agent_kernel.views.trigger_panel import local_time
+
+UPDATES_PER_SECOND = 2
+REFRESH_SECONDS = 30.0
+CONTROLS_MIME = "application/vnd.agent-kernel.controls.v1+json"
+USAGE = ("usage: %agent_team [--text] | %agent_team cancel TASK_OR_TRIGGER_ID | "
+         "%agent_team stop TASK_ID")
+NO_TEAM = ("No team in this session yet: start one with %agent --team PROMPT "
+           "(or %agent_config --team on).")
+
+_LIVE: TeamBoard | None = None
+"""The newest board: it holds the live controls."""
+
+
+def _now_text() -> str:
+    now = datetime.now().astimezone()
+    return local_time(now.isoformat(), now)
+
+
+class TeamBoard:
+    """A static, self-updating board of one :class:`~agent_kernel.team.Team`."""
+
+    def __init__(self, team: Any) -> None:
+        self.team = team
+        self.supervisor = team.supervisor
+        self.controls: BoardControls | None = None
+        self.note = ""
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.output = LiveOutput(self.bundle, UPDATES_PER_SECOND)
+        self._refresher: asyncio.TimerHandle | None = None
+        self._scheduler: Any = None
+        self.supervisor.listeners.append(self.changed)
+        teller = getattr(team, "teller", None)  # a member's question: "waiting for your ..."
+        self._unsubscribe = teller.bus.subscribe(self._on_teller_event) if teller else None
+        self._listen_to_triggers()
+        with contextlib.suppress(RuntimeError):
+            self.loop = asyncio.get_running_loop()
+
+    def _listen_to_triggers(self) -> None:
+        """Follow the desk's scheduler once it exists (made by the first trigger)."""
+        desk = self.supervisor.desk
+        scheduler = desk.services.get("triggers") if desk is not None else None
+        if scheduler is not None and scheduler is not self._scheduler:
+            self._scheduler = scheduler
+            scheduler.listeners.append(self.changed)
+
+    def state(self) -> dict[str, Any]:
+        """The board's data now (see :func:`.board_html.snapshot`)."""
+        state = snapshot(self.team)
+        if self.note:
+            state["note"] = self.note
+        return state
+
+    def bundle(self) -> dict[str, str]:
+        """The static bundle: ``text/html`` and ``text/plain``; never a widget."""
+        return board_bundle(self.state())
+
+    def _repr_mimebundle_(self, **_kwargs: Any) -> dict[str, str]:
+        return self.bundle()
+
+    def show(self, controls: bool = False, channel: Any = None) -> None:
+        """Display the board (and its controls when a person can click) in this cell.
+
+        With ``channel`` (our extension's), the extension draws the controls; otherwise
+        they are ipywidgets. This board becomes the live one; an older one retires.
+        """
+        global _LIVE
+
+        previous, _LIVE = _LIVE, self
+        if previous is not None and previous is not self:
+            previous.retire()
+        self.output.show()
+        if controls:
+            made: BoardControls = (ExtensionBoardControls(self, channel) if channel is not None
+                                   else WidgetBoardControls(self))
+            self.controls = made
+            made.show()
+        self._schedule_refresh()
+
+    # -- updates --------------------------------------------------------------------
+    def _on_teller_event(self, event: Any) -> None:
+        if isinstance(event, (Question, QuestionAnswered)):
+            self.changed()
+
+    def changed(self, *_what: Any) -> None:
+        """Called by the supervisor (a task) or the desk's scheduler (a trigger)."""
+        self._listen_to_triggers()
+        if self.controls is not None:
+            self.controls.sync()
+        self.push()
+
+    def push(self, force: bool = False) -> None:
+        """Update the board now, or as soon as the throttle allows."""
+        self.output.push(force)
+        if self._refresher is None:
+            self._schedule_refresh()
+
+    @property
+    def updates(self) -> int:
+        """How many times the board was redrawn."""
+        return self.output.updates
+
+    def _open_work(self) -> bool:
+        sup = self.supervisor
+        return bool(sup.running or any(len(q) for q in sup.queues.values()))
+
+    def _schedule_refresh(self) -> None:
+        self._refresher = None
+        if self.output.handle is None or not self._open_work():
+            return
+        with contextlib.suppress(RuntimeError):
+            self._refresher = asyncio.get_running_loop().call_later(REFRESH_SECONDS,
+                                                                    self._refresh)
+
+    def _refresh(self) -> None:
+        self._refresher = None
+        self.push()
+
+    def retire(self) -> None:
+        """A newer board took over: stop listening, say so, and let the controls go."""
+        with contextlib.suppress(ValueError):
+            self.supervisor.listeners.remove(self.changed)
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._scheduler is not None:
+            with contextlib.suppress(ValueError):
+                self._scheduler.listeners.remove(self.changed)
+        self.output.cancel()
+        if self._refresher is not None:
+            self._refresher.cancel()
+            self._refresher = None
+        self.note = (f"This board stopped updating at {_now_text()}: a newer %agent_team "
+                     "board took over.")
+        self.push(force=True)
+        if self.controls is not None:
+            self.controls.moved()
+
+    # -- acting ---------------------------------------------------------------------
+    def act(self, op: str, ident: str) -> bool:
+        """Cancel a queued or held task or a trigger, or stop a running task (on the loop)."""
+        def do() -> bool:
+            if op == "stop":
+                return bool(self.supervisor.stop(ident))
+            return bool(self.supervisor.cancel(ident))
+
+        loop = self.loop
+        if loop is None or loop.is_closed() or not loop.is_running() or _on_loop(loop):
+            return do()
+
+        async def on_loop() -> bool:
+            return do()
+
+        return asyncio.run_coroutine_threadsafe(on_loop(), loop).result(10)
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return getattr(loop, "_thread_id", None) == threading.get_ident()
+
+
+class BoardControls:
+    """What both kinds of board controls share: the live rows, and what was done."""
+
+    def __init__(self, board: TeamBoard) -> None:
+        self.board = board
+        self.rows: dict[str, tuple[str, str]] = {}
+        """Row id (a task's or a trigger's) -> (op, label); op is ``cancel`` or ``stop``."""
+        self.outcomes: list[str] = []
+        self.handle: Any = None
+        self.live = True
+        """False once a newer board holds the controls."""
+
+    def wanted(self) -> dict[str, tuple[str, str]]:
+        """The rows the team calls for now: queued and held tasks, running ones, triggers."""
+        sup = self.board.supervisor
+        rows: dict[str, tuple[str, str]] = {}
+        for task in list(sup.running.values()):
+            rows[task.id] = ("stop", f"{task.agent_id} · running: {one_line(task.prompt, 60)}")
+        for role, queue in sup.queues.items():
+            for task in queue.waiting():
+                rows[task.id] = ("cancel", f"{role} · priority {task.priority} · queued: "
+                                           f"{one_line(task.prompt, 60)}")
+        for task in [t for t in sup.tasks.values() if t.status == "held"]:
+            rows[task.id] = ("cancel", f"{task.role} · priority {task.priority} · held: "
+                                       f"{one_line(task.prompt, 60)}")
+        scheduler = sup.desk.services.get("triggers") if sup.desk is not None else None
+        for trigger in [*scheduler.active(), *scheduler.pending()] if scheduler else []:
+            rows[trigger.id] = ("cancel", f"trigger · {trigger.schedule_text()}: "
+                                          f"{one_line(trigger.prompt, 60)}")
+        return rows
+
+    def sync(self) -> None:
+        """Bring the rows in step with the team and redraw."""
+        if not self.live:
+            return
+        wanted = self.wanted()
+        if wanted == self.rows:
+            return
+        self.rows = wanted
+        self.redraw()
+
+    def use(self, op: str, ident: str) -> tuple[bool, str]:
+        """A click on Cancel or Stop: act, then say what happened (and return it)."""
+        known = self.rows.get(ident)
+        label = known[1] if known else ident
+        done = self.board.act(op, ident)
+        verb = "Stopped" if op == "stop" else "Cancelled"
+        line = (f"{verb} {ident} ({label})" if done else
+                f"{ident}: nothing to {op} (it has already ended)") + f" · {_now_text()}"
+        self.outcomes = [*self.outcomes[-9:], line]
+        self.sync()
+        self.redraw()
+        return done, line
+
+    def moved(self) -> None:
+        """A newer board holds the controls now: this output becomes text."""
+        self.live = False
+        self.rows = {}
+        self.outcomes.append(f"The controls moved to a newer team board · {_now_text()}")
+        self.redraw()
+
+    def text_bundle(self) -> dict[str, str]:
+        """What was done, as text (no rows live)."""
+        return outcome_bundle(self.outcomes or [f"Nothing to cancel or stop · {_now_text()}"])
+
+    def redraw(self) -> None:
+        """Show the rows and outcomes as they are now."""
+        raise NotImplementedError
+
+    def show(self) -> None:
+        """Display the controls as an output of their own."""
+        raise NotImplementedError
+
+    def _update(self, what: Any, raw: bool) -> None:
+        if self.handle is not None:
+            with in_cell(self.board.output.cell):
+                self.handle.update(what, raw=raw)
+
+
+class ExtensionBoardControls(BoardControls):
+    """The board's Cancel / Stop drawn by our JupyterLab extension: no widget at all."""
+
+    def __init__(self, board: TeamBoard, channel: Any) -> None:
+        super().__init__(board)
+        self.channel = channel
+        channel.on_action("team", _team_action)
+        self.rows = self.wanted()
+
+    def show(self) -> None:
+        """Display the controls' bundle."""
+        from IPython.display import display
+
+        self.handle = display(self.bundle(), raw=True, display_id=True)
+
+    def bundle(self) -> dict[str, Any]:
+        """The live rows for the extension, with words for every other frontend."""
+        if not self.rows:
+            return self.text_bundle()
+        rows = [{"id": i, "label": label, "op": op, "button": op.capitalize()}
+                for i, (op, label) in self.rows.items()]
+        hint = "; ".join(f"%agent_team {op} {i}" for i, (op, _label) in self.rows.items())
+        words = [*self.outcomes, f"Live controls (while the kernel runs): {hint}"]
+        return {CONTROLS_MIME: {"version": 1, "kind": "team", "rows": rows,
+                                "outcomes": self.outcomes}, **outcome_bundle(words)}
+
+    def redraw(self) -> None:
+        self._update(self.bundle(), raw=True)
+
+
+class WidgetBoardControls(BoardControls):
+    """The board's Cancel / Stop as ipywidgets, in an output of their own.
+
+    With no row live the output shows text instead of the widget, so a notebook saved
+    while the team is idle holds no button."""
+
+    def __init__(self, board: TeamBoard) -> None:
+        import ipywidgets as w
+
+        super().__init__(board)
+        self.note = w.HTML("")
+        self.box = w.VBox([self.note])
+        self.box.add_class("agent-kernel-team-controls")
+        self._widgets: dict[str, Any] = {}
+        self.rows = self.wanted()
+        self._build()
+
+    def show(self) -> None:
+        """Display the buttons (or, with none live, the text)."""
+        from IPython.display import display
+
+        if self.rows:
+            self.handle = display(self._widget_bundle(), raw=True, display_id=True)
+        else:
+            self.handle = display(self.text_bundle(), raw=True, display_id=True)
+
+    def _build(self) -> None:
+        import ipywidgets as w
+
+        for ident in [i for i in self._widgets if i not in self.rows]:
+            row = self._widgets.pop(ident)
+            for widget in (*row.children, row):
+                widget.close()
+        for ident, (op, label) in self.rows.items():
+            if ident in self._widgets:
+                continue
+            button = w.Button(description=op.capitalize(), tooltip=f"{op} {ident}",
+                              layout=w.Layout(width="90px"))
+            button.add_class(f"agent-kernel-team-{op}")
+            button.on_click(lambda _b, i=ident, o=op: self.use(o, i))
+            text = w.HTML(f"<code>{esc(ident)}</code> · {esc(label)}")
+            self._widgets[ident] = w.HBox([button, text], layout=w.Layout(align_items="center"))
+        self.note.value = "<br>".join(esc(o) for o in self.outcomes)
+        self.box.children = (self.note, *(self._widgets[i] for i in self.rows))
+
+    def redraw(self) -> None:
+        self._build()
+        if not self.rows:
+            self._update(self.text_bundle(), raw=True)
+        else:
+            self._update(self._widget_bundle(), raw=True)
+
+    def _widget_bundle(self) -> dict[str, Any]:
+        """The buttons' widget, with words (not a widget's repr) for frontends without it."""
+        hint = "; ".join(f"%agent_team {op} {i}" for i, (op, _label) in self.rows.items())
+        return {"application/vnd.jupyter.widget-view+json": {
+                    "version_major": 2, "version_minor": 0, "model_id": self.box.model_id},
+                "text/plain": "\n".join([*self.outcomes,
+                                         f"Live controls (while the kernel runs): {hint}"])}
+
+    def button(self, ident: str) -> Any:
+        """The Cancel or Stop button of row ``ident``."""
+        return self._widgets[ident].children[0]
+
+
+def _team_action(data: dict[str, Any]) -> tuple[bool, str]:
+    """The extension's Cancel or Stop: the live board's controls act."""
+    op, ident = data.get("op"), data.get("id")
+    if op not in ("cancel", "stop") or not isinstance(ident, str):
+        return False, "a team action needs op (cancel or stop) and id"
+    board = _LIVE
+    controls = board.controls if board is not None else None
+    if controls is None or ident not in controls.rows:
+        return False, f"{ident[:40]} has no live controls in this kernel."
+    done, line = controls.use(op, ident)
+    return done, "" if done else line
+
+
+def agent_team(agent_magics: Any, line: str) -> None:
+    """``%agent_team [--text] | cancel ID | stop ID``."""
+    session = getattr(agent_magics, "_team", None)
+    if session is None:
+        print(NO_TEAM)
+        return
+    team = session.team
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        print(f"{exc}; {USAGE}", file=sys.stderr)
+        return
+    if words[:1] in (["cancel"], ["stop"]):
+        if len(words) != 2:
+            print(USAGE, file=sys.stderr)
+            return
+        op, ident = words
+        done = team.stop(ident) if op == "stop" else team.cancel(ident)
+        if done:
+            print(f"{'Stopped' if op == 'stop' else 'Cancelled'} {ident}.")
+        else:
+            print(f"Nothing to {op} with id {ident!r} (ended, running or unknown); "
+                  "%agent_team --text lists the team's tasks.", file=sys.stderr)
+        return
+    if words == ["--text"]:
+        from agent_kernel.views.board import board_text
+
+        print(board_text(snapshot(team)))
+        return
+    if words:
+        print(USAGE, file=sys.stderr)
+        return
+    probe = agent_magics.probe
+    channel = probe if agent_magics.interactive is not False and probe.extension else None
+    TeamBoard(team).show(controls=agent_magics.frontend_live(), channel=channel)

@@ -1,0 +1,470 @@
+"""The IPython magics: ``%agent``, ``%%agent``, ``%agent_config``, ``%agent_wait``,
+``%agent_team`` (the team board, :mod:`agent_kernel.notebook.board`, imported on first use).
+
+One :class:`AgentMagics` per IPython session holds one :class:`Agent` (made
+on first use), so the conversation goes on across cells. By default a run is
+a task on the kernel's running loop: the cell returns at once and the live
+widget keeps streaming, leaving the kernel free for button clicks and
+triggers. ``--wait`` blocks the cell until the run ends (``blocking.py``).
+
+Loading must stay fast (well under 300 ms): this module imports no litellm,
+lancedb or ipywidgets on the calling thread. Once the model is one that needs
+litellm (at ``%load_ext`` or when ``model`` changes; never for ``demo``) its
+import starts in a background thread; another imports the loop, the tools and,
+in a kernel, the widget view ahead of the first ``%agent``. ``%load_ext`` also
+sends the frontend probe (see :mod:`agent_kernel.notebook.frontend`) that decides whether
+anyone can click answers, and whether our extension draws the controls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import importlib
+import importlib.util
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, cast
+
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Bool, Enum, Float, Int, List, Unicode
+from traitlets.config import Configurable
+
+from agent_kernel.notebook.frontend import FrontendProbe
+
+# IPython 9 types its magic markers as "the function or a decorator"; given a name,
+# the marker is the decorator (the method cannot be called ``agent``: that is a property).
+_AGENT_MAGIC = cast(Callable[[Callable[..., None]], Callable[..., None]],
+                    line_cell_magic("agent"))
+
+# Feature modules that add their own magics: each defines load(ipython, agent_magics).
+MAGIC_MODULES = ("agent_kernel.notebook.memory_magics", "agent_kernel.notebook.trigger_magics")
+
+_TASKS: set[asyncio.Task[Any]] = set()
+# Traits that are the session agent's Settings (trait name -> Settings field).
+_SETTINGS = {"tool_timeout": "tool_timeout", "max_tool_calls": "max_tool_calls",
+             "headless_approval": "headless_approval", "api_base": "api_base"}
+_CURRENT: AgentMagics | None = None
+_NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_LEADING_OPTIONS = re.compile(
+    r"^\s*((?:--(?:wait|new|team|single)\b\s*|--model(?:=|\s+)\S+\s*)*)(.*)$", re.S)
+_QUESTION_LINE = re.compile(r"^([ \t]*)%agent[ \t]+(.*\?)[ \t]*(\r?\n)?$")
+
+
+def protect_help_syntax(lines: list[str]) -> list[str]:
+    """Input transformer: ``%agent what can you do?`` is a prompt, not IPython's ``?`` help."""
+    out = []
+    for line in lines:
+        match = _QUESTION_LINE.match(line)
+        if match:
+            indent, prompt, end = match.group(1), match.group(2), match.group(3) or ""
+            line = f"{indent}get_ipython().run_line_magic('agent', {prompt!r}){end}"
+        out.append(line)
+    return out
+
+
+def interpolate(prompt: str, namespace: dict[str, Any]) -> str:
+    """Replace ``{name}`` with the user's variable, as jupyter-ai does; unknown names stay."""
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return str(namespace[name]) if name in namespace else match.group(0)
+
+    return _NAME.sub(value, prompt)
+
+
+@magics_class
+class AgentMagics(Magics, Configurable):
+    """``%agent`` and friends; configure with ``c.AgentMagics.<trait>`` in ipython_config.py."""
+
+    model = Unicode("demo", help="Model for %agent: 'demo' or any litellm model string."
+                    ).tag(config=True)
+    workspace = Unicode("", help="Workspace folder ('' = $AGENT_KERNEL_WORKSPACE or .agent/)."
+                        ).tag(config=True)
+    tool_timeout = Float(30.0, help="Seconds a tool call may take.").tag(config=True)
+    max_tool_calls = Int(50, help="Tool calls allowed per run.").tag(config=True)
+    headless_approval = Enum(["deny", "allow"], "deny",
+                             help="What approvals do when no one can click.").tag(config=True)
+    api_base = Unicode(None, allow_none=True, help="Provider base URL (api_base).").tag(config=True)
+    interactive = Bool(None, allow_none=True,
+                       help="Can a person answer questions? None = detect the frontend."
+                       ).tag(config=True)
+    probe_wait = Float(1.0, help="Seconds to wait for the frontend probe's answer."
+                       ).tag(config=True)
+    team = Bool(False, help="Send %agent prompts to the team (Teller, Planner, Workers); "
+                "%agent_config --team on|off.").tag(config=True)
+    redact_patterns = List(Unicode(), help="More regular expressions whose matches are "
+                           "redacted from the ledger, memory and saved outputs.").tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self._add_redact_patterns({"new": self.redact_patterns})
+        self.observe(self._add_redact_patterns, names=["redact_patterns"])
+        self.observe(self._warm_up_for, names=["model"])
+        self.observe(self._settings_changed, names=list(_SETTINGS))
+        self._agent: Any = None
+        self._team: Any = None
+        self.probe = FrontendProbe()
+        self.last_result: Any = None
+        self.views: list[Any] = []
+
+    def _settings_changed(self, change: Any) -> None:
+        """``%config AgentMagics.tool_timeout = 60`` and the like: the agent follows at once."""
+        if self._agent is None:
+            return
+        import dataclasses
+
+        name = _SETTINGS[change["name"]]
+        value = change["new"] if change["name"] != "api_base" else (change["new"] or None)
+        self._agent.settings = dataclasses.replace(self._agent.settings, **{name: value})
+
+    @staticmethod
+    def _warm_up_for(change: Any) -> None:
+        """A model that needs litellm was chosen: start its import in the background."""
+        from agent_kernel.core.config import DEMO_MODEL
+        from agent_kernel.engine.models import llm
+
+        if change["new"] != DEMO_MODEL:
+            llm.warm_up()
+
+    @staticmethod
+    def _add_redact_patterns(change: Any) -> None:
+        from agent_kernel.core.redaction import add_pattern
+
+        for pattern in change["new"] or ():
+            try:
+                add_pattern(pattern)
+            except re.error as exc:
+                print(f"agent-kernel: redact_patterns: {pattern!r} is not a regular "
+                      f"expression ({exc}); it is ignored", file=sys.stderr)
+
+    # -- the agent ------------------------------------------------------------
+    @property
+    def agent(self) -> Any:
+        """This session's Agent, made on first use."""
+        if self._agent is None:
+            from agent_kernel.app import Agent
+            from agent_kernel.core.config import Settings
+
+            settings = Settings(tool_timeout=self.tool_timeout, max_tool_calls=self.max_tool_calls,
+                                headless_approval=self.headless_approval,
+                                api_base=self.api_base or None)
+            self._agent = Agent(model=self.model, workspace=self.workspace or None,
+                                settings=settings)
+        return self._agent
+
+    def frontend_live(self) -> bool:
+        """Can a person click answers here? (the ``interactive`` trait, else the probe).
+
+        An unanswered probe younger than ``probe_wait`` is waited for (blocking) first.
+        """
+        if self.interactive is not None:
+            return bool(self.interactive)
+        if getattr(self.shell, "kernel", None) is None or self.probe.sent_at is None:
+            return False
+        if not self.probe.answered.is_set() and (
+                time.monotonic() - self.probe.sent_at < self.probe_wait):
+            from agent_kernel.notebook.blocking import wait_blocking
+
+            wait_blocking(self.probe.result(self.probe_wait))
+        return self.probe.answered.is_set()
+
+    # -- magics ---------------------------------------------------------------
+    @magic_arguments()
+    @argument("--model", default=None, help="Model for this run only.")
+    @argument("--wait", action="store_true", help="Block the cell until the run ends.")
+    @argument("--new", action="store_true", help="Start a fresh conversation.")
+    @argument("--team", action="store_true", help="Run the prompt through the team.")
+    @argument("--single", action="store_true", help="Run the single agent (team mode on).")
+    @argument("prompt", nargs="*", help="The prompt (the cell body for %%agent).")
+    @_AGENT_MAGIC
+    @no_var_expand
+    def agent_magic(self, line: str, cell: str | None = None) -> None:
+        """Run the agent: ``%agent PROMPT`` or ``%%agent [--model M] [--wait] [--new]``;
+        ``--team`` runs it through the team (``agent_kernel.notebook.team_magics``)."""
+        if cell is None:
+            match = _LEADING_OPTIONS.match(line)
+            options, prompt = (match.group(1), match.group(2)) if match else ("", line)
+        else:
+            options, prompt = line, cell
+        args = parse_argstring(self.agent_magic, options)
+        if cell is not None and args.prompt:
+            prompt = " ".join(args.prompt) + "\n" + prompt
+        prompt = interpolate(prompt.strip(), self.shell.user_ns if self.shell else {})
+        if not prompt:
+            print("agent-kernel: nothing to ask. Usage: %agent PROMPT", file=sys.stderr)
+            return
+        if args.team or (self.team and not args.single):
+            if args.model is not None:
+                print("agent-kernel: --model is for a single-agent run; the team uses "
+                      "%agent_config --model.", file=sys.stderr)
+                return
+            from agent_kernel.notebook.team_magics import start_team
+
+            start_team(self, prompt, new=args.new, wait=args.wait, tasks=_TASKS)
+            return
+        self.start(prompt, model=args.model, new=args.new, wait=args.wait)
+
+    def start(self, prompt: str, *, model: str | None = None, new: bool = False,
+              wait: bool = False) -> asyncio.Task[Any] | None:
+        """Start a run shown in this cell; returns its task (None when it ran synchronously)."""
+        from agent_kernel.core.ledger import new_id
+
+        if model is not None and not _model_ok(model):
+            return None
+        try:
+            agent = self.agent
+        except Exception as exc:  # a bad workspace or setting: say so, no traceback
+            print(f"agent-kernel: could not create the agent: {exc}", file=sys.stderr)
+            return None
+        from agent_kernel.engine.registry import USER_TOOLS
+
+        for user_tool in USER_TOOLS.values():  # @tool functions defined since the agent was made
+            if user_tool.name not in agent.registry:
+                agent.registry.add(user_tool)
+        run_id = new_id("run")
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or getattr(self.shell, "kernel", None) is None:
+            self._run_in_terminal(agent, prompt, model, new, run_id)
+            return None
+        from agent_kernel.notebook.widgets import WidgetView
+
+        live = self.frontend_live()
+        view = WidgetView(agent, run_id, stop=lambda: agent.stop(run_id))
+        view.interactive = live
+        if live and self.probe.extension:  # the extension draws the controls in the run
+            view.channel = self.probe
+        view.transcript.prompt, view.transcript.model = prompt, model or agent.model
+        self.views = [*self.views[-20:], view]
+        view.show()
+        task = loop.create_task(self._guarded(agent, view, prompt, model, new, run_id))
+        _TASKS.add(task)
+        task.add_done_callback(_TASKS.discard)
+        if wait or not live:  # headless clients record only the running cell's output
+            from agent_kernel.notebook.blocking import wait_blocking
+
+            wait_blocking(task)
+        return task
+
+    async def _guarded(self, agent: Any, view: Any, prompt: str, model: str | None, new: bool,
+                       run_id: str) -> Any:
+        """Run one prompt; any failure ends in the view as a message, never a traceback."""
+        attached = False
+        try:
+            if view.interactive:
+                agent.questions.attach_answerer()
+                attached = True
+            result = await agent.arun(prompt, new=new, model=model, run_id=run_id)
+            self.last_result = result
+            return result
+        except asyncio.CancelledError:
+            view.fail("The run was stopped.", status="stopped")
+            return None
+        except Exception as exc:
+            view.fail(f"{type(exc).__name__}: {exc}")
+            return None
+        finally:
+            if attached:
+                agent.questions.detach_answerer()
+            view.finish()
+
+    def _run_in_terminal(self, agent: Any, prompt: str, model: str | None, new: bool,
+                         run_id: str) -> None:
+        """Run with the text view; in terminal IPython questions are asked on stdin."""
+        from agent_kernel.notebook.blocking import wait_blocking
+        from agent_kernel.views.terminal import TerminalAnswerer
+        from agent_kernel.views.text import TextView
+
+        view = TextView(agent.bus, run_id=run_id)
+        answerer = TerminalAnswerer(agent, view).attach() if self.terminal_live() else None
+        try:
+            self.last_result = wait_blocking(agent.arun(prompt, new=new, model=model,
+                                                        run_id=run_id))
+        except Exception as exc:
+            print(f"agent-kernel: the run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        finally:
+            if answerer is not None:
+                answerer.close()
+            view.close()
+        return None
+
+    def terminal_live(self) -> bool:
+        """Can a person type answers here? Terminal IPython (no kernel) with a tty on stdin,
+        unless the ``interactive`` trait says no one can answer."""
+        from agent_kernel.views.terminal import can_answer_on
+
+        if self.interactive is False or getattr(self.shell, "kernel", None) is not None:
+            return False
+        return can_answer_on(sys.stdin)
+
+    @magic_arguments()
+    @argument("--model", default=None, help="Set the model (demo or a litellm model string).")
+    @argument("--workspace", default=None, help="Set the workspace folder (a fresh agent).")
+    @argument("--permissions", action="store_true",
+              help='List the standing permissions ("Always allow this tool").')
+    @argument("--team", choices=("on", "off"), default=None,
+              help="Team mode: %agent prompts go to the team (off: the single agent).")
+    @argument("--revoke", default=None, metavar="TOOL",
+              help="Revoke the standing permission of TOOL (or all of them: --revoke all).")
+    @line_magic
+    def agent_config(self, line: str) -> None:
+        """Show the configuration, set ``--model`` / ``--workspace``, or list (``--permissions``)
+        and revoke (``--revoke TOOL``) standing permissions."""
+        from agent_kernel.engine.approvals import describe_standing, revoke_words
+
+        try:
+            args = parse_argstring(self.agent_config, line)
+        except Exception as exc:
+            print(f"agent-kernel: {exc}", file=sys.stderr)
+            return
+        if args.permissions or args.revoke:
+            approvals = self._agent.approvals if self._agent is not None else None
+            if args.revoke:
+                print(revoke_words(approvals, args.revoke))
+            if args.permissions:
+                print(describe_standing(approvals))
+            return
+        if args.model and not _model_ok(args.model):
+            return  # nothing changes: the old model and workspace stay
+        if args.model:
+            self.model = args.model
+            if self._agent is not None:
+                self._agent.model = args.model
+        if args.workspace:
+            if self._agent is not None and self._agent.running:
+                print("agent-kernel: a run is in progress; wait for it before changing the "
+                      "workspace.", file=sys.stderr)
+                return
+            self.workspace = args.workspace
+            self._agent = None
+        if args.team:
+            self.team = args.team == "on"
+        print(self.describe())
+
+    def describe(self) -> str:
+        """The current configuration as text."""
+        from agent_kernel.core.workspace import Workspace, WorkspaceError
+
+        try:
+            root: object = self._agent.workspace.root if self._agent else Workspace(
+                self.workspace or None).root
+        except WorkspaceError as exc:
+            root = f"(refused) {exc}"
+        interactive: Any = self.interactive
+        if interactive is None:
+            state = ("live frontend" if self.probe.answered.is_set() else
+                     "no probe sent" if self.probe.sent_at is None else "no frontend answered")
+            interactive = f"auto ({state})"
+        standing = len(self._agent.approvals.standing()) if self._agent else 0
+        return (f"model: {self.model}\nworkspace: {root}\ntool_timeout: {self.tool_timeout:g} s\n"
+                f"max_tool_calls: {self.max_tool_calls}\nheadless_approval: "
+                f"{self.headless_approval}\napi_base: {self.api_base or '(provider default)'}\n"
+                f"interactive: {interactive}\nteam mode: {'on' if self.team else 'off'}\n"
+                f"standing permissions: {standing}"
+                f"{' (%agent_config --permissions)' if standing else ''}")
+
+    @line_magic
+    def agent_wait(self, line: str = "") -> None:
+        """Block until every background ``%agent`` run of this session has ended."""
+        from agent_kernel.notebook.blocking import wait_blocking
+
+        timeout = float(line) if line.strip() else None
+        wait_blocking(wait_all(timeout))
+
+    @line_magic
+    def agent_team(self, line: str = "") -> None:
+        """``%agent_team [--text] | cancel ID | stop ID``: a live board of the session's team
+        (its agents, roles, queues, running tasks, triggers and artifacts), with Cancel/Stop."""
+        if self._team is None:  # says how to start one, without importing the team
+            print("No team in this session yet: start one with %agent --team PROMPT "
+                  "(or %agent_config --team on).")
+            return
+        from agent_kernel.notebook.board import agent_team
+
+        agent_team(self, line)
+
+
+def _model_ok(model: str) -> bool:
+    """Check a model string when it is given; a refusal is printed, with the closest names."""
+    from agent_kernel.engine.models.names import check_model
+
+    try:
+        check_model(model)
+    except ValueError as exc:
+        print(f"agent-kernel: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
+async def wait_all(timeout: float | None = None) -> list[Any]:
+    """Await every background run started by the magics (use ``await`` in a later cell)."""
+    results: list[Any] = []
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        tasks = [t for t in _TASKS if t is not asyncio.current_task()]
+        if not tasks:
+            return results
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        done, _pending = await asyncio.wait(tasks, timeout=left)
+        results.extend(t.result() for t in done if not t.cancelled())
+        if deadline is not None and time.monotonic() >= deadline:
+            return results
+
+
+def current() -> AgentMagics:
+    """The loaded AgentMagics (after ``%load_ext agent_kernel``)."""
+    if _CURRENT is None:
+        raise RuntimeError("agent_kernel is not loaded: run %load_ext agent_kernel first")
+    return _CURRENT
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the magics, warm litellm up if the model needs it, probe the frontend."""
+    global _CURRENT
+    magics = AgentMagics(shell=ipython, config=ipython.config)
+    ipython.register_magics(magics)
+    cleanup = ipython.input_transformers_cleanup
+    if protect_help_syntax not in cleanup:
+        cleanup.insert(0, protect_help_syntax)
+    _CURRENT = magics
+    if getattr(ipython, "kernel", None) is not None and magics.interactive is None:
+        magics.probe.send()
+    for name in MAGIC_MODULES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ModuleNotFoundError:
+            found = False
+        if found:
+            importlib.import_module(name).load(ipython, magics)
+    magics._warm_up_for({"new": magics.model})  # demo needs no litellm: no warm-up
+    ahead = threading.Thread(target=_import_ahead, args=(getattr(ipython, "kernel", None)
+                                                         is not None,),
+                             name="agent-kernel-warm-agent", daemon=True)
+    ahead.start()
+    atexit.register(ahead.join, 5.0)  # not torn down mid-import by a quick exit
+
+
+def _import_ahead(widgets: bool) -> None:
+    """Import what the first ``%agent`` needs (the loop, the tools, in a kernel the widget
+    view) off the cell, so its first output comes sooner; a failure is left to that run."""
+    try:
+        importlib.import_module("agent_kernel.app")
+        importlib.import_module("agent_kernel.team.toolsets").default_toolsets()
+        if widgets:
+            importlib.import_module("agent_kernel.notebook.widgets")
+    except Exception:
+        pass
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Stop listening; runs in progress are left to finish."""
+    global _CURRENT
+    _CURRENT = None
+    if protect_help_syntax in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.remove(protect_help_syntax)

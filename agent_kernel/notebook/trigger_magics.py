@@ -1,0 +1,161 @@
+"""The notebook side of triggers: wire schedulers to the kernel, restore, ``%agent_triggers``.
+
+``load(ipython, agent_magics)`` is called by ``%load_ext agent_kernel`` and
+must stay cheap: it registers ``%agent_triggers`` and a wiring hook that gives
+every scheduler made in this kernel the kernel's namespace (conditions read
+``user_ns``) and shows a triggers panel in the cell where each new trigger is
+made. Only when the workspace holds saved triggers does it create the session
+agent and start its scheduler on the kernel's running loop, which restores
+them and prints a note saying so. Otherwise the scheduler starts with the
+first trigger a run makes.
+
+- ``%agent_triggers``: the panel of every trigger (a static table updated in
+  place: status, schedule, next and last run, runs, last result), with Cancel
+  and Approve buttons in an output of their own when someone can click;
+- ``%agent_triggers --text``: every trigger of this session (active first) as text;
+- ``%agent_triggers cancel ID``: cancel one;
+- ``%agent_triggers approve ID``: approve a restored trigger that needs
+  approval (the person has read it in the restore note or the panel); the
+  approval is recorded with its digest, signed, and the trigger is armed.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+USAGE = ("usage: %agent_triggers [--text] | %agent_triggers cancel TRIGGER_ID | "
+         "%agent_triggers approve TRIGGER_ID")
+
+
+def _someone_can_click(agent_magics: Any) -> bool:
+    """The frontend answer without waiting (a run asking has waited for it already)."""
+    if agent_magics.interactive is not None:
+        return bool(agent_magics.interactive)
+    return bool(agent_magics.probe.answered.is_set())
+
+
+def _extension(agent_magics: Any) -> Any:
+    """Our extension's channel when it draws the controls (else None: ipywidgets)."""
+    probe = agent_magics.probe
+    return probe if agent_magics.interactive is not False and probe.extension else None
+
+
+def _wiring(ipython: Any, agent_magics: Any) -> Any:
+    def wire(scheduler: Any) -> None:
+        if scheduler.namespace is None:
+            scheduler.namespace = ipython.user_ns
+        if not any(getattr(h, "_agent_kernel_card", False) for h in scheduler.on_created):
+            scheduler.on_created.append(_card_hook(scheduler, agent_magics))
+
+    wire._agent_kernel_wiring = True  # type: ignore[attr-defined]
+    return wire
+
+
+def _card_hook(scheduler: Any, agent_magics: Any) -> Any:
+    def show(trigger: Any) -> None:
+        from agent_kernel.notebook.trigger_panel import TriggersPanel
+
+        TriggersPanel(scheduler, [trigger.id]).show(controls=_someone_can_click(agent_magics),
+                                                    channel=_extension(agent_magics))
+
+    show._agent_kernel_card = True  # type: ignore[attr-defined]
+    return show
+
+
+def session_scheduler(ipython: Any, agent_magics: Any, *, announce: bool = False) -> Any:
+    """The session agent's scheduler, wired to this kernel and started when a loop runs."""
+    from agent_kernel.triggers import scheduler_for
+
+    scheduler = scheduler_for(agent_magics.agent)
+    _wiring(ipython, agent_magics)(scheduler)
+    if not scheduler.started:
+        try:
+            report = scheduler.start()
+        except RuntimeError:
+            _start_later(ipython, agent_magics)
+            return scheduler
+        if announce and report.has_news:
+            print(report.text())
+    return scheduler
+
+
+def _start_later(ipython: Any, agent_magics: Any) -> None:
+    """No loop runs yet (a startup file): start on the first cell, when the kernel's loop does."""
+    def once(*_args: Any) -> None:
+        ipython.events.unregister("pre_run_cell", once)
+        session_scheduler(ipython, agent_magics, announce=True)
+
+    ipython.events.register("pre_run_cell", once)
+
+
+def agent_triggers(ipython: Any, agent_magics: Any, line: str) -> Any:
+    """``%agent_triggers [--text] | cancel ID | approve ID``."""
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        print(f"{exc}; {USAGE}")
+        return None
+    scheduler = session_scheduler(ipython, agent_magics, announce=True)
+    if words[:1] == ["cancel"]:
+        if len(words) != 2:
+            print(USAGE)
+        elif scheduler.cancel(words[1]):
+            print(f"Cancelled trigger {words[1]}.")
+        else:
+            print(f"No active trigger {words[1]!r}; %agent_triggers lists them.")
+        return None
+    if words[:1] == ["approve"]:
+        if len(words) != 2:
+            print(USAGE)
+            return None
+        trigger = scheduler.triggers.get(words[1])
+        if scheduler.approve(words[1]):
+            print(f"Approved trigger {words[1]} ({trigger.schedule_text()}: "
+                  f"{trigger.prompt[:80]}); "
+                  + ("its condition is checked from now on." if trigger.kind == "conditional"
+                     else "it runs on its schedule from now on (at once if it is overdue)."))
+        else:
+            print(f"No trigger {words[1]!r} needs approval; %agent_triggers --text lists them.")
+        return None
+    if words == ["--text"]:
+        from agent_kernel.views.trigger_panel import text_table
+
+        ordered = sorted(scheduler.triggers.values(), key=lambda t: (not t.active, t.created_at))
+        print(text_table(ordered))
+        return None
+    if words:
+        print(USAGE)
+        return None
+    from agent_kernel.notebook.trigger_panel import TriggersPanel
+
+    TriggersPanel(scheduler).show(controls=agent_magics.frontend_live(),
+                                  channel=_extension(agent_magics))
+    return None
+
+
+def _has_saved_triggers(agent_magics: Any) -> bool:
+    from agent_kernel.core.safe_open import names
+    from agent_kernel.core.workspace import Workspace, WorkspaceError
+    from agent_kernel.triggers.store import FOLDER
+
+    try:
+        root = Workspace(getattr(agent_magics, "workspace", None) or None).root
+        return bool(names(root, FOLDER, ".json"))
+    except (WorkspaceError, OSError):  # a refused workspace or triggers/ link: none restored
+        return False
+
+
+def load(ipython: Any, agent_magics: Any) -> None:
+    """Register ``%agent_triggers`` and the wiring; restore saved triggers if there are any."""
+    from agent_kernel.triggers import WIRING
+
+    ipython.register_magic_function(lambda line: agent_triggers(ipython, agent_magics, line),
+                                    "line", "agent_triggers")
+    WIRING[:] = [w for w in WIRING if not getattr(w, "_agent_kernel_wiring", False)]
+    WIRING.append(_wiring(ipython, agent_magics))
+    existing = getattr(agent_magics, "_agent", None)
+    if existing is not None and "triggers" in existing.services:
+        _wiring(ipython, agent_magics)(existing.services["triggers"])
+    if _has_saved_triggers(agent_magics):
+        session_scheduler(ipython, agent_magics, announce=True)

@@ -1,0 +1,381 @@
+"""The triggers panel in a notebook: a static table updated in place, and its controls apart.
+
+A panel is shown in the cell where a trigger was made (filtered to that
+trigger) and by ``%agent_triggers`` (every trigger, new ones too). Like a run,
+its output is ONE display of a static bundle (``text/html`` + ``text/plain``
+from :mod:`.panel_html`), never a widget: the scheduler tells the panel
+whenever a trigger is made, fires, finishes a run, is skipped, cancelled or
+approved, and the panel updates that output through its display id, at most
+:data:`UPDATES_PER_SECOND` times a second (and every :data:`REFRESH_SECONDS`
+while a trigger is live, so "in 4 min" stays true). A saved notebook keeps the
+last real state.
+
+The updates carry the parent header of the panel's own cell (JupyterLab maps
+display ids per cell) and, when another cell is running, of that cell too
+(nbclient and papermill apply display updates only while they read the running
+cell's messages).
+
+What a person presses lives in a SEPARATE output: one row per live trigger
+(Approve for a restored trigger that needs approval, Cancel), drawn by our JupyterLab
+extension where it is active (:class:`ExtensionControls`, no widget) and as
+ipywidgets otherwise (:class:`PanelControls`). Only the
+newest panel showing a trigger holds its controls; an older panel's controls
+output turns into text when it has none left ("Cancelled trg_… · 12:04:31",
+or that the controls moved to a newer panel). Headless clients get no
+controls. ipywidgets is imported here and nowhere else in ``triggers/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from agent_kernel.notebook.cells import LiveOutput, in_cell, outcome_bundle
+from agent_kernel.triggers.model import LIVE
+from agent_kernel.views.safe_html import esc
+from agent_kernel.views.trigger_panel import local_time, panel_html, shown, text_table
+
+if TYPE_CHECKING:
+    from agent_kernel.triggers.host import TriggerHost
+    from agent_kernel.triggers.model import Trigger
+
+UPDATES_PER_SECOND = 2
+REFRESH_SECONDS = 30.0
+HISTORY = 4
+# The newest panel that holds each live trigger's controls, by trigger id.
+_CONTROLS_OWNER: dict[str, TriggersPanel] = {}
+
+__all__ = ["TriggersPanel", "text_table"]
+
+
+def _now_text() -> str:
+    now = datetime.now().astimezone()
+    return local_time(now.isoformat(), now)
+
+
+class TriggersPanel:
+    """A static, self-updating table of triggers; ``trigger_ids`` limits it (else all)."""
+
+    def __init__(self, scheduler: TriggerHost, trigger_ids: Iterable[str] | None = None):
+        self.scheduler = scheduler
+        self.only = set(trigger_ids) if trigger_ids is not None else None
+        self.seen: list[str] = [t.id for t in self._live_ones()]
+        self.history: dict[str, list[tuple[str, str, str]]] = {}
+        self._seen_run: dict[str, str | None] = {t.id: t.last_run_id
+                                                 for t in scheduler.triggers.values()}
+        self.controls: _Controls | None = None
+        self.output = LiveOutput(self.bundle, UPDATES_PER_SECOND)
+        self._refresher: asyncio.TimerHandle | None = None
+        scheduler.listeners.append(self.changed)
+
+    def _live_ones(self) -> list[Trigger]:
+        if self.only is not None:
+            return [t for i, t in self.scheduler.triggers.items() if i in self.only]
+        return [t for t in self.scheduler.triggers.values() if t.status in LIVE]
+
+    def triggers(self) -> list[Trigger]:
+        """The triggers this panel shows, in the order they first appeared in it."""
+        return [self.scheduler.triggers[i] for i in self.seen if i in self.scheduler.triggers]
+
+    def _running(self) -> set[str]:
+        running = getattr(self.scheduler, "running", {}) or {}
+        return {f.trigger_id for f in running.values()}
+
+    def bundle(self) -> dict[str, str]:
+        """The panel's static bundle: ``text/html`` and ``text/plain``; never a widget."""
+        now = datetime.now().astimezone()
+        shown_now, running = self.triggers(), self._running()
+        earlier = {i: runs[1:] for i, runs in self.history.items()}  # [0] is the last run
+        return {"text/html": panel_html(shown_now, now, running, earlier),
+                "text/plain": text_table(shown_now, now, running)}
+
+    def _repr_mimebundle_(self, **_kwargs: Any) -> dict[str, str]:
+        return self.bundle()
+
+    def show(self, controls: bool = False, channel: Any = None) -> None:
+        """Display the table (and the controls when a person can click) in this cell.
+
+        With ``channel`` (our extension's, see :mod:`agent_kernel.notebook.frontend`), the
+        extension draws the controls; otherwise they are ipywidgets.
+        """
+        self.output.show()
+        if controls:
+            made = ExtensionControls(self, channel) if channel is not None else \
+                PanelControls(self)
+            self.controls = made
+            made.show()
+        self._schedule_refresh()
+
+    # -- updates --------------------------------------------------------------
+    def changed(self, trigger: Trigger) -> None:
+        """Called by the scheduler when ``trigger`` changed."""
+        if self.only is not None and trigger.id not in self.only:
+            return
+        if trigger.id not in self.seen:
+            if trigger.status not in LIVE:
+                return
+            self.seen.append(trigger.id)
+        if trigger.last_run_id and trigger.last_status and \
+                self._seen_run.get(trigger.id) != trigger.last_run_id:
+            self._seen_run[trigger.id] = trigger.last_run_id
+            t = shown(trigger)
+            earlier = self.history.setdefault(trigger.id, [])
+            earlier.insert(0, (t.last_fired_at or "", t.last_status or "", t.last_result or ""))
+            del earlier[HISTORY + 1:]
+        if self.controls is not None:
+            self.controls.changed(trigger)
+        self.push()
+
+    def push(self, force: bool = False) -> None:
+        """Update the table now, or as soon as the throttle allows."""
+        self.output.push(force)
+
+    @property
+    def updates(self) -> int:
+        """How many times the table was redrawn."""
+        return self.output.updates
+
+    def _schedule_refresh(self) -> None:
+        if not any(t.status in LIVE for t in self.triggers()):
+            self._refresher = None
+            return
+        with contextlib.suppress(RuntimeError):
+            self._refresher = asyncio.get_running_loop().call_later(REFRESH_SECONDS,
+                                                                    self._refresh)
+
+    def _refresh(self) -> None:
+        self.push()
+        self._schedule_refresh()
+
+
+class _Controls:
+    """What both kinds of panel controls share: which rows are live, and what was done."""
+
+    def __init__(self, panel: TriggersPanel) -> None:
+        self.panel = panel
+        self.rows: dict[str, Any] = {}
+        self.outcomes: list[str] = []
+        self.handle: Any = None
+        self.settled = False
+
+    def _claim_live(self) -> None:
+        for trigger in self.panel.triggers():
+            if trigger.status in LIVE:
+                self._claim(trigger)
+
+    def _claim(self, trigger: Trigger) -> None:
+        previous = _CONTROLS_OWNER.get(trigger.id)
+        _CONTROLS_OWNER[trigger.id] = self.panel
+        if previous is not None and previous is not self.panel and previous.controls:
+            previous.controls.drop(trigger.id, moved=True)
+        self._add_row(trigger)
+
+    def _add_row(self, trigger: Trigger) -> None:
+        raise NotImplementedError
+
+    def _remove_row(self, row: Any) -> None:
+        raise NotImplementedError
+
+    def _redraw(self) -> None:
+        """Show the rows and outcomes as they are now."""
+
+    def use(self, action: str, trigger_id: str) -> tuple[bool, str]:
+        """A click on Cancel or Approve: act, then say what happened (and return it)."""
+        scheduler = self.panel.scheduler
+        trigger = scheduler.triggers.get(trigger_id)
+        done = scheduler.cancel(trigger_id) if action == "cancel" else \
+            scheduler.approve(trigger_id)
+        what = "Cancelled" if action == "cancel" else "Approved"
+        line = (f"{what} {trigger_id}" + (f" ({trigger.schedule_text()})" if trigger else "")
+                if done else f"{trigger_id}: nothing to {action}") + f" · {_now_text()}"
+        self.outcomes.append(line)
+        self._after_change(trigger_id)
+        if not self.settled:
+            self._redraw()
+        elif self.handle is not None:  # settled by the change itself: add this outcome
+            with in_cell(self.panel.output.cell):
+                self.handle.update(self._text_bundle(), raw=True)
+        return bool(done), line
+
+    def changed(self, trigger: Trigger) -> None:
+        """A trigger of the panel changed: add, update or drop its row."""
+        if self.settled:
+            return
+        if trigger.id not in self.rows and trigger.status in LIVE:
+            self._claim(trigger)
+        self._after_change(trigger.id)
+
+    def _after_change(self, trigger_id: str) -> None:
+        trigger = self.panel.scheduler.triggers.get(trigger_id)
+        if trigger_id not in self.rows:
+            return
+        if trigger is None or trigger.status not in LIVE:
+            self.drop(trigger_id)
+            return
+        self._update_row(trigger)
+
+    def _update_row(self, trigger: Trigger) -> None:
+        self._redraw()
+
+    def drop(self, trigger_id: str, moved: bool = False) -> None:
+        """Remove one trigger's row; with none left, the output becomes text."""
+        row = self.rows.pop(trigger_id, None)
+        if row is None:
+            return
+        if moved:
+            self.outcomes.append(f"Controls for {trigger_id} moved to a newer triggers panel"
+                                 f" · {_now_text()}")
+        elif _CONTROLS_OWNER.get(trigger_id) is self.panel:
+            del _CONTROLS_OWNER[trigger_id]
+        self._remove_row(row)
+        if not self.rows:
+            self.settle()
+        else:
+            self._redraw()
+
+    def _text_bundle(self) -> dict[str, str]:
+        return outcome_bundle(self.outcomes or [f"No live trigger to cancel · {_now_text()}"])
+
+    def settle(self) -> None:
+        """Replace the buttons with what was done, as text."""
+        if self.settled:
+            return
+        self.settled = True
+        if self.handle is not None:
+            with in_cell(self.panel.output.cell):
+                self.handle.update(self._text_bundle(), raw=True)
+        self._closed()
+
+    def _closed(self) -> None:
+        """Free what the live controls held."""
+
+
+class PanelControls(_Controls):
+    """The panel's Cancel / Approve buttons as ipywidgets, in an output of their own."""
+
+    def __init__(self, panel: TriggersPanel) -> None:
+        import ipywidgets as w
+
+        super().__init__(panel)
+        self.note = w.HTML("")
+        self.box = w.VBox([self.note])
+        self.box.add_class("agent-kernel-trigger-controls")
+        self._claim_live()
+
+    def show(self) -> None:
+        """Display the controls as an output of their own (or their text if none is live)."""
+        from IPython.display import display
+
+        if not self.rows:
+            self.handle = display(self._text_bundle(), raw=True, display_id=True)
+            self.settled = True
+            return
+        self.handle = display(self.box, display_id=True)
+
+    def _add_row(self, trigger: Trigger) -> None:
+        import ipywidgets as w
+
+        t = shown(trigger)
+        label = w.HTML(f"<code>{esc(t.id)}</code> · {esc(t.schedule_text())} · "
+                       f"{esc(t.prompt[:60])}")
+        cancel = w.Button(description="Cancel", tooltip=f"cancel trigger {t.id}",
+                          layout=w.Layout(width="90px"))
+        cancel.add_class("agent-kernel-trigger-cancel")
+        cancel.on_click(lambda _b, i=t.id: self.use("cancel", i))
+        approve = w.Button(description="Approve", button_style="primary",
+                           tooltip=f"approve trigger {t.id} (what it runs and when) and "
+                                   "start it", layout=w.Layout(width="90px"))
+        approve.add_class("agent-kernel-trigger-approve")
+        approve.on_click(lambda _b, i=t.id: self.use("approve", i))
+        approve.layout.display = None if trigger.needs_approval else "none"
+        row = w.HBox([approve, cancel, label], layout=w.Layout(align_items="center"))
+        row.buttons = {"cancel": cancel, "approve": approve}  # type: ignore[attr-defined]
+        self.rows[t.id] = row
+        self.box.children = (*self.box.children, row)
+
+    def _update_row(self, trigger: Trigger) -> None:
+        approve = self.rows[trigger.id].buttons["approve"]
+        approve.layout.display = None if trigger.needs_approval else "none"
+
+    def _redraw(self) -> None:
+        self.note.value = "<br>".join(esc(o) for o in self.outcomes)
+
+    def _remove_row(self, row: Any) -> None:
+        self.box.children = tuple(c for c in self.box.children if c is not row)
+        for widget in (*row.buttons.values(), *row.children, row):
+            widget.close()
+
+    def _closed(self) -> None:
+        self.note.close()
+        self.box.close()
+
+
+class ExtensionControls(_Controls):
+    """The panel's Cancel / Approve drawn by our JupyterLab extension: no widget at all.
+
+    The output is a bundle of :data:`CONTROLS_MIME` (the live rows and what was done)
+    with ``text/html`` and ``text/plain`` saying how to do the same with
+    ``%agent_triggers``; clicks come back over the extension's comm
+    (:mod:`agent_kernel.notebook.frontend`, action ``trigger``). Once no row is live, the
+    output is plain text like the widget flavour's.
+    """
+
+    def __init__(self, panel: TriggersPanel, channel: Any) -> None:
+        super().__init__(panel)
+        self.channel = channel
+        channel.on_action("trigger", _trigger_action)
+        self._claim_live()
+
+    def show(self) -> None:
+        """Display the controls' bundle (or their text if none is live)."""
+        from IPython.display import display
+
+        self.settled = not self.rows
+        self.handle = display(self.bundle(), raw=True, display_id=True)
+
+    def bundle(self) -> dict[str, Any]:
+        """The live rows for the extension, with words for every other frontend."""
+        if self.settled or not self.rows:
+            return self._text_bundle()
+        rows = [{"trigger_id": i, "label": label, "needs_approval": needs}
+                for i, (label, needs) in self.rows.items()]
+        hint = "; ".join(f"%agent_triggers cancel {i}" for i in self.rows)
+        words = [*self.outcomes, f"Live controls (while the kernel runs): {hint}"]
+        return {CONTROLS_MIME: {"version": 1, "kind": "triggers", "rows": rows,
+                                "outcomes": self.outcomes}, **outcome_bundle(words)}
+
+    def _add_row(self, trigger: Trigger) -> None:
+        t = shown(trigger)
+        self.rows[t.id] = (f"{t.schedule_text()} · {t.prompt[:60]}", trigger.needs_approval)
+        self._redraw()
+
+    def _update_row(self, trigger: Trigger) -> None:
+        label, _needs = self.rows[trigger.id]
+        self.rows[trigger.id] = (label, trigger.needs_approval)
+        self._redraw()
+
+    def _remove_row(self, row: Any) -> None:
+        pass
+
+    def _redraw(self) -> None:
+        if self.handle is not None and not self.settled:
+            with in_cell(self.panel.output.cell):
+                self.handle.update(self.bundle(), raw=True)
+
+
+CONTROLS_MIME = "application/vnd.agent-kernel.controls.v1+json"
+
+
+def _trigger_action(data: dict[str, Any]) -> tuple[bool, str]:
+    """The extension's Cancel or Approve: the panel holding the trigger's controls acts."""
+    op, trigger_id = data.get("op"), data.get("trigger_id")
+    if op not in ("cancel", "approve") or not isinstance(trigger_id, str):
+        return False, "a trigger action needs op (cancel or approve) and trigger_id"
+    panel = _CONTROLS_OWNER.get(trigger_id)
+    if panel is None or panel.controls is None or trigger_id not in panel.controls.rows:
+        return False, f"{trigger_id[:40]} has no live controls in this kernel."
+    done, line = panel.controls.use(op, trigger_id)
+    return done, "" if done else line

@@ -1,0 +1,400 @@
+"""The loop over real HTTP: litellm talks to a scripted OpenAI-compatible server on 127.0.0.1.
+
+Every test drives ``Agent.arun`` through litellm's own HTTP client (``api_base``),
+then checks the result, the ledger, and what the server received next (the
+tool results the model was shown).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pytest
+from scripted_server import Call, CutStream, HttpError, Message, ScriptedServer, usage
+
+from agent_kernel import Agent, Field, Settings, Tool
+from agent_kernel.core.events import (
+    Notice,
+    RunError,
+    StreamReset,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+
+MODEL = "openai/test-model"
+
+
+@pytest.fixture
+def server():
+    with ScriptedServer() as srv:
+        yield srv
+        assert not srv.hook_errors, srv.hook_errors
+
+
+def make_agent(server: ScriptedServer, workspace: Path, tools: list[Any] | None = None,
+               model: str = MODEL, **settings: Any) -> Agent:
+    settings.setdefault("retry_base_delay", 0.01)
+    return Agent(model=model, workspace=workspace, tools=[Tool(t) for t in tools or []],
+                 settings=Settings(api_base=server.base_url, api_key="sk-test-0123456789abcdef",
+                                   **settings))
+
+
+def tool_records(agent: Agent) -> list[dict[str, Any]]:
+    return [r for r in agent.ledger.records() if r.get("kind") == "tool_call"]
+
+
+async def test_streaming_text_arrives_in_deltas(server, tmp_path):
+    agent = make_agent(server, tmp_path)
+    deltas: list[str] = []
+    agent.bus.subscribe(lambda e: deltas.append(e.text) if isinstance(e, TextDelta) else None)
+    server.script(Message(text="Hello from the scripted model.", pieces=4))
+    result = await agent.arun("hi")
+    assert result.status == "ok", result.error
+    assert result.reply == "Hello from the scripted model."
+    assert len(deltas) >= 4 and "".join(deltas) == result.reply
+    sent = server.requests[0]
+    assert sent["model"] == "test-model" and sent["stream"] is True
+    assert sent["messages"][-1] == {"role": "user", "content": "hi"}
+    assert {t["function"]["name"] for t in sent["tools"]} >= {"echo", "log_decision"}
+    assert server.headers[0]["authorization"] == "Bearer sk-test-0123456789abcdef"
+
+
+async def test_tool_call_deltas_split_and_interleaved(server, tmp_path):
+    agent = make_agent(server, tmp_path)
+    server.script(
+        Message(calls=[Call("echo", json.dumps({"value": "first value"}), id="call_A"),
+                       Call("echo", json.dumps({"value": "second value"}), id="call_B")],
+                pieces=5, interleave=True),
+        Message(text="done"),
+    )
+    result = await agent.arun("echo twice")
+    assert result.status == "ok", result.error
+    assert [(c.call_id, c.arguments, c.result) for c in result.tool_calls] == [
+        ("call_A", {"value": "first value"}, "first value"),
+        ("call_B", {"value": "second value"}, "second value"),
+    ]
+    follow_up = server.requests[1]["messages"]
+    assistant = next(m for m in follow_up if m.get("tool_calls"))
+    assert [c["id"] for c in assistant["tool_calls"]] == ["call_A", "call_B"]
+    assert server.tool_messages(1) == [
+        {"role": "tool", "tool_call_id": "call_A", "content": "first value"},
+        {"role": "tool", "tool_call_id": "call_B", "content": "second value"},
+    ]
+    # concurrent calls reach the ledger in the order they finish
+    assert sorted(r["arguments"]["value"] for r in tool_records(agent)) == [
+        "first value", "second value"]
+
+
+async def test_tool_calls_of_one_response_run_concurrently(server, tmp_path):
+    ping_seen, pong_seen = asyncio.Event(), asyncio.Event()
+
+    async def ping() -> str:
+        """Set ping, then wait for pong."""
+        ping_seen.set()
+        await pong_seen.wait()
+        return "ping ok"
+
+    async def pong() -> str:
+        """Set pong, then wait for ping."""
+        pong_seen.set()
+        await ping_seen.wait()
+        return "pong ok"
+
+    # Run one after the other, each would wait for the other until the timeout.
+    agent = make_agent(server, tmp_path, tools=[ping, pong], tool_timeout=3)
+    server.script(Message(calls=[Call("ping", "{}"), Call("pong", "{}")]), Message(text="both"))
+    result = await agent.arun("go")
+    assert result.status == "ok"
+    assert [(c.tool_name, c.success, c.result) for c in result.tool_calls] == [
+        ("ping", True, "ping ok"), ("pong", True, "pong ok")]
+
+
+async def test_several_tool_calls_non_streaming(server, tmp_path):
+    agent = make_agent(server, tmp_path, stream=False)
+    server.script(
+        Message(text="Let me echo.", calls=[Call("echo", '{"value": "a"}'),
+                                            Call("echo", '{"value": "b"}'),
+                                            Call("echo", '{"value": "c"}')]),
+        Message(text="Echoed a, b and c."),
+    )
+    result = await agent.arun("echo three")
+    assert result.status == "ok" and result.reply == "Echoed a, b and c."
+    assert [c.result for c in result.tool_calls] == ["a", "b", "c"]
+    assert all(not r.get("stream") for r in server.requests)
+    assert [m["content"] for m in server.tool_messages(1)] == ["a", "b", "c"]
+
+
+async def test_malformed_json_goes_back_to_the_model(server, tmp_path):
+    agent = make_agent(server, tmp_path)
+    server.script(Message(calls=[Call("echo", '{"value": "unterminated', id="call_bad")]),
+                  Message(text="sorry"))
+    result = await agent.arun("echo")
+    assert result.status == "ok"
+    [message] = server.tool_messages(1)
+    assert message["tool_call_id"] == "call_bad"
+    assert message["content"].startswith("Error: Invalid JSON arguments for tool 'echo'")
+    [record] = tool_records(agent)
+    assert record["success"] is False and record["tool_name"] == "echo"
+    assert "Invalid JSON arguments" in record["error"]
+    assert record["arguments"] == '{"value": "unterminated'
+    # the conversation keeps valid JSON (Anthropic's converter in litellm rejects bad JSON)
+    assistant = next(m for m in server.requests[1]["messages"] if m.get("tool_calls"))
+    assert assistant["tool_calls"][0]["function"]["arguments"] == "{}"
+
+
+async def test_unknown_tool_goes_back_to_the_model(server, tmp_path):
+    agent = make_agent(server, tmp_path)
+    server.script(Message(calls=[Call("launch_rocket", '{"target": "moon"}')]),
+                  Message(text="I cannot."))
+    result = await agent.arun("launch")
+    assert result.status == "ok" and result.reply == "I cannot."
+    [message] = server.tool_messages(1)
+    assert message["content"].startswith("Error: Unknown tool: launch_rocket.\n\nAvailable tools:")
+    assert "echo" in message["content"]
+    [record] = tool_records(agent)
+    assert (record["tool_name"], record["success"]) == ("launch_rocket", False)
+    assert record["arguments"] == {"target": "moon"}
+
+
+def bounded(
+    name: Annotated[str, Field(max_length=5)],
+    count: Annotated[int, Field(ge=1, le=10)],
+    color: Literal["red", "blue"],
+) -> str:
+    """A tool with limits.
+
+    Args:
+        name: A short name.
+        count: How many, 1 to 10.
+        color: Which colour.
+    """
+    return f"{name} x{count} {color}"
+
+
+@pytest.mark.parametrize("arguments, expected", [
+    ({"count": 1, "color": "red"}, "name: required argument is missing"),
+    ({"name": "a", "count": "many", "color": "red"}, "count: Input should be a valid integer"),
+    ({"name": "a", "count": 11, "color": "red"}, "count: Input should be less than or equal to 10"),
+    ({"name": "abcdefgh", "count": 1, "color": "red"}, "name: String should have at most 5"),
+    ({"name": "a", "count": 1, "color": "green"}, "color: Input should be 'red' or 'blue'"),
+])
+async def test_invalid_arguments_go_back_to_the_model(server, tmp_path, arguments, expected):
+    calls_made: list[Any] = []
+
+    def spy(name: str) -> str:
+        """Never to be called."""
+        calls_made.append(name)
+        return name
+
+    agent = make_agent(server, tmp_path, tools=[bounded, spy])
+    server.script(Message(calls=[Call("bounded", json.dumps(arguments))]), Message(text="ok"))
+    result = await agent.arun("use bounded")
+    assert result.status == "ok"
+    [message] = server.tool_messages(1)
+    assert message["content"].startswith("Error: Invalid arguments for tool 'bounded': ")
+    assert expected in message["content"]
+    [record] = tool_records(agent)
+    assert record["success"] is False and expected in record["error"]
+    assert record["arguments"] == arguments and record["result"] is None
+
+
+async def test_valid_arguments_reach_the_tool(server, tmp_path):
+    agent = make_agent(server, tmp_path, tools=[bounded])
+    server.script(Message(calls=[Call("bounded", '{"name": "abc", "count": 10, "color": "blue"}')]),
+                  Message(text="ok"))
+    result = await agent.arun("use bounded")
+    assert result.tool_calls[0].result == "abc x10 blue"
+    assert server.tool_messages(1)[0]["content"] == "abc x10 blue"
+
+
+async def test_tool_timeout_goes_back_to_the_model(server, tmp_path):
+    async def slow() -> str:
+        """Take far too long."""
+        await asyncio.sleep(10)
+        return "never"
+
+    agent = make_agent(server, tmp_path, tools=[slow], tool_timeout=0.2)
+    server.script(Message(calls=[Call("slow", "{}")]), Message(text="it timed out"))
+    result = await agent.arun("be slow")
+    assert result.status == "ok"
+    expected = "Tool 'slow' execution exceeded 0.2s timeout"
+    assert server.tool_messages(1)[0]["content"] == f"Error: {expected}"
+    [record] = tool_records(agent)
+    assert record["success"] is False and record["error"] == expected
+    assert record["duration_ms"] >= 190
+
+
+async def test_failing_tool_names_the_error(server, tmp_path):
+    def broken() -> str:
+        """Always fails."""
+        raise KeyError("missing piece")
+
+    agent = make_agent(server, tmp_path, tools=[broken])
+    server.script(Message(calls=[Call("broken", "{}")]), Message(text="hm"))
+    await agent.arun("break")
+    content = server.tool_messages(1)[0]["content"]
+    assert content.startswith("Error: Tool 'broken' execution failed:")
+    assert "missing piece" in content
+
+
+async def test_record_is_on_disk_before_the_model_sees_the_result(server, tmp_path):
+    agent = make_agent(server, tmp_path)
+    seen_on_disk: list[list[dict[str, Any]]] = []
+
+    def read_ledger(number: int, body: dict[str, Any]) -> None:
+        if number == 1:
+            path = tmp_path / "ledger.jsonl"
+            lines = path.read_text().splitlines() if path.exists() else []
+            seen_on_disk.append([json.loads(line) for line in lines])
+
+    server.on_request = read_ledger
+    server.script(Message(calls=[Call("echo", '{"value": "durable"}', id="call_d")]),
+                  Message(text="ok"))
+    await agent.arun("echo durable")
+    [records] = seen_on_disk
+    assert [(r["tool_name"], r["result"], r["success"]) for r in records] == [
+        ("echo", "durable", True)]
+    assert server.tool_messages(1)[0]["content"] == "durable"
+
+
+async def test_429_then_success(server, tmp_path):
+    agent = make_agent(server, tmp_path)
+    notices: list[Any] = []
+    agent.bus.subscribe(notices.append)
+    server.script(HttpError(429, "slow down", retry_after=0.3), Message(text="fine now"))
+    result = await agent.arun("hi")
+    assert result.status == "ok" and result.reply == "fine now"
+    assert len(server.requests) == 2
+    [notice] = [e.text for e in notices if isinstance(e, Notice)]
+    assert "rate limited (429)" in notice and "slow down" in notice
+    assert notice.endswith("retry 1 in 0.3 s")  # the server's Retry-After, not the backoff
+
+
+async def test_500_forever_ends_the_run_with_a_clear_error(server, tmp_path):
+    agent = make_agent(server, tmp_path, max_retries=2)
+    server.script(HttpError(500, "the scripted backend is down", forever=True))
+    result = await agent.arun("hi")
+    assert result.status == "error"
+    assert len(server.requests) == 3  # max_retries + 1
+    assert "after 3 attempts" in result.error
+    assert "server error (500)" in result.error
+    assert "the scripted backend is down" in result.error
+
+
+async def test_cut_stream_is_retried(server, tmp_path):
+    agent = make_agent(server, tmp_path)
+    events: list[Any] = []
+    agent.bus.subscribe(events.append)
+    server.script(CutStream("half an ans"), Message(text="A whole answer."))
+    result = await agent.arun("hi")
+    assert result.status == "ok" and result.reply == "A whole answer."
+    assert len(server.requests) == 2
+    kinds = [type(e) for e in events]
+    assert StreamReset in kinds
+    # the partial text streamed before the break, then the views were told to drop it
+    reset_at = kinds.index(StreamReset)
+    before = "".join(e.text for e in events[:reset_at] if isinstance(e, TextDelta))
+    assert before and "half an ans".startswith(before)
+
+
+async def test_stream_ending_without_finish_is_retried(server, tmp_path):
+    agent = make_agent(server, tmp_path, max_retries=1)
+    server.script(CutStream("never finish", abrupt=False), Message(text="Finished."))
+    result = await agent.arun("hi")
+    assert result.status == "ok" and result.reply == "Finished."
+    server.script(CutStream("never finish", abrupt=False, forever=True))
+    result = await agent.arun("again")
+    assert result.status == "error"
+    assert "the stream ended before the model finished its answer" in result.error
+
+
+async def test_cut_stream_forever_ends_with_a_clear_error(server, tmp_path):
+    agent = make_agent(server, tmp_path, max_retries=1)
+    server.script(CutStream(forever=True))
+    result = await agent.arun("hi")
+    assert result.status == "error"
+    assert len(server.requests) == 2
+    assert "the stream broke" in result.error and "after 2 attempts" in result.error
+
+
+async def test_refused_request_is_not_retried_and_does_not_raise(server, tmp_path):
+    agent = make_agent(server, tmp_path)
+    server.script(HttpError(401, "bad api key"), Message(text="never"))
+    result = await agent.arun("hi")
+    assert result.status == "error" and len(server.requests) == 1
+    assert "401" in result.error and "bad api key" in result.error
+
+
+async def test_unreachable_server_does_not_raise(tmp_path):
+    with ScriptedServer() as srv:
+        agent = make_agent(srv, tmp_path, max_retries=1)
+    result = await agent.arun("hi")  # the server is gone now
+    assert result.status == "error" and "attempts" in result.error
+
+
+async def test_tool_call_limit(server, tmp_path):
+    agent = make_agent(server, tmp_path, max_tool_calls=3)
+    events: list[Any] = []
+    agent.bus.subscribe(events.append)
+    echo_two = [Call("echo", '{"value": "x"}'), Call("echo", '{"value": "y"}')]
+    server.script(Message(calls=echo_two), Message(calls=echo_two), Message(text="never"))
+    result = await agent.arun("loop")
+    assert result.status == "limit"
+    assert "limit is 3" in result.error
+    assert len(server.requests) == 2
+    assert [c.success for c in result.tool_calls] == [True, True, True, False]
+    records = tool_records(agent)
+    assert len(records) == 4
+    assert records[-1]["error"].startswith("Tool call limit reached: at most 3")
+    # every call, the refused one too, is announced to the views before it finishes
+    started = [e.call_id for e in events if isinstance(e, ToolCallStarted)]
+    finished = [e.call_id for e in events if isinstance(e, ToolCallFinished)]
+    assert sorted(started) == sorted(finished) and len(finished) == 4
+    assert [e.kind for e in events if isinstance(e, RunError)] == ["limit"]
+
+
+async def test_using_exactly_the_limit_still_gets_an_answer(server, tmp_path):
+    agent = make_agent(server, tmp_path, max_tool_calls=2)
+    server.script(Message(calls=[Call("echo", '{"value": "x"}'), Call("echo", '{"value": "y"}')]),
+                  Message(text="two calls, then done"))
+    result = await agent.arun("two")
+    assert result.status == "ok" and result.reply == "two calls, then done"
+
+
+async def test_usage_is_summed_and_cost_kept(server, tmp_path):
+    agent = make_agent(server, tmp_path)
+    server.script(Message(calls=[Call("echo", '{"value": "x"}')], usage=usage(7, 3)),
+                  Message(text="done", usage=usage(11, 4)))
+    result = await agent.arun("hi")
+    assert result.usage == {"prompt_tokens": 18, "completion_tokens": 7, "total_tokens": 25}
+    assert result.cost is None  # litellm has no price for test-model
+
+
+async def test_cost_from_litellm_prices(server, tmp_path):
+    from agent_kernel.engine.models import llm
+
+    llm.load_litellm().register_model({"openai/priced-test-model": {
+        "input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6,
+        "litellm_provider": "openai", "mode": "chat"}})
+    agent = make_agent(server, tmp_path, model="openai/priced-test-model", stream=False)
+    server.script(Message(calls=[Call("echo", '{"value": "x"}')], usage=usage(100, 10)),
+                  Message(text="done", usage=usage(200, 20)))
+    result = await agent.arun("hi")
+    assert result.status == "ok"
+    assert result.cost == pytest.approx(300 * 1e-6 + 30 * 2e-6)
+
+
+async def test_conversation_goes_on_across_runs(server, tmp_path):
+    agent = make_agent(server, tmp_path)
+    server.script(Message(text="first"), Message(text="second"), Message(text="fresh"))
+    await agent.arun("one")
+    await agent.arun("two")
+    contents = [m["content"] for m in server.requests[1]["messages"] if m["role"] != "system"]
+    assert contents == ["one", "first", "two"]
+    await agent.arun("three", new=True)
+    contents = [m["content"] for m in server.requests[2]["messages"] if m["role"] != "system"]
+    assert contents == ["three"]

@@ -1,0 +1,131 @@
+"""A first run is honest: the demo imports nothing heavy, a real model's first run says it
+is loading litellm before the import ends, a process that exits during the background
+import exits quietly, and CLI subcommands import only what they use."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from scripted_server import Message, ScriptedServer
+
+HEAVY = ("litellm", "lancedb", "ipywidgets", "pydantic")
+
+PLAIN_EXIT = """
+import sys
+from agent_kernel.engine.models import litellm_loader as llm
+llm.warm_up()
+print("importing" if llm._warm_thread.is_alive() else "done", flush=True)
+sys.exit(0)
+"""
+
+IPYTHON_EXIT = """
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "agent_kernel")
+from agent_kernel.engine.models import litellm_loader as llm
+print("after load_ext:", llm._warm_thread, flush=True)
+shell.run_line_magic("agent_config", "--model openai/some-model")
+print("importing" if llm._warm_thread.is_alive() else "done", flush=True)
+"""
+
+CONFIGURED_EXIT = """
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.config.AgentMagics.model = "openai/some-model"
+shell.run_line_magic("load_ext", "agent_kernel")
+from agent_kernel.engine.models import litellm_loader as llm
+print("importing" if llm._warm_thread.is_alive() else "done", flush=True)
+"""
+
+
+def test_exit_during_the_warm_up_import_is_silent(tmp_path):
+    """Leaving while litellm is still importing in the background: no traceback, no abort,
+    exit code 0 (before, the import failed at shutdown with a traceback on stderr)."""
+    env = {**os.environ, "AGENT_KERNEL_WORKSPACE": str(tmp_path / "ws")}
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+             for code in [PLAIN_EXIT] * 5 + [IPYTHON_EXIT] * 5 + [CONFIGURED_EXIT] * 5]
+    for index, proc in enumerate(procs):
+        out, err = proc.communicate(timeout=120)
+        assert (proc.returncode, err) == (0, ""), (index, out)
+        assert out.splitlines()[-1] == "importing", out  # it was exiting mid-import
+        if 5 <= index < 10:  # the default model, demo, starts no import; a real model does
+            assert "after load_ext: None" in out
+
+
+def _imports(*args: str, cwd: str) -> str:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "agent_kernel", *args],
+                          capture_output=True, text=True, timeout=120, cwd=cwd)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stderr
+
+
+@pytest.mark.parametrize("args", [["verify"], ["triggers", "--duration", "0"]],
+                         ids=["verify", "triggers"])
+def test_cli_subcommands_import_nothing_heavy(tmp_path, args):
+    text = _imports(*args, "--workspace", str(tmp_path / "ws"), cwd=str(tmp_path))
+    modules = {line.rsplit("|", 1)[-1].strip() for line in text.splitlines() if "|" in line}
+    assert "agent_kernel.cli.ledger" in modules or "agent_kernel" in modules  # it did report
+    assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
+
+
+def test_cli_first_line_comes_before_the_library_loads(tmp_path):
+    """The terminal shows the prompt, then what it waits for, then the answer."""
+    with ScriptedServer() as server:
+        server.script(Message(text="the scripted answer"))
+        proc = subprocess.run(
+            [sys.executable, "-m", "agent_kernel", "run", "hello", "--model",
+             "openai/test-model", "--api-base", server.base_url, "--workspace",
+             str(tmp_path / "ws")], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=120, env={**os.environ, "OPENAI_API_KEY": "sk-test-0123456789abcdef"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == ">>> [openai/test-model] hello"
+    assert lines[1] == "[info] loading the model library (first run)…"
+    assert lines[2].startswith("[info] loaded the model library (first run) in ")
+    assert lines[3] == "the scripted answer"
+
+
+@pytest.mark.kernel
+def test_first_real_model_run_in_a_kernel_says_it_is_loading(tmp_path, run_notebook,
+                                                             output_text):
+    """A first ``%agent --model openai/...`` run shows the loading notice, sent while litellm
+    was still importing (the kernel records both moments); later runs show none."""
+    with ScriptedServer() as server:
+        server.script(Message(text="first scripted answer"), Message(text="second answer"))
+        nb = run_notebook([
+            f"get_ipython().config.AgentMagics.api_base = {server.base_url!r}\n"
+            "%load_ext agent_kernel",
+            "import json, sys\nfrom agent_kernel.engine.models import litellm_loader as llm\n"
+            "from agent_kernel.core.events import Loading\n"
+            "from agent_kernel.notebook.magics import current\n"
+            "seen = []\n"
+            "def on(event):\n"
+            "    if isinstance(event, Loading):\n"
+            "        seen.append({'at': event.at, 'seconds': event.seconds,\n"
+            "                     'loaded': llm._litellm is not None})\n"
+            "current().agent.bus.subscribe(on)\n"
+            "print('before the run:', 'litellm' in sys.modules, llm._warm_thread)",
+            "%agent --model openai/test-model hello",
+            "%agent --model openai/test-model again",
+            "print(json.dumps({'seen': seen, 'loaded_at': llm.loaded_at}))",
+        ], cwd=tmp_path, timeout=120,
+            env={"OPENAI_API_KEY": "sk-test-0123456789abcdef",
+                 "AGENT_KERNEL_WORKSPACE": str(tmp_path / "ws")})
+    cells = nb.cells
+    assert "before the run: False None" in output_text(cells[1])  # a true first run
+    first = output_text(cells[2])
+    assert "loaded the model library (first run) in " in first
+    assert "first scripted answer" in first
+    assert "loaded the model library (first run) in " in output_text(cells[2], "text/html")
+    second = output_text(cells[3])
+    assert "second answer" in second and "model library" not in second
+    record = json.loads(output_text(cells[4]).strip().splitlines()[-1])
+    started, finished = record["seen"]
+    assert started["seconds"] is None and started["loaded"] is False
+    assert started["at"] < record["loaded_at"] <= finished["at"]
+    assert finished["seconds"] > 0 and finished["loaded"] is True

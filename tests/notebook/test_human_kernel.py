@@ -1,0 +1,148 @@
+"""ask_user, approvals and the blocking wait in real kernels.
+
+nbclient runs notebooks with nobody to click, so questions must end at once
+by spec 000's rules and approvals follow the headless policy; a blocking cell
+must say that clicks cannot reach it. With jupyter_client a test plays
+JupyterLab >= 4.4.4: it sends a button's click over a kernel subshell while a
+cell blocks, and the click must get through.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# -- real kernels, nobody to click -----------------------------------------------
+
+@pytest.mark.kernel
+def test_headless_kernel_ends_questions_at_once(run_notebook: Any, output_text: Any) -> None:
+    """Under nbclient nobody can click: the %agent magics find no frontend."""
+    nb = run_notebook([
+        "%load_ext agent_kernel",
+        "%agent --wait ask me to choose between tea or coffee",
+        "%agent --wait write file notes.txt with hi",
+        "import json, agent_kernel.notebook.magics as m\n"
+        "r = m.current().last_result\n"
+        "print('CALL', json.dumps([c.error for c in r.tool_calls]))\n"
+        "ws = m.current().agent.workspace.root\n"
+        "print('PENDING', (ws / 'pending_question.json').exists())",
+    ], timeout=120)
+    asked = output_text(nb.cells[1])
+    assert "ask_user: no answer (timed out)" in asked and "-> No answer (timed out)" in asked
+    assert "question timed out with no answer" in asked
+    text = output_text(nb.cells[3])
+    assert "headless policy: deny" in text and "PENDING False" in text
+
+
+@pytest.mark.kernel
+def test_headless_kernel_default_and_allow_policy(run_notebook: Any, output_text: Any,
+                                                  tmp_path: Path) -> None:
+    """A default answers at once; ``headless_approval = "allow"`` lets %agent write."""
+    cell = """
+import json
+from agent_kernel import Agent
+from agent_kernel.engine.registry import ToolContext
+agent = Agent(workspace={ws!r})
+tool = agent.registry.get("ask_user")
+ctx = ToolContext(agent=agent, run_id="r", agent_id="agent", workspace=agent.workspace)
+reply = await tool.invoke(tool.validate({{"question": "Deploy?", "options": ["a", "b"],
+                                          "default": "b"}}), ctx)
+print("ASK", json.dumps(reply))
+""".format(ws=str(tmp_path / "ws"))
+    nb = run_notebook([
+        cell,
+        "%load_ext agent_kernel",
+        "%config AgentMagics.headless_approval = 'allow'",
+        "%agent --wait write file notes.txt with hi",
+        "import agent_kernel.notebook.magics as m\n"
+        "print('WROTE', (m.current().agent.workspace.root / 'files' / 'notes.txt').read_text())",
+    ], timeout=120)
+    assert 'ASK {"answer": "b", "source": "default"}' in output_text(nb.cells[0])
+    assert "approval: allowed by the headless policy" in output_text(nb.cells[3])
+    assert "WROTE hi" in output_text(nb.cells[4])
+
+
+@pytest.mark.kernel
+def test_kernel_reports_a_click_route_for_blocking_cells(run_notebook: Any,
+                                                         output_text: Any) -> None:
+    """nbclient sends no comms over subshells, so a blocking cell cannot take clicks: said so."""
+    nb = run_notebook(["from agent_kernel.notebook.blocking import click_route\n"
+                       "print(click_route())",
+                       "%load_ext agent_kernel",
+                       "from agent_kernel.notebook.magics import current\n"
+                       "current().interactive = True  # as if a person were there\n",
+                       "%agent --wait ask me to choose between tea or coffee"], timeout=120)
+    assert "(False, 'the frontend does not send widget messages over kernel subshells" in (
+        output_text(nb.cells[0]))
+    blocked = output_text(nb.cells[3])
+    assert "clicks cannot reach this blocking cell" in blocked
+    assert "ask_user: no answer (timed out)" in blocked
+    # the question's buttons were shown, then replaced by how it ended: no widget is saved
+    assert "\nNo answer (timed out) · " in blocked
+    assert not any("application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                   for o in nb.cells[3].outputs)
+
+
+SUBSHELL_SETUP = """
+import threading, ipywidgets as w
+button, hits = w.Button(description="tea"), []
+button.on_click(lambda _b: hits.append(threading.current_thread().name))
+print(button.model_id)
+"""
+SUBSHELL_WAIT = """
+import asyncio, time
+from agent_kernel.notebook.blocking import wait_blocking, click_route
+async def until_clicked():
+    started = time.monotonic()
+    while not hits and time.monotonic() - started < 20:
+        await asyncio.sleep(0.02)
+    return hits
+print("ROUTE", click_route()[0])
+print("HITS", wait_blocking(until_clicked()))
+"""
+
+
+@pytest.mark.kernel
+def test_a_click_over_a_subshell_reaches_a_blocking_cell(isolated_env: dict[str, str]) -> None:
+    """What JupyterLab >= 4.4.4 does: the click's comm_msg names a subshell; the cell blocks."""
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        def run(code: str) -> tuple[str, str]:
+            msg_id = client.execute(code)
+            return msg_id, _collect(client, msg_id)
+
+        _, out = run(SUBSHELL_SETUP)
+        model_id = out.strip()
+        client.control_channel.send(client.session.msg("create_subshell_request", {}))
+        subshell = client.control_channel.get_msg(timeout=10)["content"]["subshell_id"]
+        msg_id = client.execute(SUBSHELL_WAIT)
+        time.sleep(1.0)  # the cell is blocking now
+        click = client.session.msg("comm_msg", {
+            "comm_id": model_id, "data": {"method": "custom", "content": {"event": "click"}}})
+        click["header"]["subshell_id"] = subshell
+        client.shell_channel.send(click)
+        out = _collect(client, msg_id)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert "ROUTE True" in out
+    assert f"HITS ['subshell-{subshell}']" in out
+
+
+def _collect(client: Any, msg_id: str) -> str:
+    text = ""
+    while True:
+        msg = client.get_iopub_msg(timeout=60)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream":
+            text += msg["content"]["text"]
+        elif msg["msg_type"] == "error":
+            text += "ERROR " + msg["content"]["evalue"]
+        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return text

@@ -1,0 +1,246 @@
+"""``%agent_team``: the team board from a real team on the scripted server, and in a kernel.
+
+The team is real (supervisor, queues, tools, ledger) and its agents talk to
+litellm's real HTTP path on a local :class:`RoleServer`: a Planner makes a
+role and delegates three jobs with priorities and a conditional watch, the
+first job's Worker puts an artifact and then stays inside a model call, so
+the board is read while one task runs and two wait. The controls are driven
+the way our extension drives them, through the probe's ``team`` action.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from scripted_server import Call, Message
+from test_team import RoleServer, delegate, first_prompt, last, make_team, until
+
+from agent_kernel.team.roles import PLANNER, TELLER
+
+CONTROLS_MIME = "application/vnd.agent-kernel.controls.v1+json"
+
+
+class Handle:
+    """Stands in for a display handle: keeps every bundle it was updated with."""
+
+    def __init__(self) -> None:
+        self.bundles: list[Any] = []
+
+    def update(self, bundle: Any, raw: bool = False) -> None:
+        self.bundles.append(bundle)
+
+
+def script(release: threading.Event) -> Any:
+    def respond(role: str, body: dict[str, Any]) -> Message:
+        said = last(body)
+        if role == TELLER:
+            if said["role"] == "user" and not said["content"].startswith("The work"):
+                return Message(calls=[delegate("three jobs <and> a watch")])
+            return Message(text="all ended")
+        if role == PLANNER:
+            if said["role"] == "user":
+                return Message(calls=[
+                    Call("create_role", json.dumps({"name": "Fact checker",
+                                                    "rolePrompt": "You check facts.",
+                                                    "tools": ["echo"]})),
+                    delegate("job A", priority=9), delegate("job B", priority=5),
+                    delegate("job C", priority=1),
+                    delegate("when flag.txt appears, report", type="conditional", priority=4,
+                             condition={"kind": "file", "path": "flag.txt"})])
+            return Message(text="planned")
+        if first_prompt(body) == "job A":
+            if said["role"] == "user":
+                return Message(calls=[Call("put_artifact", json.dumps(
+                    {"type": "document", "content": "notes on A"}))])
+            release.wait(30)
+        return Message(text=f"{first_prompt(body)} done")
+
+    return respond
+
+
+async def test_board_shows_the_team_and_its_controls_cancel_and_stop(tmp_path: Path) -> None:
+    from agent_kernel.notebook.board import TeamBoard
+    from agent_kernel.notebook.frontend import FrontendProbe
+
+    release = threading.Event()
+    with RoleServer(script(release)) as server:
+        team = make_team(server, tmp_path / "ws", max_workers=1)
+        running = asyncio.create_task(team.arun("go"))
+        sup = team.supervisor
+        artifacts = tmp_path / "ws" / "team" / "artifacts"
+        job_a = await until(lambda: next((t for t in sup.running.values()
+                                          if t.prompt == "job A"), None))
+        await until(lambda: artifacts.is_dir() and any(artifacts.glob("*.json")))
+        await until(lambda: team.triggers.active())
+        queued = {t.prompt: t for t in sup.queues["worker"].waiting()}
+        job_b, job_c = queued["job B"], queued["job C"]
+
+        board = TeamBoard(team)
+        probe = FrontendProbe()
+        board.show(controls=True, channel=probe)  # outside a kernel: no display handle
+        board.output.handle = Handle()
+        assert board.controls is not None
+        board.controls.handle = Handle()
+
+        state = board.state()
+        assert [(r["prompt"], r["agent"], r["priority"]) for r in state["running"]] == [
+            ("job A", job_a.agent_id, 9)]
+        assert [(r["prompt"], r["priority"], r["status"]) for r in state["queues"]["worker"]] \
+            == [("job B", 5, "queued"), ("job C", 1, "queued")]
+        assert state["queues"]["planner"] == [] and state["queues"]["held"] == []
+        agents = {r["id"]: r for r in state["agents"]}
+        assert agents["teller"]["task"] == "go"
+        assert agents[job_a.agent_id]["task"] == "job A"
+        assert agents["team-desk"]["task"] == "holds 1 trigger(s)"
+        roles = {r["name"]: r for r in state["roles"]}
+        assert {"Teller", "Planner", "Worker"} <= set(roles)
+        assert roles["Fact checker"]["createdBy"].startswith("planner-")
+        assert not roles["Fact checker"]["builtin"] and roles["Worker"]["builtin"]
+        [artifact] = state["artifacts"]
+        assert artifact["type"] == "document" and artifact["createdBy"] == job_a.agent_id
+        assert artifact["ref"].startswith("artifact:")
+        [watch] = state["triggers"]
+        assert watch["priority"] == 4 and watch["status"] == "active"
+
+        html = board.bundle()["text/html"]
+        text = board.bundle()["text/plain"]
+        assert html.index("job B") < html.index("job C")
+        assert f"data-task-id='{job_a.id}' data-status='running'" in html
+        assert "three jobs &lt;and&gt; a watch" not in html  # the Planner's task has ended
+        assert "Fact checker" in html and artifact["ref"] in html and "<script" not in html
+        assert "[data-jp-theme-light='false'] .agent-kernel-team-board .ak-ok" in html
+        assert text.startswith("Team: 1 running, 2 queued, 1 trigger(s)")
+        assert text.index("priority 5 · queued · job B") < text.index("priority 1 · queued · job C")
+
+        controls = board.controls
+        bundle = controls.bundle()  # type: ignore[attr-defined]
+        rows = {r["id"]: r for r in bundle[CONTROLS_MIME]["rows"]}
+        assert bundle[CONTROLS_MIME]["kind"] == "team"
+        assert (rows[job_a.id]["op"], rows[job_b.id]["op"], rows[watch["id"]]["op"]) == (
+            "stop", "cancel", "cancel")
+        assert f"%agent_team cancel {job_b.id}" in bundle["text/plain"]
+
+        assert probe.handle({"action": "team", "op": "cancel", "id": "task_nope"}) == (
+            False, "task_nope has no live controls in this kernel.")
+        assert probe.handle({"action": "team", "op": "rm", "id": job_b.id})[0] is False
+        assert probe.handle({"action": "team", "op": "cancel", "id": job_b.id}) == (True, "")
+        assert job_b.status == "cancelled" and job_b.id not in sup.queues["worker"]
+        assert job_b.id not in controls.rows
+        assert controls.outcomes[-1].startswith(f"Cancelled {job_b.id} (worker · priority 5")
+        assert probe.handle({"action": "team", "op": "cancel", "id": watch["id"]}) == (True, "")
+        assert not team.triggers.active()
+        assert probe.handle({"action": "team", "op": "stop", "id": job_a.id}) == (True, "")
+        result = await asyncio.wait_for(running, 30)
+        release.set()
+        await asyncio.sleep(0.6)  # the throttled last update
+        await team.triggers.close()
+
+    assert result.status == "ok", result.error
+    assert job_a.status == "cancelled" and job_c.status == "ok"
+    shown = board.output.handle.bundles[-1]
+    assert "Running: nothing" in shown["text/plain"]
+    assert "Worker queue: empty" in shown["text/plain"]
+    assert "job C" not in shown["text/html"].split("Agents")[0]
+    final = controls.handle.bundles[-1]
+    assert set(final) == {"text/plain", "text/html"}  # nothing live left: words, no buttons
+    assert final["text/plain"].splitlines()[0].startswith(f"Cancelled {job_b.id}")
+    assert any(line.startswith(f"Stopped {job_a.id}") for line in final["text/plain"].splitlines())
+    assert team.ledger.verify().ok
+
+
+async def test_widget_controls_cancel_a_queued_task(tmp_path: Path) -> None:
+    """Without the extension the buttons are ipywidgets; a click cancels like the comm."""
+    from agent_kernel.notebook.board import TeamBoard
+
+    release = threading.Event()
+    with RoleServer(script(release)) as server:
+        team = make_team(server, tmp_path / "ws", max_workers=1)
+        running = asyncio.create_task(team.arun("go"))
+        sup = team.supervisor
+        await until(lambda: any(t.prompt == "job A" for t in sup.running.values()))
+        job_c = next(t for t in sup.queues["worker"].waiting() if t.prompt == "job C")
+        board = TeamBoard(team)
+        board.show(controls=True)
+        controls = board.controls
+        assert controls is not None
+        controls.handle = Handle()
+        controls.button(job_c.id).click()  # type: ignore[attr-defined]
+        assert job_c.status == "cancelled" and job_c.id not in controls.rows
+        assert controls.outcomes[-1].startswith(f"Cancelled {job_c.id}")
+        update = controls.handle.bundles[-1]
+        assert "application/vnd.jupyter.widget-view+json" in update
+        assert "%agent_team cancel" in update["text/plain"]  # words for frontends without it
+        team.triggers.cancel(team.triggers.active()[0].id)
+        release.set()
+        await asyncio.wait_for(running, 30)
+        await team.triggers.close()
+
+
+def test_messages_are_shown_when_the_supervisor_keeps_them() -> None:
+    from agent_kernel.views.board import _messages
+
+    assert _messages(SimpleNamespace()) == []
+    assert _messages(SimpleNamespace(messages="not a list")) == []
+    kept = [{"from": "worker-2", "to": "teller", "content": {"text": "half done"},
+             "createdAt": "2026-01-05T09:00:00+00:00"},
+            SimpleNamespace(sender="planner-1", to="worker-2", content="go on", createdAt=None)]
+    rows = _messages(SimpleNamespace(messages=kept))
+    assert [(r["from"], r["to"], r["text"]) for r in rows] == [
+        ("worker-2", "teller", '{"text": "half done"}'), ("planner-1", "worker-2", "go on")]
+    society = SimpleNamespace(society=SimpleNamespace(messages=kept[:1]))
+    assert [r["from"] for r in _messages(society)] == ["worker-2"]
+
+
+# -- in a real kernel ------------------------------------------------------------------------
+
+
+def _no_errors(nb: Any) -> None:
+    for cell in nb.cells:
+        for out in cell.outputs:
+            assert out.output_type != "error", out
+            assert "Traceback" not in out.get("text", ""), out
+
+
+@pytest.mark.kernel
+@pytest.mark.timeout(240)
+def test_agent_team_in_a_headless_kernel(run_notebook, output_text, tmp_path: Path) -> None:
+    from test_team_entry import KEY, MODEL, TeamServer, respond
+
+    ws = tmp_path / "ws"
+    with TeamServer(respond) as server:
+        nb = run_notebook([
+            "%load_ext agent_kernel\n%agent_team\nimport sys\n"
+            "print('board loaded:', 'agent_kernel.notebook.board' in sys.modules)",
+            "import agent_kernel.notebook.magics as m\n"
+            f"m.current().api_base = {server.base_url!r}\n"
+            f"%config AgentMagics.headless_approval = 'allow'\n"
+            f"%agent_config --model {MODEL} --workspace {ws}",
+            "%agent --team compare two cities for my trip",
+            "%agent_team",
+            "%agent_team --text\n%agent_team cancel task_nope\n%agent_team bogus",
+        ], cwd=tmp_path, timeout=120, env=KEY)
+        assert not server.hook_errors, server.hook_errors
+    _no_errors(nb)
+    first, _config, _run, board, words = nb.cells
+    said = output_text(first)
+    assert said.splitlines()[0] == ("No team in this session yet: start one with %agent --team "
+                                    "PROMPT (or %agent_config --team on).")
+    assert "board loaded: False" in said
+    [shown] = [o for o in board.outputs if o.output_type == "display_data"]  # no controls
+    html, text = shown["data"]["text/html"], shown["data"]["text/plain"]
+    assert "class='agent-kernel-team-board'" in html
+    assert text.startswith("Team: 0 running, 0 queued, ended: 3 ok")
+    assert "Agents: teller (teller); team-desk (trigger desk)" in text
+    assert "Roles: Teller, Planner, Worker" in text
+    assert "Worker queue: empty" in text and "Artifacts: none yet" in text
+    printed = output_text(words)
+    assert printed.startswith("Team: 0 running, 0 queued")
+    errors = "".join(o.get("text", "") for o in words.outputs if o.get("name") == "stderr")
+    assert "Nothing to cancel with id 'task_nope'" in errors
+    assert "usage: %agent_team [--text]" in errors

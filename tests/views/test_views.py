@@ -1,0 +1,315 @@
+"""The views on real event streams: demo runs through litellm, as text, HTML and widgets."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from agent_kernel import Agent
+from agent_kernel.core.events import Event, TextDelta
+from agent_kernel.views.mime import RUN_MIME, mime_bundle, render_html, transcript_of
+from agent_kernel.views.text import TextView
+
+
+def run_collecting(agent: Agent, prompt: str, **kwargs) -> tuple[object, list[Event]]:
+    events: list[Event] = []
+    unsubscribe = agent.bus.subscribe(events.append)
+    try:
+        result = agent.run(prompt, **kwargs)
+    finally:
+        unsubscribe()
+    return result, events
+
+
+class _Checker(HTMLParser):
+    """Collects tags, so tests can see no model text became markup."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+
+
+@pytest.fixture
+def agent(tmp_path) -> Agent:
+    return Agent(workspace=tmp_path / "ws")
+
+
+def test_text_view_streams_a_tool_call_with_its_ledger_record(agent):
+    out = io.StringIO()
+    view = TextView(agent.bus, stream=out)
+    result = agent.run("echo hello views")
+    view.close()
+    text = out.getvalue()
+    record_id = agent.ledger.records()[-1]["record_id"]
+    assert result.ok
+    assert text.splitlines()[0] == ">>> [demo] echo hello views"
+    assert re.search(r"\[tool\] echo ok in \d+ ms · ledger " + record_id + " -> hello views", text)
+    assert "(offline demo model) The echo tool returned: hello views" in text
+    assert re.search(r"\[done · \d+ tokens \(\d+ in, \d+ out\) · \$[\d.]+ · [\d.]+ s · "
+                     r"1 tool call]", text)
+
+
+def test_text_view_shows_questions_and_errors(agent, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # fails before any request
+    out = io.StringIO()
+    view = TextView(agent.bus, stream=out)
+    agent.run("ask me to choose between tea or coffee")  # headless: no answerer attached
+    agent.run("hi", model="openai/model-x")
+    view.close()
+    text = out.getvalue()
+    assert "[question] Which do you choose: tea, coffee? [tea / coffee]" in text
+    assert "[answer] (no answer) (timeout)" in text
+    assert "[provider] The model provider failed" in text
+    assert "[error ·" in text
+
+
+def test_mime_transcript_of_a_demo_run(agent):
+    result, events = run_collecting(agent, "echo <b>bold</b> & more")
+    t = transcript_of(events)
+    assert t.run_id == result.run_id and t.prompt == "echo <b>bold</b> & more"
+    assert t.status == "done"
+    card = next(iter(t.tools.values()))
+    assert card.tool_name == "echo" and card.success is True
+    assert card.record_id == agent.ledger.records()[-1]["record_id"]
+    bundle = mime_bundle(t)
+    assert set(bundle) == {RUN_MIME, "text/html", "text/plain"}
+    state = bundle[RUN_MIME]
+    assert state["version"] == 1 and state["status"] == "done" and state["offline"] is True
+    [tool] = [e for e in state["entries"] if e["kind"] == "tool"]
+    assert tool["tool"] == "echo" and tool["state"] == "ok" and tool["result_kind"] == "text"
+    assert tool["ledger"]["record_id"] == card.record_id and len(tool["ledger"]["hash"]) == 64
+    html = bundle["text/html"]
+    # model and tool text is escaped, never markup
+    assert "&lt;b&gt;bold&lt;/b&gt; &amp; more" in html
+    checker = _Checker()
+    checker.feed(html)
+    assert "b" in checker.tags  # our own labels
+    # the answer's Markdown is sanitised like JupyterLab's: an allowed <b> stays, only there
+    assert html.count("<b>bold</b>") == 1
+    assert "The echo tool returned: <b>bold</b> &amp; more</p>" in html.split(
+        "<div class='agent-kernel-reply'>", 1)[1]
+    assert "<details class='agent-kernel-tool' data-state='ok'>" in html
+    assert card.record_id in html and "in ledger ✓" in html
+    assert "<script" not in html and "http" not in html
+    assert "offline demo model" in html
+    assert "echo" in bundle["text/plain"] and card.record_id in bundle["text/plain"]
+
+
+def test_mime_renders_markdown_and_sanitises_raw_html(agent):
+    _result, events = run_collecting(agent, "what can you do?")
+    events.append(TextDelta(events[0].run_id, "\n\n<script>alert(1)</script>\n\nsay **strong**"))
+    html = render_html(transcript_of(events))
+    assert "<code>echo</code>" in html  # Markdown backticks became code
+    assert "<strong>strong</strong>" in html
+    assert "<script" not in html and "alert(1)" not in html  # dropped, as JupyterLab does
+
+
+def test_mime_shows_question_answer_and_error(agent, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # fails before any request
+    _r, events = run_collecting(agent, "ask me to choose between tea or coffee")
+    t = transcript_of(events)
+    q = next(iter(t.questions.values()))
+    assert q.options == ["tea", "coffee"] and q.source == "timeout"
+    html = render_html(t)
+    assert "Which do you choose: tea, coffee?" in html and "No answer (timed out)" in html
+    _r, events = run_collecting(agent, "hi", model="openai/model-x")
+    t = transcript_of(events)
+    assert t.status == "failed" and t.state()["status"] == "failed"
+    assert "Error:" in render_html(t) and "openai/model-x" in render_html(t)
+
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+class Handle:
+    """Records what a display handle was updated with (the kernel's display path is
+    exercised in the notebook tests; here only what the view sends)."""
+
+    def __init__(self) -> None:
+        self.updates: list[dict] = []
+
+    def update(self, data: dict, raw: bool = False) -> None:
+        self.updates.append(data)
+
+
+def live_view(agent: Agent, run_id: str, stop=None):
+    from agent_kernel.notebook.widgets import WidgetView
+
+    view = WidgetView(agent, run_id, stop=stop)
+    view.interactive = True
+    view._handle = Handle()
+    return view
+
+
+def shown_controls(view) -> dict:
+    """Give every question control a recording handle as it appears."""
+    handles: dict = {}
+
+    def on_event(event: Event) -> None:
+        if type(event).__name__ == "Question" and event.question_id in view.questions:
+            handles[event.question_id] = view.questions[event.question_id].handle = Handle()
+
+    view.agent.bus.subscribe(on_event)
+    return handles
+
+
+async def test_widget_view_click_answers_and_the_control_becomes_text(agent):
+    run_id = "run_widget_test"
+    view = live_view(agent, run_id)
+    handles = shown_controls(view)
+    agent.questions.attach_answerer()
+    loop = asyncio.get_running_loop()
+
+    def click_tea(event: Event) -> None:
+        if type(event).__name__ == "Question":
+            control = view.questions[event.question_id]
+            assert control.countdown.value.startswith("answer within ")  # from the start
+            tea = next(b for b in control.buttons if b.description == "tea")
+            loop.call_later(0.05, tea.click)
+
+    agent.bus.subscribe(click_tea)
+    result = await agent.arun("ask me to choose between tea or coffee", run_id=run_id)
+    agent.questions.detach_answerer()
+    view.finish()
+    assert result.ok and "You answered **tea**" in result.reply
+    [control] = view.questions.values()
+    assert control.settled and all(b.disabled for b in control.buttons)
+    [static] = handles[control.event.question_id].updates
+    assert static["text/plain"].startswith("You chose tea · ") and WIDGET_MIME not in static
+    assert "agent-kernel-answered" in static["text/html"]
+    final = view._handle.updates[-1]
+    assert set(final) == {RUN_MIME, "text/html", "text/plain"}
+    assert final[RUN_MIME]["status"] == "done" and view.status == "done"
+    [question] = [e for e in final[RUN_MIME]["entries"] if e["kind"] == "question"]
+    assert question["answer"] == "tea" and question["source"] == "user"
+    assert question["answered_at"] and question["options"] == ["tea", "coffee"]
+    assert "You chose tea" in final["text/html"]
+
+
+async def test_widget_view_enter_sends_free_text(agent):
+    run_id = "run_widget_enter"
+    view = live_view(agent, run_id)
+    shown_controls(view)
+    agent.questions.attach_answerer()
+    loop = asyncio.get_running_loop()
+
+    def type_and_enter(event: Event) -> None:
+        if type(event).__name__ == "Question":
+            entry = view.questions[event.question_id].entry
+            assert entry is not None and "agent-kernel-answer-text" in entry._dom_classes
+            entry.value = "Ada Lovelace"
+            # What the frontend sends when Enter is pressed in the box:
+            loop.call_later(0.05, entry._handle_string_msg, None, {"event": "submit"}, None)
+
+    agent.bus.subscribe(type_and_enter)
+    result = await agent.arun("ask me my name", run_id=run_id)
+    agent.questions.detach_answerer()
+    view.finish()
+    assert result.ok and "Ada Lovelace" in result.reply
+    assert view.answered_text()[0].startswith("You answered “Ada Lovelace” · ")
+
+
+async def test_widget_view_stop_shows_stopped_and_leaves_text(agent):
+    run_id = "run_widget_stop"
+    view = live_view(agent, run_id, stop=lambda: agent.stop(run_id))
+    view._stop_handle = stop_handle = Handle()
+    handles = shown_controls(view)
+    agent.questions.attach_answerer()
+    loop = asyncio.get_running_loop()
+
+    def on_question(event: Event) -> None:
+        if type(event).__name__ == "Question":
+            loop.call_later(0.05, view.stop_button.click)
+
+    agent.bus.subscribe(on_question)
+    result = await agent.arun("ask me my name", run_id=run_id)
+    agent.questions.detach_answerer()
+    view.finish()
+    assert result.status == "cancelled" and view.status == "stopped"
+    assert stop_handle.updates[-1]["text/plain"].startswith("Stopped · ")
+    [static] = next(iter(handles.values())).updates
+    assert WIDGET_MIME not in static and static["text/plain"]
+    assert view._handle.updates[-1][RUN_MIME]["status"] == "stopped"
+    assert agent.ledger.records()[-1]["kind"] == "run_cancelled"
+
+
+async def test_widget_view_approval_sits_in_the_card_it_gates(agent):
+    run_id = "run_widget_phase"
+    view = live_view(agent, run_id)
+    shown_controls(view)
+    agent.questions.attach_answerer()
+    loop = asyncio.get_running_loop()
+    seen: list[dict] = []
+
+    def on_question(event: Event) -> None:
+        if type(event).__name__ == "Question":
+            state = view.transcript.state()
+            [card] = [e for e in state["entries"] if e["kind"] == "tool"]
+            seen.append(card)
+            control = view.questions[event.question_id]
+            assert [b.description for b in control.buttons] == ["Approve", "Deny",
+                                                                "Always allow this tool"]
+            assert [b.button_style for b in control.buttons] == ["primary", "", ""]
+            assert "sleep 1" in control.text.value  # exactly what will run
+            loop.call_later(0.05, control.buttons[0].click)
+
+    agent.bus.subscribe(on_question)
+    result = await agent.arun("run command sleep 1", run_id=run_id)
+    agent.questions.detach_answerer()
+    view.finish()
+    assert result.ok
+    assert seen[0]["state"] == "waiting" and seen[0]["summary"] == "waiting for your approval"
+    assert not [e for e in view.transcript.state()["entries"] if e["kind"] == "question"]
+    [card] = [e for e in view.transcript.state()["entries"] if e["kind"] == "tool"]
+    assert card["state"] == "ok" and card["approval"]["answer"] == "Approve"
+    assert re.fullmatch(r"ran `sleep 1` · exit 0 · \d+ ms", card["summary"])
+    assert view.status == "done"
+
+
+def test_widget_view_countdown_from_the_start(agent):
+    from agent_kernel.core.events import Question, QuestionAnswered
+
+    view = live_view(agent, "run_countdown")
+    view.on_event(Question("run_countdown", "q_1", "Tea or coffee?", ["tea", "coffee"], 30.0,
+                           "tea"))
+    control = view.questions["q_1"]
+    control.handle = Handle()
+    view.refresh()
+    assert re.fullmatch(r"answer within 0:(29|30) · then: tea", control.countdown.value)
+    assert not any(b.disabled for b in control.buttons)
+    view.on_event(QuestionAnswered("run_countdown", "q_1", "tea", "default"))
+    assert control.settled
+    assert control.handle.updates[-1]["text/plain"].startswith("No answer: used the default, tea")
+    view.finish()
+
+
+def test_widget_view_throttles_updates_and_always_sends_the_last(agent):
+    view = live_view(agent, "run_throttle")
+    for i in range(200):
+        view.on_event(TextDelta("run_throttle", f"word{i} "))
+    assert len(view._handle.updates) <= 1
+    view.finish()
+    assert "word199" in view._handle.updates[-1]["text/plain"]
+    assert len(view._handle.updates) <= 2
+
+
+def test_widget_view_says_what_it_loads_then_how_long_it_took(agent):
+    from agent_kernel.core.events import Loading
+
+    view = live_view(agent, "run_loading")
+    view.on_event(Loading("run_loading", "the model library (first run)"))
+    state = view.transcript.state()
+    assert state["loading"] == {"what": "the model library (first run)", "seconds": None}
+    assert "running · loading the model library (first run)" in mime_bundle(
+        view.transcript)["text/html"]
+    view.on_event(Loading("run_loading", "the model library (first run)", seconds=1.23))
+    text = mime_bundle(view.transcript)["text/plain"]
+    assert "loaded the model library (first run) in 1.2 s" in text and "…" not in text
+    view.finish()

@@ -1,0 +1,139 @@
+"""What the person reads is written for the person.
+
+A failed tool call shows a short line in the person's words in the terminal
+view and in a saved notebook's output, while the model alone is told how to
+carry on. Notebooks and the CLI's help never name a spec.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import html
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scripted_server import Call, Message, ScriptedServer
+
+from agent_kernel import Agent, Settings, Tool
+from agent_kernel.__main__ import build_parser
+from agent_kernel.core.events import Question
+from agent_kernel.engine.approvals import REFUSAL_GUIDANCE
+from agent_kernel.views.mime import Transcript, mime_bundle
+from agent_kernel.views.text import TextView
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+
+
+def watch(agent: Agent) -> tuple[io.StringIO, Transcript]:
+    """The terminal view's text and the transcript a saved notebook is made from."""
+    stream, transcript = io.StringIO(), Transcript()
+    TextView(agent.bus, stream=stream)
+    agent.bus.subscribe(transcript.feed)
+    return stream, transcript
+
+
+def shown(stream: io.StringIO, transcript: Transcript) -> dict[str, str]:
+    bundle = mime_bundle(transcript)
+    return {"terminal": stream.getvalue(), "html": html.unescape(bundle["text/html"]),
+            "plain": bundle["text/plain"]}
+
+
+def tool_contents(messages: list[dict[str, Any]]) -> list[str]:
+    return [m["content"] for m in messages if m.get("role") == "tool"]
+
+
+async def test_a_denied_call_says_so_to_the_person_and_guides_only_the_model(tmp_path):
+    agent = Agent(workspace=tmp_path, settings=Settings(headless_approval="deny"))
+    stream, transcript = watch(agent)
+    result = await agent.arun("write file notes.txt with hello")
+    assert [c.tool_name for c in result.tool_calls] == ["write_file"]
+    assert not (tmp_path / "files" / "notes.txt").exists()
+    summary = "write_file was not run: no one was there to approve it (headless policy: deny)"
+    for where, text in shown(stream, transcript).items():
+        assert summary in text, where
+        assert REFUSAL_GUIDANCE not in text and "carry on" not in text, where
+    assert REFUSAL_GUIDANCE not in result.reply and "did not go through" in result.reply
+    [told] = tool_contents(agent.messages)
+    assert told.startswith("Error: Tool 'write_file' was not run: no one could approve it")
+    assert told.endswith(REFUSAL_GUIDANCE)
+    # The ledger and the run result keep the fact, without the guidance.
+    assert REFUSAL_GUIDANCE not in result.tool_calls[0].error
+    assert result.tool_calls[0].summary == summary
+
+
+async def test_a_person_who_clicks_deny_reads_you_denied_it(tmp_path):
+    agent = Agent(workspace=tmp_path)
+    agent.questions.attach_answerer()  # as a notebook's buttons do
+    stream, transcript = watch(agent)
+
+    def click_deny(event: Any) -> None:
+        if isinstance(event, Question) and event.kind == "approval":
+            asyncio.get_running_loop().call_soon(
+                agent.questions.answer, event.question_id, "Deny")
+
+    agent.bus.subscribe(click_deny)
+    await agent.arun("write file notes.txt with hello")
+    for where, text in shown(stream, transcript).items():
+        assert "You denied write_file" in text, where
+        assert REFUSAL_GUIDANCE not in text, where
+    [told] = tool_contents(agent.messages)
+    assert "the user denied it" in told and told.endswith(REFUSAL_GUIDANCE)
+
+
+@pytest.fixture
+def server():
+    with ScriptedServer() as srv:
+        yield srv
+        assert not srv.hook_errors, srv.hook_errors
+
+
+async def test_unknown_tools_and_timeouts_read_as_what_happened(server, tmp_path):
+    async def slow() -> str:
+        """Take far too long."""
+        await asyncio.sleep(10)
+        return "never"
+
+    agent = Agent(model="openai/test-model", workspace=tmp_path, tools=[Tool(slow)],
+                  settings=Settings(api_base=server.base_url, api_key="sk-test-0123456789abcdef",
+                                    tool_timeout=0.2, retry_base_delay=0.01))
+    stream, transcript = watch(agent)
+    server.script(Message(calls=[Call("launch_rocket", '{"target": "moon"}', id="c1"),
+                                 Call("slow", "{}", id="c2")]),
+                  Message(text="Neither worked."))
+    result = await agent.arun("launch and wait")
+    assert result.status == "ok", result.error
+    for where, text in shown(stream, transcript).items():
+        assert "unknown tool 'launch_rocket'" in text, where
+        assert "slow timed out after 0.2 s" in text, where
+        assert "Available tools" not in text, where
+    told = {m["tool_call_id"]: m["content"] for m in server.tool_messages(1)}
+    assert told["c1"].startswith("Error: Unknown tool: launch_rocket.")
+    assert "Available tools: " in told["c1"] and "slow" in told["c1"]
+    assert told["c2"] == "Error: Tool 'slow' execution exceeded 0.2s timeout"
+
+
+def help_texts(parser: argparse.ArgumentParser) -> list[str]:
+    """The help of a parser and of every subcommand (and action) under it."""
+    texts = [parser.format_help()]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                texts.extend(help_texts(sub))
+    return texts
+
+
+def test_no_notebook_and_no_cli_help_names_a_spec():
+    notebooks = sorted(NOTEBOOKS.glob("*.ipynb"))
+    assert len(notebooks) >= 3
+    for path in notebooks:
+        for cell in json.loads(path.read_text())["cells"]:
+            text = json.dumps(cell, ensure_ascii=False).lower()  # source and outputs
+            assert "spec 0" not in text and "spec's" not in text, (path.name, cell["source"])
+    texts = help_texts(build_parser())
+    assert len(texts) >= 5
+    for text in texts:
+        assert "spec 0" not in text.lower() and "spec's" not in text.lower(), text
