@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_kernel.core.statuses import AnswerSource, NoticeLevel
+
 log = logging.getLogger(__name__)
 
 
@@ -115,7 +117,7 @@ class QuestionAnswered(Event):
 
     question_id: str
     answer: str
-    source: str
+    source: AnswerSource
 
 
 @dataclass
@@ -137,7 +139,7 @@ class Notice(Event):
     """Something the person should know that is not the model's answer."""
 
     text: str
-    level: str = "info"
+    level: NoticeLevel = "info"
 
 
 @dataclass

@@ -35,6 +35,7 @@ from agent_kernel.core.events import (
 )
 from agent_kernel.core.ledger import LEDGER_FILE, Ledger, LedgerError, new_id
 from agent_kernel.core.redaction import fix_text, redact_text
+from agent_kernel.core.statuses import RunOutcome
 from agent_kernel.core.trust import remember_key
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine import tool_calls
@@ -65,7 +66,7 @@ class RunResult:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     cost: float | None = None
-    status: str = "running"
+    status: RunOutcome = "running"
     error: str | None = None
     duration_ms: int = 0
     ended_by: str | None = None

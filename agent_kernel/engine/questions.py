@@ -26,6 +26,7 @@ from typing import Any
 from agent_kernel.core.events import EventBus, Question, QuestionAnswered
 from agent_kernel.core.redaction import scrub
 from agent_kernel.core.safe_open import unlink, write_atomic
+from agent_kernel.core.statuses import AnswerSource
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.tool_clock import paused_for_a_person
 
@@ -41,7 +42,7 @@ class Pending:
     """A question waiting for its answer."""
 
     event: Question
-    future: asyncio.Future[tuple[str, str]]
+    future: asyncio.Future[tuple[str, AnswerSource]]
     loop: asyncio.AbstractEventLoop
     created: datetime
 
@@ -96,6 +97,7 @@ class QuestionChannel:
         event = Question(run_id, question_id, question, options or None, float(timeout),
                          default, kind=kind, details=details)
         can_answer = self.interactive if interactive is None else interactive
+        source: AnswerSource
         if not can_answer:
             answer, source = (default, "default") if default is not None else ("", "timeout")
             self.bus.emit(event)
@@ -120,7 +122,7 @@ class QuestionChannel:
         self.bus.emit(QuestionAnswered(run_id, question_id, answer, source))
         return {"answer": answer, "source": source}
 
-    def answer(self, question_id: str, answer: str, source: str = "user") -> bool:
+    def answer(self, question_id: str, answer: str, source: AnswerSource = "user") -> bool:
         """Answer a pending question from any thread; False if it is gone."""
         pending = self.pending.get(question_id)
         if pending is None or pending.future.done():

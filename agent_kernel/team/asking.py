@@ -20,6 +20,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from agent_kernel.core.safe_open import unlink
+from agent_kernel.core.statuses import AnswerSource
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.team.society import SocietyError, _read_json, _write_json
 
@@ -170,7 +171,7 @@ class NamedQuestions:
         """The questions waiting in the shared channel."""
         return dict(self.channel.pending)
 
-    def answer(self, question_id: str, answer: str, source: str = "user") -> bool:
+    def answer(self, question_id: str, answer: str, source: AnswerSource = "user") -> bool:
         """Answer a waiting question (from any thread)."""
         return bool(self.channel.answer(question_id, answer, source))
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_kernel.core.events import Notice
 from agent_kernel.core.ledger import new_id, now_iso
+from agent_kernel.core.statuses import MemberStatus
 from agent_kernel.engine.registry import ToolError
 from agent_kernel.engine.tool_clock import ToolClock
 from agent_kernel.team.roles import PLANNER, ROLE_NAMES, TELLER, WORKER, RoleTools, role_permits
@@ -356,6 +357,7 @@ class Society:
         clock = ToolClock(timeout)  # as a task's: time waiting for the person not counted
         timed_out: list[bool] = []
         end_clock = clock.keep_time(lambda: timed_out.append(agent.stop(task.run_id) >= 0))
+        status: MemberStatus
         status, error = "error", None
         try:
             await team.record("task_started", task, role_id=record.roleId,

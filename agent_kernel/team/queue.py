@@ -34,6 +34,7 @@ from agent_kernel.core.safe_open import (
     unlink,
     write_atomic,
 )
+from agent_kernel.core.statuses import TASK_STATUSES, TaskStatus
 from agent_kernel.core.unseen import with_tokens
 from agent_kernel.core.workspace import Workspace
 
@@ -42,9 +43,9 @@ FOLDER = "team/tasks"
 INTERRUPTED = "team/interrupted"
 MAX_FILES = 10_000
 MAX_FILE_BYTES = 256 * 1024
-OPEN = ("held", "queued", "running")
+OPEN: tuple[TaskStatus, ...] = ("held", "queued", "running")
 """A task in one of these states has not ended."""
-STATUSES = (*OPEN, "trigger", "ok", "error", "cancelled", "timeout", "limit", "interrupted")
+STATUSES = TASK_STATUSES
 ROLES = ("planner", "worker")
 
 _SEQ = itertools.count()
@@ -70,7 +71,7 @@ class Task:
     parent_agent_id: str | None = None
     depth: int = 1
     created_at: str = ""
-    status: str = "queued"
+    status: TaskStatus = "queued"
     """held (a Planner's, until its run ends), queued, running, trigger, then ok, error,
     cancelled, timeout, limit or interrupted."""
     agent_id: str | None = None

@@ -32,6 +32,7 @@ from agent_kernel.core.events import EventBus, LedgerRecorded, Notice
 from agent_kernel.core.ledger import new_id, now_iso
 from agent_kernel.core.safe_open import names as file_names
 from agent_kernel.core.safe_open import read_capped
+from agent_kernel.core.statuses import TaskStatus
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.agent import Agent
 from agent_kernel.engine.registry import Tool, ToolContext, ToolError
@@ -513,6 +514,7 @@ class Supervisor:
         clock = ToolClock(timeout)
         timed_out: list[bool] = []
         end_clock = clock.keep_time(lambda: timed_out.append(agent.stop(task.run_id) >= 0))
+        status: TaskStatus
         status, error = "error", None
         try:
             self.store.save(task)
@@ -577,7 +579,7 @@ class Supervisor:
         """Wait until ``task`` and everything it delegated have ended."""
         return await asyncio.shield(self._settled[task.id])
 
-    def _end(self, task: Task, status: str, error: str | None = None) -> None:
+    def _end(self, task: Task, status: TaskStatus, error: str | None = None) -> None:
         task.status, task.error, task.ended_at = status, error, now_iso()
         self.store.delete(task.id)
         self.settle(task)

@@ -23,6 +23,7 @@ from typing import Any
 from agent_kernel.core.config import DEMO_MODEL, Settings
 from agent_kernel.core.events import EventBus, Notice, Reply
 from agent_kernel.core.ledger import new_id, now_iso
+from agent_kernel.core.statuses import RunOutcome, task_outcome
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.agent import Agent, RunResult
 from agent_kernel.engine.registry import Tool
@@ -51,7 +52,7 @@ RESULTS_HEAD = (
 class TeamResult:
     """What one prompt to the team produced: the Teller's reply and the tree of tasks."""
 
-    status: str
+    status: RunOutcome
     reply: str
     tree: dict[str, Any]
     runs: list[RunResult] = field(default_factory=list)
@@ -125,7 +126,8 @@ class TriggerDesk(Agent):
             return result
         finally:
             self._runs.pop(run_id, None)
-        result.status, result.reply, result.error = task.status, task.result, task.error
+        result.status, result.reply, result.error = (task_outcome(task.status), task.result,
+                                                     task.error)
         return result
 
 
@@ -287,6 +289,7 @@ class Team:
         root.agent_id = teller.agent_id
         runs: list[RunResult] = []
         said: list[str] = []
+        status: RunOutcome
         text, status, error = prompt, "ok", None
         listening = teller.bus.subscribe(
             lambda e: said.append(e.text) if isinstance(e, Reply) else None)

@@ -20,14 +20,15 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Final
 
+from agent_kernel.core.statuses import TriggerRunStatus, TriggerStatus, trigger_status_words
 from agent_kernel.core.times import parse_iso
 
 KINDS = ("recurring", "scheduled", "once", "cron", "conditional")
 ONE_SHOT = ("scheduled", "once")
-NEEDS_APPROVAL = "needs_approval"
-LIVE = ("active", NEEDS_APPROVAL)
+NEEDS_APPROVAL: Final = "needs_approval"
+LIVE: tuple[TriggerStatus, ...] = ("active", NEEDS_APPROVAL)
 MAX_ACTIVE = 100
 MIN_INTERVAL = 1.0
 MAX_INTERVAL = 366 * 86400.0
@@ -125,11 +126,11 @@ class Trigger:
     trace_id: str | None = None
     """Spec 002's ``traceId``: one piece of work across the trigger and its runs."""
     approved: bool = True
-    status: str = "active"
+    status: TriggerStatus = "active"
     next_run: str | None = None
     last_fired_at: str | None = None
     last_run_id: str | None = None
-    last_status: str | None = None
+    last_status: TriggerRunStatus | None = None
     last_result: str | None = None
     runs: int = 0
     errors: int = 0
@@ -148,7 +149,7 @@ class Trigger:
     @property
     def status_text(self) -> str:
         """The status in words: ``active``, ``needs approval``, ``cancelled``..."""
-        return self.status.replace("_", " ")
+        return trigger_status_words(self.status)
 
     def approval_digest(self) -> str:
         """The digest its signed record carries: a condition's covers the condition and

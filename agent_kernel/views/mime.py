@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from pydantic import JsonValue
+
 from agent_kernel.core.events import (
     AgentActivity,
     ConsoleOutput,
@@ -39,11 +41,31 @@ from agent_kernel.core.events import (
     for_display,
 )
 from agent_kernel.core.redaction import redact_text
+from agent_kernel.core.statuses import (
+    AnswerSource,
+    RunStatus,
+    ToolState,
+    outcome_words,
+    shown_status,
+)
 from agent_kernel.views.run_html import clock
+from agent_kernel.views.run_record import (
+    AgentEntry,
+    ConsoleEntry,
+    Entry,
+    ErrorEntry,
+    LedgerLine,
+    NoticeEntry,
+    QuestionEntry,
+    RunState,
+    TextEntry,
+    ToolEntry,
+    Usage,
+)
+from agent_kernel.views.run_record import Loading as LoadingLine
 from agent_kernel.views.summaries import is_envelope, result_kind, summarise
 
 RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
-STATUS_WORDS = {"ok": "done", "cancelled": "stopped", "error": "error", "limit": "limit"}
 APPROVE, DENY, ALWAYS = "Approve", "Deny", "Always allow this tool"
 SAVED_VALUE_CHARS = 64_000
 """The most of one call's arguments or result a saved run keeps, as JSON text (the ledger
@@ -81,18 +103,23 @@ class QuestionCard:
     default: str | None
     details: dict[str, Any] | None = None
     answer: str | None = None
-    source: str | None = None
+    source: AnswerSource | None = None
     record_id: str | None = None
     asked_at: float | None = None
     answered_at: float | None = None
 
-    def state(self) -> dict[str, Any]:
+    def entry(self) -> QuestionEntry:
         """The question entry of the saved form."""
-        return {"kind": "question", "question_id": self.question_id, "question": self.question,
-                "options": self.options, "default": self.default, "timeout": self.timeout,
-                "asked_at": iso(self.asked_at), "approval": self.kind == "approval",
-                "details": self.details, "answer": self.answer, "source": self.source,
-                "answered_at": iso(self.answered_at)}
+        return QuestionEntry(
+            kind="question", question_id=self.question_id, question=self.question,
+            options=self.options, default=self.default, timeout=self.timeout,
+            asked_at=iso(self.asked_at), approval=self.kind == "approval",
+            details=_json_object(self.details), answer=self.answer, source=self.source,
+            answered_at=iso(self.answered_at))
+
+    def state(self) -> dict[str, Any]:
+        """The question entry as the saved JSON holds it."""
+        return self.entry().model_dump(mode="json", exclude_unset=True)
 
     @property
     def approved(self) -> bool:
@@ -118,11 +145,12 @@ class ToolCard:
     approval: QuestionCard | None = None
     _saved: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False)
 
-    def _kept(self, name: str, value: Any) -> Any:
-        """:func:`saved_value` of ``value``, worked out once per value (state is redrawn often)."""
+    def _kept(self, name: str, value: Any) -> JsonValue:
+        """:func:`saved_value` of ``value`` as JSON data, worked out once per value (state is
+        redrawn often)."""
         memo = self._saved.get(name)
         if memo is None or memo[0] is not value:
-            memo = self._saved[name] = (value, saved_value(value))
+            memo = self._saved[name] = (value, _jsonable(saved_value(value)))
         return memo[1]
 
     @property
@@ -131,27 +159,30 @@ class ToolCard:
         return (self.success is False and self.approval is not None
                 and not self.approval.approved)
 
-    def state(self) -> dict[str, Any]:
+    def entry(self) -> ToolEntry:
         """The tool entry of the saved form."""
         waiting = self.approval is not None and self.approval.source is None
-        state = ("waiting" if waiting else "running") if self.success is None else (
+        state: ToolState = ("waiting" if waiting else "running") if self.success is None else (
             "ok" if self.success else "failed")
         record = self.record or {}
         result = self._kept("result", self.result)
-        return {
-            "kind": "tool", "call_id": self.call_id, "tool": self.tool_name,
-            "arguments": self._kept("arguments", self.arguments), "state": state,
-            "summary": summarise(self.tool_name, self.arguments, self.result,
-                                 success=self.success, duration_ms=self.duration_ms,
-                                 failure=self.summary or self.error, waiting=waiting),
-            "result": result if self.success or is_envelope(result) else None,
-            "result_kind": result_kind(self.tool_name, result, self.success),
-            "error": (self.summary or self.error) if self.success is False else None,
-            "duration_ms": self.duration_ms,
-            "ledger": {"record_id": self.record_id, "timestamp": record.get("timestamp"),
-                       "hash": record.get("hash")} if self.record_id else None,
-            "approval": self.approval.state() if self.approval else None,
-        }
+        return ToolEntry(
+            kind="tool", call_id=self.call_id, tool=self.tool_name,
+            arguments=self._kept("arguments", self.arguments), state=state,
+            summary=summarise(self.tool_name, self.arguments, self.result,
+                              success=self.success, duration_ms=self.duration_ms,
+                              failure=self.summary or self.error, waiting=waiting),
+            result=result if self.success or is_envelope(result) else None,
+            result_kind=result_kind(self.tool_name, result, self.success),
+            error=(self.summary or self.error) if self.success is False else None,
+            duration_ms=self.duration_ms,
+            ledger=LedgerLine(record_id=self.record_id, timestamp=record.get("timestamp"),
+                              hash=record.get("hash")) if self.record_id else None,
+            approval=self.approval.entry() if self.approval else None)
+
+    def state(self) -> dict[str, Any]:
+        """The tool entry as the saved JSON holds it."""
+        return self.entry().model_dump(mode="json", exclude_unset=True)
 
 
 def _named(event: Event) -> bool:
@@ -174,7 +205,7 @@ class Transcript:
     errors: list[str] = field(default_factory=list)
     started_at: float | None = None
     loading: dict[str, Any] | None = None
-    ended: str | None = None
+    ended: RunStatus | None = None
     """How the run ended when it could not finish normally (``stopped``/``failed``)."""
     controls: str | None = None
     """``extension`` while our JupyterLab extension draws this run's live controls."""
@@ -194,13 +225,13 @@ class Transcript:
         return redact_text("\n\n".join(v for k, v in self.entries if k == "text" and v.strip()))
 
     @property
-    def status(self) -> str:
+    def status(self) -> RunStatus:
         """running, done, done_with_failures, denied, stopped, failed or limit."""
         if self.result is None:
             return self.ended or ("failed" if self.errors else "running")
         status = getattr(self.result, "status", "error")
         if status != "ok":
-            return {"cancelled": "stopped", "limit": "limit"}.get(status, "failed")
+            return shown_status(status)
         failed = [c for c in self.tools.values() if c.success is False]
         if any(run.status not in ("done", "running") for _who, run in self.agents.values()):
             return "done_with_failures"  # a team agent of the prompt was stopped or failed
@@ -330,6 +361,7 @@ class Transcript:
         # Decided without asking: the headless policy, or a standing permission.
         source = record.get("source")
         answer: str | None
+        shown: AnswerSource
         if source == "always":
             since = clock(record.get("standing_since"))
             answer = f"{ALWAYS} (standing permission since {since})" if since else ALWAYS
@@ -363,6 +395,10 @@ class Transcript:
 
     def state(self) -> dict[str, Any]:
         """The run's saved form (schema v1): plain JSON, redacted, as the extension draws it."""
+        return self.record().saved()
+
+    def record(self) -> RunState:
+        """The run's saved form as its typed record (``views/run_record.py``)."""
         result = self.result
         if result is not None:
             elapsed: int | None = getattr(result, "duration_ms", None)
@@ -371,60 +407,69 @@ class Transcript:
         else:
             elapsed = None
         usage = getattr(result, "usage", None) or None
-        entries = self._entries(self.agents)
-        return _jsonable({
+        run = RunState(
             # redacted here too: a view sets the prompt before the run's first event
-            "version": 1, "run_id": self.run_id or "", "prompt": redact_text(self.prompt),
-            "model": self.model, "offline": self.model == "demo", "status": self.status,
-            "started_at": iso(self.started_at), "elapsed_ms": elapsed,
-            "usage": {k: int(usage.get(k, 0)) for k in ("prompt_tokens", "completion_tokens",
-                                                          "total_tokens")} if usage else None,
-            "cost": getattr(result, "cost", None),
-            "loading": self.loading, "entries": entries, **self._live(entries),
-        })
+            version=1, run_id=self.run_id or "", prompt=redact_text(self.prompt),
+            model=self.model, offline=self.model == "demo", status=self.status,
+            started_at=iso(self.started_at), elapsed_ms=elapsed,
+            usage=Usage(prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                        completion_tokens=int(usage.get("completion_tokens", 0)),
+                        total_tokens=int(usage.get("total_tokens", 0))) if usage else None,
+            cost=getattr(result, "cost", None),
+            loading=LoadingLine(**self.loading) if self.loading else None,
+            entries=self._entries(self.agents))
+        self._live(run)
+        return run
 
-    def _entries(self, agents: dict[str, tuple[dict[str, Any], Transcript]]
-                 ) -> list[dict[str, Any]]:
+    def _entries(self, agents: dict[str, tuple[dict[str, Any], Transcript]]) -> list[Entry]:
         """The saved form of the entries, team agents' runs nested (``kind: agent``)."""
-        entries: list[dict[str, Any]] = []
+        entries: list[Entry] = []
         for kind, value in [*self.entries, *self._floating]:
             if kind == "text":
                 if value.strip():
-                    entries.append({"kind": "text", "text": redact_text(value)})
+                    entries.append(TextEntry(kind="text", text=redact_text(value)))
             elif kind in ("tool", "question"):
-                entries.append(value.state())
+                entries.append(value.entry())
             elif kind == "notice":
-                entries.append({"kind": "notice", "level": value[0], "text": value[1]})
+                entries.append(NoticeEntry(kind="notice", level=value[0], text=value[1]))
             elif kind == "agent":
                 if value in agents:
                     who, run = agents[value]
-                    result = run.result
-                    entries.append({
-                        "kind": "agent", **who, "status": run.status,
-                        "elapsed_ms": getattr(result, "duration_ms", None),
-                        "entries": run._entries(agents)})
+                    entries.append(AgentEntry(
+                        kind="agent", **who, status=run.status,
+                        elapsed_ms=getattr(run.result, "duration_ms", None),
+                        entries=run._entries(agents)))
+            elif kind == "console":
+                entries.append(ConsoleEntry(kind="console", text=value))
             else:
-                entries.append({"kind": kind, "text": value})
+                entries.append(ErrorEntry(kind="error", text=value))
         return entries
 
-    def _live(self, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    def _live(self, run: RunState) -> None:
         """While the extension draws the controls: say so, and each wait's seconds left."""
         if self.controls is None or self.status != "running":
-            return {}
+            return
         now = time.time()
-        for entry in entries:
-            question = entry.get("approval") if entry["kind"] == "tool" else entry
-            if not isinstance(question, dict):
+        for entry in run.entries:
+            question = entry.approval if isinstance(entry, ToolEntry) else entry
+            if not isinstance(question, QuestionEntry):
                 continue
-            card = self.questions.get(question.get("question_id", ""))
+            card = self.questions.get(question.question_id)
             if card is not None and card.source is None and card.asked_at is not None:
-                question["seconds_left"] = max(0, round(card.asked_at + card.timeout - now))
-        return {"controls": self.controls}
+                question.seconds_left = max(0, round(card.asked_at + card.timeout - now))
+        run.controls = "extension"
 
 
-def _jsonable(value: Any) -> Any:
+def _json_object(value: dict[str, Any] | None) -> dict[str, JsonValue] | None:
+    """A mapping as JSON would carry it (see :func:`_jsonable`)."""
+    data = _jsonable(value)
+    return data if isinstance(data, dict) else None
+
+
+def _jsonable(value: Any) -> JsonValue:
     """The value as JSON would carry it (tuples become lists, unknown objects their repr)."""
-    return json.loads(json.dumps(value, ensure_ascii=False, default=repr))
+    data: JsonValue = json.loads(json.dumps(value, ensure_ascii=False, default=repr))
+    return data
 
 
 def usage_line(result: Any) -> str:
@@ -432,7 +477,7 @@ def usage_line(result: Any) -> str:
     if result is None:
         return "running"
     usage = getattr(result, "usage", {}) or {}
-    parts = [STATUS_WORDS.get(result.status, result.status)]
+    parts = [outcome_words(result.status)]
     if usage:
         parts.append(f"{usage.get('total_tokens', 0)} tokens ({usage.get('prompt_tokens', 0)} in, "
                      f"{usage.get('completion_tokens', 0)} out)")

@@ -19,13 +19,11 @@ import json
 import re
 from typing import Any
 
+from agent_kernel.core.statuses import run_status_words
 from agent_kernel.core.times import parse_iso
 from agent_kernel.views.safe_html import esc, markdown
 from agent_kernel.views.summaries import question_label, records_of
 
-STATUS_TEXT = {"running": "running", "done": "done", "done_with_failures": "done with failures",
-               "denied": "denied", "stopped": "stopped", "failed": "failed",
-               "limit": "stopped at the limit"}
 MARKS = {"running": "◌", "waiting": "?", "ok": "✓", "failed": "✗"}
 TABLE_COLUMNS = 6
 CELL_CHARS = 200
@@ -306,7 +304,7 @@ def _entries_html(entries: list[dict[str, Any]]) -> list[str]:
 def agent_label(entry: dict[str, Any]) -> str:
     """``worker-3 (Worker) · done · 1.2 s``: a team agent's nested run, in one line."""
     parts = [f"{entry['agent_id']} ({str(entry['role']).capitalize()})",
-             STATUS_TEXT.get(entry["status"], entry["status"])]
+             run_status_words(entry["status"])]
     if entry.get("elapsed_ms") is not None:
         parts.append(seconds(entry["elapsed_ms"]))
     return " · ".join(parts)
@@ -325,7 +323,7 @@ def agent_html(entry: dict[str, Any]) -> str:
 def html_of(state: dict[str, Any]) -> str:
     """The whole run as self-contained HTML."""
     status = state["status"]
-    words = STATUS_TEXT.get(status, status)
+    words = run_status_words(status)
     if status == "running":
         words = f"running · {phase(state)}"
     status_class = {"done": "ak-ok", "failed": "ak-failed", "stopped": "ak-warn",
@@ -380,7 +378,7 @@ def _entries_text(entries: list[dict[str, Any]]) -> list[str]:
 
 def text_of(state: dict[str, Any]) -> str:
     """The whole run as plain text."""
-    status = STATUS_TEXT.get(state["status"], state["status"])
+    status = run_status_words(state["status"])
     lines = [f"[agent · {state['model']} · {state['run_id']}] {state['prompt']}"]
     if (loading := state.get("loading")) is not None and loading.get("seconds") is not None:
         lines.append(f"loaded {loading['what']} in {loading['seconds']:.1f} s")

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 Summariser = Callable[[dict[str, Any], Any], str | None]
 
 CMD_CHARS = 60
 COMMAND_TOOLS = ("bash", "run_command")
 PAGE_TOOLS = ("url_fetch", "http_request")
+
+ResultKind = Literal["text", "page", "json", "table", "error"]
+"""How a tool card draws its result (the saved form's ``result_kind``)."""
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:
@@ -217,7 +220,7 @@ def records_of(result: Any) -> list[dict[str, Any]] | None:
     return None
 
 
-def result_kind(tool: str, result: Any, success: bool | None) -> str | None:
+def result_kind(tool: str, result: Any, success: bool | None) -> ResultKind | None:
     """``text``, ``page``, ``json``, ``table`` or ``error`` (None while running or no result).
 
     ``text`` is a string, or a command's ``{stdout, stderr, exit code, sandbox}`` whose

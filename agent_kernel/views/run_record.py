@@ -1,0 +1,216 @@
+"""The run's saved form (schema version 1) as typed records: one pydantic model per entry.
+
+A run's cell output keeps its state as ``application/vnd.agent-kernel.run.v1+json``
+(``docs/notebook.md``, "The run's saved form"). These models are that form:
+``views/mime.py`` builds them rather than literal dicts, :func:`read_run` validates a
+saved one read back from a notebook (or any other JSON) with them, and
+:func:`run_schema` derives the JSON Schema the repository keeps in
+``labextension/schema/run.v1.json``, against which a test checks the extension's
+TypeScript types (``labextension/src/state.ts``) and the fixture it draws.
+
+A transcript's entries are a tagged union on ``kind``; a field the form writes only
+while the extension draws the live controls (``seconds_left``, ``controls``) is left
+out of the dump until it is set (dump with ``exclude_unset``). Field order is the
+saved order: saved notebooks stay byte for byte as they were.
+
+``python -m agent_kernel.views.run_record [PATH]`` writes the schema file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+
+from agent_kernel.core.statuses import AnswerSource, NoticeLevel, RunStatus, ToolState
+from agent_kernel.views.summaries import ResultKind
+
+SCHEMA_ID = "https://agent-kernel.invalid/schema/run.v1.json"
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "labextension" / "schema" / "run.v1.json"
+"""Where the repository keeps the generated schema (a checkout, not an installed wheel)."""
+
+
+class _Record(BaseModel):
+    """A part of the saved form: no field beyond those named, in the saved order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Usage(_Record):
+    """Tokens the run's model calls used."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class Loading(_Record):
+    """What the run waited to load (the model library), and for how long once loaded."""
+
+    what: str
+    seconds: float | None
+
+
+class LedgerLine(_Record):
+    """The ledger record a tool call left: its id, time and hash."""
+
+    record_id: str
+    timestamp: str | None
+    hash: str | None
+
+
+class TextEntry(_Record):
+    """Answer text (Markdown)."""
+
+    kind: Literal["text"]
+    text: str
+
+
+class QuestionEntry(_Record):
+    """A question (``ask_user``) or an approval without a card, and how it ended."""
+
+    kind: Literal["question"]
+    question_id: str
+    question: str
+    options: list[str] | None
+    default: str | None
+    timeout: float
+    asked_at: str | None
+    approval: bool
+    details: dict[str, JsonValue] | None
+    answer: str | None
+    source: AnswerSource | None
+    answered_at: str | None
+    seconds_left: int | None = None
+    """Only while the extension draws the controls: seconds left to answer."""
+
+
+class ToolEntry(_Record):
+    """One tool call as its card shows it."""
+
+    kind: Literal["tool"]
+    call_id: str
+    tool: str
+    arguments: JsonValue
+    state: ToolState
+    summary: str
+    result: JsonValue
+    result_kind: ResultKind | None
+    error: str | None
+    duration_ms: int | None
+    ledger: LedgerLine | None
+    approval: QuestionEntry | None
+
+
+class NoticeEntry(_Record):
+    """A notice from the run (a retry, a stop, a compaction)."""
+
+    kind: Literal["notice"]
+    level: NoticeLevel
+    text: str
+
+
+class ConsoleEntry(_Record):
+    """What a tool printed for the person (``console_print``)."""
+
+    kind: Literal["console"]
+    text: str
+
+
+class ErrorEntry(_Record):
+    """The error that ended the run."""
+
+    kind: Literal["error"]
+    text: str
+
+
+class AgentEntry(_Record):
+    """A team agent's run (a Planner's, a Worker's), nested in the run that started it."""
+
+    kind: Literal["agent"]
+    agent_id: str
+    role: str
+    task_id: str
+    prompt: str
+    status: RunStatus
+    elapsed_ms: int | None
+    entries: list[Entry]
+
+
+Entry = Annotated[
+    AgentEntry | TextEntry | ToolEntry | QuestionEntry | NoticeEntry | ConsoleEntry | ErrorEntry,
+    Field(discriminator="kind")]
+"""One entry of a transcript, told apart by its ``kind``."""
+
+
+class RunState(_Record):
+    """One run's saved form: the ``application/vnd.agent-kernel.run.v1+json`` data."""
+
+    model_config = ConfigDict(extra="forbid", title="agent-kernel run, version 1")
+
+    version: Literal[1]
+    run_id: str
+    prompt: str
+    model: str
+    offline: bool
+    status: RunStatus
+    started_at: str | None
+    elapsed_ms: int | None
+    usage: Usage | None
+    cost: float | None
+    loading: Loading | None
+    entries: list[Entry]
+    controls: Literal["extension"] | None = None
+    """Only while the run is live and the extension draws its controls."""
+
+    def saved(self) -> dict[str, Any]:
+        """The JSON data the notebook keeps (fields set only while live left out)."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
+AgentEntry.model_rebuild()
+
+
+class NotARun(ValueError):
+    """Data that is not a run's saved form this version can read."""
+
+
+def read_run(data: object) -> RunState:
+    """A run's saved form read back (from a notebook, the wire), checked field by field."""
+    try:
+        return RunState.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the run"
+        raise NotARun(f"not a saved agent-kernel run (version 1): {where}: {first['msg']} "
+                      f"({exc.error_count()} problem{'s' if exc.error_count() != 1 else ''} "
+                      "in all)") from None
+
+
+def run_schema() -> dict[str, Any]:
+    """The saved form's JSON Schema, as ``labextension/schema/run.v1.json`` keeps it."""
+    schema = RunState.model_json_schema(mode="serialization")
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
+            **schema}
+
+
+def schema_text() -> str:
+    """The schema file's text (two-space indent, a final newline)."""
+    return json.dumps(run_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the schema to PATH (default: the repository's ``labextension/schema``)."""
+    args = sys.argv[1:] if argv is None else argv
+    path = Path(args[0]) if args else SCHEMA_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(schema_text(), encoding="utf-8")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
