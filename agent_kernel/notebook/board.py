@@ -32,13 +32,16 @@ import shlex
 import sys
 import threading
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.core.events import Question, QuestionAnswered
 from agent_kernel.notebook.cells import LiveOutput, in_cell, outcome_bundle
 from agent_kernel.views.board import board_bundle, one_line, snapshot
 from agent_kernel.views.safe_html import esc
 from agent_kernel.views.trigger_panel import local_time
+
+if TYPE_CHECKING:
+    from agent_kernel.notebook.requests import TeamRequest
 
 UPDATES_PER_SECOND = 2
 REFRESH_SECONDS = 30.0
@@ -286,7 +289,9 @@ class ExtensionBoardControls(BoardControls):
     def __init__(self, board: TeamBoard, channel: Any) -> None:
         super().__init__(board)
         self.channel = channel
-        channel.on_action("team", _team_action)
+        from agent_kernel.notebook.requests import TeamRequest
+
+        channel.on_action("team", TeamRequest, _team_action)
         self.rows = self.wanted()
 
     def show(self) -> None:
@@ -375,11 +380,9 @@ class WidgetBoardControls(BoardControls):
         return self._widgets[ident].children[0]
 
 
-def _team_action(data: dict[str, Any]) -> tuple[bool, str]:
+def _team_action(request: TeamRequest) -> tuple[bool, str]:
     """The extension's Cancel or Stop: the live board's controls act."""
-    op, ident = data.get("op"), data.get("id")
-    if op not in ("cancel", "stop") or not isinstance(ident, str):
-        return False, "a team action needs op (cancel or stop) and id"
+    op, ident = request.op, request.id
     board = _LIVE
     controls = board.controls if board is not None else None
     if controls is None or ident not in controls.rows:

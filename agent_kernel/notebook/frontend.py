@@ -20,8 +20,9 @@ Messages from the extension, each with a ``request_id`` the reply repeats:
 waiting approval's exact arguments, which the reply carries as ``rows``: see
 :mod:`.exact`; they travel only on this comm, never in an output, so nothing saved holds
 them), and ``{"action": "trigger", "op": "cancel" | "approve", "trigger_id"}`` from a
-triggers panel's controls. Replies are ``{"request_id", "ok", "message"}`` (plus
-``rows`` for ``exact``).
+triggers panel's controls. Each is read as its typed request (:mod:`.requests`, pydantic)
+before anything acts on it; one that does not fit is refused in words. Replies are
+``{"request_id", "ok", "message"}`` (plus ``rows`` for ``exact``).
 A page reloaded while the kernel lives finds the same comm again through
 ``comm_info_request`` and says hello on it. Messages may arrive on a kernel
 subshell thread; answering and stopping are thread-safe.
@@ -33,7 +34,12 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from agent_kernel.notebook.requests import Request
+
+    R = TypeVar("R", bound=Request)
 
 PROBE_TARGET = "agent_kernel.frontend_probe"
 PROTOCOL = 1
@@ -65,6 +71,8 @@ class FrontendProbe:
         self._comm: Any = None
         self._runs: dict[str, LiveRun] = {}
         self._actions: dict[str, Callable[[dict[str, Any]], tuple[bool, str]]] = {}
+        """What each registered action does with a message: read it as its request, then
+        carry it out (or say why not)."""
         self._lock = threading.Lock()
 
     def send(self) -> None:
@@ -101,10 +109,17 @@ class FrontendProbe:
         with self._lock:
             self._runs.pop(run_id, None)
 
-    def on_action(self, action: str, handler: Callable[[dict[str, Any]], tuple[bool, str]]
+    def on_action(self, action: str, kind: type[R], handler: Callable[[R], tuple[bool, str]]
                   ) -> None:
-        """Let ``handler`` carry out the extension's ``action`` messages (e.g. ``trigger``)."""
-        self._actions[action] = handler
+        """Let ``handler`` carry out the extension's ``action`` messages (e.g. ``trigger``),
+        each read as a ``kind`` request first (one that does not fit is refused in words)."""
+        from agent_kernel.notebook.requests import read
+
+        def carry_out(data: dict[str, Any]) -> tuple[bool, str]:
+            request = read(kind, data)
+            return (False, request) if isinstance(request, str) else handler(request)
+
+        self._actions[action] = carry_out
 
     def _on_msg(self, msg: dict[str, Any]) -> None:
         data = (msg.get("content") or {}).get("data")
@@ -127,34 +142,47 @@ class FrontendProbe:
 
     def exact(self, data: dict[str, Any]) -> dict[str, Any]:
         """The reply to ``exact``: a waiting approval's arguments as the tool will get them."""
-        run_id, question_id = data.get("run_id"), data.get("question_id")
-        with self._lock:
-            run = self._runs.get(run_id) if isinstance(run_id, str) else None
-        if run is None:
-            return {"ok": False, "message": "This run is no longer live in the kernel."}
-        rows = run.exact_rows(question_id) if isinstance(question_id, str) else None
+        from agent_kernel.notebook.requests import ExactRequest, read
+
+        run = self._live_run(data)
+        if isinstance(run, str):
+            return {"ok": False, "message": run}
+        request = read(ExactRequest, data)
+        rows = None if isinstance(request, str) else run.exact_rows(request.question_id)
         if rows is None:
-            return {"ok": False, "message": "This approval is no longer waiting."}
+            return {"ok": False, "message": ExactRequest.refusal}
         return {"ok": True, "message": "", "rows": rows}
+
+    def _live_run(self, data: dict[str, Any]) -> LiveRun | str:
+        """The live run a request names, or the words saying it names none."""
+        from agent_kernel.notebook.requests import NOT_LIVE, RunRequest, read
+
+        request = read(RunRequest, data)
+        if isinstance(request, str):
+            return request
+        with self._lock:
+            run = self._runs.get(request.run_id)
+        return NOT_LIVE if run is None else run
 
     def handle(self, data: dict[str, Any]) -> tuple[bool, str]:
         """Carry out one message of the extension; (done, what to tell the person)."""
-        action, run_id = data.get("action"), data.get("run_id")
+        action = data.get("action")
         if isinstance(action, str) and (handler := self._actions.get(action)) is not None:
             return handler(data)
         if action not in ("answer", "stop"):
             return False, f"unknown action {str(action)[:40]!r}"
-        with self._lock:
-            run = self._runs.get(run_id) if isinstance(run_id, str) else None
-        if run is None:
-            return False, "This run is no longer live in the kernel."
+        from agent_kernel.notebook.requests import AnswerRequest, read
+
+        run = self._live_run(data)
+        if isinstance(run, str):
+            return False, run
         if action == "stop":
             return (True, "") if run.request_stop() else (False, "The run has already ended.")
-        question_id, answer = data.get("question_id"), data.get("answer")
-        if not isinstance(question_id, str) or not isinstance(answer, str):
-            return False, "an answer needs question_id and answer as text"
-        if len(answer) > _MAX_ANSWER:
+        request = read(AnswerRequest, data)
+        if isinstance(request, str):
+            return False, request
+        if len(request.answer) > _MAX_ANSWER:
             return False, f"That answer is too long (more than {_MAX_ANSWER} characters)."
-        if not run.answer(question_id, answer):
+        if not run.answer(request.question_id, request.answer):
             return False, "This question is no longer waiting."
         return True, ""

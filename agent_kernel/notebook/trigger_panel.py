@@ -39,6 +39,7 @@ from agent_kernel.views.safe_html import esc
 from agent_kernel.views.trigger_panel import local_time, panel_html, shown, text_table
 
 if TYPE_CHECKING:
+    from agent_kernel.notebook.requests import TriggerRequest
     from agent_kernel.triggers.host import TriggerHost
     from agent_kernel.triggers.model import Trigger
 
@@ -326,7 +327,9 @@ class ExtensionControls(_Controls):
     def __init__(self, panel: TriggersPanel, channel: Any) -> None:
         super().__init__(panel)
         self.channel = channel
-        channel.on_action("trigger", _trigger_action)
+        from agent_kernel.notebook.requests import TriggerRequest
+
+        channel.on_action("trigger", TriggerRequest, _trigger_action)
         self._claim_live()
 
     def show(self) -> None:
@@ -369,11 +372,9 @@ class ExtensionControls(_Controls):
 CONTROLS_MIME = "application/vnd.agent-kernel.controls.v1+json"
 
 
-def _trigger_action(data: dict[str, Any]) -> tuple[bool, str]:
+def _trigger_action(request: TriggerRequest) -> tuple[bool, str]:
     """The extension's Cancel or Approve: the panel holding the trigger's controls acts."""
-    op, trigger_id = data.get("op"), data.get("trigger_id")
-    if op not in ("cancel", "approve") or not isinstance(trigger_id, str):
-        return False, "a trigger action needs op (cancel or approve) and trigger_id"
+    op, trigger_id = request.op, request.trigger_id
     panel = _CONTROLS_OWNER.get(trigger_id)
     if panel is None or panel.controls is None or trigger_id not in panel.controls.rows:
         return False, f"{trigger_id[:40]} has no live controls in this kernel."

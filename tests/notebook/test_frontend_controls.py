@@ -107,6 +107,31 @@ def test_messages_that_are_not_requests_are_ignored(data: Any) -> None:
     assert not probe.extension and run.answers == []
 
 
+@pytest.mark.parametrize(("data", "said"), [
+    ({"op": "rm", "id": "task_1"}, "a team action needs op (cancel or stop) and id"),
+    ({"op": "cancel", "id": 7}, "a team action needs op (cancel or stop) and id"),
+    ({"op": "cancel"}, "a team action needs op (cancel or stop) and id"),
+])
+def test_a_registered_action_reads_its_request_before_its_handler_runs(
+        data: dict[str, Any], said: str) -> None:
+    from agent_kernel.notebook.requests import TeamRequest
+
+    probe, comm = _probe_with()
+    seen: list[TeamRequest] = []
+
+    def handler(request: TeamRequest) -> tuple[bool, str]:
+        seen.append(request)
+        return True, ""
+
+    probe.on_action("team", TeamRequest, handler)
+    probe._on_msg(_msg({"action": "team", **data, "request_id": "t1"}))
+    assert comm.sent == [{"request_id": "t1", "ok": False, "message": said}]
+    assert seen == []
+    probe._on_msg(_msg({"action": "team", "op": "stop", "id": "task_1", "request_id": "t2"}))
+    assert comm.sent[-1] == {"request_id": "t2", "ok": True, "message": ""}
+    assert [(r.op, r.id) for r in seen] == [("stop", "task_1")]
+
+
 def test_stop_once_then_the_run_is_gone() -> None:
     run = Run("run_1", set())
     probe, comm = _probe_with(run)
