@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from agent_kernel.core.statuses import TriggerStatus
 from agent_kernel.triggers.conditions import Condition
 from agent_kernel.triggers.model import (
     CRON_FLOOR,
@@ -40,7 +41,7 @@ MAX_AHEAD = timedelta(days=366 * 100)
 EARLIEST = datetime(1970, 1, 1, tzinfo=timezone.utc)
 MAX_ID = 200
 MAX_CRON = 200
-ENDED = ("cancelled", "done", "missed")
+ENDED: tuple[TriggerStatus, ...] = ("cancelled", "done", "missed")
 COUNTERS = ("runs", "errors", "skipped")
 # The schedule field each kind uses; the others are cleared.
 _KIND_FIELDS = {"interval": ("recurring",), "run_at": ONE_SHOT, "cron": ("cron",),

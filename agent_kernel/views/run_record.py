@@ -29,8 +29,9 @@ from agent_kernel.core.statuses import AnswerSource, NoticeLevel, RunStatus, Too
 from agent_kernel.views.summaries import ResultKind
 
 SCHEMA_ID = "https://agent-kernel.invalid/schema/run.v1.json"
-SCHEMA_FILE = Path(__file__).resolve().parents[2] / "labextension" / "schema" / "run.v1.json"
-"""Where the repository keeps the generated schema (a checkout, not an installed wheel)."""
+EXTENSION = Path(__file__).resolve().parents[2] / "labextension"
+SCHEMA_FILE = EXTENSION / "schema" / "run.v1.json"
+"""Where the repository keeps the generated schema (in a checkout; a wheel has no copy)."""
 
 
 class _Record(BaseModel):
@@ -205,6 +206,10 @@ def schema_text() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Write the schema to PATH (default: the repository's ``labextension/schema``)."""
     args = sys.argv[1:] if argv is None else argv
+    if not args and not (EXTENSION / "package.json").is_file():
+        print("error: not a checkout of agent-kernel (no labextension/ beside the package): "
+              "say where to write the schema", file=sys.stderr)
+        return 2
     path = Path(args[0]) if args else SCHEMA_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(schema_text(), encoding="utf-8")
