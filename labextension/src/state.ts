@@ -4,6 +4,11 @@
  * The kernel writes it (`Transcript.state()` in agent_kernel/views/mime.py)
  * as the `application/vnd.agent-kernel.run.v1+json` part of a run's output;
  * this extension only reads it. `test/fixtures/run.json` holds every kind.
+ *
+ * The form's source is the kernel's pydantic models (agent_kernel/views/run_record.py),
+ * from which `schema/run.v1.json` is generated; tests/views/test_run_schema.py fails
+ * when an interface below differs from that schema (field names, their order, which are
+ * optional, types and literal unions). Change the models, regenerate, then these.
  */
 
 export const RUN_MIME = 'application/vnd.agent-kernel.run.v1+json';

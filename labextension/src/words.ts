@@ -2,7 +2,9 @@
  * The words a person reads: status, times, outcomes of questions and approvals.
  *
  * They match the kernel's HTML fallback (agent_kernel/views/run_html.py), so
- * a run reads the same with and without this extension.
+ * a run reads the same with and without this extension. STATUS_TEXT is the kernel's
+ * RUN_STATUS_WORDS (agent_kernel/core/statuses.py), and the approval answers are
+ * views/mime.py's: tests/views/test_run_schema.py compares them.
  */
 
 import { IQuestionEntry, IRunState, RunStatus } from './state';
