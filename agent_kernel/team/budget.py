@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agent_kernel.engine.agent import Agent
-    from agent_kernel.team.supervisor import Supervisor, TeamLimits
+    from agent_kernel.team.board import TaskBoard
+    from agent_kernel.team.limits import TeamLimits
 
 SESSION = "session"
 
@@ -60,17 +61,14 @@ class Spent:
 class TeamBudget:
     """The ``services["budget"]`` of every agent of one team."""
 
-    def __init__(self, supervisor: Supervisor) -> None:
-        self.supervisor = supervisor
+    def __init__(self, board: TaskBoard, limits: TeamLimits) -> None:
+        self.board = board
+        self.limits = limits
+        """The team's limits (the one object, so a change between prompts holds here)."""
         self.trees: dict[str, Spent] = {}
         """What each task tree used, by its root task's id."""
         self.session = Spent()
         self._recorded: set[tuple[str, str]] = set()
-
-    @property
-    def limits(self) -> TeamLimits:
-        """The team's limits (read each time: a person may change them between prompts)."""
-        return self.supervisor.limits
 
     def tree(self, tree_id: str | None) -> Spent:
         """What the tree under root task ``tree_id`` used so far (empty for an unknown one)."""
@@ -112,9 +110,9 @@ class TeamBudget:
         name, message, used, limit = found
         if task is not None and (tree_id or "", name) not in self._recorded:
             self._recorded.add((tree_id or "", name))
-            await self.supervisor.record("budget_spent", task, agent_id=agent.agent_id,
-                                         root_task_id=tree_id, budget=name, used=used,
-                                         limit=limit, message=message)
+            await self.board.record("budget_spent", task, agent_id=agent.agent_id,
+                                    root_task_id=tree_id, budget=name, used=used,
+                                    limit=limit, message=message)
         return message
 
     def spent(self, agent: Agent, run_id: str, usage: dict[str, int],

@@ -24,22 +24,24 @@ import contextlib
 import json
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_kernel.core.events import Notice
 from agent_kernel.core.ledger import new_id, now_iso
-from agent_kernel.core.statuses import MemberStatus
+from agent_kernel.core.statuses import MemberStatus, TaskEnding
+from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.registry import ToolError
-from agent_kernel.engine.tool_clock import ToolClock
-from agent_kernel.team.roles import PLANNER, ROLE_NAMES, TELLER, WORKER, RoleTools, role_permits
+from agent_kernel.team.board import TaskBoard, TaskLife
+from agent_kernel.team.limits import TeamLimits
+from agent_kernel.team.roles import ROLE_NAMES, TELLER, WORKER, RoleTools, role_permits
 from agent_kernel.team.society import RoleStore, SocietyError, _read_json, _write_json, json_line
 
 if TYPE_CHECKING:
     from agent_kernel.engine.agent import Agent, RunResult
     from agent_kernel.team.queue import RestoreReport, Task
-    from agent_kernel.team.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +52,7 @@ MAX_FILE_BYTES = 512 * 1024
 MAX_MESSAGE_BYTES = 100_000
 """A message's content, as UTF-8 JSON."""
 USER = "user"
-ALIVE = ("running", "waiting")
+ALIVE: tuple[MemberStatus, ...] = ("running", "waiting")
 WAIT = "wait_for_message"
 REQUIRED_BRIEF = {"objective": str, "constraints": list, "inputs": str, "outputs": str,
                   "completion_criteria": str}
@@ -71,7 +73,7 @@ class AgentRecord:
     roleName: str  # noqa: N815
     parentAgentId: str  # noqa: N815
     taskId: str  # noqa: N815
-    status: str
+    status: MemberStatus
     """running, waiting (for a message), then ok, error, cancelled, timeout, limit,
     terminated or interrupted."""
     createdAt: str  # noqa: N815
@@ -256,12 +258,69 @@ def spawn_tools(spawner: Agent, listed: list[str]) -> tuple[frozenset[str], list
     return granted, refused
 
 
-class Society:
-    """The team's spawned agents and its messages (one per supervisor)."""
+class AgentMaker(Protocol):
+    """Makes an agent of the team (the supervisor's ``make_agent``)."""
 
-    def __init__(self, supervisor: Supervisor) -> None:
-        self.team = supervisor
-        root = supervisor.workspace.root
+    def __call__(self, role: str, agent_id: str, *, instructions: str | None = None
+                 ) -> Agent: ...
+
+
+class SpawnedLife(TaskLife):
+    """A spawned agent's task: not on a queue nor in a file (its agent record is), ended
+    ``terminated`` by ``terminate_agent``, and its subordinates end with a failure."""
+
+    saved = False
+    queued = False
+    over_time = "the agent exceeded its {timeout:g} s limit"
+    cut_short = "The run was stopped."
+
+    def __init__(self, society: Society, member: Member, prompt: str, timeout: float) -> None:
+        super().__init__(society.board, member.task, member.agent, timeout)
+        self.society, self.member, self.prompt = society, member, prompt
+        assert member.record is not None
+        self.record: AgentRecord = member.record
+
+    async def run(self) -> RunResult:
+        """Its brief, then one run per wake-up, until it ends."""
+        return await self.society.run_task(self.agent, self.task, self.prompt)
+
+    def started_fields(self) -> dict[str, Any]:
+        """Its role and the tools it was given (and refused) at its spawn."""
+        return {"role_id": self.record.roleId, "tools": sorted(self.member.granted),
+                "tools_refused": self.member.refused}
+
+    def finished_fields(self) -> dict[str, Any]:
+        """Its role."""
+        return {"role_id": self.record.roleId}
+
+    def ending(self) -> str | None:
+        """Why ``terminate_agent`` ended it, once it did."""
+        return self.member.ending
+
+    def ended(self, status: TaskEnding, error: str | None) -> None:
+        """It receives no more messages; its record says how it ended."""
+        record = self.record
+        self.society.members.pop(record.id, None)
+        record.status, record.error, record.endedAt = status, error, now_iso()
+        self.society.save(record)
+
+    async def after(self, status: TaskEnding) -> None:
+        """Its subordinates do not outlive a failure."""
+        if status not in ("ok", "terminated"):
+            await self.society.end_children(self.record.id,
+                                            f"its parent {self.record.id} ended: {status}")
+
+
+class Society:
+    """The team's spawned agents and its messages (one per team), on the team's board."""
+
+    def __init__(self, board: TaskBoard, *, limits: TeamLimits, workspace: Workspace,
+                 make_agent: AgentMaker) -> None:
+        self.board = board
+        self.limits = limits
+        self.workspace = workspace
+        self.make_agent = make_agent
+        root = workspace.root
         self.agents_folder: Path = root / AGENTS_FOLDER
         self.messages_folder: Path = root / MESSAGES_FOLDER
         self.records: dict[str, AgentRecord] = {}
@@ -274,13 +333,13 @@ class Society:
     # -- spawning -------------------------------------------------------------------
     def spawn(self, caller: Agent, role_id: str, brief: Any) -> dict[str, str]:
         """Spec 004's ``spawn_agent``: ``{id, roleId, roleName}``, or ToolError saying why not."""
-        team, limits = self.team, self.team.limits
+        board, limits = self.board, self.limits
         parent_task = caller.services.get("team_task")
         if parent_task is None:
             raise ToolError("spawn_agent works only for an agent working on a team task")
         try:
             brief = check_brief(brief)
-            role = RoleStore(team.workspace).get(role_id) if isinstance(role_id, str) else None
+            role = RoleStore(self.workspace).get(role_id) if isinstance(role_id, str) else None
         except SocietyError as exc:
             raise ToolError(str(exc), guidance="Fill in the fields named and call spawn_agent "
                             "again.") from None
@@ -322,15 +381,15 @@ class Society:
                              taskId=task_id, status="running", createdAt=now_iso(),
                              depth=depth)
         prompt = brief_text(record, brief)
-        task = team.new_task(parent_task, caller.agent_id, role.name, prompt, status="running")
+        task = board.new_task(parent_task, caller.agent_id, role.name, prompt, status="running")
         task.agent_id, task.started_at, task.run_id = record.id, now_iso(), new_id("run")
         record.teamTaskId = task.id
         granted, refused = spawn_tools(caller, role.tools)
-        agent = team.make_agent(role.name, record.id,
+        agent = self.make_agent(role.name, record.id,
                                 instructions=role.rolePrompt.replace("{", "{{")
                                 .replace("}", "}}"))
         agent.registry.permission_hook = RoleTools(role.name, granted)
-        team.label(agent, task)
+        board.label(agent, task)
         agent.ledger_fields["role_id"] = role.id
         self.records[record.id] = record
         self.save(record)
@@ -342,57 +401,22 @@ class Society:
                                    level="warning"))
         member = self.members[record.id] = Member(record=record, agent=agent, task=task,
                                                   granted=granted, refused=refused)
-        team.running[task.id] = task
-        team.agents[task.id] = agent
+        board.begin(task, agent, queued=False)
         member.runner = asyncio.get_running_loop().create_task(
             self._live(member, prompt), name=f"team-{record.id}")
         return {"id": record.id, "roleId": role.id, "roleName": role.name}
 
     async def _live(self, member: Member, prompt: str) -> None:
-        """A spawned agent's life: its brief, then one run per wake-up, until it ends."""
-        team, task, agent = self.team, member.task, member.agent
-        record = member.record
-        assert record is not None
-        timeout = team.limits.timeouts.get(WORKER, 900.0)
-        clock = ToolClock(timeout)  # as a task's: time waiting for the person not counted
-        timed_out: list[bool] = []
-        end_clock = clock.keep_time(lambda: timed_out.append(agent.stop(task.run_id) >= 0))
-        status: MemberStatus
-        status, error = "error", None
-        try:
-            await team.record("task_started", task, role_id=record.roleId,
-                              tools=sorted(member.granted), tools_refused=member.refused)
-            result = await self.run_task(agent, task, prompt)
-            status, error, task.result = result.status, result.error, result.reply
-            if member.ending is not None:
-                status, error = "terminated", member.ending
-            elif status == "cancelled" and timed_out:
-                status, error = "timeout", f"the agent exceeded its {timeout:g} s limit"
-        except asyncio.CancelledError:  # a stop that came after its run: it ends all the same
-            status, error = ("terminated", member.ending) if member.ending else (
-                "cancelled", "The run was stopped.")
-        except Exception as exc:  # ours: the agent still ends, the team goes on
-            log.exception("agent %s failed", record.id)
-            error = f"{type(exc).__name__}: {exc}"
-        finally:
-            end_clock()
-            self.members.pop(record.id, None)
-            team.running.pop(task.id, None)
-            team.agents.pop(task.id, None)
-            record.status, record.error, record.endedAt = status, error, now_iso()
-            self.save(record)
-            task.status = "cancelled" if status == "terminated" else status
-            task.error, task.ended_at = error, now_iso()
-        await team.record("task_finished", task, status=status, error=error,
-                          result=task.result[:2000], role_id=record.roleId)
-        if status not in ("ok", "terminated"):  # its subordinates do not outlive a failure
-            await self.end_children(record.id, f"its parent {record.id} ended: {status}")
-        team.settle(task)
+        """A spawned agent's life: the team's task life cycle (:class:`SpawnedLife`), under
+        the Worker's wall-clock limit."""
+        await SpawnedLife(self, member, prompt, self.limits.timeouts.get(WORKER, 900.0)).live()
 
-    async def run_task(self, agent: Agent, task: Task, prompt: str) -> RunResult:
+    async def run_task(self, agent: Agent, task: Task, prompt: str,
+                       on_wait: Callable[[], None] | None = None) -> RunResult:
         """Run ``prompt`` as ``task``'s run; each time the run ends with ``wait_for_message``,
-        wait for a message and run again with it, in the same conversation (the agent is
-        the task's own, so its conversation is the task's)."""
+        call ``on_wait`` (a Planner's delegations go to the Workers: its run ended), wait
+        for a message and run again with it, in the same conversation (the agent is the
+        task's own, so its conversation is the task's)."""
         known = agent.agent_id in self.members
         member = self.members.get(agent.agent_id) or Member(record=None, agent=agent, task=task)
         self.members[agent.agent_id] = member
@@ -401,8 +425,8 @@ class Society:
                 result = await agent.arun(prompt, run_id=task.run_id)
                 if result.ended_by != WAIT or result.status != "ok" or member.ending:
                     break
-                if task.role == PLANNER:  # its run ended: its delegations go to the Workers
-                    self._release_held(task)
+                if on_wait is not None:
+                    on_wait()
                 messages = await self._wait(member)
                 if messages is None:
                     result.status, result.error = "cancelled", "The run was stopped."
@@ -415,12 +439,6 @@ class Society:
             await self.end_children(agent.agent_id, f"its parent {agent.agent_id} ended: "
                                     f"{result.status}")
         return result
-
-    def _release_held(self, planner: Task) -> None:
-        """A Planner's run ended with wait_for_message: its held delegations are queued for
-        the Workers now (spec 000: held until its run ends), as a finished run's are."""
-        self.team.release_held(planner, ended_well=True)
-        self.team.dispatch()
 
     async def _wait(self, member: Member) -> list[MessageRecord] | None:
         """Wait for the member's next message(s); None when it was stopped meanwhile."""
@@ -487,7 +505,7 @@ class Society:
         if member is None:
             return
         member.ending = why
-        await self.team.record("agent_terminated", member.task, by=by, reason=why,
+        await self.board.record("agent_terminated", member.task, by=by, reason=why,
                                role_id=record.roleId)
         member.agent.stop()
         member.wake.set()
@@ -534,7 +552,7 @@ class Society:
             member.wake.set()
         self.save_message(message)
         if task is not None:
-            await self.team.record("message_sent", task, agent_id=sender.agent_id,
+            await self.board.record("message_sent", task, agent_id=sender.agent_id,
                                    run_id=run_id, message_id=message.id, to=target,
                                    message_task_id=message.taskId, bytes=size)
         return {"ok": True, "id": message.id, "to": target,
@@ -550,7 +568,7 @@ class Society:
         if target == TELLER:
             return ("The Teller hears from the team through the results of what it "
                     "delegated; send to 'user' to reach the person")
-        if any(t.agent_id == target for t in self.team.tasks.values()):
+        if any(t.agent_id == target for t in self.board.tasks.values()):
             return (f"Agent {target} has ended; it receives no messages. Send to 'user' or a "
                     "live agent")
         return f"No agent {target[:80]!r} in this team can receive messages"
@@ -595,11 +613,11 @@ class Society:
 
     def _record_now(self, kind: str, record: AgentRecord) -> None:
         """Write an agent's record from plain code (a restore); a failure is logged."""
-        desk = self.team.desk
-        if desk is None:
+        ledger = self.board.ledger
+        if ledger is None:
             return
         try:
-            desk.ledger.record_event(kind, agent_id=record.id, role=record.roleName,
+            ledger.record_event(kind, agent_id=record.id, role=record.roleName,
                                      role_id=record.roleId, task_id=record.teamTaskId or None,
                                      parent_agent_id=record.parentAgentId,
                                      society_task_id=record.taskId, error=record.error)

@@ -47,7 +47,7 @@ class TellerRelay:
         self.questions = team.teller.questions
         self.task: asyncio.Task[Any] | None = None
         """The task running the prompt (set by whoever starts it), cancelled by :meth:`stop`."""
-        self._before = set(team.supervisor.tasks)
+        self._before = set(team.supervisor.board.tasks)
         self._started = False
         self._current: str | None = None
         self._held: RunFinished | None = None
@@ -97,7 +97,7 @@ class TellerRelay:
 
     def new_tasks(self) -> list[Task]:
         """The tasks made since this prompt began (its tree), oldest first."""
-        tasks = self.team.supervisor.tasks
+        tasks = self.team.supervisor.board.tasks
         return [t for tid, t in tasks.items() if tid not in self._before]
 
     def tree(self, result: TeamResult | None = None) -> dict[str, Any]:
@@ -125,7 +125,7 @@ class TellerRelay:
     async def settle(self, timeout: float = 10.0) -> bool:
         """Wait (at most ``timeout`` seconds) until every task of the prompt has ended, as
         stopped tasks do shortly after :meth:`stop`; True when they all have."""
-        waiting = [asyncio.ensure_future(self.team.supervisor.settled(t))
+        waiting = [asyncio.ensure_future(self.team.supervisor.board.settled(t))
                    for t in self.new_tasks() if t.open and t.parent_id is not None]
         if not waiting:
             return True

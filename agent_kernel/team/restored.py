@@ -3,7 +3,7 @@
 A workspace may come from someone else (a cloned repository, a shared drive),
 so a task file in ``team/tasks/`` is a request nobody in this session made.
 The supervisor puts restored queued tasks on no queue
-(``Supervisor.undecided``); the team asks the person through the Teller's
+(``Restart.undecided``, :mod:`.restart`); the team asks the person through the Teller's
 question channel, in words (roles, priorities and prompts, never ids), to
 **Run them** or **Drop them**. The question shows every task Run would run, each
 prompt whole with invisible and reordering characters as ``<U+202E>`` tokens;
@@ -128,7 +128,7 @@ async def ask(teller: Agent, team: Supervisor) -> tuple[Choice, str, int]:
     """Ask the person about ``team.undecided``: ``(choice, source, count)``, the source
     being the answer's (``user``, ``timeout``) or ``headless policy: allow|deny``, and
     ``count`` how many of them, from the first, the choice covers (Run: those shown)."""
-    tasks = team.undecided
+    tasks = team.restart.undecided
     channel = teller.questions
     if not channel.interactive:
         policy = team.settings.headless_approval
@@ -149,7 +149,7 @@ async def settle(teller: Agent, team: Supervisor, choice: str, source: str,
     ``count``, those the person was shown; the rest stay undecided and the next prompt
     asks about them); recorded, and told to the person in a notice on the Teller's bus
     (the prompt's view shows it)."""
-    tasks = list(team.undecided)
+    tasks = list(team.restart.undecided)
     covered = tasks if choice != "run" or count is None else tasks[:count]
     left = len(tasks) - len(covered)
     if team.desk is not None:
@@ -165,7 +165,7 @@ async def settle(teller: Agent, team: Supervisor, choice: str, source: str,
     what = f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} from an earlier session"
     by_policy = source.startswith("headless")
     if choice == "run":
-        team.run_restored(len(covered))
+        team.restart.run(len(covered))
         said = (f"{what}: running them; nobody could be asked and the headless policy "
                 "(allow) runs them." if by_policy else f"{what}: running them, as you said.")
         if left:
@@ -173,8 +173,8 @@ async def settle(teller: Agent, team: Supervisor, choice: str, source: str,
                     f"you said. The other {left} stay saved and unrun; the team's next prompt "
                     "asks about them.")
     elif choice == "drop":
-        team.drop_restored("dropped: it was waiting from an earlier session and you chose "
-                           "Drop")
+        team.restart.drop("dropped: it was waiting from an earlier session and you chose "
+                          "Drop")
         said = f"{what}: dropped, as you said."
     elif by_policy:
         said = (f"{what} did not run: nobody could be asked and the headless policy (deny) "

@@ -97,29 +97,29 @@ class TriggerDesk(Agent):
                    trigger: dict[str, Any] | None = None, isolated: bool = False,
                    run_id: str | None = None) -> RunResult:
         """Queue ``prompt`` as a worker task and wait for it (the scheduler calls this)."""
-        team = self.supervisor
+        team, board = self.supervisor, self.supervisor.board
         run_id = run_id or new_id("run")
         result = RunResult(run_id=run_id, model=model or self.model)
         current = asyncio.current_task()
         if current is not None:
             self._runs[run_id] = current
-        made = next((t for t in team.tasks.values()
+        made = next((t for t in board.tasks.values()
                      if t.trigger_id and t.trigger_id == (trigger or {}).get("trigger_id")), None)
         parent = made
         if parent is None:
-            parent = team.root(prompt, TELLER)
+            parent = board.root(prompt, TELLER)
             # a model's schedule spends the budget of the tree that made it, not a new one
             by_run = (trigger or {}).get("scheduled_by_run_id")
-            maker = next((t for t in team.tasks.values()
+            maker = next((t for t in board.tasks.values()
                           if by_run and t.run_id == by_run and t is not parent), None)
             if maker is not None:
                 parent.root_id = maker.tree_id
-        task = team.new_task(parent, self.agent_id, WORKER, prompt, type=parent.type,
+        task = board.new_task(parent, self.agent_id, WORKER, prompt, type=parent.type,
                              priority=parent.priority, timeout=parent.timeout,
                              trace_id=(trigger or {}).get("trace_id"))
         team.enqueue(task)
         try:
-            await team.settled(task)
+            await board.settled(task)
         except asyncio.CancelledError:
             team.stop(task.id)
             result.status, result.error = "cancelled", "The run was stopped."
@@ -224,28 +224,28 @@ class Team:
             self._restore_told = True
             self.bus.emit(Notice("team", self.restore_report.text()))
         self._start_triggers()
-        team = self.supervisor
-        if team.undecided:
+        team, restart = self.supervisor, self.supervisor.restart
+        if restart.undecided:
             if self._deciding is not None:  # another call is asking: its answer holds
                 await asyncio.shield(self._deciding)
             elif decision != "ask" or not self._restored_asked:
                 self._deciding = asyncio.get_running_loop().create_future()
                 try:
                     choice, source, count = (
-                        (decision, "person", len(team.undecided)) if decision != "ask"
+                        (decision, "person", len(restart.undecided)) if decision != "ask"
                         else await restored.ask(self.teller, team))
                     await restored.settle(self.teller, team, choice, source, count)
                     # a person who did not answer is asked again at the next prompt, and
                     # so are the tasks a Run did not cover (they were not shown)
                     self._restored_asked = source != "timeout" and not (
-                        choice == "run" and team.undecided)
+                        choice == "run" and restart.undecided)
                 finally:
                     done, self._deciding = self._deciding, None
                     if not done.done():
                         done.set_result("")
-        waiting = team.resume_restored()
-        await asyncio.gather(*(team.settled(t) for t in waiting))
-        return list(team.restored)
+        waiting = restart.resume()
+        await asyncio.gather(*(team.board.settled(t) for t in waiting))
+        return list(restart.restored)
 
     def _start_triggers(self) -> None:
         """Start the desk's scheduler when it has saved triggers: starting restores them."""
@@ -277,15 +277,16 @@ class Team:
     async def arun(self, prompt: str) -> TeamResult:
         """Answer ``prompt`` with the team; returns once the work it started has ended."""
         team, teller = self.supervisor, self.teller
+        board, restart = team.board, team.restart
         started = time.perf_counter()
         note = "" if self._restore_reported else self.restore_report.text()
         self._restore_reported = True
         resumed = None
-        if (team.undecided and not self._restored_asked) or note or any(
-                t.open and t not in team.undecided for t in team.restored):
+        if (restart.undecided and not self._restored_asked) or note or any(
+                t.open and t not in restart.undecided for t in restart.restored):
             resumed = asyncio.ensure_future(self.aresume())
-        root = team.root(prompt, TELLER)
-        team.label(teller, root)
+        root = board.root(prompt, TELLER)
+        board.label(teller, root)
         root.agent_id = teller.agent_id
         runs: list[RunResult] = []
         said: list[str] = []
@@ -313,7 +314,7 @@ class Team:
                 asked = team.question if result.ended_by == "ask_user" else None
                 if result.status == "limit" and wave and team.budget.refused(root.tree_id):
                     # a spent budget: the tree's agents end at their next model call
-                    await asyncio.gather(*(team.settled(t) for t in wave))
+                    await asyncio.gather(*(board.settled(t) for t in wave))
                 if result.status != "ok" or not (wave or asked):
                     break
                 parts: list[str] = []
@@ -330,7 +331,7 @@ class Team:
                                  "rounds of results; the new tasks were cancelled so the work "
                                  "ends")
                     rounds += 1
-                    await asyncio.gather(*(team.settled(t) for t in wave))
+                    await asyncio.gather(*(board.settled(t) for t in wave))
                     if status == "limit":
                         break
                     parts.append(self.results_message(wave))
@@ -349,8 +350,8 @@ class Team:
             listening()
             root.status, root.ended_at = ("ok" if status == "ok" else status), now_iso()
             root.result = "\n\n".join(said) or (runs[-1].reply if runs else "")
-            team.settle(root)
-            team.changed(root)  # the board: the Teller is idle again
+            board.settle(root)
+            board.changed(root)  # the board: the Teller is idle again
         restored = [self.tree(t) for t in await resumed] if resumed is not None else []
         return TeamResult(status=status, reply=root.result, tree=self.tree(root), runs=runs,
                           restored=restored, notes=[note] if note else [],
@@ -446,7 +447,7 @@ class Team:
         (the restore keeps saved trees this shallow; see ``queue.untangle``)."""
         if level >= MAX_TREE_DEPTH:
             return []
-        tasks = self.supervisor.tasks
+        tasks = self.supervisor.board.tasks
         return [tasks[c] for c in dict.fromkeys(task.children) if c in tasks and c not in seen]
 
     def tree(self, task: Task, seen: set[str] | None = None, level: int = 0

@@ -101,7 +101,7 @@ async def _conditional(team: Any, ctx: ToolContext, prompt: str, condition: Any,
     trigger = make_schedule(scheduler, prompt=prompt, type="conditional", condition=shape,
                             source="delegate", run_id=ctx.run_id, trace_id=task.trace_id)
     task.trigger_id = trigger.id
-    team.store.save(task)  # its priority and timeout outlive the kernel with the trigger
+    team.board.store.save(task)  # its priority and timeout outlive the kernel with the trigger
     team.noted(ctx.run_id, task)
     return task.id
 
