@@ -2,7 +2,10 @@
 
 The browser test draws that fixture; these checks keep it the same shape as
 ``Transcript.state()`` (schema v1) and covering every kind of entry, so the
-renderer is tested on what the kernel really saves.
+renderer is tested on what the kernel really saves. The exact shape (types, literals,
+which fields are optional) is the JSON Schema generated from the kernel's models:
+``tests/views/test_run_schema.py`` validates this fixture against it and holds
+``state.ts`` to it.
 """
 
 from __future__ import annotations
