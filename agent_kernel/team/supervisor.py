@@ -34,6 +34,7 @@ from agent_kernel.core.safe_open import names as file_names
 from agent_kernel.core.safe_open import read_capped
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.agent import Agent
+from agent_kernel.engine.models import Model
 from agent_kernel.engine.registry import Tool, ToolContext, ToolError
 from agent_kernel.engine.tool_clock import ToolClock
 from agent_kernel.team.asking import NamedQuestions, PendingQuestion, QuestionStore
@@ -168,7 +169,7 @@ def first_agent_number(root: Path) -> tuple[int, list[str]]:
 class Supervisor:
     """Queues, runs and tracks the delegated tasks of one team."""
 
-    def __init__(self, *, model: str, workspace: Workspace, settings: Settings,
+    def __init__(self, *, model: str | Model, workspace: Workspace, settings: Settings,
                  limits: TeamLimits, tools: Iterable[Tool | Any] = (),
                  bus: EventBus | None = None) -> None:
         self.model = model
