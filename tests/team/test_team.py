@@ -12,7 +12,6 @@ a kernel, litellm itself) use it, and one team test here runs through it end to 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import itertools
 import json
 from collections.abc import Callable
@@ -29,7 +28,6 @@ from agent_kernel.team.roles import PLANNER, TELLER, WORKER
 
 MODEL = "openai/test-model"
 Respond = Callable[[str, dict[str, Any]], Message]
-"""A script: the answer to ``(role, body)``; a :class:`RoleModel` also awaits an awaitable."""
 
 
 class RoleServer(ScriptedServer):
@@ -62,9 +60,11 @@ class RoleModel(FunctionModel):
     ``respond(role, body)``, with the role the model seam gives and ``body`` what litellm
     would send (``messages``, ``tools``); every body is kept in :attr:`requests`.
 
-    Answers become turns as the server renders them (call ids ``call_<request>_<i>``,
-    usage 10 + 5 unless the message says); a ``respond`` that raises is kept in
-    :attr:`hook_errors` and answered with an empty message, as the server does.
+    ``respond`` runs in a worker thread, as on the server's threads (a script may block
+    until the test releases it). Answers become turns as the server renders them (call
+    ids ``call_<request>_<i>``, usage 10 + 5 unless the message says); a ``respond``
+    that raises is kept in :attr:`hook_errors` and answered with an empty message, as the
+    server does.
     """
 
     def __init__(self, respond: Respond, name: str = MODEL) -> None:
@@ -86,11 +86,9 @@ class RoleModel(FunctionModel):
         self.requests.append(body)
         role = self.role(request)
         self.roles.append(role)
-        try:
-            made = self.respond(role, body)
-            if inspect.isawaitable(made):  # an answer that waits for another agent's turn
-                made = await made
-        except BaseException as exc:  # kept for the test to re-raise
+        try:  # in a thread, as the server answers: a script may wait for the test
+            made = await asyncio.to_thread(self.respond, role, body)
+        except Exception as exc:  # kept for the test to re-raise (a cancel stops the run)
             self.hook_errors.append(exc)
             made = Message()
         if made.delay:

@@ -8,9 +8,8 @@ as it would be for a priced provider model.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Callable
+import threading
 from typing import Any
 
 import pytest
@@ -55,23 +54,19 @@ def two_workers(role: str, body: dict[str, Any]) -> Message:
     return Message(text=f"{city}: notes written", usage=spent)
 
 
-def teller_answers_first(respond: Respond) -> Callable[[str, dict[str, Any]], Any]:
+def teller_answers_first(respond: Respond) -> Respond:
     """``respond``, with the Planner's first answer held until the Teller has answered its
     delegation. The budget runs out at the fifth call, so who calls fifth decides who is
     stopped: over HTTP the server's latency put the Teller's short turn first; in-process
     the order is made certain."""
-    answered = asyncio.Event()
+    answered = threading.Event()
 
-    def ordered(role: str, body: dict[str, Any]) -> Any:
-        made = respond(role, body)
+    def ordered(role: str, body: dict[str, Any]) -> Message:
         if role == TELLER and last(body)["role"] == "tool":
             answered.set()
         if role == PLANNER and last(body)["role"] == "user":
-            async def held() -> Message:
-                await answered.wait()
-                return made
-            return held()
-        return made
+            answered.wait(30)
+        return respond(role, body)
     return ordered
 
 
