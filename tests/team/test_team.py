@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripted_server import Call, Message, ScriptedServer, usage
+from scripted_model import body_of, turn_of
+from scripted_server import Call, Message, ScriptedServer
 
 from agent_kernel import Settings
-from agent_kernel.engine.models import FunctionModel, ModelRequest, ModelTurn, ToolCallRequest
+from agent_kernel.engine.models import FunctionModel, ModelRequest, ModelTurn
 from agent_kernel.team import Team, TeamLimits
 from agent_kernel.team.roles import PLANNER, TELLER, WORKER
 
@@ -79,10 +80,8 @@ class RoleModel(FunctionModel):
         return request.role
 
     async def _answer(self, request: ModelRequest) -> ModelTurn:
-        body: dict[str, Any] = {"model": self.name, "messages": request.messages}
-        if request.tools:
-            body["tools"] = request.tools
         number = len(self.requests)
+        body = body_of(self.name, request)
         self.requests.append(body)
         role = self.role(request)
         self.roles.append(role)
@@ -91,13 +90,7 @@ class RoleModel(FunctionModel):
         except Exception as exc:  # kept for the test to re-raise (a cancel stops the run)
             self.hook_errors.append(exc)
             made = Message()
-        if made.delay:
-            await asyncio.sleep(made.delay)
-        return ModelTurn(
-            text=made.text or "",
-            tool_calls=[ToolCallRequest(c.id or f"call_{number}_{i}", c.name, c.arguments)
-                        for i, c in enumerate(made.calls)],
-            usage=dict(made.usage or usage(10, 5)))
+        return await turn_of(made, number)
 
     def by_role(self, role: str) -> list[dict[str, Any]]:
         """The requests an agent of ``role`` sent."""
