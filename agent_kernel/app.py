@@ -16,6 +16,7 @@ from agent_kernel.core.config import DEMO_MODEL, Settings
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine import agent as engine
 from agent_kernel.engine.agent import SYSTEM_PROMPT
+from agent_kernel.engine.models import Model
 from agent_kernel.engine.registry import Tool
 from agent_kernel.team.roles import ROLE_PERMITS
 from agent_kernel.team.toolsets import default_toolsets
@@ -26,7 +27,7 @@ class Agent(engine.Agent):
 
     def __init__(
         self,
-        model: str = DEMO_MODEL,
+        model: str | Model = DEMO_MODEL,
         workspace: str | Workspace | None = None,
         tools: Iterable[Tool | Any] | None = None,
         *,

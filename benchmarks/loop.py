@@ -136,39 +136,31 @@ async def measure_loop(runs: int, warmup: int, full: bool) -> dict[str, list[flo
 
 
 async def measure_bare(runs: int, warmup: int) -> list[float]:
-    """Round trips with ``llm.complete`` replaced by canned turns: the loop with no provider.
+    """Round trips on a ``FunctionModel`` of canned turns: the loop with no provider.
 
     Everything else is real: validation, the tool in a thread, the fsync'd
     ledger record, events and the conversation.
     """
+    from agent_kernel.engine.models import FunctionModel, ModelRequest
     from agent_kernel.tools.core import echo
 
-    turns = [0]
-
-    async def canned(*args: Any, on_text: Any, **kwargs: Any) -> llm.ModelTurn:
-        turns[0] += 1
-        if turns[0] % 2:
+    def canned(request: ModelRequest) -> llm.ModelTurn:
+        if request.last["role"] == "user":
             return llm.ModelTurn(tool_calls=[llm.ToolCallRequest(CALL.id or "c", CALL.name,
                                                                  CALL.arguments)])
-        on_text(ANSWER)
         return llm.ModelTurn(text=ANSWER)
 
-    original = llm.complete
-    llm.complete = canned  # type: ignore[assignment]
     out = []
-    try:
-        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as folder:
-            agent = Agent(model="openai/canned", workspace=folder, tools=[echo],
-                          builtin_tools=False)
-            for index in range(warmup + runs):
-                started = time.perf_counter()
-                result = await agent.arun(PROMPT, new=True)
-                if index >= warmup:
-                    out.append((time.perf_counter() - started) * 1000)
-                if result.status != "ok":
-                    raise SystemExit(f"bare run failed: {result}")
-    finally:
-        llm.complete = original  # type: ignore[assignment]
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as folder:
+        agent = Agent(model=FunctionModel(canned, name="canned"), workspace=folder,
+                      tools=[echo], builtin_tools=False)
+        for index in range(warmup + runs):
+            started = time.perf_counter()
+            result = await agent.arun(PROMPT, new=True)
+            if index >= warmup:
+                out.append((time.perf_counter() - started) * 1000)
+            if result.status != "ok":
+                raise SystemExit(f"bare run failed: {result}")
     return out
 
 

@@ -41,8 +41,8 @@ from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine import tool_calls
 from agent_kernel.engine.approvals import Approvals
 from agent_kernel.engine.context import ContextWindow
-from agent_kernel.engine.models import llm
-from agent_kernel.engine.models.names import check_model
+from agent_kernel.engine.models import Model, resolve
+from agent_kernel.engine.models.provider_errors import ProviderError
 from agent_kernel.engine.questions import QuestionChannel
 from agent_kernel.engine.registry import USER_TOOLS, PermissionHook, Tool, ToolRegistry, Toolset
 from agent_kernel.engine.tool_calls import LedgerUnavailable, ToolCallRecord
@@ -123,9 +123,12 @@ class Budget(Protocol):
 class Agent:
     """An LLM agent with tools, a ledger and a conversation that goes on across runs."""
 
+    chat_model: Model
+    """The model itself, behind the seam (``models.resolve`` made it from a name)."""
+
     def __init__(
         self,
-        model: str = DEMO_MODEL,
+        model: str | Model = DEMO_MODEL,
         workspace: str | Workspace | None = None,
         tools: Iterable[Tool | Any] | None = None,
         *,
@@ -171,12 +174,13 @@ class Agent:
 
     @property
     def model(self) -> str:
-        """The model runs use unless they name one; checked when set (see model_names)."""
-        return self._model
+        """The name of the model runs use unless they name one (what the ledger and the
+        views show); set it to a name (checked, see ``models.names``) or a :class:`Model`."""
+        return self.chat_model.name
 
     @model.setter
-    def model(self, value: str) -> None:
-        self._model = check_model(value)
+    def model(self, value: str | Model) -> None:
+        self.chat_model = resolve(value)
 
     # -- conversation -------------------------------------------------------
     def new_conversation(self) -> None:
@@ -206,7 +210,7 @@ class Agent:
         prompt: str,
         *,
         new: bool = False,
-        model: str | None = None,
+        model: str | Model | None = None,
         trigger: dict[str, Any] | None = None,
         isolated: bool = False,
         run_id: str | None = None,
@@ -215,8 +219,7 @@ class Agent:
 
         Raises ValueError for a ``model`` litellm cannot route (nothing is run).
         """
-        if model is not None:
-            check_model(model)
+        chosen = self.chat_model if model is None else resolve(model)
         if self._conversation_lock is None:
             self._conversation_lock = asyncio.Lock()
         run_id = run_id or new_id("run")
@@ -225,12 +228,11 @@ class Agent:
             self._runs[run_id] = task
         try:
             if isolated:
-                return await self._run(prompt, run_id, model or self.model, trigger, [])
+                return await self._run(prompt, run_id, chosen, trigger, [])
             async with self._conversation_lock:
                 if new:
                     self.new_conversation()
-                return await self._run(prompt, run_id, model or self.model, trigger,
-                                       self.messages)
+                return await self._run(prompt, run_id, chosen, trigger, self.messages)
         finally:
             self._runs.pop(run_id, None)
             self.windows.pop(run_id, None)
@@ -263,14 +265,14 @@ class Agent:
         self,
         prompt: str,
         run_id: str,
-        model: str,
+        model: Model,
         trigger: dict[str, Any] | None,
         messages: list[dict[str, Any]],
     ) -> RunResult:
         emit = self.bus.emit
         started = time.perf_counter()
-        result = RunResult(run_id=run_id, model=model)
-        emit(RunStarted(run_id, prompt=prompt, model=model, agent_id=self.agent_id,
+        result = RunResult(run_id=run_id, model=model.name)
+        emit(RunStarted(run_id, prompt=prompt, model=model.name, agent_id=self.agent_id,
                         trigger=trigger))
         if not messages and (system := self._system_message()):
             messages.append(system)
@@ -280,9 +282,9 @@ class Agent:
         pending_ids: list[str] = []
         budget: Budget | None = self.services.get("budget")
         try:
-            if llm.needs_loading(model):  # say so at once: the import takes seconds
-                emit(Loading(run_id, llm.LIBRARY))
-                emit(Loading(run_id, llm.LIBRARY, seconds=await llm.load_off_loop()))
+            if model.needs_loading():  # say so at once: the import takes seconds
+                emit(Loading(run_id, model.library))
+                emit(Loading(run_id, model.library, seconds=await model.load()))
             while True:
                 refusal = await budget.before_call(self, run_id) if budget else None
                 if refusal:
@@ -297,8 +299,8 @@ class Agent:
                                  None if result.cost is None
                                  else result.cost - (before[1] or 0.0))
                 emit(ModelCallStarted(run_id))
-                turn = await llm.complete(
-                    model, messages, schemas, self.settings,
+                turn = await model.complete(
+                    messages, schemas, self.settings, role=self.role,
                     on_text=lambda text: emit(TextDelta(run_id, text)),
                     on_retry=lambda n, delay, why: _say_retry(emit, run_id, n, delay, why),
                 )
@@ -358,7 +360,7 @@ class Agent:
                 emit(Notice(run_id, f"The ledger could not record the stop: {exc}",
                             level="error"))
             emit(RunError(run_id, result.error, kind="cancelled"))
-        except llm.ProviderError as exc:
+        except ProviderError as exc:
             result.status = "error"
             result.error = str(exc)
             await self._record_error(run_id, "provider", result.error, status=exc.status)

@@ -2,9 +2,10 @@
 
 A conversation grows with every turn until the next request no longer fits the
 model's context window. This module counts a request's tokens for the run's
-model (litellm's tokenizer; for the offline ``demo`` model an estimate of four
-characters a token, so a demo run never imports litellm), reads the window from
-configuration or litellm's model data, says how full it is, and compacts.
+model (as the model counts them: litellm's tokenizer for a litellm model, an estimate
+of four characters a token for the offline ``demo`` model, so a demo run never
+imports litellm), reads the window from configuration or the model, says how full it
+is, and compacts.
 
 Compacting replaces the older messages by one summary message. The system prompt
 and the most recent messages stay, and a conversation is cut only between
@@ -12,9 +13,9 @@ and the most recent messages stay, and a conversation is cut only between
 results, or stays together with them, because a provider refuses a tool result
 whose call is gone. The agent compacts by itself with ``compress_context`` and
 its own summary; :meth:`ContextWindow.fit` does it before a model call whose
-request reaches the critical threshold, with a summary the model writes, or a
-deterministic digest when it cannot (the ``demo`` model, a provider failure, an
-empty answer), so a run always goes on.
+request reaches the critical threshold, with a summary the model writes through the
+same model seam as the run's turns, or a deterministic digest when it cannot (the
+``demo`` model, a provider failure, an empty answer), so a run always goes on.
 """
 
 from __future__ import annotations
@@ -22,27 +23,28 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agent_kernel.core.config import DEMO_MODEL, Settings
+from agent_kernel.core.config import Settings
 from agent_kernel.core.events import ContextCompacted, EventBus, LedgerRecorded
 from agent_kernel.core.ledger import Ledger
+from agent_kernel.engine.models import Model, resolve
+from agent_kernel.engine.models.base import CHARS_PER_TOKEN, DEFAULT_WINDOW, estimate_tokens
+
+__all__ = ["CHARS_PER_TOKEN", "DEFAULT_WINDOW", "ContextWindow", "compress", "count_tokens",
+           "digest", "estimate_tokens", "max_tokens", "status_of", "transcript", "units",
+           "upper_bound"]
 
 WARNING_PERCENT = 70.0
 """From this share of the window on, the status is ``warning``."""
 CRITICAL_PERCENT = 90.0
 """From here ``critical``; the loop compacts a request that reaches it."""
 EXCEEDED_PERCENT = 100.0
-DEFAULT_WINDOW = 128_000
-"""The window of a model litellm has no data for, unless ``Settings.context_window`` says."""
 KEEP_SHARE = 0.4
 """Automatic compaction keeps the recent messages that fit in this share of the window."""
 SUMMARY_SHARE = 0.1
 """The share of the window a summary written for automatic compaction may take."""
-CHARS_PER_TOKEN = 4
-"""The demo model's estimate; budgets of text assume a harsher two characters a token."""
 SUMMARY_HEADING = "Summary of the earlier conversation (compacted to fit the context window):"
 SUMMARY_REQUEST = (
     "You compact a conversation between a person and an AI agent so the agent can go on "
@@ -63,49 +65,16 @@ def status_of(percent: float) -> str:
     return "normal"
 
 
-def max_tokens(model: str, settings: Settings) -> int:
-    """The window: ``settings.context_window``, else litellm's ``max_input_tokens`` (or
-    ``max_tokens``) for the model, else :data:`DEFAULT_WINDOW`. Reads no network."""
-    if settings.context_window is not None:
-        return settings.context_window
-    if model == DEMO_MODEL:
-        return DEFAULT_WINDOW
-    from agent_kernel.engine.models.litellm_loader import load_litellm
-
-    try:
-        info = load_litellm().get_model_info(model)
-    except Exception:  # litellm does not know the model
-        return DEFAULT_WINDOW
-    value = info.get("max_input_tokens") or info.get("max_tokens")
-    return int(value) if value else DEFAULT_WINDOW
+def max_tokens(model: str | Model, settings: Settings) -> int:
+    """The window: ``settings.context_window``, else what the model knows of its own
+    (litellm's ``max_input_tokens``), else :data:`DEFAULT_WINDOW`. Reads no network."""
+    return resolve(model).window(settings)
 
 
-def _text(message: dict[str, Any]) -> str:
-    """Everything of a message that becomes tokens, as one string."""
-    parts = [str(message.get("content") or "")]
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
-        parts.append(f"{function.get('name', '')}({function.get('arguments', '')})")
-    return "\n".join(parts)
-
-
-def estimate_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-                    ) -> int:
-    """The demo model's count: four characters a token, plus four a message for its framing."""
-    chars = sum(len(_text(m)) for m in messages)
-    if tools:
-        chars += len(json.dumps(tools))
-    return math.ceil(chars / CHARS_PER_TOKEN) + 4 * len(messages)
-
-
-def count_tokens(model: str, messages: list[dict[str, Any]],
+def count_tokens(model: str | Model, messages: list[dict[str, Any]],
                  tools: list[dict[str, Any]] | None = None) -> int:
     """The tokens a request with ``messages`` and ``tools`` takes, counted for ``model``."""
-    if model == DEMO_MODEL:
-        return estimate_tokens(messages, tools)
-    from agent_kernel.engine.models.litellm_loader import load_litellm
-
-    return int(load_litellm().token_counter(model=model, messages=messages, tools=tools or None))
+    return resolve(model).count_tokens(messages, tools)
 
 
 def upper_bound(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
@@ -229,23 +198,30 @@ class Spending(Protocol):
     cost: float | None
 
 
-@dataclass
+@dataclass(init=False)
 class ContextWindow:
     """One run's conversation as the model sees it: its model, messages and window."""
 
-    model: str
+    model: Model
     messages: list[dict[str, Any]]
     settings: Settings
     compactions: int = field(default=0)
 
+    def __init__(self, model: str | Model, messages: list[dict[str, Any]],
+                 settings: Settings) -> None:
+        self.model = resolve(model)
+        self.messages = messages
+        self.settings = settings
+        self.compactions = 0
+
     @property
     def max_tokens(self) -> int:
         """The window of this run's model (see :func:`max_tokens`)."""
-        return max_tokens(self.model, self.settings)
+        return self.model.window(self.settings)
 
     def status(self, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """``{ok, usedTokens, maxTokens, usagePercent, status}`` for the next request."""
-        used = count_tokens(self.model, self.messages, tools)
+        used = self.model.count_tokens(self.messages, tools)
         limit = self.max_tokens
         percent = round(100.0 * used / limit, 2)
         return {"ok": True, "usedTokens": used, "maxTokens": limit, "usagePercent": percent,
@@ -273,14 +249,14 @@ class ContextWindow:
         threshold = limit * CRITICAL_PERCENT / 100
         if upper_bound(self.messages, tools) < threshold:
             return None  # no tokenizer needed: most calls stop here
-        used = await asyncio.to_thread(count_tokens, self.model, self.messages, tools)
+        used = await asyncio.to_thread(self.model.count_tokens, self.messages, tools)
         if used < threshold:
             return None
         head = _has_system(self.messages)
-        fixed = await asyncio.to_thread(count_tokens, self.model, self.messages[:head], tools)
+        fixed = await asyncio.to_thread(self.model.count_tokens, self.messages[:head], tools)
         budget, cut = limit * KEEP_SHARE - fixed, len(self.messages)
         for begin, end in reversed(units(self.messages, head)):
-            size = await asyncio.to_thread(count_tokens, self.model, self.messages[begin:end])
+            size = await asyncio.to_thread(self.model.count_tokens, self.messages[begin:end])
             if cut < len(self.messages) and size > budget:
                 break
             budget, cut = budget - size, begin
@@ -289,7 +265,7 @@ class ContextWindow:
             return None  # nothing to gain: the recent part alone fills the window
         summary, summary_by, why = await self._summarize(older, limit, spent)
         compressed, remaining = self.compress(summary, len(self.messages) - cut)
-        after = await asyncio.to_thread(count_tokens, self.model, self.messages, tools)
+        after = await asyncio.to_thread(self.model.count_tokens, self.messages, tools)
         fields: dict[str, Any] = {"summary_error": why} if why else {}
         record = await asyncio.to_thread(
             host.ledger.record_event, "context_compacted", agent_id=host.agent_id,
@@ -311,9 +287,8 @@ class ContextWindow:
                          ) -> tuple[str, str, str | None]:
         """``(summary, "model" | "digest", why the model's summary was not used)``."""
         summary_tokens = max(64, int(limit * SUMMARY_SHARE))
-        if self.model == DEMO_MODEL:
+        if not self.model.writes_summaries:
             return digest(older, summary_tokens * 2), "digest", None
-        from agent_kernel.engine.models import llm
 
         quiet = dataclasses.replace(
             self.settings, max_retries=min(self.settings.max_retries, 1),
@@ -322,9 +297,8 @@ class ContextWindow:
         request = [{"role": "system", "content": SUMMARY_REQUEST},
                    {"role": "user", "content": transcript(older, limit)}]
         try:
-            turn = await llm.complete(self.model, request, [], quiet,
-                                      on_text=lambda _text: None,
-                                      on_retry=lambda _n, _delay, _why: None)
+            # no role: the summary is asked for by the compaction, not by the agent's turn
+            turn = await self.model.complete(request, [], quiet)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a provider failure, or ours: the digest still makes room

@@ -33,6 +33,7 @@ from agent_kernel.core.ledger import new_id, now_iso
 from agent_kernel.core.statuses import TaskEnding
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.agent import Agent, RunResult
+from agent_kernel.engine.models import Model
 from agent_kernel.engine.registry import Tool, ToolContext, ToolError
 from agent_kernel.team.agent_ids import TRUSTED_AGENT_NUMBER, first_agent_number
 from agent_kernel.team.asking import NamedQuestions, PendingQuestion, QuestionStore
@@ -79,7 +80,7 @@ class DelegatedLife(TaskLife):
 class Supervisor:
     """Routes the delegated tasks of one team: queues them, starts them, stops them."""
 
-    def __init__(self, *, model: str, workspace: Workspace, settings: Settings,
+    def __init__(self, *, model: str | Model, workspace: Workspace, settings: Settings,
                  limits: TeamLimits, tools: Iterable[Tool | Any] = (),
                  bus: EventBus | None = None) -> None:
         self.model = model

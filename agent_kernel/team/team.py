@@ -26,6 +26,7 @@ from agent_kernel.core.ledger import new_id, now_iso
 from agent_kernel.core.statuses import RunOutcome, task_outcome
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.agent import Agent, RunResult
+from agent_kernel.engine.models import Model
 from agent_kernel.engine.registry import Tool
 from agent_kernel.team import earlier, restored
 from agent_kernel.team.asking import PendingQuestion, answered_message, tool_result
@@ -93,13 +94,13 @@ class TriggerDesk(Agent):
 
     supervisor: Supervisor
 
-    async def arun(self, prompt: str, *, new: bool = False, model: str | None = None,
+    async def arun(self, prompt: str, *, new: bool = False, model: str | Model | None = None,
                    trigger: dict[str, Any] | None = None, isolated: bool = False,
                    run_id: str | None = None) -> RunResult:
         """Queue ``prompt`` as a worker task and wait for it (the scheduler calls this)."""
         team, board = self.supervisor, self.supervisor.board
         run_id = run_id or new_id("run")
-        result = RunResult(run_id=run_id, model=model or self.model)
+        result = RunResult(run_id=run_id, model=self.model if model is None else str(model))
         current = asyncio.current_task()
         if current is not None:
             self._runs[run_id] = current
@@ -134,7 +135,7 @@ class TriggerDesk(Agent):
 class Team:
     """A Teller, a Planner queue and a worker queue under one supervisor."""
 
-    def __init__(self, model: str = DEMO_MODEL, workspace: str | Workspace | None = None,
+    def __init__(self, model: str | Model = DEMO_MODEL, workspace: str | Workspace | None = None,
                  max_workers: int = 4, *, tools: Iterable[Tool | Any] = (),
                  settings: Settings | None = None, limits: TeamLimits | None = None,
                  max_planners: int = 1) -> None:

@@ -109,11 +109,10 @@ class TriggerScheduler(TriggerMaker):
             raise RuntimeError("the trigger scheduler needs a running asyncio loop "
                                "(a kernel, or inside asyncio.run)") from None
         self._next_check = self.clock()
-        from agent_kernel.engine.models import llm
         from agent_kernel.triggers.restore import RestoreReport, restore
 
-        if llm.needs_loading(self.agent.model):  # the first firing should not wait for it
-            llm.warm_up()
+        if self.agent.chat_model.needs_loading():  # the first firing should not wait for it
+            self.agent.chat_model.warm_up()
 
         try:
             claimed = self._claim_store()

@@ -2,7 +2,8 @@
 
 Counting is checked against litellm's own tokenizer (offline data); the loop is
 driven over real HTTP through litellm to a scripted server on 127.0.0.1, with a
-window small enough that a long conversation must be compacted to fit.
+window small enough that a long conversation must be compacted to fit, so what is
+counted is what litellm sends. A test that only needs an answer scripts it in-process.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_model import ScriptedModel
 from scripted_server import Call, HttpError, Message, ScriptedServer
 
 from agent_kernel import Agent, Settings, Tool
@@ -286,8 +288,8 @@ async def test_the_agent_reads_its_status_and_compresses_its_context(tmp_path):
 
 
 async def test_compress_context_refuses_an_empty_summary(tmp_path):
-    with ScriptedServer() as server:
-        agent = make_agent(server, tmp_path)
+    with ScriptedModel() as server:
+        agent = Agent(model=server, workspace=tmp_path)
         server.script(Message(calls=[Call("compress_context", '{"summary": "   "}')]),
                       Message(text="ok"))
         result = await agent.arun("compress")

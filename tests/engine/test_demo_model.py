@@ -12,7 +12,7 @@ import pytest
 import agent_kernel
 from agent_kernel import Agent, Settings
 from agent_kernel.core.events import ModelCallStarted, TextDelta
-from agent_kernel.engine.models import llm
+from agent_kernel.engine.models import DemoModel, resolve
 from agent_kernel.tools.core import STATE_PROVIDERS
 
 
@@ -43,8 +43,10 @@ async def test_demo_turn_has_ids_usage_and_no_cost():
     messages = [{"role": "user", "content": "echo one and echo two"}]
     tools = [{"type": "function", "function": {"name": "echo", "parameters": {}}}]
     streamed: list[str] = []
-    turn = await llm.complete("demo", messages, tools, Settings(), on_text=streamed.append,
-                              on_retry=lambda *_: None)
+    model = resolve("demo")
+    assert isinstance(model, DemoModel)
+    turn = await model.complete(messages, tools, Settings(), on_text=streamed.append,
+                                on_retry=lambda *_: None)
     assert [(c.name, json.loads(c.arguments)) for c in turn.tool_calls] == [
         ("echo", {"value": "one"}), ("echo", {"value": "two"})]
     ids = [c.id for c in turn.tool_calls]
@@ -53,8 +55,8 @@ async def test_demo_turn_has_ids_usage_and_no_cost():
     assert turn.usage == {"prompt_tokens": 5, "completion_tokens": 0, "total_tokens": 5}
     results = [{"role": "tool", "tool_call_id": i, "content": v}
                for i, v in zip(ids, ("one", "two"), strict=True)]
-    answer = await llm.complete("demo", [*messages, turn.as_message(), *results], tools,
-                                Settings(), on_text=streamed.append, on_retry=lambda *_: None)
+    answer = await model.complete([*messages, turn.as_message(), *results], tools,
+                                  Settings(), on_text=streamed.append, on_retry=lambda *_: None)
     assert answer.finish_reason == "stop" and not answer.tool_calls
     assert len(streamed) > 3 and "".join(streamed) == answer.text  # word by word
     assert "one" in answer.text and "two" in answer.text

@@ -9,7 +9,8 @@ import threading
 from typing import Annotated, Any, Literal, Optional
 
 import pytest
-from scripted_server import Call, Message, ScriptedServer
+from scripted_model import ScriptedModel
+from scripted_server import Call, Message
 
 import agent_kernel
 from agent_kernel import Agent, Field, Settings, Tool, ToolContext
@@ -154,11 +155,11 @@ async def test_context_is_injected_and_hidden_from_the_schema(tmp_path):
     with pytest.raises(ToolArgumentError, match="ctx: unexpected argument"):
         made.validate({"note": "x", "ctx": "forged"})
 
-    with ScriptedServer() as server:
-        agent = Agent(model="openai/test-model", workspace=tmp_path, tools=[made],
+    with ScriptedModel() as model:
+        agent = Agent(model=model, workspace=tmp_path, tools=[made],
                       agent_id="agent-7",
-                      settings=Settings(api_base=server.base_url, api_key="sk-x"))
-        server.script(Message(calls=[Call("whoami", '{"note": "hi"}')]), Message(text="done"))
+                      settings=Settings(api_key="sk-x"))
+        model.script(Message(calls=[Call("whoami", '{"note": "hi"}')]), Message(text="done"))
         result = await agent.arun("who")
     assert result.tool_calls[0].result == f"agent-7/{result.run_id}/hi"
     assert seen[0].agent is agent and seen[0].workspace is agent.workspace
@@ -186,17 +187,17 @@ async def test_permission_hook_per_role(tmp_path):
     def hook(role: str | None, tool_obj: Tool) -> bool:
         return not (role == "viewer" and tool_obj.name == "echo")
 
-    with ScriptedServer() as server:
-        agent = Agent(model="openai/test-model", workspace=tmp_path, role="viewer",
-                      settings=Settings(api_base=server.base_url, api_key="sk-x"))
+    with ScriptedModel() as model:
+        agent = Agent(model=model, workspace=tmp_path, role="viewer",
+                      settings=Settings(api_key="sk-x"))
         agent.registry.permission_hook = hook
         assert "echo" not in {s["function"]["name"] for s in agent.registry.schemas("viewer")}
         assert "echo" in {s["function"]["name"] for s in agent.registry.schemas("editor")}
-        server.script(Message(calls=[Call("echo", '{"value": "sneaky"}')]), Message(text="ok"))
+        model.script(Message(calls=[Call("echo", '{"value": "sneaky"}')]), Message(text="ok"))
         result = await agent.arun("echo")
-        offered = {t["function"]["name"] for t in server.requests[0]["tools"]}
+        offered = {t["function"]["name"] for t in model.requests[0]["tools"]}
         assert "echo" not in offered and "log_decision" in offered
-        content = server.tool_messages(1)[0]["content"]
+        content = model.tool_messages(1)[0]["content"]
     assert content == "Error: Tool 'echo' is not permitted for role 'viewer'"
     assert result.tool_calls[0].success is False
     [record] = [r for r in agent.ledger.records() if r.get("kind") == "tool_call"]
@@ -295,12 +296,12 @@ async def test_query_state_providers(cleanup_globals):
 
 
 async def test_query_state_unknown_name_reaches_the_model(tmp_path):
-    with ScriptedServer() as server:
-        agent = Agent(model="openai/test-model", workspace=tmp_path,
-                      settings=Settings(api_base=server.base_url, api_key="sk-x"))
-        server.script(Message(calls=[Call("query_state", '{"state_name": "nowhere"}')]),
+    with ScriptedModel() as model:
+        agent = Agent(model=model, workspace=tmp_path,
+                      settings=Settings(api_key="sk-x"))
+        model.script(Message(calls=[Call("query_state", '{"state_name": "nowhere"}')]),
                       Message(text="none"))
         await agent.arun("query")
-        content = server.tool_messages(1)[0]["content"]
+        content = model.tool_messages(1)[0]["content"]
     assert content == ("Error: Tool 'query_state' execution failed: "
                        "No state provider registered for 'nowhere'")

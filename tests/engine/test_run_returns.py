@@ -1,9 +1,10 @@
 """A run always returns: hostile arguments and results, a broken ledger, a stuck sync tool.
 
-Each test drives a real run through litellm to the scripted server on 127.0.0.1 and
-checks three things a person would notice: the run returns (no exception), the model
-is told what happened in a tool result, and the conversation stays one a provider
-accepts (every tool call of the assistant has its answer in the next request).
+Each test drives a real run with scripted model answers (a ScriptedModel, in-process;
+the last one in a child process of its own) and checks three things a person would
+notice: the run returns (no exception), the model is told what happened in a tool
+result, and the conversation stays one a provider accepts (every tool call of the
+assistant has its answer in the next request).
 """
 
 from __future__ import annotations
@@ -19,25 +20,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripted_server import Call, Message, ScriptedServer
+from scripted_model import ScriptedModel
+from scripted_server import Call, Message
 
 from agent_kernel import Agent, Settings, Tool
 from agent_kernel.core.ledger import LEDGER_FILE, LIMITS
 
-MODEL = "openai/test-model"
-
 
 @pytest.fixture
-def server():
-    with ScriptedServer() as srv:
-        yield srv
+def scripted():
+    """The model: a script of answers, in-process."""
+    with ScriptedModel() as model:
+        yield model
 
 
-def make_agent(server: ScriptedServer, workspace: Path, tools: list[Any] | None = None,
+def make_agent(scripted: ScriptedModel, workspace: Path, tools: list[Any] | None = None,
                **settings: Any) -> Agent:
     settings.setdefault("retry_base_delay", 0.01)
-    return Agent(model=MODEL, workspace=workspace, tools=[Tool(t) for t in tools or []],
-                 settings=Settings(api_base=server.base_url, api_key="sk-x", **settings))
+    return Agent(model=scripted, workspace=workspace, tools=[Tool(t) for t in tools or []],
+                 settings=Settings(api_key="sk-x", **settings))
 
 
 def assert_every_call_answered(request: dict[str, Any]) -> None:
@@ -73,13 +74,13 @@ def keep(data: Any) -> str:
     '{"data": ' + "9" * 5000 + "}",
     '{"data": {"\\udfff": [1, 2, {"k": "\\ud83d"}]}}',
 ], ids=["900-deep", "1000-deep", "5000-deep", "lone-surrogate", "5000-digit-int", "surrogate-keys"])
-async def test_hostile_arguments_end_as_a_result(server, tmp_path, arguments):
-    server.script(Message(calls=[Call("keep", arguments)]), Message(text="carried on"))
-    agent = make_agent(server, tmp_path, [keep])
+async def test_hostile_arguments_end_as_a_result(scripted, tmp_path, arguments):
+    scripted.script(Message(calls=[Call("keep", arguments)]), Message(text="carried on"))
+    agent = make_agent(scripted, tmp_path, [keep])
     result = await agent.arun("go")
     assert result.ok and result.reply == "carried on"
     assert len(result.tool_calls) == 1
-    assert_every_call_answered(server.requests[1])
+    assert_every_call_answered(scripted.requests[1])
     assert agent.ledger.verify().ok
     kinds = [r["kind"] for r in agent.ledger.records()]
     assert kinds.count("tool_call") == 1
@@ -109,52 +110,52 @@ def odd_results() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", list(odd_results()))
-async def test_odd_results_reach_the_model_and_the_ledger(server, tmp_path, name):
+async def test_odd_results_reach_the_model_and_the_ledger(scripted, tmp_path, name):
     def odd() -> Any:
         """Return something awkward."""
         return odd_results()[name]
 
-    server.script(Message(calls=[Call("odd", "{}")]), Message(text="fine"))
-    agent = make_agent(server, tmp_path, [odd])
+    scripted.script(Message(calls=[Call("odd", "{}")]), Message(text="fine"))
+    agent = make_agent(scripted, tmp_path, [odd])
     result = await agent.arun("go")
     assert result.ok, result.error
     assert result.tool_calls[0].success
-    assert_every_call_answered(server.requests[1])
-    content = server.tool_messages(1)[0]["content"]
+    assert_every_call_answered(scripted.requests[1])
+    content = scripted.tool_messages(1)[0]["content"]
     assert content and "\ud800" not in content
     record = next(r for r in agent.ledger.records() if r["kind"] == "tool_call")
     assert record["success"] is True
     assert agent.ledger.verify().ok
 
 
-async def test_a_ledger_that_cannot_write_ends_the_run_cleanly(server, tmp_path):
-    server.script(Message(calls=[Call("echo", '{"value": "a"}'), Call("echo", '{"value": "b"}')]),
+async def test_a_ledger_that_cannot_write_ends_the_run_cleanly(scripted, tmp_path):
+    scripted.script(Message(calls=[Call("echo", '{"value": "a"}'), Call("echo", '{"value": "b"}')]),
                   Message(text="never reached"))
-    agent = make_agent(server, tmp_path)
+    agent = make_agent(scripted, tmp_path)
     (tmp_path / LEDGER_FILE).mkdir()  # every append now fails with an OSError
     result = await agent.arun("go")
     assert result.status == "error"
     assert "ledger could not record" in (result.error or "")
     # The conversation is still valid: the next run's request answers both calls.
     (tmp_path / LEDGER_FILE).rmdir()
-    server.script(Message(text="back"))
+    scripted.script(Message(text="back"))
     again = await agent.arun("and now?")
     assert again.ok and again.reply == "back"
-    assert_every_call_answered(server.requests[-1])
+    assert_every_call_answered(scripted.requests[-1])
 
 
-async def test_a_huge_result_is_cut_for_the_model_and_bounded_in_the_ledger(server, tmp_path):
+async def test_a_huge_result_is_cut_for_the_model_and_bounded_in_the_ledger(scripted, tmp_path):
     big = "x" * (10 * 1024 * 1024)
 
     def huge() -> str:
         """Return ten megabytes."""
         return big
 
-    server.script(Message(calls=[Call("huge", "{}")]), Message(text="ok"))
-    agent = make_agent(server, tmp_path, [huge])
+    scripted.script(Message(calls=[Call("huge", "{}")]), Message(text="ok"))
+    agent = make_agent(scripted, tmp_path, [huge])
     result = await agent.arun("p" * (1024 * 1024))
     assert result.ok
-    content = server.tool_messages(1)[0]["content"]
+    content = scripted.tool_messages(1)[0]["content"]
     assert len(content) < 101_000 and "truncated" in content
     record = next(r for r in agent.ledger.records() if r["kind"] == "tool_call")
     whole = json.dumps(big).encode()  # the whole result's length and hash are on record
@@ -164,14 +165,14 @@ async def test_a_huge_result_is_cut_for_the_model_and_bounded_in_the_ledger(serv
     assert agent.ledger.path.stat().st_size < LIMITS.line_bytes * 4 and agent.ledger.verify()
 
 
-def test_a_sync_tool_that_ignores_its_timeout_does_not_hold_the_run(server, tmp_path):
+def test_a_sync_tool_that_ignores_its_timeout_does_not_hold_the_run(scripted, tmp_path):
     def stuck() -> str:
         """Sleep far past the timeout."""
         time.sleep(60)
         return "too late"
 
-    server.script(Message(calls=[Call("stuck", "{}")]), Message(text="moved on"))
-    agent = make_agent(server, tmp_path, [stuck], tool_timeout=1.0)
+    scripted.script(Message(calls=[Call("stuck", "{}")]), Message(text="moved on"))
+    agent = make_agent(scripted, tmp_path, [stuck], tool_timeout=1.0)
     started = time.monotonic()
     result = agent.run("go")  # asyncio.run: its shutdown must not wait for the thread
     assert time.monotonic() - started < 30
@@ -180,22 +181,23 @@ def test_a_sync_tool_that_ignores_its_timeout_does_not_hold_the_run(server, tmp_
     assert "exceeded 1s timeout" in error and "still running" in error
 
 
-def test_a_process_exits_while_a_stuck_tool_thread_sleeps(server, tmp_path):
+def test_a_process_exits_while_a_stuck_tool_thread_sleeps(scripted, tmp_path):
     script = textwrap.dedent(f"""
         import time
         from agent_kernel import Agent, Settings, Tool
+        from agent_kernel.engine.models import FunctionModel, ModelTurn, call
 
         def stuck() -> str:
             \"\"\"Sleep.\"\"\"
             time.sleep(120)
             return "late"
 
-        agent = Agent(model="{MODEL}", workspace={str(tmp_path)!r}, tools=[Tool(stuck)],
-                      settings=Settings(api_base="{server.base_url}", api_key="sk-x",
-                                        tool_timeout=1.0))
+        answers = [ModelTurn(tool_calls=[call("stuck")]), ModelTurn(text="finished")]
+        model = FunctionModel(lambda request: answers.pop(0))
+        agent = Agent(model=model, workspace={str(tmp_path)!r}, tools=[Tool(stuck)],
+                      settings=Settings(tool_timeout=1.0))
         print(agent.run("go").reply, flush=True)
     """)
-    server.script(Message(calls=[Call("stuck", "{}")]), Message(text="finished"))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=90, env=dict(os.environ))
     assert done.returncode == 0, done.stderr

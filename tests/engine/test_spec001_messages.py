@@ -1,8 +1,9 @@
 """The model reads spec 001's own words for the bounds of remember, recall, log_decision and
 schedule_once, and schedule's traceId (spec 002) follows a trigger into the runs it starts.
 
-Every model turn goes through litellm over real HTTP to the scripted server on 127.0.0.1;
-trigger time is a hand-driven clock, the runs it starts are real runs on that server.
+Every model turn is scripted in-process (a ScriptedModel: what the model reads is what
+the loop gives it); trigger time is a hand-driven clock, the runs it starts are real runs
+on that model.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripted_server import Call, Message, ScriptedServer
+from scripted_model import ScriptedModel
+from scripted_server import Call, Message
 
 from agent_kernel import Agent, Settings, ToolContext
 from agent_kernel.core.events import RunStarted, ToolCallFinished
@@ -23,8 +25,6 @@ from agent_kernel.triggers import scheduler_for
 from agent_kernel.triggers.clock import ManualClock
 from agent_kernel.triggers.make import make_schedule
 from agent_kernel.triggers.scheduler import TriggerScheduler
-
-MODEL = "openai/test-model"
 
 # (tool, arguments, spec 001's message for them)
 REFUSED = [
@@ -42,10 +42,9 @@ REFUSED = [
 
 
 @pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    with ScriptedServer() as srv:
-        yield srv
-        assert not srv.hook_errors, srv.hook_errors
+def server() -> Iterator[ScriptedModel]:
+    with ScriptedModel() as model:
+        yield model
 
 
 @pytest.fixture
@@ -55,10 +54,9 @@ def clock() -> Iterator[ManualClock]:
         yield made
 
 
-def make_agent(server: ScriptedServer, workspace: Path) -> Agent:
-    return Agent(model=MODEL, workspace=workspace, settings=Settings(
-        api_base=server.base_url, api_key="sk-test-0123456789abcdef", retry_base_delay=0.01,
-        headless_approval="allow"))
+def make_agent(server: ScriptedModel, workspace: Path) -> Agent:
+    return Agent(model=server, workspace=workspace, settings=Settings(
+        api_key="sk-test-0123456789abcdef", retry_base_delay=0.01, headless_approval="allow"))
 
 
 def records(agent: Agent, kind: str) -> list[dict[str, Any]]:
@@ -66,7 +64,7 @@ def records(agent: Agent, kind: str) -> list[dict[str, Any]]:
 
 
 async def test_the_model_reads_spec_001s_words_and_nothing_is_kept(
-        server: ScriptedServer, tmp_path: Path) -> None:
+        server: ScriptedModel, tmp_path: Path) -> None:
     agent = make_agent(server, tmp_path / "ws")
     finished: list[ToolCallFinished] = []
     agent.bus.subscribe(lambda e: finished.append(e) if isinstance(e, ToolCallFinished) else None)
@@ -134,7 +132,7 @@ async def test_the_bounds_themselves_are_accepted(tmp_path: Path) -> None:
 
 
 async def test_trace_id_is_saved_recorded_and_carried_into_the_runs(
-        server: ScriptedServer, tmp_path: Path, clock: ManualClock) -> None:
+        server: ScriptedModel, tmp_path: Path, clock: ManualClock) -> None:
     workspace = tmp_path / "ws"
     agent = make_agent(server, workspace)
     scheduler = TriggerScheduler(agent, clock=clock)
@@ -186,7 +184,7 @@ async def test_trace_id_is_saved_recorded_and_carried_into_the_runs(
     assert "trace_id" not in created_by_id[plain.id]
 
     # A new kernel restores it with the trigger.
-    again = Agent(model=MODEL, workspace=workspace)
+    again = Agent(model=server, workspace=workspace)
     restored = TriggerScheduler(again, clock=clock)
     again.services["triggers"] = restored
     restored.start(pump=False)

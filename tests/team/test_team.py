@@ -1,9 +1,12 @@
-"""The team through litellm's real HTTP path: Teller → Planner → Workers on a local server.
+"""The team: Teller → Planner → Workers, with scripted model answers per role.
 
-A :class:`RoleServer` answers each request by who asks (the role's instructions
-open the conversation) and what they last read, so agents running at the same
-time each get their own answers. Everything else is real: the supervisor, the
-queues, the tools (``write_file`` writes into the workspace), the ledger.
+A :class:`RoleModel` answers each model call by who asks (the role the model seam
+gives it) and what they last read, so agents running at the same time each get their
+own answers, in-process. Everything else is real: the supervisor, the queues, the
+tools (``write_file`` writes into the workspace), the ledger. :class:`RoleServer` is
+the same over litellm's real HTTP path against a local server (the role read from the
+instructions that open the conversation): the tests that need HTTP (another process,
+a kernel, litellm itself) use it, and one team test here runs through it end to end.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_model import body_of, turn_of
 from scripted_server import Call, Message, ScriptedServer
 
 from agent_kernel import Settings
+from agent_kernel.engine.models import FunctionModel, ModelRequest, ModelTurn
 from agent_kernel.team import Team, TeamLimits
 from agent_kernel.team.roles import PLANNER, TELLER, WORKER
 
@@ -51,6 +56,53 @@ class RoleServer(ScriptedServer):
         return [b for b in self.requests if role_of(b) == role]
 
 
+class RoleModel(FunctionModel):
+    """:class:`RoleServer`'s shape in-process: the answer to each model call is
+    ``respond(role, body)``, with the role the model seam gives and ``body`` what litellm
+    would send (``messages``, ``tools``); every body is kept in :attr:`requests`.
+
+    ``respond`` runs in a worker thread, as on the server's threads (a script may block
+    until the test releases it). Answers become turns as the server renders them (call
+    ids ``call_<request>_<i>``, usage 10 + 5 unless the message says); a ``respond``
+    that raises is kept in :attr:`hook_errors` and answered with an empty message, as the
+    server does.
+    """
+
+    def __init__(self, respond: Respond, name: str = MODEL) -> None:
+        super().__init__(self._answer, name=name)
+        self.respond = respond
+        self.requests: list[dict[str, Any]] = []
+        self.roles: list[str | None] = []
+        self.hook_errors: list[BaseException] = []
+
+    def role(self, request: ModelRequest) -> str | None:
+        """Who asks: the role the seam gives (subclasses may name it otherwise)."""
+        return request.role
+
+    async def _answer(self, request: ModelRequest) -> ModelTurn:
+        number = len(self.requests)
+        body = body_of(self.name, request)
+        self.requests.append(body)
+        role = self.role(request)
+        self.roles.append(role)
+        try:  # in a thread, as the server answers: a script may wait for the test
+            made = await asyncio.to_thread(self.respond, role, body)
+        except Exception as exc:  # kept for the test to re-raise (a cancel stops the run)
+            self.hook_errors.append(exc)
+            made = Message()
+        return await turn_of(made, number)
+
+    def by_role(self, role: str) -> list[dict[str, Any]]:
+        """The requests an agent of ``role`` sent."""
+        return [b for b, r in zip(self.requests, self.roles, strict=True) if r == role]
+
+    def __enter__(self) -> RoleModel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
 def role_of(body: dict[str, Any]) -> str:
     first = body["messages"][0]["content"]
     return next(r for r in (TELLER, PLANNER, WORKER) if first.startswith(f"You are the "
@@ -70,11 +122,15 @@ def delegate(prompt: str, **more: Any) -> Call:
     return Call("delegate", json.dumps({"prompt": prompt, **more}))
 
 
-def make_team(server: ScriptedServer, workspace: Path, **options: Any) -> Team:
-    settings = Settings(api_base=server.base_url, api_key="sk-test-0123456789abcdef",
+def make_team(server: ScriptedServer | RoleModel, workspace: Path, **options: Any) -> Team:
+    """A team whose model is ``server`` (a :class:`RoleModel`), or litellm's ``MODEL`` at
+    ``server``'s address."""
+    settings = Settings(api_base=getattr(server, "base_url", None),
+                        api_key="sk-test-0123456789abcdef",
                         retry_base_delay=0.01, headless_approval="allow",
                         max_tool_calls=options.pop("max_tool_calls", 50))
-    return Team(model=options.pop("model", MODEL), workspace=workspace, settings=settings,
+    model = server if isinstance(server, RoleModel) else MODEL
+    return Team(model=options.pop("model", model), workspace=workspace, settings=settings,
                 **options)
 
 
@@ -103,9 +159,10 @@ def three_levels(role: str, body: dict[str, Any]) -> Message:
     return Message(text=f"{city}: notes written")
 
 
-@pytest.fixture
-def three_level_server():
-    with RoleServer(three_levels) as server:
+@pytest.fixture(params=["in-process", "http"])
+def three_level_server(request):
+    """The three levels in-process, and once end to end through litellm's HTTP path."""
+    with (RoleModel if request.param == "in-process" else RoleServer)(three_levels) as server:
         yield server
         assert not server.hook_errors, server.hook_errors
 
@@ -195,7 +252,7 @@ async def test_cancel_queued_trigger_and_running_tasks(tmp_path):
             release.wait(20)
         return Message(text=f"{first_prompt(body)} done")
 
-    with RoleServer(script) as server:
+    with RoleModel(script) as server:
         team = make_team(server, tmp_path / "ws", max_workers=1)
         running = asyncio.create_task(team.arun("go"))
         sup = team.supervisor
@@ -250,7 +307,7 @@ async def test_stop_at_the_moment_a_task_starts_is_not_lost(tmp_path):
                            text="" if said["role"] == "user" else "planned")
         return Message(text="job A done")
 
-    with RoleServer(script) as server:
+    with RoleModel(script) as server:
         team = make_team(server, tmp_path / "ws")
         stopped: list[bool] = []
 
@@ -282,7 +339,7 @@ async def test_teller_priority_refused_and_a_delegation_loop_stopped(tmp_path):
             return Message(calls=[delegate(f"step {steps}")])
         return Message(text="step done")
 
-    with RoleServer(script) as server:
+    with RoleModel(script) as server:
         team = make_team(server, tmp_path / "ws", limits=TeamLimits(max_delegations=5))
         result = await team.arun("go")
         refused = server.by_role(TELLER)[1]["messages"][-1]["content"]
@@ -316,7 +373,7 @@ async def test_a_conditional_delegation_fires_as_a_worker_task(tmp_path):
             return Message(text="a watch is set")
         return Message(text="flag reported")
 
-    with RoleServer(script) as server:
+    with RoleModel(script) as server:
         team = make_team(server, tmp_path / "ws")
         result = await team.arun("tell me when the flag appears")
         assert result.status == "ok", result.error

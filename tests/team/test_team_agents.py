@@ -1,9 +1,9 @@
 """Spec 004's agents and messages in the team: spawn_agent, terminate_agent, send_message,
 wait_for_message.
 
-Everything goes through a real ``Team`` over litellm's HTTP path against the local
-scripted server: the Planner makes a role and spawns an agent in it, the agent reports
-to its parent and to the person, waiting agents are started again by messages, a parent
+Everything goes through a real ``Team`` with scripted answers per role, in-process
+(:class:`SocietyModel`): the Planner makes a role and spawns an agent in it, the agent
+reports to its parent and to the person, waiting agents are started again by messages, a parent
 ends a child and its descendant, each of spec 004's constraints is refused with a
 message the model can act on, and a new ``Team`` on the workspace reads the agents and
 messages back.
@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from scripted_server import Call, Message
-from test_team import RoleServer, delegate, last, make_team, role_of, until
+from test_team import RoleModel, delegate, last, make_team, until
 from test_team_society import call, ok
 
 from agent_kernel import Agent
 from agent_kernel.core.events import Notice
+from agent_kernel.engine.models import ModelRequest
 from agent_kernel.team import Team, TeamLimits
 from agent_kernel.team.roles import PLANNER, TELLER
 from agent_kernel.team.supervisor import Supervisor
@@ -33,16 +34,12 @@ BRIEF = {"objective": "review the plan", "constraints": ["be brief", "no files"]
 AGENT_ID = re.compile(r"agent-[0-9a-f]{12}")
 
 
-class SocietyServer(RoleServer):
-    """A RoleServer that also knows the roles made at run time by their prompts
-    ("You are the Reviewer. ..." is ``reviewer``)."""
+class SocietyModel(RoleModel):
+    """A RoleModel that also answers the roles made at run time, by their names in lower
+    case (the role "Reviewer" is ``reviewer``)."""
 
-    def _fill(self, number: int, body: dict[str, Any]) -> None:
-        first = body["messages"][0]["content"]
-        made = re.match(r"You are the ([\w-]+)\.", first)
-        role = made.group(1).lower() if made else role_of(body)
-        answer = self.respond(role, body)
-        self._open.pop(number).__dict__.update(answer.__dict__)
+    def role(self, request: ModelRequest) -> str | None:
+        return request.role.lower() if request.role else None
 
     def of(self, role: str) -> list[dict[str, Any]]:
         return [b for b in self.requests
@@ -143,7 +140,7 @@ def said_is_brief(body: dict[str, Any]) -> bool:
 
 async def test_a_planner_spawns_an_agent_that_reports_waits_and_is_answered(tmp_path: Path
                                                                             ) -> None:
-    with SocietyServer(review) as server:
+    with SocietyModel(review) as server:
         team = make_team(server, tmp_path / "ws", max_workers=1)
         notices: list[str] = []
         team.bus.subscribe(lambda e: notices.append(e.text) if isinstance(e, Notice) else None)
@@ -262,7 +259,7 @@ def chain(role: str, body: dict[str, Any]) -> Message:
 
 
 async def test_terminate_ends_a_child_and_its_descendant_each_recorded(tmp_path: Path) -> None:
-    with SocietyServer(chain) as server:
+    with SocietyModel(chain) as server:
         team = make_team(server, tmp_path / "ws")
         result = await asyncio.wait_for(team.arun("run a chain"), 60)
         assert not server.hook_errors, server.hook_errors
@@ -321,7 +318,7 @@ async def told(agent: Agent, tool: str, /, **arguments: Any) -> str:
 
 
 async def test_each_constraint_is_refused_with_a_clear_message(tmp_path: Path) -> None:
-    with SocietyServer(waiting) as server:
+    with SocietyModel(waiting) as server:
         team = make_team(server, tmp_path / "ws",
                          limits=TeamLimits(max_agents=2, max_agent_depth=2))
         sup, society = team.supervisor, team.supervisor.society
@@ -418,7 +415,7 @@ async def test_each_constraint_is_refused_with_a_clear_message(tmp_path: Path) -
 
 
 async def test_a_new_team_restores_agents_and_messages(tmp_path: Path) -> None:
-    with SocietyServer(waiting) as server:
+    with SocietyModel(waiting) as server:
         team = make_team(server, tmp_path / "ws")
         sup, society = team.supervisor, team.supervisor.society
         planner = await planner_on_task(sup, 1)
@@ -484,7 +481,7 @@ def planner_waits(role: str, body: dict[str, Any]) -> Message:
 
 async def test_a_waiting_planner_releases_its_workers_and_a_worker_wakes_it(tmp_path: Path
                                                                            ) -> None:
-    with SocietyServer(planner_waits) as server:
+    with SocietyModel(planner_waits) as server:
         team = make_team(server, tmp_path / "ws", max_workers=1)
         result = await asyncio.wait_for(team.arun("count my files"), 60)
         assert not server.hook_errors, server.hook_errors
@@ -533,7 +530,7 @@ async def test_a_new_kernels_planner_never_owns_an_earlier_planners_role(tmp_pat
                                             taskBrief=BRIEF)])
         return Message(text="planned")
 
-    with SocietyServer(script) as server:
+    with SocietyModel(script) as server:
         first = await make_team(server, tmp_path / "ws").arun("make a critic")
         assert first.status == "ok", first.error
         phase["now"] = "take"

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from scripted_server import Call, Message
-from test_team import RoleServer, delegate, first_prompt, last, make_team
+from test_team import RoleModel, RoleServer, delegate, first_prompt, last, make_team
 from test_team_restore import run_script
 
 from agent_kernel.core.events import Notice, Question
@@ -65,7 +65,7 @@ def tool_result_of(body: dict[str, Any], name: str) -> Any:
 
 
 async def test_headless_the_run_ends_and_the_default_wakes_the_teller(tmp_path):
-    with RoleServer(teller_asks) as server:
+    with RoleModel(teller_asks) as server:
         team = make_team(server, tmp_path)
         result = await team.arun("deploy my app")
         tellers = server.by_role(TELLER)
@@ -87,7 +87,7 @@ async def test_headless_the_run_ends_and_the_default_wakes_the_teller(tmp_path):
 
 
 async def test_a_person_answers_and_the_question_waits_in_the_workspace(tmp_path):
-    with RoleServer(teller_asks) as server:
+    with RoleModel(teller_asks) as server:
         team = make_team(server, tmp_path)
         seen: list[dict[str, Any]] = []
 
@@ -117,7 +117,7 @@ async def test_no_default_ends_as_timeout_and_a_second_question_is_refused(tmp_p
             return Message(calls=[ask(), ask(question="And the region?")])
         return Message(text="I will go without an answer.")
 
-    with RoleServer(respond) as server:
+    with RoleModel(respond) as server:
         team = make_team(server, tmp_path)
         result = await team.arun("deploy")
         wake = server.by_role(TELLER)[1]
@@ -129,7 +129,7 @@ async def test_no_default_ends_as_timeout_and_a_second_question_is_refused(tmp_p
 
 
 async def test_stop_while_the_question_waits_forgets_it(tmp_path):
-    with RoleServer(teller_asks) as server:
+    with RoleModel(teller_asks) as server:
         team = make_team(server, tmp_path)
         team.teller.questions.attach_answerer()
         asked = asyncio.Event()
@@ -226,7 +226,7 @@ async def test_an_expired_restored_question_ends_by_its_default_and_the_prompt_g
     def respond(role: str, body: dict[str, Any]) -> Message:
         return Message(text="ok then")
 
-    with RoleServer(respond) as server:
+    with RoleModel(respond) as server:
         team = make_team(server, tmp_path)
         notices: list[str] = []
         team.teller.bus.subscribe(
@@ -248,7 +248,7 @@ async def test_an_expired_restored_question_ends_by_its_default_and_the_prompt_g
 async def test_a_damaged_question_file_is_reported_and_dropped(tmp_path):
     (tmp_path / "team").mkdir()
     (tmp_path / FILE).write_text('{"question": "", "timeout": 5}')
-    with RoleServer(lambda role, body: Message(text="hi")) as server:
+    with RoleModel(lambda role, body: Message(text="hi")) as server:
         team = make_team(server, tmp_path)
         assert team.pending_question is None
         assert "pending question could not be read and was dropped" in (
@@ -278,7 +278,7 @@ async def test_a_workers_approval_goes_to_the_person_naming_the_worker(tmp_path)
     from agent_kernel.team.relay import TellerRelay
     from agent_kernel.views.mime import mime_bundle, transcript_of
 
-    with RoleServer(worker_writes) as server:
+    with RoleModel(worker_writes) as server:
         team = make_team(server, tmp_path)
         team.supervisor.settings.headless_approval = "deny"  # only a person can allow it
         relay = TellerRelay(team, "run_shown")
@@ -310,7 +310,7 @@ async def test_a_workers_approval_goes_to_the_person_naming_the_worker(tmp_path)
 
 
 async def test_without_a_person_a_workers_approval_follows_the_headless_policy(tmp_path):
-    with RoleServer(worker_writes) as server:
+    with RoleModel(worker_writes) as server:
         team = make_team(server, tmp_path)
         team.supervisor.settings.headless_approval = "deny"
         result = await team.arun("notes please")
@@ -340,7 +340,7 @@ def slow_worker(timeout: float, hang: float) -> Any:
 async def test_a_workers_task_clock_stands_still_while_the_person_decides(tmp_path):
     """A Worker task may take 1.5 s; the person approves its write after 2.5 s: the task
     still ends ok, as a tool call's clock does, waiting for a person is not counted."""
-    with RoleServer(slow_worker(timeout=1.5, hang=0.0)) as server:
+    with RoleModel(slow_worker(timeout=1.5, hang=0.0)) as server:
         team = make_team(server, tmp_path)
         team.supervisor.settings.headless_approval = "deny"
 
@@ -358,7 +358,7 @@ async def test_a_workers_task_clock_stands_still_while_the_person_decides(tmp_pa
 
 
 async def test_a_worker_past_its_time_ends_as_timeout(tmp_path):
-    with RoleServer(slow_worker(timeout=1.0, hang=3.0)) as server:
+    with RoleModel(slow_worker(timeout=1.0, hang=3.0)) as server:
         team = make_team(server, tmp_path)
         result = await team.arun("notes please")
     worker = next(t for t in result.tasks() if t["role"] == "worker")

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from scripted_server import Call, Message
-from test_team import RoleServer, delegate, first_prompt, last, make_team, until
+from test_team import RoleModel, delegate, first_prompt, last, make_team, until
 
 from agent_kernel.team.roles import PLANNER, TELLER
 
@@ -69,7 +69,7 @@ async def test_board_shows_the_team_and_its_controls_cancel_and_stop(tmp_path: P
     from agent_kernel.notebook.frontend import FrontendProbe
 
     release = threading.Event()
-    with RoleServer(script(release)) as server:
+    with RoleModel(script(release)) as server:
         team = make_team(server, tmp_path / "ws", max_workers=1)
         running = asyncio.create_task(team.arun("go"))
         sup = team.supervisor
@@ -159,7 +159,7 @@ async def test_widget_controls_cancel_a_queued_task(tmp_path: Path) -> None:
     from agent_kernel.notebook.board import TeamBoard
 
     release = threading.Event()
-    with RoleServer(script(release)) as server:
+    with RoleModel(script(release)) as server:
         team = make_team(server, tmp_path / "ws", max_workers=1)
         running = asyncio.create_task(team.arun("go"))
         sup = team.supervisor

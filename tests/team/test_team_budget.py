@@ -1,18 +1,29 @@
-"""Token and cost budgets of a team, through litellm's real HTTP path on a local server.
+"""Token and cost budgets of a team, with scripted answers per role in-process.
 
 Each scripted response carries its usage, so a tree's tokens are known; the
-cost test gives the scripted model a price through litellm's own cost map,
-so the cost is litellm's, as it would be for a priced provider model.
+cost test goes through litellm's real HTTP path on a local server and gives the
+scripted model a price through litellm's own cost map, so the cost is litellm's,
+as it would be for a priced provider model.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
 from scripted_server import Call, Message, usage
-from test_team import RoleServer, delegate, first_prompt, last, make_team, role_of
+from test_team import (
+    Respond,
+    RoleModel,
+    RoleServer,
+    delegate,
+    first_prompt,
+    last,
+    make_team,
+    role_of,
+)
 
 from agent_kernel.core.events import RunError
 from agent_kernel.team import TeamLimits
@@ -43,8 +54,24 @@ def two_workers(role: str, body: dict[str, Any]) -> Message:
     return Message(text=f"{city}: notes written", usage=spent)
 
 
+def teller_answers_first(respond: Respond) -> Respond:
+    """``respond``, with the Planner's first answer held until the Teller has answered its
+    delegation. The budget runs out at the fifth call, so who calls fifth decides who is
+    stopped: over HTTP the server's latency put the Teller's short turn first; in-process
+    the order is made certain."""
+    answered = threading.Event()
+
+    def ordered(role: str, body: dict[str, Any]) -> Message:
+        if role == TELLER and last(body)["role"] == "tool":
+            answered.set()
+        if role == PLANNER and last(body)["role"] == "user":
+            answered.wait(30)
+        return respond(role, body)
+    return ordered
+
+
 async def test_tree_token_budget_stops_the_tree_mid_work(tmp_path):
-    with RoleServer(two_workers) as server:
+    with RoleModel(teller_answers_first(two_workers)) as server:
         team = make_team(server, tmp_path / "ws", max_workers=1,
                          limits=TeamLimits(max_workers=1, max_tree_tokens=450))
         errors: list[RunError] = []
@@ -89,7 +116,7 @@ def answer_with(tokens: int) -> Any:
 
 
 async def test_session_budget_stops_a_second_prompt(tmp_path):
-    with RoleServer(answer_with(160)) as server:
+    with RoleModel(answer_with(160)) as server:
         team = make_team(server, tmp_path / "ws",
                          limits=TeamLimits(max_session_tokens=150))
         first = await team.arun("hello")
@@ -110,7 +137,7 @@ async def test_session_budget_stops_a_second_prompt(tmp_path):
 
 
 async def test_tree_budget_is_per_prompt(tmp_path):
-    with RoleServer(answer_with(160)) as server:
+    with RoleModel(answer_with(160)) as server:
         team = make_team(server, tmp_path / "ws", limits=TeamLimits(max_tree_tokens=150))
         first = await team.arun("hello")
         second = await team.arun("hello again")
@@ -195,7 +222,7 @@ def fresh_trace_ids(role: str, body: dict[str, Any]) -> Message:
 async def test_fresh_trace_ids_do_not_start_a_fresh_tree_budget(tmp_path):
     """A traceId is the model's label: the tree's budget is kept under the prompt's root
     task, so a Teller and a Planner naming new trace ids still spend the one budget."""
-    with RoleServer(fresh_trace_ids) as server:
+    with RoleModel(teller_answers_first(fresh_trace_ids)) as server:
         team = make_team(server, tmp_path / "ws", max_workers=1,
                          limits=TeamLimits(max_workers=1, max_tree_tokens=450))
         result = await team.arun("compare two cities")
@@ -240,7 +267,7 @@ async def test_a_planners_schedule_spends_the_budget_of_the_tree_that_made_it(tm
             return Message(text="Scheduled.", usage=spent)
         return Message(text="checked", usage=spent)
 
-    with RoleServer(respond) as server:
+    with RoleModel(respond) as server:
         team = make_team(server, tmp_path / "ws",
                          limits=TeamLimits(max_tree_tokens=550))
         result = await team.arun("watch it")

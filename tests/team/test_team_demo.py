@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from agent_kernel import Agent, Settings
-from agent_kernel.engine.models.demo_team import SAMPLE_NOTES, items_of, role_of
+from agent_kernel.engine.models.demo_team import SAMPLE_NOTES, items_of
 from agent_kernel.team import Team
 from agent_kernel.team.society import ArtifactStore
 from agent_kernel.views.mime import RUN_MIME
@@ -115,7 +115,7 @@ def test_other_work_goes_to_one_worker_and_follows_the_demo_rules(tmp_path: Path
 
 def test_the_single_demo_agent_is_not_a_team_role(tmp_path: Path) -> None:
     agent = Agent(workspace=tmp_path)
-    assert role_of([{"role": "system", "content": agent.system_prompt or ""}]) is None
+    assert agent.role is None  # the demo model is told no team role
     result = agent.run(CITIES)
     assert result.tool_calls == [] and "only follow simple patterns" in result.reply
     assert items_of(CITIES) == list(SAMPLE_NOTES)[:3]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from scripted_server import Call, Message
-from test_team import RoleServer, delegate, first_prompt, last, make_team
+from test_team import RoleModel, delegate, first_prompt, last, make_team
 
 from agent_kernel import Tool
 from agent_kernel.team.roles import PLANNER, TELLER
@@ -64,7 +64,7 @@ class Counter:
 @pytest.mark.parametrize("workers", [1, 8])
 async def test_hundred_tasks_by_priority_within_the_worker_limit(workers, tmp_path) -> None:
     counter = Counter()
-    with RoleServer(script) as server:
+    with RoleModel(script) as server:
         team = make_team(server, tmp_path / "ws", max_workers=workers, max_tool_calls=200,
                          tools=[Tool(counter.work, name="work")])
         team.limits.max_delegations = COUNT

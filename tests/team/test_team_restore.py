@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from scripted_server import Message
-from test_team import RoleServer, delegate, first_prompt, last, make_team
+from test_team import RoleModel, RoleServer, delegate, first_prompt, last, make_team
 
 from agent_kernel.core.ledger import Ledger
 from agent_kernel.engine.agent import LEDGER_FILE
@@ -173,7 +173,7 @@ async def test_torn_and_tampered_files_are_reported_and_skipped(tmp_path):
             return Message(text="hello")
         return Message(text=f"{first_prompt(body)}: done")
 
-    with RoleServer(answer) as server:
+    with RoleModel(answer) as server:
         team = make_team(server, tmp_path / "ws")
         result = await team.arun("hi")
 
@@ -217,7 +217,7 @@ async def test_a_conditional_delegation_keeps_its_priority_across_a_restart(tmp_
             return Message(text="a watch is set")
         return Message(text="flag reported")
 
-    with RoleServer(script) as server:
+    with RoleModel(script) as server:
         first = make_team(server, workspace)
         result = await first.arun("tell me when the flag appears")
         [watch] = result.tree["children"][0]["children"]
@@ -261,7 +261,7 @@ async def test_a_planners_schedule_keeps_its_approval_across_a_restart(tmp_path)
                 "condition": {"kind": "file", "path": str(tmp_path / "flag.txt")}}))])
         return Message(text="scheduled")
 
-    with RoleServer(script) as server:
+    with RoleModel(script) as server:
         first = make_team(server, workspace)
         assert (await first.arun("watch the flag")).ok
         [made] = first.triggers.active()

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from scripted_server import Call, Message
-from test_team import RoleServer, delegate, first_prompt, last, make_team
+from test_team import RoleModel, delegate, first_prompt, last, make_team
 
 from agent_kernel import Agent
 from agent_kernel.core.workspace import Workspace
@@ -345,7 +345,7 @@ def hand_over(role: str, body: dict[str, Any]) -> Message:
 
 
 async def test_a_worker_puts_an_artifact_and_the_teller_reads_it(tmp_path: Path) -> None:
-    with RoleServer(hand_over) as server:
+    with RoleModel(hand_over) as server:
         team = make_team(server, tmp_path / "ws", max_workers=1)
         result = await team.arun("what should I pack?")
         assert not server.hook_errors, server.hook_errors

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from scripted_server import Call, Message
-from test_team import RoleServer, delegate, first_prompt, last, make_team
+from test_team import RoleModel, delegate, first_prompt, last, make_team
 
 from agent_kernel.core.events import AgentActivity, Notice
 from agent_kernel.team.relay import TellerRelay
@@ -45,7 +45,7 @@ def respond(role: str, body: dict[str, Any]) -> Message:
 
 
 async def test_planner_and_worker_runs_are_nested_with_their_tool_cards(tmp_path):
-    with RoleServer(respond) as server:
+    with RoleModel(respond) as server:
         team = make_team(server, tmp_path, max_workers=1)
         relay = TellerRelay(team, "run_prompt")
         events: list[Any] = []
@@ -90,7 +90,7 @@ async def test_planner_and_worker_runs_are_nested_with_their_tool_cards(tmp_path
 
 
 async def test_another_prompts_agents_stay_out_of_this_transcript(tmp_path):
-    with RoleServer(respond) as server:
+    with RoleModel(respond) as server:
         team = make_team(server, tmp_path)
         await team.arun("compare Paris and Rome")
         relay = TellerRelay(team, "run_second")

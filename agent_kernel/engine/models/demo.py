@@ -12,10 +12,9 @@ back it says what each one really was, failures included
 (:mod:`agent_kernel.engine.models.demo_answers`). In a team it plays the Teller, the
 Planner and the Workers (:mod:`agent_kernel.engine.models.demo_team`, whose ``respond`` comes
 first and falls back on this one). Every answer says it comes from the offline
-demo model. ``llm.complete`` asks it
-in-process, without litellm (see ``llm.py``), and turns its answer into the
-same streamed turn a real model gives, so the loop, tools and views cannot
-tell them apart.
+demo model. :class:`~agent_kernel.engine.models.demo_model.DemoModel` asks it
+in-process, without litellm, and turns its answer into the same streamed turn a
+real model gives, so the loop, tools and views cannot tell them apart.
 """
 
 from __future__ import annotations

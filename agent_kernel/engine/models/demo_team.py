@@ -1,10 +1,9 @@
 """The offline ``demo`` model playing a team: the Teller, the Planner and the Workers.
 
 A team run on ``model="demo"`` goes through the real supervisor, queues, tools and
-ledger; only the decisions are rules. The model tells its role from the system
-prompt (each role's instructions in :mod:`agent_kernel.team.roles` open with
-"You are the Teller", "You are the Planner", "You are a Worker") and acts on the
-conversation and the tools it is offered:
+ledger; only the decisions are rules. The model is told the asking agent's role
+(``teller``, ``planner``, ``worker``: the names of :mod:`agent_kernel.team.roles`)
+through the model seam and acts on it, the conversation and the tools it is offered:
 
 - the **Teller** hands the person's ask to the Planner with one ``delegate``; when
   "The work you delegated has ended" comes back, it reads each Worker's artifact
@@ -59,17 +58,7 @@ PLACES = {"city", "town", "place", "destination"}
 _COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _VERB = r"(?:research|compare|look\s+into|find\s+out\s+about|explore)"
 RESULTS_OPENING = "The work you delegated has ended"
-_ROLE_OPENING = re.compile(r"You are (?:the|a) (Teller|Planner|Worker) (?:of|in) a team of agents")
 _REF = re.compile(r"artifact:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-def role_of(messages: list[dict[str, Any]]) -> str | None:
-    """The team role the system prompt gives (``teller``, ``planner``, ``worker``), or None:
-    read from its opening words, as any model reads its instructions."""
-    system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"),
-                  "")
-    found = _ROLE_OPENING.match(system)
-    return found.group(1).lower() if found else None
 
 
 def _notes_for(subject: str) -> tuple[str, dict[str, Any]] | None:
@@ -133,10 +122,15 @@ def _failed(result: str) -> str | None:
         else None
 
 
-def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> DemoTurn:
-    """The demo model's next response: a team role's, else the single demo model's."""
-    role = role_of(messages)
-    if role:
+TEAM_ROLES = ("teller", "planner", "worker")
+"""The roles the demo model plays by rules of their own (``team.roles``' names)."""
+
+
+def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+            role: str | None = None) -> DemoTurn:
+    """The demo model's next response as ``role``: a team role's, else the single demo
+    model's (an agent outside a team, or of a role made at run time)."""
+    if role in TEAM_ROLES:
         names = {t.get("function", {}).get("name") for t in tools or []} - {None}
         schemas = {t["function"]["name"]: t["function"].get("parameters") or {}
                    for t in tools or [] if t.get("function", {}).get("name")}

@@ -1,28 +1,34 @@
-"""One model turn, streamed, retried on provider errors: the loop's door to a model.
+"""The litellm model: one turn for every provider, streamed, retried on provider errors.
 
-litellm is loaded by :mod:`agent_kernel.engine.models.litellm_loader` on first use by a
-model that needs it, and its failures are worded by
-:mod:`agent_kernel.engine.models.provider_errors`. The offline ``demo`` model needs none of
-it: :func:`complete` asks :mod:`agent_kernel.engine.models.demo` in-process and hands back
-the same :class:`ModelTurn` (text streamed word by word, tool calls with ids,
-usage, cost 0), so a demo run imports nothing heavy. For other models
-:func:`complete` streams one assistant turn, gathering tool-call deltas split
-across chunks, and retries 429s, 5xx, timeouts and broken streams with
-exponential backoff before giving up with a :class:`ProviderError` a person
-can read.
+:class:`LitellmModel` is the :class:`~agent_kernel.engine.models.base.Model` of every
+real provider. litellm is loaded by :mod:`agent_kernel.engine.models.litellm_loader` on
+the first turn (never at import: ``%load_ext`` stays fast), and its failures are
+worded by :mod:`agent_kernel.engine.models.provider_errors`. A turn streams one
+assistant response, gathering tool-call deltas split across chunks, and retries
+429s, 5xx, timeouts and broken streams with exponential backoff before giving up
+with a :class:`ProviderError` a person can read. It counts tokens with litellm's
+tokenizer and reads the window from litellm's model data.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from agent_kernel.core.config import DEMO_MODEL, Settings
+from agent_kernel.core.config import Settings
+from agent_kernel.engine.models.base import (
+    DEFAULT_WINDOW,
+    Message,
+    Model,
+    ModelTurn,
+    OnRetry,
+    OnText,
+    ToolCallRequest,
+    ToolSchema,
+    _ignore,
+)
 from agent_kernel.engine.models.litellm_loader import (
     LIBRARY,
     load_litellm,
@@ -38,56 +44,11 @@ from agent_kernel.engine.models.provider_errors import (
     retry_after,
 )
 
-__all__ = ["LIBRARY", "BrokenStream", "ModelTurn", "ProviderError", "ToolCallRequest",
-           "complete", "load_litellm", "load_off_loop", "needs_loading", "warm_up"]
+__all__ = ["LIBRARY", "BrokenStream", "LitellmModel", "ModelTurn", "ProviderError",
+           "ToolCallRequest", "complete", "load_litellm", "load_off_loop", "needs_loading",
+           "warm_up"]
 
 MAX_RETRY_AFTER = 60.0
-
-
-@dataclass
-class ToolCallRequest:
-    """A tool call as the model asked for it (arguments still raw JSON text)."""
-
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass
-class ModelTurn:
-    """One assistant response: its text, tool calls and usage."""
-
-    text: str = ""
-    tool_calls: list[ToolCallRequest] = field(default_factory=list)
-    usage: dict[str, int] = field(default_factory=dict)
-    cost: float | None = None
-    finish_reason: str | None = None
-    attempts: int = 1
-
-    def as_message(self) -> dict[str, Any]:
-        """The OpenAI-format assistant message for the conversation."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.text or None}
-        if self.tool_calls:
-            message["tool_calls"] = [
-                {"id": c.id, "type": "function",
-                 "function": {"name": c.name, "arguments": _valid_json(c.arguments)}}
-                for c in self.tool_calls
-            ]
-        return message
-
-
-def _valid_json(arguments: str) -> str:
-    """The arguments to keep in the conversation: ``{}`` when they are not JSON.
-
-    Some providers' message conversion (Anthropic's, in litellm) parses the
-    arguments of earlier calls and fails the whole request on bad JSON; the
-    tool result already tells the model what was wrong with what it sent.
-    """
-    try:
-        json.loads(arguments)
-    except (ValueError, RecursionError):  # too deep is as unusable as broken
-        return "{}"
-    return arguments
 
 
 def _cost(litellm: Any, model: str, usage: dict[str, int]) -> float | None:
@@ -111,13 +72,11 @@ def _usage_dict(usage: Any) -> dict[str, int]:
 
 async def _complete_once(
     model: str,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
+    messages: list[Message],
+    tools: list[ToolSchema],
     settings: Settings,
-    on_text: Callable[[str], None],
+    on_text: OnText,
 ) -> ModelTurn:
-    if model == DEMO_MODEL:
-        return await _complete_demo(messages, tools, settings, on_text)
     litellm = load_litellm()
     kwargs: dict[str, Any] = {
         "model": model,
@@ -192,40 +151,6 @@ async def _complete_once(
     return turn
 
 
-async def _complete_demo(
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
-    settings: Settings,
-    on_text: Callable[[str], None],
-) -> ModelTurn:
-    """The offline demo model's turn, in-process: no litellm, no network."""
-    from agent_kernel.engine.models import (
-        demo_team,  # the team's roles first, then the single demo model's rules
-    )
-
-    answer = demo_team.respond(messages, tools)
-    turn = ModelTurn(text=answer.text, cost=0.0,
-                     finish_reason="tool_calls" if answer.tool_calls else "stop")
-    if settings.stream:
-        words = answer.text.split(" ") if answer.text else []
-        for i, word in enumerate(words):
-            on_text(word + (" " if i < len(words) - 1 else ""))
-            if i % 8 == 7:  # let the loop draw what has streamed so far
-                await asyncio.sleep(0.01)
-    elif answer.text:
-        on_text(answer.text)
-    turn.tool_calls = [
-        ToolCallRequest(f"call_demo_{uuid.uuid4().hex[:10]}", name,
-                        json.dumps(args, ensure_ascii=False))
-        for name, args in answer.tool_calls
-    ]
-    prompt = sum(len(str(m.get("content") or "").split()) for m in messages)
-    completion = len(answer.text.split())
-    turn.usage = {"prompt_tokens": prompt, "completion_tokens": completion,
-                  "total_tokens": prompt + completion}
-    return turn
-
-
 def _truncated(stream: Any) -> bool:
     """An OpenAI stream that ended with no ``finish_reason`` from the server.
 
@@ -241,14 +166,15 @@ def _truncated(stream: Any) -> bool:
 
 async def complete(
     model: str,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
+    messages: list[Message],
+    tools: list[ToolSchema],
     settings: Settings,
     *,
-    on_text: Callable[[str], None],
-    on_retry: Callable[[int, float, str], None],
+    on_text: OnText,
+    on_retry: OnRetry,
 ) -> ModelTurn:
-    """One assistant turn, retried with backoff; raises :class:`ProviderError`."""
+    """One assistant turn of litellm's ``model``, retried with backoff; raises
+    :class:`ProviderError`."""
     attempts = settings.max_retries + 1
     for attempt in range(1, attempts + 1):
         try:
@@ -272,3 +198,59 @@ async def complete(
             on_retry(attempt, delay, message)
             await asyncio.sleep(delay)
     raise AssertionError("unreachable")
+
+
+class LitellmModel(Model):
+    """Any model litellm routes (``openai/gpt-4o-mini``, ``anthropic/...``), over HTTP.
+
+    The role is not sent: a provider reads who is asking from the instructions.
+    """
+
+    library = LIBRARY
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def complete(
+        self,
+        messages: list[Message],
+        tools: list[ToolSchema],
+        settings: Settings,
+        *,
+        role: str | None = None,
+        on_text: OnText = _ignore,
+        on_retry: OnRetry = _ignore,
+    ) -> ModelTurn:
+        """One turn through litellm (see :func:`complete`)."""
+        return await complete(self.name, messages, tools, settings, on_text=on_text,
+                              on_retry=on_retry)
+
+    def count_tokens(self, messages: list[Message], tools: list[ToolSchema] | None = None
+                     ) -> int:
+        """litellm's tokenizer for this model."""
+        return int(load_litellm().token_counter(model=self.name, messages=messages,
+                                                tools=tools or None))
+
+    def window(self, settings: Settings) -> int:
+        """``settings.context_window``, else litellm's ``max_input_tokens`` (or
+        ``max_tokens``) for the model, else :data:`DEFAULT_WINDOW`. Reads no network."""
+        if settings.context_window is not None:
+            return settings.context_window
+        try:
+            info = load_litellm().get_model_info(self.name)
+        except Exception:  # litellm does not know the model
+            return DEFAULT_WINDOW
+        value = info.get("max_input_tokens") or info.get("max_tokens")
+        return int(value) if value else DEFAULT_WINDOW
+
+    def needs_loading(self) -> bool:
+        """True until litellm is imported in this process."""
+        return needs_loading(self.name)
+
+    async def load(self) -> float:
+        """Import litellm in a worker thread; the seconds waited."""
+        return await load_off_loop()
+
+    def warm_up(self) -> None:
+        """Import litellm in a background thread."""
+        warm_up()

@@ -1,0 +1,169 @@
+"""The model seam: what the loop asks of a model, and what one turn of it gives back.
+
+Every model a run talks to is a :class:`Model`: one ``async complete(...)`` that
+turns the conversation, the tools on offer and the asking agent's role into a
+:class:`ModelTurn` (text streamed through ``on_text``, tool calls, usage, cost).
+The loop, the context window and the team know nothing else about it, so a test
+or a user can put any function behind it (:class:`~.function.FunctionModel`) the
+way httpx's ``MockTransport`` puts one behind a client. Three ship with the
+package: :class:`~.llm.LitellmModel` (every provider, over HTTP, retried),
+:class:`~.demo_model.DemoModel` (the offline rules) and
+:class:`~.function.FunctionModel`. :func:`~.resolve.resolve` turns a name into one.
+
+A model also says how it counts tokens and how large its window is, so context care
+(:mod:`agent_kernel.engine.context`) needs no tokenizer for a model that has none:
+the default is the estimate of four characters a token.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_kernel.core.config import Settings
+
+__all__ = ["CHARS_PER_TOKEN", "DEFAULT_WINDOW", "Model", "ModelTurn", "OnRetry", "OnText",
+           "ToolCallRequest", "estimate_tokens"]
+
+DEFAULT_WINDOW = 128_000
+"""The window of a model nothing says more of, unless ``Settings.context_window`` says."""
+CHARS_PER_TOKEN = 4
+"""The estimate of a model without a tokenizer; budgets of text assume a harsher two."""
+
+OnText = Callable[[str], None]
+"""Called with each piece of the answer's text as it streams."""
+OnRetry = Callable[[int, float, str], None]
+"""Called before a retry with the attempt that failed, the wait in seconds and why."""
+
+Message = dict[str, Any]
+"""One OpenAI-format chat message (``role``, ``content``, maybe ``tool_calls``)."""
+ToolSchema = dict[str, Any]
+"""One OpenAI-format tool (``{"type": "function", "function": {...}}``)."""
+
+
+@dataclass
+class ToolCallRequest:
+    """A tool call as the model asked for it (arguments still raw JSON text)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class ModelTurn:
+    """One assistant response: its text, tool calls and usage."""
+
+    text: str = ""
+    tool_calls: list[ToolCallRequest] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    cost: float | None = None
+    finish_reason: str | None = None
+    attempts: int = 1
+
+    def as_message(self) -> Message:
+        """The OpenAI-format assistant message for the conversation."""
+        message: Message = {"role": "assistant", "content": self.text or None}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function",
+                 "function": {"name": c.name, "arguments": _valid_json(c.arguments)}}
+                for c in self.tool_calls
+            ]
+        return message
+
+
+def _valid_json(arguments: str) -> str:
+    """The arguments to keep in the conversation: ``{}`` when they are not JSON.
+
+    Some providers' message conversion (Anthropic's, in litellm) parses the
+    arguments of earlier calls and fails the whole request on bad JSON; the
+    tool result already tells the model what was wrong with what it sent.
+    """
+    try:
+        json.loads(arguments)
+    except (ValueError, RecursionError):  # too deep is as unusable as broken
+        return "{}"
+    return arguments
+
+
+def _text(message: Message) -> str:
+    """Everything of a message that becomes tokens, as one string."""
+    parts = [str(message.get("content") or "")]
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        parts.append(f"{function.get('name', '')}({function.get('arguments', '')})")
+    return "\n".join(parts)
+
+
+def estimate_tokens(messages: list[Message], tools: list[ToolSchema] | None = None) -> int:
+    """Four characters a token, plus four a message for its framing (no tokenizer)."""
+    chars = sum(len(_text(m)) for m in messages)
+    if tools:
+        chars += len(json.dumps(tools))
+    return math.ceil(chars / CHARS_PER_TOKEN) + 4 * len(messages)
+
+
+def _ignore(*_args: object) -> None:
+    """The default listener: nothing streams anywhere."""
+
+
+class Model(ABC):
+    """A model a run can ask for one assistant turn.
+
+    Subclasses implement :meth:`complete`; the rest has defaults for a model that
+    needs no loading, has no tokenizer and writes its own compaction summaries.
+    """
+
+    name: str
+    """What runs, the ledger and the views call this model (``openai/gpt-4o``, ``demo``)."""
+    writes_summaries: bool = True
+    """Whether compaction asks this model for a summary (else a digest is made)."""
+    library: str = ""
+    """What a run waits for while :meth:`load` works (see ``events.Loading``)."""
+
+    @abstractmethod
+    async def complete(
+        self,
+        messages: list[Message],
+        tools: list[ToolSchema],
+        settings: Settings,
+        *,
+        role: str | None = None,
+        on_text: OnText = _ignore,
+        on_retry: OnRetry = _ignore,
+    ) -> ModelTurn:
+        """One assistant turn for ``messages`` with ``tools`` on offer, asked by an agent
+        of ``role`` (None outside a team); text goes to ``on_text`` as it comes."""
+
+    def count_tokens(self, messages: list[Message], tools: list[ToolSchema] | None = None
+                     ) -> int:
+        """The tokens a request takes; by default the estimate (:func:`estimate_tokens`)."""
+        return estimate_tokens(messages, tools)
+
+    def window(self, settings: Settings) -> int:
+        """The context window: ``settings.context_window``, else :data:`DEFAULT_WINDOW`."""
+        return settings.context_window if settings.context_window is not None \
+            else DEFAULT_WINDOW
+
+    def needs_loading(self) -> bool:
+        """True when the next turn would first wait for a slow import."""
+        return False
+
+    async def load(self) -> float:
+        """Do that import off the event loop; the seconds waited."""
+        return 0.0
+
+    def warm_up(self) -> None:
+        """Start that import in the background, so a later turn does not wait for it."""
+        return None
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
