@@ -29,8 +29,14 @@ from pydantic import Field as Field
 from pydantic.fields import FieldInfo
 
 if typing.TYPE_CHECKING:
-    from agent_kernel.core.events import Event
+    from agent_kernel.core.config import Settings
+    from agent_kernel.core.events import Event, EventBus
+    from agent_kernel.core.ledger import Ledger
     from agent_kernel.core.workspace import Workspace
+    from agent_kernel.engine.approvals import Approvals
+    from agent_kernel.engine.context import ContextWindow
+    from agent_kernel.engine.questions import QuestionChannel
+    from agent_kernel.engine.services import AgentServices
     from agent_kernel.engine.tool_clock import ToolClock
 
 
@@ -52,19 +58,63 @@ class ToolError(RuntimeError):
         self.guidance = guidance
 
 
+class ToolHost(typing.Protocol):
+    """What a running tool may use of the agent that runs it (:class:`ToolContext.agent`)."""
+
+    agent_id: str
+    role: str | None
+    workspace: Workspace
+    settings: Settings
+    bus: EventBus
+    ledger: Ledger
+    registry: ToolRegistry
+    approvals: Approvals
+    questions: QuestionChannel
+    services: AgentServices
+    windows: dict[str, ContextWindow]
+    """The conversation of each run in progress, by run id."""
+
+    @property
+    def model(self) -> str:
+        """The model runs use unless they name one."""
+        ...
+
+    @property
+    def running(self) -> list[str]:
+        """Ids of runs in progress."""
+        ...
+
+    def stop(self, run_id: str | None = None) -> int:
+        """Cancel one run (or all)."""
+        ...
+
+
+@dataclass
+class TurnState:
+    """What the tool calls of one model response share with the loop that runs them."""
+
+    trigger: dict[str, Any] | None = None
+    """The trigger that started the run (None for a person's prompt)."""
+    ended_by: str | None = None
+    """Set by :meth:`ToolContext.end_run`: the run ends once these calls are answered."""
+
+
 @dataclass
 class ToolContext:
     """What a running tool may know about its run; injected, never model-visible."""
 
-    agent: Any
+    agent: ToolHost
     run_id: str
     agent_id: str
     workspace: Workspace
     trigger: dict[str, Any] | None = None
     call_id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    turn: TurnState = field(default_factory=TurnState)
+    """Shared by the calls of one response and read by the loop after them."""
     clock: ToolClock | None = None
     """The call's timeout, which stands still while a person is asked (None outside the loop)."""
+    thread: threading.Thread | None = None
+    """The thread a sync tool runs in (a tool that outlives its timeout is left there)."""
 
     def emit(self, event: Event) -> None:
         """Emit an event on the agent's bus."""
@@ -73,7 +123,7 @@ class ToolContext:
     def end_run(self, why: str) -> None:
         """End the run once this response's tool calls are answered, without another model
         call (``ask_user`` in a team, ``wait_for_message``); ``why`` names the tool."""
-        self.extra["end_run"] = why
+        self.turn.ended_by = why
 
     async def ask(
         self,
@@ -299,7 +349,7 @@ class Tool:
         """Run the tool with validated ``arguments``; sync tools run in a thread of their own.
 
         The thread is a daemon, outside the loop's executor: a sync tool that ignores its
-        timeout is left behind (``context.extra["thread"]`` tells) and holds up neither
+        timeout is left behind (``context.thread`` tells) and holds up neither
         ``asyncio.run``'s shutdown nor the process's exit.
         """
         kwargs = dict(arguments)
@@ -329,7 +379,7 @@ class Tool:
 
         thread = threading.Thread(target=work, daemon=True, name=f"agent-tool-{self.name}")
         if context is not None:
-            context.extra["thread"] = thread
+            context.thread = thread
         thread.start()
         return await future
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from agent_kernel.core.events import Question, QuestionAnswered
 from agent_kernel.notebook.cells import LiveOutput, in_cell, outcome_bundle
+from agent_kernel.triggers import existing_scheduler
 from agent_kernel.views.board import board_bundle, one_line, snapshot
 from agent_kernel.views.safe_html import esc
 from agent_kernel.views.trigger_panel import local_time
@@ -79,7 +80,7 @@ class TeamBoard:
     def _listen_to_triggers(self) -> None:
         """Follow the desk's scheduler once it exists (made by the first trigger)."""
         desk = self.supervisor.desk
-        scheduler = desk.services.get("triggers") if desk is not None else None
+        scheduler = existing_scheduler(desk) if desk is not None else None
         if scheduler is not None and scheduler is not self._scheduler:
             self._scheduler = scheduler
             scheduler.listeners.append(self.changed)
@@ -226,7 +227,7 @@ class BoardControls:
         for task in [t for t in sup.tasks.values() if t.status == "held"]:
             rows[task.id] = ("cancel", f"{task.role} · priority {task.priority} · held: "
                                        f"{one_line(task.prompt, 60)}")
-        scheduler = sup.desk.services.get("triggers") if sup.desk is not None else None
+        scheduler = existing_scheduler(sup.desk) if sup.desk is not None else None
         for trigger in [*scheduler.active(), *scheduler.pending()] if scheduler else []:
             rows[trigger.id] = ("cancel", f"trigger · {trigger.schedule_text()}: "
                                           f"{one_line(trigger.prompt, 60)}")

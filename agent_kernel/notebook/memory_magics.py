@@ -50,7 +50,9 @@ def agent_memory(agent: Any, line: str) -> Any:
         return None
     from agent_kernel.memory.service import MemoryStore
 
-    store = agent.services.get("memory") or MemoryStore.for_workspace(agent.workspace.root)
+    held = agent.services.memory
+    store = held if isinstance(held, MemoryStore) else MemoryStore.for_workspace(
+        agent.workspace.root)
     try:
         if args.command == "search":
             rows = store.search(" ".join(args.query), agent_id=agent.agent_id,

@@ -148,14 +148,15 @@ def _has_saved_triggers(agent_magics: Any) -> bool:
 
 def load(ipython: Any, agent_magics: Any) -> None:
     """Register ``%agent_triggers`` and the wiring; restore saved triggers if there are any."""
-    from agent_kernel.triggers import WIRING
+    from agent_kernel.triggers import WIRING, existing_scheduler
 
     ipython.register_magic_function(lambda line: agent_triggers(ipython, agent_magics, line),
                                     "line", "agent_triggers")
     WIRING[:] = [w for w in WIRING if not getattr(w, "_agent_kernel_wiring", False)]
     WIRING.append(_wiring(ipython, agent_magics))
     existing = getattr(agent_magics, "_agent", None)
-    if existing is not None and "triggers" in existing.services:
-        _wiring(ipython, agent_magics)(existing.services["triggers"])
+    scheduler = existing_scheduler(existing) if existing is not None else None
+    if scheduler is not None:
+        _wiring(ipython, agent_magics)(scheduler)
     if _has_saved_triggers(agent_magics):
         session_scheduler(ipython, agent_magics, announce=True)

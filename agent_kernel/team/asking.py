@@ -185,7 +185,7 @@ class NamedQuestions:
     async def ask(self, *, details: dict[str, Any] | None = None,
                   **question: Any) -> dict[str, str]:
         """Ask through the shared channel, saying who asks."""
-        task = self.agent.services.get("team_task")
+        task = self.agent.services.team_task
         named = {**(details or {}), "asked_by": self.agent.agent_id,
                  "asked_by_role": self.agent.role}
         if task is not None:

@@ -32,6 +32,7 @@ from agent_kernel.core.events import Notice
 from agent_kernel.core.ledger import new_id, now_iso
 from agent_kernel.engine.registry import ToolError
 from agent_kernel.engine.tool_clock import ToolClock
+from agent_kernel.team.queue import task_of
 from agent_kernel.team.roles import PLANNER, ROLE_NAMES, TELLER, WORKER, RoleTools, role_permits
 from agent_kernel.team.society import RoleStore, SocietyError, _read_json, _write_json, json_line
 
@@ -274,7 +275,7 @@ class Society:
     def spawn(self, caller: Agent, role_id: str, brief: Any) -> dict[str, str]:
         """Spec 004's ``spawn_agent``: ``{id, roleId, roleName}``, or ToolError saying why not."""
         team, limits = self.team, self.team.limits
-        parent_task = caller.services.get("team_task")
+        parent_task = task_of(caller)
         if parent_task is None:
             raise ToolError("spawn_agent works only for an agent working on a team task")
         try:
@@ -517,7 +518,7 @@ class Society:
                                 guidance="Send to 'user' (the person), the agent that spawned "
                                          "you, or an id spawn_agent returned.")
         spawned = self.records.get(sender.agent_id)
-        task = sender.services.get("team_task")
+        task = task_of(sender)
         message = MessageRecord(
             id=new_id("msg"), sender=sender.agent_id, to=target, content=content,
             taskId=spawned.taskId if spawned is not None else (task.id if task else None),

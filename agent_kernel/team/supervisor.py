@@ -39,7 +39,15 @@ from agent_kernel.engine.tool_clock import ToolClock
 from agent_kernel.team.asking import NamedQuestions, PendingQuestion, QuestionStore
 from agent_kernel.team.budget import TeamBudget
 from agent_kernel.team.members import AGENTS_FOLDER, Society
-from agent_kernel.team.queue import FOLDER, INTERRUPTED, RestoreReport, Task, TaskQueue, TaskStore
+from agent_kernel.team.queue import (
+    FOLDER,
+    INTERRUPTED,
+    RestoreReport,
+    Task,
+    TaskQueue,
+    TaskStore,
+    task_of,
+)
 from agent_kernel.team.roles import (
     MAX_AGENT_NUMBER,
     PLANNER,
@@ -52,6 +60,7 @@ from agent_kernel.team.roles import (
 )
 from agent_kernel.team.society import ROLES_FOLDER
 from agent_kernel.team.toolsets import default_toolsets
+from agent_kernel.triggers import existing_scheduler
 
 log = logging.getLogger(__name__)
 PROMPT_LIMIT = 100
@@ -213,7 +222,7 @@ class Supervisor:
         """Called with a task whenever it is held, queued, started or ended (the team
         board listens here); a failing listener is logged and dropped."""
         self.budget = TeamBudget(self)
-        """Tokens and cost per task tree and per session (every agent's ``services["budget"]``)."""
+        """Tokens and cost per task tree and per session (every agent's ``services.budget``)."""
 
     # -- agents -------------------------------------------------------------------
     def make_agent(self, role: str, agent_id: str, *, cls: Callable[..., Agent] = Agent,
@@ -224,14 +233,14 @@ class Supervisor:
                     agent_id=agent_id, role=role, settings=self.settings,
                     system_prompt=instructions or ROLES[role].instructions,
                     toolsets=default_toolsets(), permission_hook=ROLE_PERMITS)
-        agent.services["team"] = self
-        agent.services["budget"] = self.budget
+        agent.services.team = self
+        agent.services.budget = self.budget
         if role != TELLER:  # history is the person's conversation with the Teller
-            writer = agent.services.pop("history_writer", None)
+            writer, agent.services.history_writer = agent.services.history_writer, None
             if writer is not None:
                 agent.bus.unsubscribe(writer)
         if self.desk is not None and role != TELLER:  # one scheduler holds the team's triggers
-            agent.services["triggers"] = self.desk.services.get("triggers")
+            agent.services.triggers = self.desk.services.triggers
         if self.asker is not None and role != TELLER:  # the person sees who asks
             agent.questions = NamedQuestions(self.asker, agent)  # type: ignore[assignment]
         agent.bus.subscribe(self.bus.emit)
@@ -245,7 +254,7 @@ class Supervisor:
     @staticmethod
     def label(agent: Agent, task: Task) -> None:
         """Put ``task``'s place in the tree on every ledger record ``agent`` writes."""
-        agent.services["team_task"] = task
+        agent.services.team_task = task
         agent.ledger_fields = {"role": agent.role, "task_id": task.id,
                                "parent_task_id": task.parent_id,
                                "parent_agent_id": task.parent_agent_id,
@@ -291,7 +300,7 @@ class Supervisor:
 
     def check_room(self, agent: Agent, run_id: str, prompt: str) -> Task:
         """The task ``agent`` works on, if it may delegate ``prompt`` now; else ToolError."""
-        parent = agent.services.get("team_task")
+        parent = task_of(agent)
         if parent is None or agent.role not in (TELLER, PLANNER):
             raise ToolError(f"delegate is for the Teller and the Planner, not {agent.role!r}")
         if parent.depth + 1 > self.limits.max_depth:
@@ -323,7 +332,7 @@ class Supervisor:
         if self.question is not None:
             raise ToolError(f"A question is already waiting for the person: "
                             f"{self.question.question[:200]!r}; wait for its answer")
-        task = ctx.agent.services.get("team_task")
+        task = task_of(ctx.agent)
         root = task
         while root is not None and root.parent_id is not None:
             root = self.tasks.get(root.parent_id)
@@ -587,7 +596,7 @@ class Supervisor:
     def cancel(self, task_id: str) -> bool:
         """Spec 000's ``cancel_task``: a queued or held task, or a trigger; never a running one."""
         task = self.tasks.get(task_id)
-        scheduler = self.desk.services.get("triggers") if self.desk is not None else None
+        scheduler = existing_scheduler(self.desk) if self.desk is not None else None
         if task is not None and task.status == "trigger" and task.trigger_id:
             task_id = task.trigger_id
         if task is None or task.status == "trigger":
@@ -633,7 +642,7 @@ class Supervisor:
         if scope in ("running", "all"):
             out += [self._row(t, "running") for t in self.running.values() if t.role in roles]
         if scope in ("triggers", "all") and self.desk is not None:
-            scheduler = self.desk.services.get("triggers")
+            scheduler = existing_scheduler(self.desk)
             by_trigger = {t.trigger_id: t for t in self.tasks.values() if t.trigger_id}
             for trigger in [*scheduler.active(), *scheduler.pending()] if scheduler else []:
                 made = by_trigger.get(trigger.id)

@@ -226,7 +226,7 @@ async def list_tasks(
         scope: Which to list: queue, running, triggers or all (default).
         role: Only tasks of this role (applies to queue and running).
     """
-    team = ctx.agent.services.get("team")
+    team = ctx.agent.services.team
     if team is not None:  # in a team: its queues, with their true priorities and types
         return {"tasks": team.rows(scope, role)}
     return {"tasks": task_list(_scheduler(ctx), scope, role)}
@@ -246,7 +246,7 @@ async def cancel_task(ctx: ToolContext, taskId: str | None = None,  # noqa: N803
     target = taskId or id
     if not target:
         raise ValueError("taskId (or id) is required: the id list_tasks shows")
-    team = ctx.agent.services.get("team")
+    team = ctx.agent.services.team
     if team is not None:  # spec 002: queued or trigger true; running or unknown false
         return {"success": team.cancel(target)}
     scheduler = _scheduler(ctx)

@@ -19,6 +19,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agent_kernel.team.queue import task_of
+from agent_kernel.triggers import existing_scheduler
 from agent_kernel.views.safe_html import esc
 from agent_kernel.views.trigger_panel import local_time, relative
 
@@ -90,11 +92,11 @@ def _agents(team: Any, triggers: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     teller = getattr(team, "teller", None)
     if teller is not None:
-        task = teller.services.get("team_task")
-        busy = task is not None and task.status == "running"
+        task = task_of(teller)
+        busy = task if task is not None and task.status == "running" else None
         rows.append({"id": teller.agent_id, "role": "teller",
-                     "task": one_line(task.prompt) if busy else "", "task_id":
-                     task.id if busy else None})
+                     "task": one_line(busy.prompt) if busy else "", "task_id":
+                     busy.id if busy else None})
     for task_id, agent in list(sup.agents.items()):
         task = sup.tasks.get(task_id)
         rows.append({"id": agent.agent_id, "role": agent.role or "",
@@ -116,7 +118,7 @@ def _agents(team: Any, triggers: int) -> list[dict[str, Any]]:
 
 
 def _triggers(sup: Any) -> list[dict[str, Any]]:
-    scheduler = sup.desk.services.get("triggers") if sup.desk is not None else None
+    scheduler = existing_scheduler(sup.desk) if sup.desk is not None else None
     if scheduler is None:
         return []
     made = {t.trigger_id: t for t in sup.tasks.values() if t.trigger_id}
