@@ -24,6 +24,11 @@ expression per line).
 
 Redaction is for what is *saved*. A live approval shows the exact arguments and
 only marks what looks like a secret (:func:`secret_marks`).
+
+The patterns and secrets are the process's, not a session's, on purpose: they only ever
+grow, and a secret one session knows (its key, a pattern its person added with
+``%config AgentMagics.redact_patterns``) must not reach the disk through another agent
+of the same process. A second agent can only be masked more, never less.
 """
 
 from __future__ import annotations

@@ -44,12 +44,15 @@ from agent_kernel.engine.models import llm
 from agent_kernel.engine.models.names import check_model
 from agent_kernel.engine.questions import QuestionChannel
 from agent_kernel.engine.registry import (
-    USER_TOOLS,
     PermissionHook,
     Tool,
     ToolRegistry,
     Toolset,
     TurnState,
+    UserTools,
+)
+from agent_kernel.engine.registry import (
+    user_tools as current_user_tools,
 )
 from agent_kernel.engine.services import AgentServices, Budget
 from agent_kernel.engine.tool_calls import LedgerUnavailable, ToolCallRecord
@@ -128,6 +131,7 @@ class Agent:
         system_prompt: str | None = SYSTEM_PROMPT,
         toolsets: Iterable[Toolset] = (),
         permission_hook: PermissionHook | None = None,
+        user_tools: UserTools | None = None,
     ) -> None:
         self.model = model
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
@@ -149,7 +153,9 @@ class Agent:
         for module in modules:
             for builtin in module.TOOLS:
                 self.registry.add(builtin)
-        for user_tool in USER_TOOLS.values():
+        self.user_tools = user_tools if user_tools is not None else current_user_tools()
+        """The session's ``@tool`` functions (offered now; ``%agent`` adds later ones)."""
+        for user_tool in self.user_tools.tools():
             self.registry.add(user_tool)
         for extra in tools or ():
             self.registry.add(extra)

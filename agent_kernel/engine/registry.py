@@ -390,7 +390,64 @@ class Tool:
         return f"<Tool {self.name}{' (side effects)' if self.side_effects else ''}>"
 
 
-USER_TOOLS: dict[str, Tool] = {}
+class UserTools:
+    """The tools ``@tool`` registered in one session: offered to every agent it makes.
+
+    A session is whoever makes agents for a person: a notebook's magics, a script. Each
+    holds one :class:`UserTools` and gives it to its agents (``Agent(user_tools=...)``),
+    so a second session in the same process (a test, an application embedding two
+    notebooks' worth of agents) neither offers nor sees the other's tools.
+    """
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._lock = threading.Lock()
+
+    def add(self, made: Tool) -> None:
+        """Offer ``made`` to this session's agents (replacing one of the same name)."""
+        with self._lock:
+            self._tools[made.name] = made
+
+    def remove(self, name: str) -> None:
+        """Stop offering the tool ``name`` to agents made from now on."""
+        with self._lock:
+            self._tools.pop(name, None)
+
+    def tools(self) -> list[Tool]:
+        """The tools, in the order they were registered."""
+        with self._lock:
+            return list(self._tools.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+
+INTERPRETER_TOOLS = UserTools()
+"""The interpreter's own session: where ``@tool`` registers outside :func:`session_tools`.
+A kernel runs one notebook, so in a kernel this is the notebook's session."""
+
+_SESSION: contextvars.ContextVar[UserTools | None] = contextvars.ContextVar(
+    "agent_kernel_user_tools", default=None)
+
+
+def user_tools() -> UserTools:
+    """The current session's user tools: the one :func:`session_tools` chose, else the
+    interpreter's (:data:`INTERPRETER_TOOLS`)."""
+    chosen = _SESSION.get()
+    return chosen if chosen is not None else INTERPRETER_TOOLS
+
+
+@contextlib.contextmanager
+def session_tools(tools: UserTools) -> typing.Iterator[UserTools]:
+    """Within the block, ``@tool`` registers in ``tools`` and new agents are offered them."""
+    token = _SESSION.set(tools)
+    try:
+        yield tools
+    finally:
+        _SESSION.reset(token)
 
 
 def tool(
@@ -404,15 +461,16 @@ def tool(
 ) -> Any:
     """Turn a typed, docstring'd function into a :class:`Tool`.
 
-    Registered tools are offered to every agent made afterwards in this
-    process (``%agent`` included); pass ``register=False`` to keep one private.
+    Registered tools are offered to every agent this session makes afterwards
+    (``%agent`` included; see :class:`UserTools`); pass ``register=False`` to keep one
+    private.
     """
 
     def wrap(fn: Callable[..., Any]) -> Tool:
         made = Tool(fn, name=name, description=description, side_effects=side_effects,
                     timeout=timeout, source="user")
         if register:
-            USER_TOOLS[made.name] = made
+            user_tools().add(made)
         return made
 
     return wrap(func) if func is not None else wrap

@@ -86,9 +86,11 @@ class TeamService(Protocol):
         ...
 
 
-@dataclass
+@dataclass(slots=True)
 class AgentServices:
-    """Per-agent services, each made by its feature on first use (None until then)."""
+    """Per-agent services, each made by its feature on first use (None until then).
+
+    Slotted: a misspelt service is an AttributeError at run time, as it is a mypy error."""
 
     memory: MemoryService | None = None
     """The workspace's memory store (the memory tool set's ``attach``)."""

@@ -13,7 +13,7 @@ from scripted_server import Call, Message, ScriptedServer
 
 import agent_kernel
 from agent_kernel import Agent, Field, Settings, Tool, ToolContext
-from agent_kernel.engine.registry import USER_TOOLS, ToolArgumentError, ToolRegistry
+from agent_kernel.engine.registry import INTERPRETER_TOOLS, ToolArgumentError, ToolRegistry
 from agent_kernel.tools.core import STATE_PROVIDERS, TOOLS, query_state
 
 
@@ -205,10 +205,10 @@ async def test_permission_hook_per_role(tmp_path):
 
 @pytest.fixture
 def cleanup_globals():
-    tools, states = set(USER_TOOLS), set(STATE_PROVIDERS)
+    tools, states = {t.name for t in INTERPRETER_TOOLS.tools()}, set(STATE_PROVIDERS)
     yield
-    for name in set(USER_TOOLS) - tools:
-        USER_TOOLS.pop(name)
+    for name in {t.name for t in INTERPRETER_TOOLS.tools()} - tools:
+        INTERPRETER_TOOLS.remove(name)
     for name in set(STATE_PROVIDERS) - states:
         STATE_PROVIDERS.pop(name)
 
