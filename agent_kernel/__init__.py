@@ -42,14 +42,14 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: object) -> None:
     """Called by ``%load_ext agent_kernel``."""
     from agent_kernel.notebook.magics import load_ipython_extension as load
 
     load(ipython)
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: object) -> None:
     """Called by ``%unload_ext agent_kernel``."""
     from agent_kernel.notebook.magics import unload_ipython_extension as unload
 

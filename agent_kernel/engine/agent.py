@@ -381,7 +381,7 @@ class Agent:
         emit(RunFinished(run_id, result))
         return result
 
-    async def _record_error(self, run_id: str, kind: str, error: str, **fields: Any) -> None:
+    async def _record_error(self, run_id: str, kind: str, error: str, **fields: object) -> None:
         """Keep a failure no tool call records (a provider's, or ours) as a ``run_error``."""
         try:
             record = await asyncio.to_thread(

@@ -177,7 +177,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     return "\n".join(summary).strip(), args
 
 
-def _is_context(annotation: Any) -> bool:
+def _is_context(annotation: object) -> bool:
     return annotation is ToolContext or annotation == "ToolContext"
 
 
@@ -185,7 +185,7 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """Inline ``$defs`` (enums, nested models) and drop pydantic's titles."""
     defs = schema.pop("$defs", {})
 
-    def walk(node: Any) -> Any:
+    def walk(node: object) -> Any:
         if isinstance(node, dict):
             if "$ref" in node:
                 target = copy.deepcopy(defs[node["$ref"].split("/")[-1]])
@@ -326,7 +326,7 @@ class Tool:
             },
         }
 
-    def validate(self, arguments: Any) -> dict[str, Any]:
+    def validate(self, arguments: object) -> dict[str, Any]:
         """Check ``arguments`` against the schema; returns them ready for the call."""
         if arguments is None:
             arguments = {}
@@ -361,7 +361,7 @@ class Tool:
         future: asyncio.Future[Any] = loop.create_future()
         call = functools.partial(contextvars.copy_context().run, self.func, **kwargs)
 
-        def settle(value: Any, error: BaseException | None) -> None:
+        def settle(value: object, error: BaseException | None) -> None:
             if future.done():
                 return
             if error is not None:
@@ -383,7 +383,7 @@ class Tool:
         thread.start()
         return await future
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         return self.func(*args, **kwargs)
 
     def __repr__(self) -> str:

@@ -138,7 +138,7 @@ class Tables(Protocol):
 
     def history_if_open(self) -> Any: ...
 
-    def refresh_indices(self, table: Any) -> None: ...
+    def refresh_indices(self, table: object) -> None: ...
 
 
 class Housekeeper:
@@ -293,7 +293,7 @@ class Housekeeper:
             self._thread.join(timeout)
 
 
-def _vector_index_stale(table: Any, rows: int) -> bool:
+def _vector_index_stale(table: object, rows: int) -> bool:
     """True when the table has more than doubled since the vector index was trained.
 
     The trained segment is the first one: the rows folded in later as delta

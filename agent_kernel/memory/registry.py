@@ -43,7 +43,7 @@ def register_functions() -> None:
             def ndims(self) -> int:
                 return 384
 
-            def generate_embeddings(self, texts: Any, *args: Any, **kwargs: Any) -> list[Any]:
+            def generate_embeddings(self, texts: Any, *args: object, **kwargs: object) -> list[Any]:
                 return list(self.embedder().embed([str(t) for t in texts]))
 
         class AgentKernelLiteLLM(TextEmbeddingFunction):
@@ -60,7 +60,7 @@ def register_functions() -> None:
             def ndims(self) -> int:
                 return self.embedder().dim
 
-            def generate_embeddings(self, texts: Any, *args: Any, **kwargs: Any) -> list[Any]:
+            def generate_embeddings(self, texts: Any, *args: object, **kwargs: object) -> list[Any]:
                 return list(self.embedder().embed([str(t) for t in texts]))
 
         registry = get_registry()

@@ -46,7 +46,7 @@ def new_memory_id(at: datetime) -> str:
     return f"mem_{at:%Y%m%d_%H%M%S}_{secrets.token_hex(4)}"
 
 
-def iso(moment: Any) -> str:
+def iso(moment: object) -> str:
     """ISO 8601 in UTC with a trailing Z."""
     text: str = moment.isoformat(timespec="seconds") if hasattr(moment, "isoformat") else str(
         moment)
@@ -116,7 +116,7 @@ class MemoryStore:
                                   agent_id=agent_id, run_id=run_id)[0]
 
     def remember_many(self, items: Sequence[dict[str, Any]], *, agent_id: str,
-                      run_id: str | None = None, vectors: Any = None,
+                      run_id: str | None = None, vectors: object = None,
                       mirror: bool | None = None) -> list[dict[str, Any]]:
         """Store several memories in one batch (one embedding call, one table write).
 

@@ -278,7 +278,7 @@ class LanceTables:
             found.update(self.scan(table, f"id IN ({chunk})", ["id"]).column("id").to_pylist())
         return found
 
-    def add_memories(self, rows: list[dict[str, Any]], vectors: Any) -> None:
+    def add_memories(self, rows: list[dict[str, Any]], vectors: object) -> None:
         """Append rows (and their vectors, an ``(n, dim)`` array) in one columnar write."""
         import numpy as np
         import pyarrow as pa
@@ -301,7 +301,7 @@ class LanceTables:
         self.housekeeping.touch()
 
     # -- searching -------------------------------------------------------------
-    def search(self, text: str, vector: Any, where: str | None, limit: int,
+    def search(self, text: str, vector: object, where: str | None, limit: int,
                columns: list[str]) -> list[dict[str, Any]]:
         """Rows for a query, best first, each with ``score``; filters apply before ranking.
 
@@ -332,7 +332,7 @@ class LanceTables:
         best = sorted(scores, key=lambda key: -scores[key])[:limit]
         return [{**_strip(rows[key]), "score": scores[key]} for key in best]
 
-    async def _ranked(self, text: str | None, vector: Any, where: str | None, limit: int,
+    async def _ranked(self, text: str | None, vector: object, where: str | None, limit: int,
                       columns: list[str]) -> tuple[list[dict[str, Any]] | None,
                                                    list[dict[str, Any]] | None]:
         """The vector search and the full-text search (each when asked), run concurrently."""

@@ -96,10 +96,10 @@ class TeamBoard:
         """The static bundle: ``text/html`` and ``text/plain``; never a widget."""
         return board_bundle(self.state())
 
-    def _repr_mimebundle_(self, **_kwargs: Any) -> dict[str, str]:
+    def _repr_mimebundle_(self, **_kwargs: object) -> dict[str, str]:
         return self.bundle()
 
-    def show(self, controls: bool = False, channel: Any = None) -> None:
+    def show(self, controls: bool = False, channel: object = None) -> None:
         """Display the board (and its controls when a person can click) in this cell.
 
         With ``channel`` (our extension's), the extension draws the controls; otherwise
@@ -119,11 +119,11 @@ class TeamBoard:
         self._schedule_refresh()
 
     # -- updates --------------------------------------------------------------------
-    def _on_teller_event(self, event: Any) -> None:
+    def _on_teller_event(self, event: object) -> None:
         if isinstance(event, (Question, QuestionAnswered)):
             self.changed()
 
-    def changed(self, *_what: Any) -> None:
+    def changed(self, *_what: object) -> None:
         """Called by the supervisor (a task) or the desk's scheduler (a trigger)."""
         self._listen_to_triggers()
         if self.controls is not None:
@@ -275,7 +275,7 @@ class BoardControls:
         """Display the controls as an output of their own."""
         raise NotImplementedError
 
-    def _update(self, what: Any, raw: bool) -> None:
+    def _update(self, what: object, raw: bool) -> None:
         if self.handle is not None:
             with in_cell(self.board.output.cell):
                 self.handle.update(what, raw=raw)

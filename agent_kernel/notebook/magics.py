@@ -98,7 +98,7 @@ class AgentMagics(Magics, Configurable):
     redact_patterns = List(Unicode(), help="More regular expressions whose matches are "
                            "redacted from the ledger, memory and saved outputs.").tag(config=True)
 
-    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+    def __init__(self, shell: Any = None, **kwargs: object) -> None:
         super().__init__(shell=shell, **kwargs)
         self._add_redact_patterns({"new": self.redact_patterns})
         self.observe(self._add_redact_patterns, names=["redact_patterns"])
@@ -433,7 +433,7 @@ async def wait_all(timeout: float | None = None) -> list[Any]:
     return await current().wait_all(timeout)
 
 
-def current(ipython: Any = None) -> AgentMagics:
+def current(ipython: object = None) -> AgentMagics:
     """The AgentMagics loaded into ``ipython`` (the running shell when None) by
     ``%load_ext agent_kernel``; the shell owns it, so two shells have two."""
     if ipython is None:

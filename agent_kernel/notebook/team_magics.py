@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.core.events import Notice
 from agent_kernel.views.team_summary import tree_bundle, tree_text
+
+if TYPE_CHECKING:
+    from agent_kernel.team.team import Team
 
 WORKING = {"text/html": '<div class="agent-kernel-team-tree"><b>Tasks:</b> the team is '
                         'working…</div>',
@@ -31,7 +34,7 @@ WORKING = {"text/html": '<div class="agent-kernel-team-tree"><b>Tasks:</b> the t
 class TeamSession:
     """The notebook's team and whether it is answering a prompt now."""
 
-    def __init__(self, team: Any) -> None:
+    def __init__(self, team: Team) -> None:
         self.team = team
         self.busy = False
 

@@ -52,7 +52,7 @@ def _wiring(ipython: Any, agent_magics: Any) -> Any:
     return wire
 
 
-def _card_hook(scheduler: Any, agent_magics: Any) -> Any:
+def _card_hook(scheduler: Any, agent_magics: object) -> Any:
     def show(trigger: Any) -> None:
         from agent_kernel.notebook.trigger_panel import TriggersPanel
 
@@ -80,7 +80,7 @@ def session_scheduler(ipython: Any, agent_magics: Any, *, announce: bool = False
     return scheduler
 
 
-def _start_later(ipython: Any, agent_magics: Any) -> None:
+def _start_later(ipython: Any, agent_magics: object) -> None:
     """No loop runs yet (a startup file): start on the first cell, when the kernel's loop does."""
     def once(*_args: Any) -> None:
         ipython.events.unregister("pre_run_cell", once)
@@ -134,7 +134,7 @@ def agent_triggers(ipython: Any, agent_magics: Any, line: str) -> Any:
     return None
 
 
-def _has_saved_triggers(agent_magics: Any) -> bool:
+def _has_saved_triggers(agent_magics: object) -> bool:
     from agent_kernel.core.safe_open import names
     from agent_kernel.core.workspace import Workspace, WorkspaceError
     from agent_kernel.triggers.store import FOLDER
@@ -146,7 +146,7 @@ def _has_saved_triggers(agent_magics: Any) -> bool:
         return False
 
 
-def load(ipython: Any, agent_magics: Any) -> None:
+def load(ipython: Any, agent_magics: object) -> None:
     """Register ``%agent_triggers`` and the wiring; restore saved triggers if there are any."""
     from agent_kernel.triggers import WIRING, existing_scheduler
 

@@ -92,10 +92,10 @@ class TriggersPanel:
         return {"text/html": panel_html(shown_now, now, running, earlier),
                 "text/plain": text_table(shown_now, now, running)}
 
-    def _repr_mimebundle_(self, **_kwargs: Any) -> dict[str, str]:
+    def _repr_mimebundle_(self, **_kwargs: object) -> dict[str, str]:
         return self.bundle()
 
-    def show(self, controls: bool = False, channel: Any = None) -> None:
+    def show(self, controls: bool = False, channel: object = None) -> None:
         """Display the table (and the controls when a person can click) in this cell.
 
         With ``channel`` (our extension's, see :mod:`agent_kernel.notebook.frontend`), the
@@ -176,7 +176,7 @@ class _Controls:
     def _add_row(self, trigger: Trigger) -> None:
         raise NotImplementedError
 
-    def _remove_row(self, row: Any) -> None:
+    def _remove_row(self, row: object) -> None:
         raise NotImplementedError
 
     def _redraw(self) -> None:
@@ -357,7 +357,7 @@ class ExtensionControls(_Controls):
         self.rows[trigger.id] = (label, trigger.needs_approval)
         self._redraw()
 
-    def _remove_row(self, row: Any) -> None:
+    def _remove_row(self, row: object) -> None:
         pass
 
     def _redraw(self) -> None:

@@ -62,7 +62,7 @@ def _classed(widget: Any, *classes: str) -> Any:
     return widget
 
 
-def close_widget(widget: Any) -> None:
+def close_widget(widget: object) -> None:
     """Close a widget and the layout and style models it made, so none outlives its use."""
     for part in (getattr(widget, "layout", None), getattr(widget, "style", None), widget):
         if isinstance(part, w.Widget):
@@ -89,7 +89,7 @@ class QuestionControl:
     """The live controls of one question or approval, shown in their own output."""
 
     def __init__(self, event: Question, answer: Callable[[str], object],
-                 exact: Any = None) -> None:
+                 exact: object = None) -> None:
         """``event`` as shown (redacted); ``exact``: the approval's arguments as the tool will
         receive them (shown, secrets marked: see :mod:`.exact`)."""
         self.event = event
@@ -326,7 +326,7 @@ class WidgetView:
             self._stop()
         return True
 
-    def _on_stop(self, _button: Any) -> None:
+    def _on_stop(self, _button: object) -> None:
         self.stop_button.disabled = True
         self.request_stop()
 

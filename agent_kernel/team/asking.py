@@ -17,11 +17,15 @@ import contextlib
 import json
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.core.safe_open import unlink
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.team.society import SocietyError, _read_json, _write_json
+
+if TYPE_CHECKING:
+    from agent_kernel.engine.agent import Agent
+    from agent_kernel.engine.questions import QuestionChannel
 
 FILE = "team/pending_question.json"
 MAX_BYTES = 64 * 1024
@@ -156,7 +160,7 @@ class NamedQuestions:
     Teller's channel, the one the notebook's run view answers, with the agent named in
     the question's ``details`` (``asked_by``, ``asked_by_role``, ``task_id``)."""
 
-    def __init__(self, channel: Any, agent: Any) -> None:
+    def __init__(self, channel: QuestionChannel, agent: Agent) -> None:
         self.channel = channel
         self.agent = agent
 

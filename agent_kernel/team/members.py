@@ -135,7 +135,7 @@ class MessageRecord:
                    createdAt=record["createdAt"], delivered=record.get("delivered") is True)
 
 
-def check_brief(brief: Any) -> dict[str, Any]:
+def check_brief(brief: object) -> dict[str, Any]:
     """Spec 004's task brief, or SocietyError naming every field that is missing or wrong."""
     if not isinstance(brief, dict):
         raise SocietyError("taskBrief must be an object with objective, constraints, inputs, "
@@ -202,7 +202,7 @@ def messages_text(messages: list[MessageRecord]) -> str:
     return "\n".join(parts)
 
 
-def shown_to_person(who: str, content: Any) -> str:
+def shown_to_person(who: str, content: object) -> str:
     """A message to ``"user"`` as the notice says it: the sender named by the team, then
     the body, every further line of it indented, so no line of the body starts a notice
     of its own ("Message from teller: ...")."""
@@ -272,7 +272,7 @@ class Society:
         """Live agents that can receive messages, by agent id."""
 
     # -- spawning -------------------------------------------------------------------
-    def spawn(self, caller: Agent, role_id: str, brief: Any) -> dict[str, str]:
+    def spawn(self, caller: Agent, role_id: str, brief: object) -> dict[str, str]:
         """Spec 004's ``spawn_agent``: ``{id, roleId, roleName}``, or ToolError saying why not."""
         team, limits = self.team, self.team.limits
         parent_task = task_of(caller)
@@ -495,7 +495,7 @@ class Society:
                 await asyncio.wait_for(asyncio.shield(member.runner), 30)
 
     # -- messages ---------------------------------------------------------------------
-    async def send(self, sender: Agent, run_id: str, to: str, content: Any) -> dict[str, Any]:
+    async def send(self, sender: Agent, run_id: str, to: str, content: object) -> dict[str, Any]:
         """Spec 004's ``send_message``: ``from`` and ``taskId`` come from the sender."""
         try:
             size = len(json.dumps(content, ensure_ascii=False).encode("utf-8"))

@@ -283,7 +283,7 @@ class Supervisor:
         parent.children.append(task.id)
         return task
 
-    def delegate(self, agent: Agent, run_id: str, prompt: str, **fields: Any) -> Task:
+    def delegate(self, agent: Agent, run_id: str, prompt: str, **fields: object) -> Task:
         """Spec 000's ``delegate`` for a one-shot task: route it, or raise :class:`ToolError`."""
         parent = self.check_room(agent, run_id, prompt)
         if agent.role == TELLER:
@@ -447,7 +447,7 @@ class Supervisor:
         self.dispatch()
         return waiting
 
-    def _record_now(self, kind: str, task: Task, **fields: Any) -> None:
+    def _record_now(self, kind: str, task: Task, **fields: object) -> None:
         """Write a task's record from plain code; a failure is logged, the restore goes on."""
         if self.desk is None:
             return
@@ -658,7 +658,7 @@ class Supervisor:
                 "priority": task.priority, "status": status, "createdAt": task.created_at}
 
     # -- the ledger -----------------------------------------------------------------
-    async def record(self, kind: str, task: Task, **fields: Any) -> None:
+    async def record(self, kind: str, task: Task, **fields: object) -> None:
         """Write a task's record (its place in the tree included); a failure is a notice."""
         body = {"agent_id": task.agent_id or task.parent_agent_id, "role": task.role,
                 "task_id": task.id, "parent_task_id": task.parent_id,

@@ -56,7 +56,7 @@ _LEFT = "style='text-align:left'"
 _RIGHT = "style='text-align:right'"
 
 
-def one_line(text: Any, limit: int = PROMPT_CHARS) -> str:
+def one_line(text: object, limit: int = PROMPT_CHARS) -> str:
     """``text`` on one line, redacted, cut at ``limit`` characters."""
     from agent_kernel.core.redaction import redact_text
 
@@ -74,7 +74,7 @@ def _task_row(task: Any, status: str | None = None) -> dict[str, Any]:
             "agent": task.agent_id, "started": task.started_at}
 
 
-def _waiting(team: Any) -> dict[str, str]:
+def _waiting(team: object) -> dict[str, str]:
     """Agent id -> what it waits for from the person (its question in the Teller's channel)."""
     channel = getattr(getattr(team, "teller", None), "questions", None)
     found: dict[str, str] = {}
@@ -132,7 +132,7 @@ def _triggers(sup: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def _field(item: Any, *names: str) -> Any:
+def _field(item: object, *names: str) -> Any:
     for name in names:
         value = item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
         if value is not None:
@@ -140,7 +140,7 @@ def _field(item: Any, *names: str) -> Any:
     return None
 
 
-def _messages(sup: Any) -> list[dict[str, Any]]:
+def _messages(sup: object) -> list[dict[str, Any]]:
     """The supervisor's messages between agents, when it keeps any (newest last)."""
     import json
 

@@ -50,7 +50,7 @@ SAVED_VALUE_CHARS = 64_000
 keeps more: docs/ledger.md), so a 60 MB result never lands in the notebook."""
 
 
-def saved_value(value: Any) -> Any:
+def saved_value(value: object) -> Any:
     """``value`` as the saved form keeps it: itself when its JSON is short, else the start
     of that JSON as text, saying how much there was (``value`` is JSON data already)."""
     if value is None or isinstance(value, (bool, int, float)):
@@ -118,7 +118,7 @@ class ToolCard:
     approval: QuestionCard | None = None
     _saved: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False)
 
-    def _kept(self, name: str, value: Any) -> Any:
+    def _kept(self, name: str, value: object) -> Any:
         """:func:`saved_value` of ``value``, worked out once per value (state is redrawn often)."""
         memo = self._saved.get(name)
         if memo is None or memo[0] is not value:
@@ -422,7 +422,7 @@ class Transcript:
         return {"controls": self.controls}
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> Any:
     """The value as JSON would carry it (tuples become lists, unknown objects their repr)."""
     return json.loads(json.dumps(value, ensure_ascii=False, default=repr))
 
@@ -465,7 +465,7 @@ class TranscriptDisplay:
     def __init__(self, transcript: Transcript) -> None:
         self.transcript = transcript
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
         return mime_bundle(self.transcript)
 
 

@@ -30,11 +30,25 @@ import select
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from agent_kernel.core.events import Event, Question
 from agent_kernel.engine.approvals import ALWAYS, APPROVE, DENY
 from agent_kernel.views.text import TextView
+
+if TYPE_CHECKING:
+    from agent_kernel.core.events import EventBus
+    from agent_kernel.engine.questions import QuestionChannel
+
+
+class Asked(Protocol):
+    """Whose questions a terminal answers: an agent, or a team's relay of its Teller."""
+
+    @property
+    def questions(self) -> QuestionChannel: ...
+
+    @property
+    def bus(self) -> EventBus: ...
 
 POLL_SECONDS = 0.05
 # The letter that answers each approval button, and how the terminal names it.
@@ -120,7 +134,7 @@ class TerminalAnswerer:
     :meth:`close` when the run ends.
     """
 
-    def __init__(self, agent: Any, view: TextView, stdin: TextIO | None = None,
+    def __init__(self, agent: Asked, view: TextView, stdin: TextIO | None = None,
                  screen: TextIO | None = None) -> None:
         """``screen``: where an approval's exact arguments are written (by default the view's
         stream if it is a terminal, else stderr if that is one, else nowhere)."""

@@ -37,7 +37,7 @@ from agent_kernel.views.mime import usage_line
 from agent_kernel.views.summaries import question_label
 
 
-def _short(value: Any, limit: int = 200) -> str:
+def _short(value: object, limit: int = 200) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                            default=repr)
     text = text.replace("\n", " ")
