@@ -18,12 +18,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.cli import EXAMPLES, examples
 
+if TYPE_CHECKING:
+    from agent_kernel.cli.grammar import Subparsers
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+
+def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     """The ``run`` subcommand."""
     parser = subparsers.add_parser(
         "run", help="run one prompt and print the transcript", formatter_class=EXAMPLES,

@@ -32,7 +32,7 @@ import shlex
 import sys
 import threading
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.core.events import Question, QuestionAnswered
 from agent_kernel.notebook.cells import LiveOutput, in_cell, outcome_bundle
@@ -40,6 +40,9 @@ from agent_kernel.triggers import existing_scheduler
 from agent_kernel.views.board import board_bundle, one_line, snapshot
 from agent_kernel.views.safe_html import esc
 from agent_kernel.views.trigger_panel import local_time
+
+if TYPE_CHECKING:
+    from agent_kernel.notebook.magics import AgentMagics
 
 UPDATES_PER_SECOND = 2
 REFRESH_SECONDS = 30.0
@@ -389,7 +392,7 @@ def _team_action(data: dict[str, Any]) -> tuple[bool, str]:
     return done, "" if done else line
 
 
-def agent_team(agent_magics: Any, line: str) -> None:
+def agent_team(agent_magics: AgentMagics, line: str) -> None:
     """``%agent_team [--text] | cancel ID | stop ID``."""
     session = getattr(agent_magics, "_team", None)
     if session is None:

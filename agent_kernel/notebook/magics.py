@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
@@ -36,6 +36,9 @@ from traitlets import Bool, Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
 
 from agent_kernel.notebook.frontend import FrontendProbe
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 # IPython 9 types its magic markers as "the function or a decorator"; given a name,
 # the marker is the decorator (the method cannot be called ``agent``: that is a property).
@@ -447,7 +450,7 @@ def current(ipython: object = None) -> AgentMagics:
     return found
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: InteractiveShell) -> None:
     """Register the magics, warm litellm up if the model needs it, probe the frontend."""
     magics = AgentMagics(shell=ipython, config=ipython.config)
     ipython.register_magics(magics)
@@ -484,7 +487,7 @@ def _import_ahead(widgets: bool) -> None:
         pass
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: InteractiveShell) -> None:
     """Stop listening; runs in progress are left to finish."""
     with contextlib.suppress(RuntimeError):
         current(ipython).loaded = False

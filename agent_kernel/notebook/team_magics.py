@@ -24,6 +24,7 @@ from agent_kernel.core.events import Notice
 from agent_kernel.views.team_summary import tree_bundle, tree_text
 
 if TYPE_CHECKING:
+    from agent_kernel.notebook.magics import AgentMagics
     from agent_kernel.team.team import Team
 
 WORKING = {"text/html": '<div class="agent-kernel-team-tree"><b>Tasks:</b> the team is '
@@ -39,7 +40,7 @@ class TeamSession:
         self.busy = False
 
 
-def session_team(agent_magics: Any) -> TeamSession | None:
+def session_team(agent_magics: AgentMagics) -> TeamSession | None:
     """The session's team (made or brought up to date); None after printing why not."""
     try:
         agent = agent_magics.agent
@@ -76,7 +77,7 @@ def follow(team: Any, agent: Any) -> None:
             member.settings = agent.settings
 
 
-def start_team(agent_magics: Any, prompt: str, *, new: bool = False, wait: bool = False,
+def start_team(agent_magics: AgentMagics, prompt: str, *, new: bool = False, wait: bool = False,
                tasks: set[asyncio.Task[Any]] | None = None) -> asyncio.Task[Any] | None:
     """Run ``prompt`` through the session's team, shown in this cell; returns the task
     (None when it ran synchronously or could not start)."""
@@ -128,7 +129,7 @@ def start_team(agent_magics: Any, prompt: str, *, new: bool = False, wait: bool 
     return task
 
 
-async def _guarded(agent_magics: Any, session: TeamSession, relay: Any, view: Any,
+async def _guarded(agent_magics: AgentMagics, session: TeamSession, relay: Any, view: Any,
                    summary: Any, prompt: str) -> Any:
     """Run one prompt through the team; any failure ends in the view as a message."""
     team, result, attached = session.team, None, False
@@ -161,7 +162,8 @@ async def _guarded(agent_magics: Any, session: TeamSession, relay: Any, view: An
             summary.update(tree_bundle(relay.tree(result)), raw=True)
 
 
-def _run_in_terminal(agent_magics: Any, session: TeamSession, relay: Any, prompt: str) -> None:
+def _run_in_terminal(agent_magics: AgentMagics, session: TeamSession, relay: Any,
+                     prompt: str) -> None:
     """Terminal IPython: the text view, questions on stdin, then the tree as text."""
     from agent_kernel.notebook.blocking import wait_blocking
     from agent_kernel.views.terminal import TerminalAnswerer

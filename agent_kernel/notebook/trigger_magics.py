@@ -22,26 +22,31 @@ first trigger a run makes.
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel.notebook.magics import AgentMagics
 
 USAGE = ("usage: %agent_triggers [--text] | %agent_triggers cancel TRIGGER_ID | "
          "%agent_triggers approve TRIGGER_ID")
 
 
-def _someone_can_click(agent_magics: Any) -> bool:
+def _someone_can_click(agent_magics: AgentMagics) -> bool:
     """The frontend answer without waiting (a run asking has waited for it already)."""
     if agent_magics.interactive is not None:
         return bool(agent_magics.interactive)
     return bool(agent_magics.probe.answered.is_set())
 
 
-def _extension(agent_magics: Any) -> Any:
+def _extension(agent_magics: AgentMagics) -> Any:
     """Our extension's channel when it draws the controls (else None: ipywidgets)."""
     probe = agent_magics.probe
     return probe if agent_magics.interactive is not False and probe.extension else None
 
 
-def _wiring(ipython: Any, agent_magics: Any) -> Any:
+def _wiring(ipython: InteractiveShell, agent_magics: AgentMagics) -> Any:
     def wire(scheduler: Any) -> None:
         if scheduler.namespace is None:
             scheduler.namespace = ipython.user_ns
@@ -52,7 +57,7 @@ def _wiring(ipython: Any, agent_magics: Any) -> Any:
     return wire
 
 
-def _card_hook(scheduler: Any, agent_magics: object) -> Any:
+def _card_hook(scheduler: Any, agent_magics: AgentMagics) -> Any:
     def show(trigger: Any) -> None:
         from agent_kernel.notebook.trigger_panel import TriggersPanel
 
@@ -63,7 +68,8 @@ def _card_hook(scheduler: Any, agent_magics: object) -> Any:
     return show
 
 
-def session_scheduler(ipython: Any, agent_magics: Any, *, announce: bool = False) -> Any:
+def session_scheduler(ipython: InteractiveShell, agent_magics: AgentMagics, *,
+                      announce: bool = False) -> Any:
     """The session agent's scheduler, wired to this kernel and started when a loop runs."""
     from agent_kernel.triggers import scheduler_for
 
@@ -80,7 +86,7 @@ def session_scheduler(ipython: Any, agent_magics: Any, *, announce: bool = False
     return scheduler
 
 
-def _start_later(ipython: Any, agent_magics: object) -> None:
+def _start_later(ipython: InteractiveShell, agent_magics: AgentMagics) -> None:
     """No loop runs yet (a startup file): start on the first cell, when the kernel's loop does."""
     def once(*_args: Any) -> None:
         ipython.events.unregister("pre_run_cell", once)
@@ -89,7 +95,7 @@ def _start_later(ipython: Any, agent_magics: object) -> None:
     ipython.events.register("pre_run_cell", once)
 
 
-def agent_triggers(ipython: Any, agent_magics: Any, line: str) -> Any:
+def agent_triggers(ipython: InteractiveShell, agent_magics: AgentMagics, line: str) -> Any:
     """``%agent_triggers [--text] | cancel ID | approve ID``."""
     try:
         words = shlex.split(line)
@@ -134,7 +140,7 @@ def agent_triggers(ipython: Any, agent_magics: Any, line: str) -> Any:
     return None
 
 
-def _has_saved_triggers(agent_magics: object) -> bool:
+def _has_saved_triggers(agent_magics: AgentMagics) -> bool:
     from agent_kernel.core.safe_open import names
     from agent_kernel.core.workspace import Workspace, WorkspaceError
     from agent_kernel.triggers.store import FOLDER
@@ -146,7 +152,7 @@ def _has_saved_triggers(agent_magics: object) -> bool:
         return False
 
 
-def load(ipython: Any, agent_magics: object) -> None:
+def load(ipython: Any, agent_magics: AgentMagics) -> None:
     """Register ``%agent_triggers`` and the wiring; restore saved triggers if there are any."""
     from agent_kernel.triggers import WIRING, existing_scheduler
 

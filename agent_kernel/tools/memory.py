@@ -168,7 +168,7 @@ async def get_recent_history(
         count: How many messages to return.
         offset: Skip the N most recent messages (default 0).
     """
-    def read(store: Any) -> list[dict[str, str]]:
+    def read(store: MemoryStore) -> list[dict[str, str]]:
         _flush_history(ctx)
         return store.history(agent_id=ctx.agent_id, count=count, offset=offset)
 
@@ -187,7 +187,7 @@ async def get_history_by_time(
         after: Start time, ISO 8601 (inclusive).
         before: End time, ISO 8601 (inclusive); default now.
     """
-    def read(store: Any) -> list[dict[str, str]]:
+    def read(store: MemoryStore) -> list[dict[str, str]]:
         _flush_history(ctx)
         return store.history(agent_id=ctx.agent_id, after=after, before=before)
 

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
+    from agent_kernel.engine.registry import ToolHost
     from agent_kernel.triggers.scheduler import TriggerScheduler
 
 PROMPT_LIMIT = 100
@@ -268,7 +269,7 @@ TOOLS = [
 ]
 
 
-def attach(agent: Any) -> None:
+def attach(agent: ToolHost) -> None:
     """Give the agent its scheduler (made, not started: cheap)."""
     from agent_kernel.triggers import scheduler_for
 

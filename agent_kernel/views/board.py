@@ -17,12 +17,15 @@ import os
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.team.queue import task_of
 from agent_kernel.triggers import existing_scheduler
 from agent_kernel.views.safe_html import esc
 from agent_kernel.views.trigger_panel import local_time, relative
+
+if TYPE_CHECKING:
+    from agent_kernel.core.workspace import Workspace
 
 PROMPT_CHARS = 160
 LIST_LIMIT = 20
@@ -181,7 +184,7 @@ def _stamp(folder: Path) -> tuple[int, int] | None:
     return info.st_mtime_ns, info.st_ino
 
 
-def _roles(workspace: Any) -> list[dict[str, Any]]:
+def _roles(workspace: Workspace) -> list[dict[str, Any]]:
     from agent_kernel.team.society import RoleStore
 
     store = RoleStore(workspace)
@@ -196,7 +199,7 @@ def _roles(workspace: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def _artifacts(workspace: Any) -> tuple[list[dict[str, Any]], int]:
+def _artifacts(workspace: Workspace) -> tuple[list[dict[str, Any]], int]:
     """The newest artifacts (ref, type, createdBy, createdAt) and how many there are."""
     from agent_kernel.team.society import (
         ARTIFACTS_FOLDER,
