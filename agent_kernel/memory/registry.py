@@ -19,6 +19,13 @@ _registered = False
 _lock = threading.Lock()
 
 
+def embedder_of(function: object) -> Embedder | None:
+    """The embedder behind one of our registered LanceDB functions (None for another's)."""
+    method = getattr(function, "embedder", None)
+    made = method() if callable(method) else None
+    return made if isinstance(made, Embedder) else None
+
+
 def register_functions() -> None:
     """Register both embedders with LanceDB's registry (once per process)."""
     global _registered
