@@ -42,7 +42,10 @@ from agent_kernel.views.safe_html import esc
 from agent_kernel.views.trigger_panel import local_time
 
 if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
+
     from agent_kernel.notebook.magics import AgentMagics
+    from agent_kernel.team.team import Team
 
 UPDATES_PER_SECOND = 2
 REFRESH_SECONDS = 30.0
@@ -64,7 +67,7 @@ def _now_text() -> str:
 class TeamBoard:
     """A static, self-updating board of one :class:`~agent_kernel.team.Team`."""
 
-    def __init__(self, team: Any) -> None:
+    def __init__(self, team: Team) -> None:
         self.team = team
         self.supervisor = team.supervisor
         self.controls: BoardControls | None = None
@@ -213,7 +216,7 @@ class BoardControls:
         self.rows: dict[str, tuple[str, str]] = {}
         """Row id (a task's or a trigger's) -> (op, label); op is ``cancel`` or ``stop``."""
         self.outcomes: list[str] = []
-        self.handle: Any = None
+        self.handle: DisplayHandle | None = None
         self.live = True
         """False once a newer board holds the controls."""
 

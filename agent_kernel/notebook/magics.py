@@ -34,11 +34,15 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
+from traitlets.utils.bunch import Bunch
 
 from agent_kernel.notebook.frontend import FrontendProbe
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel.app import Agent
+    from agent_kernel.notebook.widgets import WidgetView
 
 # IPython 9 types its magic markers as "the function or a decorator"; given a name,
 # the marker is the decorator (the method cannot be called ``agent``: that is a property).
@@ -103,7 +107,7 @@ class AgentMagics(Magics, Configurable):
 
     def __init__(self, shell: Any = None, **kwargs: object) -> None:
         super().__init__(shell=shell, **kwargs)
-        self._add_redact_patterns({"new": self.redact_patterns})
+        self._add_redact_patterns(Bunch(new=self.redact_patterns))
         self.observe(self._add_redact_patterns, names=["redact_patterns"])
         self.observe(self._warm_up_for, names=["model"])
         self.observe(self._settings_changed, names=list(_SETTINGS))
@@ -115,24 +119,25 @@ class AgentMagics(Magics, Configurable):
         """This session's background ``%agent`` runs (what ``%agent_wait`` waits for)."""
         self.loaded = False
         """True from ``%load_ext`` until ``%unload_ext``: :func:`current` is this session."""
-        self._agent: Any = None
+        self._agent: Agent | None = None
         self._team: Any = None
         self.probe = FrontendProbe()
         self.last_result: Any = None
         self.views: list[Any] = []
 
-    def _settings_changed(self, change: Any) -> None:
+    def _settings_changed(self, change: Bunch) -> None:
         """``%config AgentMagics.tool_timeout = 60`` and the like: the agent follows at once."""
         if self._agent is None:
             return
         import dataclasses
 
         name = _SETTINGS[change["name"]]
-        value = change["new"] if change["name"] != "api_base" else (change["new"] or None)
-        self._agent.settings = dataclasses.replace(self._agent.settings, **{name: value})
+        changed: dict[str, Any] = {name: change["new"] if change["name"] != "api_base"
+                                   else (change["new"] or None)}
+        self._agent.settings = dataclasses.replace(self._agent.settings, **changed)
 
     @staticmethod
-    def _warm_up_for(change: Any) -> None:
+    def _warm_up_for(change: Bunch) -> None:
         """A model that needs litellm was chosen: start its import in the background."""
         from agent_kernel.core.config import DEMO_MODEL
         from agent_kernel.engine.models import llm
@@ -141,7 +146,7 @@ class AgentMagics(Magics, Configurable):
             llm.warm_up()
 
     @staticmethod
-    def _add_redact_patterns(change: Any) -> None:
+    def _add_redact_patterns(change: Bunch) -> None:
         """Mask the person's patterns in everything the process saves: redaction is
         process-wide on purpose (see :mod:`agent_kernel.core.redaction`)."""
         from agent_kernel.core.redaction import add_pattern
@@ -155,7 +160,7 @@ class AgentMagics(Magics, Configurable):
 
     # -- the agent ------------------------------------------------------------
     @property
-    def agent(self) -> Any:
+    def agent(self) -> Agent:
         """This session's Agent, made on first use."""
         if self._agent is None:
             from agent_kernel.app import Agent
@@ -280,8 +285,8 @@ class AgentMagics(Magics, Configurable):
             wait_blocking(task)
         return task
 
-    async def _guarded(self, agent: Any, view: Any, prompt: str, model: str | None, new: bool,
-                       run_id: str) -> Any:
+    async def _guarded(self, agent: Agent, view: WidgetView, prompt: str, model: str | None,
+                       new: bool, run_id: str) -> Any:
         """Run one prompt; any failure ends in the view as a message, never a traceback."""
         attached = False
         try:
@@ -302,7 +307,7 @@ class AgentMagics(Magics, Configurable):
                 agent.questions.detach_answerer()
             view.finish()
 
-    def _run_in_terminal(self, agent: Any, prompt: str, model: str | None, new: bool,
+    def _run_in_terminal(self, agent: Agent, prompt: str, model: str | None, new: bool,
                          run_id: str) -> None:
         """Run with the text view; in terminal IPython questions are asked on stdin."""
         from agent_kernel.notebook.blocking import wait_blocking
@@ -467,7 +472,7 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
             found = False
         if found:
             importlib.import_module(name).load(ipython, magics)
-    magics._warm_up_for({"new": magics.model})  # demo needs no litellm: no warm-up
+    magics._warm_up_for(Bunch(new=magics.model))  # demo needs no litellm: no warm-up
     ahead = threading.Thread(target=_import_ahead, args=(getattr(ipython, "kernel", None)
                                                          is not None,),
                              name="agent-kernel-warm-agent", daemon=True)

@@ -24,6 +24,7 @@ from agent_kernel.core.events import Notice
 from agent_kernel.views.team_summary import tree_bundle, tree_text
 
 if TYPE_CHECKING:
+    from agent_kernel.app import Agent
     from agent_kernel.notebook.magics import AgentMagics
     from agent_kernel.team.team import Team
 
@@ -67,7 +68,7 @@ def session_team(agent_magics: AgentMagics) -> TeamSession | None:
     return session
 
 
-def follow(team: Any, agent: Any) -> None:
+def follow(team: Team, agent: Agent) -> None:
     """The team uses the session agent's current model and settings (later runs)."""
     team.supervisor.model, team.supervisor.settings = agent.model, agent.settings
     for member in (team.teller, team.supervisor.desk):

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from agent_kernel.notebook.magics import AgentMagics
+    from agent_kernel.triggers.model import Trigger
+    from agent_kernel.triggers.scheduler import TriggerScheduler
 
 USAGE = ("usage: %agent_triggers [--text] | %agent_triggers cancel TRIGGER_ID | "
          "%agent_triggers approve TRIGGER_ID")
@@ -47,7 +49,7 @@ def _extension(agent_magics: AgentMagics) -> Any:
 
 
 def _wiring(ipython: InteractiveShell, agent_magics: AgentMagics) -> Any:
-    def wire(scheduler: Any) -> None:
+    def wire(scheduler: TriggerScheduler) -> None:
         if scheduler.namespace is None:
             scheduler.namespace = ipython.user_ns
         if not any(getattr(h, "_agent_kernel_card", False) for h in scheduler.on_created):
@@ -57,8 +59,8 @@ def _wiring(ipython: InteractiveShell, agent_magics: AgentMagics) -> Any:
     return wire
 
 
-def _card_hook(scheduler: Any, agent_magics: AgentMagics) -> Any:
-    def show(trigger: Any) -> None:
+def _card_hook(scheduler: TriggerScheduler, agent_magics: AgentMagics) -> Any:
+    def show(trigger: Trigger) -> None:
         from agent_kernel.notebook.trigger_panel import TriggersPanel
 
         TriggersPanel(scheduler, [trigger.id]).show(controls=_someone_can_click(agent_magics),
@@ -88,7 +90,7 @@ def session_scheduler(ipython: InteractiveShell, agent_magics: AgentMagics, *,
 
 def _start_later(ipython: InteractiveShell, agent_magics: AgentMagics) -> None:
     """No loop runs yet (a startup file): start on the first cell, when the kernel's loop does."""
-    def once(*_args: Any) -> None:
+    def once(*_args: object) -> None:
         ipython.events.unregister("pre_run_cell", once)
         session_scheduler(ipython, agent_magics, announce=True)
 

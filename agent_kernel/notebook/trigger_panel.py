@@ -39,6 +39,8 @@ from agent_kernel.views.safe_html import esc
 from agent_kernel.views.trigger_panel import local_time, panel_html, shown, text_table
 
 if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
+
     from agent_kernel.triggers.host import TriggerHost
     from agent_kernel.triggers.model import Trigger
 
@@ -158,7 +160,7 @@ class _Controls:
         self.panel = panel
         self.rows: dict[str, Any] = {}
         self.outcomes: list[str] = []
-        self.handle: Any = None
+        self.handle: DisplayHandle | None = None
         self.settled = False
 
     def _claim_live(self) -> None:

@@ -30,7 +30,7 @@ import asyncio
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
@@ -48,6 +48,9 @@ from agent_kernel.views.exact import exact_html, exact_rows
 from agent_kernel.views.mime import Transcript, mime_bundle
 from agent_kernel.views.run_html import esc, outcome, question_text
 from agent_kernel.views.summaries import asked_by, question_label
+
+if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
 
 UPDATES_PER_SECOND = 4
 TICK_SECONDS = 1 / UPDATES_PER_SECOND
@@ -94,7 +97,7 @@ class QuestionControl:
         receive them (shown, secrets marked: see :mod:`.exact`)."""
         self.event = event
         self.deadline = time.monotonic() + event.timeout
-        self.handle: Any = None
+        self.handle: DisplayHandle | None = None
         self.settled = False
         approval = event.kind == "approval"
         if approval:
@@ -184,8 +187,8 @@ class WidgetView:
         self.stopped_by_person = False
         self.questions: dict[str, QuestionControl] = {}
         self.updates = 0
-        self._handle: Any = None
-        self._stop_handle: Any = None
+        self._handle: DisplayHandle | None = None
+        self._stop_handle: DisplayHandle | None = None
         self._parent: dict[str, Any] | None = None
         self._last_push = 0.0
         self._pending = False

@@ -30,6 +30,8 @@ from pydantic import BaseModel, ConfigDict
 from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from agent_kernel.engine.registry import ToolHost
     from agent_kernel.triggers.scheduler import TriggerScheduler
 
@@ -206,7 +208,7 @@ def task_list(scheduler: TriggerScheduler, scope: str = "all",
     return rows
 
 
-def _iso(moment: Any) -> str:
+def _iso(moment: datetime | None) -> str:
     from agent_kernel.triggers.model import iso
 
     return iso(moment) or ""

@@ -26,6 +26,8 @@ from agent_kernel.views.trigger_panel import local_time, relative
 
 if TYPE_CHECKING:
     from agent_kernel.core.workspace import Workspace
+    from agent_kernel.team.queue import Task
+    from agent_kernel.team.supervisor import Supervisor
 
 PROMPT_CHARS = 160
 LIST_LIMIT = 20
@@ -70,7 +72,7 @@ def one_line(text: object, limit: int = PROMPT_CHARS) -> str:
 # -- the snapshot -----------------------------------------------------------------------
 
 
-def _task_row(task: Any, status: str | None = None) -> dict[str, Any]:
+def _task_row(task: Task, status: str | None = None) -> dict[str, Any]:
     return {"id": task.id, "role": task.role, "type": task.type, "priority": task.priority,
             "status": status or task.status, "prompt": one_line(task.prompt),
             "created": task.created_at, "by": task.parent_agent_id,
@@ -120,7 +122,7 @@ def _agents(team: Any, triggers: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _triggers(sup: Any) -> list[dict[str, Any]]:
+def _triggers(sup: Supervisor) -> list[dict[str, Any]]:
     scheduler = existing_scheduler(sup.desk) if sup.desk is not None else None
     if scheduler is None:
         return []

@@ -30,7 +30,7 @@ import select
 import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from agent_kernel.core.events import Event, Question
 from agent_kernel.engine.approvals import ALWAYS, APPROVE, DENY
@@ -58,7 +58,7 @@ APPROVAL_WORDS = {APPROVE: {"y", "yes", "approve"}, DENY: {"n", "no", "deny"},
                   ALWAYS: {"a", "always"}}
 
 
-def can_answer_on(stream: Any) -> bool:
+def can_answer_on(stream: TextIO | None) -> bool:
     """True when ``stream`` is a terminal that answers can be read from."""
     if stream is None or os.name == "nt":  # select() cannot wait on a Windows console
         return False
@@ -68,7 +68,7 @@ def can_answer_on(stream: Any) -> bool:
         return False
 
 
-def writes_to_terminal(stream: Any) -> bool:
+def writes_to_terminal(stream: TextIO | None) -> bool:
     """True when ``stream`` writes to a terminal (what is written there is not kept)."""
     try:
         return bool(stream is not None and stream.isatty())
