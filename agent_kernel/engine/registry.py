@@ -73,6 +73,8 @@ class ToolHost(typing.Protocol):
     services: AgentServices
     windows: dict[str, ContextWindow]
     """The conversation of each run in progress, by run id."""
+    user_tools: UserTools
+    """The session's ``@tool`` functions and ``@state`` providers."""
 
     @property
     def model(self) -> str:
@@ -391,7 +393,8 @@ class Tool:
 
 
 class UserTools:
-    """The tools ``@tool`` registered in one session: offered to every agent it makes.
+    """The tools ``@tool`` (and the states ``@state``) registered in one session: offered to
+    every agent it makes.
 
     A session is whoever makes agents for a person: a notebook's magics, a script. Each
     holds one :class:`UserTools` and gives it to its agents (``Agent(user_tools=...)``),
@@ -401,7 +404,26 @@ class UserTools:
 
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
+        self._states: dict[str, Callable[[], object]] = {}
         self._lock = threading.Lock()
+
+    def add_state(self, name: str, provider: Callable[[], object]) -> None:
+        """Make ``provider`` the state ``name`` this session's agents read (``query_state``)."""
+        with self._lock:
+            self._states[name] = provider
+
+    def remove_state(self, name: str) -> None:
+        """Forget the state provider ``name``."""
+        with self._lock:
+            self._states.pop(name, None)
+
+    def state(self, name: str) -> Callable[[], object] | None:
+        """The state provider ``name``, or None."""
+        return self._states.get(name)
+
+    def state_names(self) -> list[str]:
+        """The names of the state providers, sorted."""
+        return sorted(self._states)
 
     def add(self, made: Tool) -> None:
         """Offer ``made`` to this session's agents (replacing one of the same name)."""

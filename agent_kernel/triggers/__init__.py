@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from agent_kernel.triggers.scheduler import TriggerScheduler
 
 # Called with every new scheduler; the notebook extension adds one that hands the kernel's
-# namespace and the panel display to schedulers made in this kernel.
+# namespace and the panel display to schedulers made in this kernel. Process-wide: a kernel
+# runs one notebook, and the last ``%load_ext`` wires (two shells in one process would
+# share it; the notebook's magics do not yet own it).
 WIRING: list[Callable[[Any], None]] = []
 
 

@@ -23,6 +23,7 @@ from agent_kernel.engine.registry import (
     session_tools,
 )
 from agent_kernel.engine.services import AgentServices
+from agent_kernel.tools.core import query_state
 
 
 def test_user_tools_belong_to_the_session_that_registered_them(tmp_path: Path) -> None:
@@ -43,6 +44,27 @@ def test_user_tools_belong_to_the_session_that_registered_them(tmp_path: Path) -
     assert "sessions_only_first" not in plain.registry  # the interpreter's session
     assert "sessions_only_first" not in INTERPRETER_TOOLS and len(second) == 0
     assert [t.name for t in first.tools()] == ["sessions_only_first"]
+
+
+def test_state_providers_belong_to_their_session(tmp_path: Path) -> None:
+    first = UserTools()
+    with session_tools(first):
+        @agent_kernel.state("sessions_cash")
+        def cash() -> int:
+            return 42
+
+    mine, theirs = (Agent(workspace=tmp_path / "a", user_tools=first),
+                    Agent(workspace=tmp_path / "b"))
+
+    async def ask(agent: Agent) -> object:
+        ctx = ToolContext(agent=agent, run_id="run_q", agent_id=agent.agent_id,
+                          workspace=agent.workspace)
+        return await query_state("sessions_cash", ctx)
+
+    assert asyncio.run(ask(mine)) == 42
+    with pytest.raises(ValueError, match="No state provider registered for 'sessions_cash'"):
+        asyncio.run(ask(theirs))
+    assert "sessions_cash" not in INTERPRETER_TOOLS.state_names()
 
 
 def test_every_agent_has_its_own_services(tmp_path: Path) -> None:
