@@ -12,6 +12,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
     from agent_kernel.app import Agent
     from agent_kernel.core.config import Settings
     from agent_kernel.core.ledger import Ledger
@@ -42,14 +44,14 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: InteractiveShell) -> None:
     """Called by ``%load_ext agent_kernel``."""
     from agent_kernel.notebook.magics import load_ipython_extension as load
 
     load(ipython)
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: InteractiveShell) -> None:
     """Called by ``%unload_ext agent_kernel``."""
     from agent_kernel.notebook.magics import unload_ipython_extension as unload
 

@@ -17,7 +17,7 @@ from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine import agent as engine
 from agent_kernel.engine.agent import SYSTEM_PROMPT
 from agent_kernel.engine.models import Model
-from agent_kernel.engine.registry import Tool
+from agent_kernel.engine.registry import Tool, UserTools
 from agent_kernel.team.roles import ROLE_PERMITS
 from agent_kernel.team.toolsets import default_toolsets
 
@@ -36,11 +36,12 @@ class Agent(engine.Agent):
         settings: Settings | None = None,
         system_prompt: str | None = SYSTEM_PROMPT,
         builtin_tools: bool = True,
+        user_tools: UserTools | None = None,
     ) -> None:
         super().__init__(model, workspace, tools, agent_id=agent_id, role=role,
                          settings=settings, system_prompt=system_prompt,
                          toolsets=default_toolsets() if builtin_tools else (),
-                         permission_hook=ROLE_PERMITS)
+                         permission_hook=ROLE_PERMITS, user_tools=user_tools)
 
 
 __all__ = ["Agent"]

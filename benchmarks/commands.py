@@ -97,7 +97,7 @@ async def measure(runs: int) -> dict[str, Any]:
             wrapped.append(timed_process(boxed))
             whole.append(await timed_tool())
             ungrouped.append(await timed_tool(cgroup=False))
-        agent.services["history_writer"].flush(10)
+        agent.services.history_writer.flush(10)
     paired = [w - b for w, b in zip(whole, bare, strict=True)]
     return {
         "runs": runs,

@@ -33,8 +33,8 @@ from agent_kernel import Agent
 
 runs, root = int(sys.argv[1]), Path(sys.argv[2])
 agent = Agent(model="demo", workspace=root)
-writer = agent.services["history_writer"]
-store = agent.services["memory"]
+writer = agent.services.history_writer
+store = agent.services.memory
 
 def rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

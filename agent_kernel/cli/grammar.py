@@ -14,6 +14,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+    """What ``add_subparsers()`` returns: each subcommand's ``add_parser(sub)`` is given it."""
 
 
 def _values_taken(action: argparse.Action) -> int | None:

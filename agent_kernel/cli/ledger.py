@@ -13,12 +13,15 @@ Exit code 0 when the ledger verifies, 1 when it does not.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.cli import EXAMPLES, examples
 
+if TYPE_CHECKING:
+    from agent_kernel.cli.grammar import Subparsers
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+
+def add_parser(sub: Subparsers) -> argparse.ArgumentParser:
     """Add the ``verify`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
         "verify", help="re-derive the ledger's hash chain, check its blobs and name the first "

@@ -20,12 +20,15 @@ or a memory to forget does not exist.
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.cli import EXAMPLES, examples, leave
 
+if TYPE_CHECKING:
+    from agent_kernel.cli.grammar import Subparsers
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+
+def add_parser(sub: Subparsers) -> argparse.ArgumentParser:
     """Add the ``memory`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
         "memory", help="list, search, add to and forget the workspace's memories",

@@ -18,12 +18,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.cli import EXAMPLES, examples
 
+if TYPE_CHECKING:
+    from agent_kernel.cli.grammar import Subparsers
+    from agent_kernel.core.config import Settings
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+
+def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     """The ``run`` subcommand."""
     parser = subparsers.add_parser(
         "run", help="run one prompt and print the transcript", formatter_class=EXAMPLES,
@@ -87,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
     return 1
 
 
-def run_team(args: argparse.Namespace, settings: Any) -> int:
+def run_team(args: argparse.Namespace, settings: Settings) -> int:
     """``run --team``: the Teller's transcript, then the task tree; 0 when the Teller
     answered. Raises ValueError or OSError for a bad model, workspace or limit."""
     from agent_kernel.core.ledger import new_id

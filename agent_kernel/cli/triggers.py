@@ -30,10 +30,11 @@ from typing import TYPE_CHECKING, Any
 from agent_kernel.cli import EXAMPLES, examples, leave
 
 if TYPE_CHECKING:
+    from agent_kernel.cli.grammar import Subparsers
     from agent_kernel.core.events import Event
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: Subparsers) -> argparse.ArgumentParser:
     """Add the ``triggers`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
         "triggers", help="run the workspace's saved triggers in the foreground until stopped",

@@ -24,10 +24,11 @@ from agent_kernel.cli import EXAMPLES, examples
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from agent_kernel.cli.grammar import Subparsers
     from agent_kernel.core.workspace import Workspace
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: Subparsers) -> argparse.ArgumentParser:
     """Add the ``trust`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser(
         "trust", help="where the approval signing key is, and make a new one",

@@ -323,13 +323,13 @@ class Ledger:
         agent_id: str,
         run_id: str,
         tool_name: str,
-        arguments: Any,
-        result: Any,
+        arguments: object,
+        result: object,
         success: bool,
         error: str | None,
         duration_ms: int,
         timestamp: str | None = None,
-        **context: Any,
+        **context: object,
     ) -> dict[str, Any]:
         """Append a tool-call record with spec 001's fields (``context``: the caller's place in
         a team, such as ``role``, ``task_id`` and ``trace_id``)."""
@@ -367,7 +367,7 @@ class Ledger:
             }
         )
 
-    def record_event(self, kind: str, **fields: Any) -> dict[str, Any]:
+    def record_event(self, kind: str, **fields: object) -> dict[str, Any]:
         """Append any other record (approvals, cancellations, trigger firings)."""
         return self.append({"kind": kind, "record_id": new_id("rec"), **fields})
 

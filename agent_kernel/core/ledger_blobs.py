@@ -223,7 +223,7 @@ def _hash_file(path: Path, expected_size: int) -> tuple[int, str] | str:
         os.close(fd)
 
 
-def _entry_problem(name: str, entry: Any, limit: int | None = None) -> str | None:
+def _entry_problem(name: str, entry: object, limit: int | None = None) -> str | None:
     """Why ``entry`` is not a blob entry ``spill`` could have written, or None.
 
     With ``limit`` (``LedgerLimits.blob_bytes``), a blob longer than it is refused before

@@ -66,7 +66,7 @@ def _cut_back(fd: int, size: int) -> OSError | None:
     return None
 
 
-def canonical(value: Any) -> bytes:
+def canonical(value: object) -> bytes:
     """Canonical JSON bytes (keys sorted, no spaces, UTF-8): the same value, the same bytes."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     # surrogatepass: a foreign line may hold a lone surrogate; the writer never does.

@@ -24,6 +24,11 @@ expression per line).
 
 Redaction is for what is *saved*. A live approval shows the exact arguments and
 only marks what looks like a secret (:func:`secret_marks`).
+
+The patterns and secrets are the process's, not a session's, on purpose: they only ever
+grow, and a secret one session knows (its key, a pattern its person added with
+``%config AgentMagics.redact_patterns``) must not reach the disk through another agent
+of the same process. A second agent can only be masked more, never less.
 """
 
 from __future__ import annotations
@@ -369,7 +374,7 @@ def _int(value: int) -> int | str:
     return f"[integer of about {digits} digits]"
 
 
-def _key(key: Any) -> str:
+def _key(key: object) -> str:
     if isinstance(key, str):
         return fix_text(key)
     if key is None or isinstance(key, (bool, int, float)):
@@ -377,14 +382,14 @@ def _key(key: Any) -> str:
     return _repr(key)
 
 
-def _repr(value: Any) -> str:
+def _repr(value: object) -> str:
     try:
         return fix_text(repr(value))
     except Exception as exc:  # a broken __repr__ must not break a write
         return f"<{type(value).__name__} (repr failed: {type(exc).__name__})>"
 
 
-def _filled(value: Any) -> bool:
+def _filled(value: object) -> bool:
     """Whether a value under a secret name holds anything to mask (not None, a bool, '')."""
     if value is None or isinstance(value, bool):
         return False
@@ -491,7 +496,7 @@ class StreamRedactor:
         return redact_text(rest)
 
 
-def to_jsonable(value: Any, *, redact: bool = False, max_chars: int | None = None) -> Any:
+def to_jsonable(value: object, *, redact: bool = False, max_chars: int | None = None) -> Any:
     """A JSON-safe copy of ``value`` that never raises; with ``redact``, secrets masked.
 
     Mappings keep their keys as text; lists, tuples and sets become lists; bytes are
@@ -512,7 +517,7 @@ def to_jsonable(value: Any, *, redact: bool = False, max_chars: int | None = Non
             text = text[:max_chars] + f"\n…[{full - max_chars:,} more characters not shown]"
         return text
 
-    def walk(item: Any, depth: int, secret: bool = False) -> Any:
+    def walk(item: object, depth: int, secret: bool = False) -> Any:
         # ``secret``: under a secret name (only when redacting): text and bytes are masked,
         # numbers pass (``max_tokens``), containers are searched with the name still on.
         if item is None or isinstance(item, bool):
@@ -564,7 +569,7 @@ def to_jsonable(value: Any, *, redact: bool = False, max_chars: int | None = Non
     return walk(value, 0)
 
 
-def scrub(value: Any, *, max_chars: int | None = None) -> Any:
+def scrub(value: object, *, max_chars: int | None = None) -> Any:
     """What may be written: ``value`` as JSON-safe data with every secret masked."""
     return to_jsonable(value, redact=True, max_chars=max_chars)
 
@@ -585,7 +590,7 @@ def holds_key(items: list[Any]) -> bool:
     return any(value in data for value in _secret_values)
 
 
-def _keys_masked(item: Any) -> Any:
+def _keys_masked(item: object) -> Any:
     if isinstance(item, str):
         return mask_keys(item)
     if isinstance(item, list):
@@ -595,7 +600,7 @@ def _keys_masked(item: Any) -> Any:
     return item
 
 
-def to_text(value: Any) -> str:
+def to_text(value: object) -> str:
     """``value`` as text for a model or a person (never raises; not redacted, except that
     a registered key (:func:`add_secret`) is masked: a model has no use for it, and a
     model that saw it could send it anywhere with a GET)."""

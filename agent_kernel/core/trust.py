@@ -32,10 +32,13 @@ import stat
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.core.ledger_lines import canonical
 from agent_kernel.core.redaction import add_secret, scrub
+
+if TYPE_CHECKING:
+    from agent_kernel.core.ledger import Ledger
 
 KEY_BYTES = 32
 KEY_FILE = "approval.key"
@@ -313,7 +316,7 @@ def sign(value: str, key: bytes | None = None, *, workspace: Path | None = None)
     return hmac.new(key, value.encode("ascii"), hashlib.sha256).hexdigest()
 
 
-def signed(value: str, mac: Any, key: bytes) -> bool:
+def signed(value: str, mac: object, key: bytes) -> bool:
     """True when ``mac`` is this key's HMAC of the digest ``value``."""
     if not isinstance(mac, str) or not isinstance(value, str):
         return False
@@ -328,7 +331,7 @@ class ApprovalBook:
     else a sentence saying why not. The chain is verified on first use (once per restore).
     """
 
-    def __init__(self, ledger: Any) -> None:
+    def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
         self._loaded = False
         self._broken: str | None = None

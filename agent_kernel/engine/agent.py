@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any
 
 from agent_kernel.core.config import DEMO_MODEL, Settings
 from agent_kernel.core.events import (
@@ -44,7 +44,18 @@ from agent_kernel.engine.context import ContextWindow
 from agent_kernel.engine.models import Model, resolve
 from agent_kernel.engine.models.provider_errors import ProviderError
 from agent_kernel.engine.questions import QuestionChannel
-from agent_kernel.engine.registry import USER_TOOLS, PermissionHook, Tool, ToolRegistry, Toolset
+from agent_kernel.engine.registry import (
+    PermissionHook,
+    Tool,
+    ToolRegistry,
+    Toolset,
+    TurnState,
+    UserTools,
+)
+from agent_kernel.engine.registry import (
+    user_tools as current_user_tools,
+)
+from agent_kernel.engine.services import AgentServices, Budget
 from agent_kernel.engine.tool_calls import LedgerUnavailable, ToolCallRecord
 
 log = logging.getLogger(__name__)
@@ -106,20 +117,6 @@ def _difference(after: dict[str, int], before: dict[str, int]) -> dict[str, int]
     return {key: value - before.get(key, 0) for key, value in after.items()}
 
 
-class Budget(Protocol):
-    """``services["budget"]``: asked before each model call, told after each response.
-
-    ``before_call`` returns why the call may not be made (the run then ends with status
-    ``limit`` and that message) or None; ``spent`` gets each response's usage and cost
-    (None when the price is unknown).
-    """
-
-    async def before_call(self, agent: Agent, run_id: str) -> str | None: ...
-
-    def spent(self, agent: Agent, run_id: str, usage: dict[str, int],
-              cost: float | None) -> None: ...
-
-
 class Agent:
     """An LLM agent with tools, a ledger and a conversation that goes on across runs."""
 
@@ -138,6 +135,7 @@ class Agent:
         system_prompt: str | None = SYSTEM_PROMPT,
         toolsets: Iterable[Toolset] = (),
         permission_hook: PermissionHook | None = None,
+        user_tools: UserTools | None = None,
     ) -> None:
         self.model = model
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
@@ -151,14 +149,17 @@ class Agent:
         self.questions = QuestionChannel(self.bus, self.workspace)
         self.approvals = Approvals(self)
         self.registry = ToolRegistry(permission_hook=permission_hook)
-        self.services: dict[str, Any] = {}
+        self.services = AgentServices()
+        """Per-agent services of the features built on the engine (memory, triggers, team)."""
         self.ledger_fields: dict[str, Any] = {}
         """Added to every ledger record of this agent's runs (a team task's place in its tree)."""
         modules = list(toolsets)
         for module in modules:
             for builtin in module.TOOLS:
                 self.registry.add(builtin)
-        for user_tool in USER_TOOLS.values():
+        self.user_tools = user_tools if user_tools is not None else current_user_tools()
+        """The session's ``@tool`` functions (offered now; ``%agent`` adds later ones)."""
+        for user_tool in self.user_tools.tools():
             self.registry.add(user_tool)
         for extra in tools or ():
             self.registry.add(extra)
@@ -280,7 +281,7 @@ class Agent:
         window = self.windows[run_id] = ContextWindow(model, messages, self.settings)
         calls_made = 0
         pending_ids: list[str] = []
-        budget: Budget | None = self.services.get("budget")
+        budget: Budget | None = self.services.budget
         try:
             if model.needs_loading():  # say so at once: the import takes seconds
                 emit(Loading(run_id, model.library))
@@ -314,12 +315,12 @@ class Agent:
                     result.reply = turn.text
                     result.status = "ok"
                     break
-                context = {"trigger": trigger}
+                turn_state = TurnState(trigger=trigger)
                 pending_ids = [c.id for c in turn.tool_calls]
                 room = self.settings.max_tool_calls - calls_made
                 allowed, refused = turn.tool_calls[:room], turn.tool_calls[room:]
                 outcomes = await asyncio.gather(
-                    *(tool_calls.execute(self, call, run_id, context) for call in allowed),
+                    *(tool_calls.execute(self, call, run_id, turn_state) for call in allowed),
                     return_exceptions=True,
                 )
                 calls_made += len(allowed)
@@ -337,9 +338,9 @@ class Agent:
                 failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
                 if failure is not None:
                     raise failure
-                if context.get("end_run") and not refused:
+                if turn_state.ended_by and not refused:
                     result.reply, result.status = turn.text, "ok"
-                    result.ended_by = str(context["end_run"])
+                    result.ended_by = turn_state.ended_by
                     break
                 if refused:
                     result.status = "limit"
@@ -383,7 +384,7 @@ class Agent:
         emit(RunFinished(run_id, result))
         return result
 
-    async def _record_error(self, run_id: str, kind: str, error: str, **fields: Any) -> None:
+    async def _record_error(self, run_id: str, kind: str, error: str, **fields: object) -> None:
         """Keep a failure no tool call records (a provider's, or ours) as a ``run_error``."""
         try:
             record = await asyncio.to_thread(

@@ -255,7 +255,7 @@ class Approvals:
         return record, warning
 
 
-def _when(stamp: Any) -> datetime:
+def _when(stamp: object) -> datetime:
     """A ledger timestamp as an aware datetime (now, if it cannot be read)."""
     try:
         return parse_iso(str(stamp)) or datetime.now(timezone.utc)

@@ -138,7 +138,7 @@ def message_count(count: int, which: str) -> str:
     return f"{count} {which} message{'' if count == 1 else 's'}"
 
 
-def _clip(text: Any, limit: int) -> str:
+def _clip(text: object, limit: int) -> str:
     text = " ".join(str(text or "").split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
 

@@ -29,8 +29,14 @@ from pydantic import Field as Field
 from pydantic.fields import FieldInfo
 
 if typing.TYPE_CHECKING:
-    from agent_kernel.core.events import Event
+    from agent_kernel.core.config import Settings
+    from agent_kernel.core.events import Event, EventBus
+    from agent_kernel.core.ledger import Ledger
     from agent_kernel.core.workspace import Workspace
+    from agent_kernel.engine.approvals import Approvals
+    from agent_kernel.engine.context import ContextWindow
+    from agent_kernel.engine.questions import QuestionChannel
+    from agent_kernel.engine.services import AgentServices
     from agent_kernel.engine.tool_clock import ToolClock
 
 
@@ -52,19 +58,65 @@ class ToolError(RuntimeError):
         self.guidance = guidance
 
 
+class ToolHost(typing.Protocol):
+    """What a running tool may use of the agent that runs it (:class:`ToolContext.agent`)."""
+
+    agent_id: str
+    role: str | None
+    workspace: Workspace
+    settings: Settings
+    bus: EventBus
+    ledger: Ledger
+    registry: ToolRegistry
+    approvals: Approvals
+    questions: QuestionChannel
+    services: AgentServices
+    windows: dict[str, ContextWindow]
+    """The conversation of each run in progress, by run id."""
+    user_tools: UserTools
+    """The session's ``@tool`` functions and ``@state`` providers."""
+
+    @property
+    def model(self) -> str:
+        """The model runs use unless they name one."""
+        ...
+
+    @property
+    def running(self) -> list[str]:
+        """Ids of runs in progress."""
+        ...
+
+    def stop(self, run_id: str | None = None) -> int:
+        """Cancel one run (or all)."""
+        ...
+
+
+@dataclass
+class TurnState:
+    """What the tool calls of one model response share with the loop that runs them."""
+
+    trigger: dict[str, Any] | None = None
+    """The trigger that started the run (None for a person's prompt)."""
+    ended_by: str | None = None
+    """Set by :meth:`ToolContext.end_run`: the run ends once these calls are answered."""
+
+
 @dataclass
 class ToolContext:
     """What a running tool may know about its run; injected, never model-visible."""
 
-    agent: Any
+    agent: ToolHost
     run_id: str
     agent_id: str
     workspace: Workspace
     trigger: dict[str, Any] | None = None
     call_id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    turn: TurnState = field(default_factory=TurnState)
+    """Shared by the calls of one response and read by the loop after them."""
     clock: ToolClock | None = None
     """The call's timeout, which stands still while a person is asked (None outside the loop)."""
+    thread: threading.Thread | None = None
+    """The thread a sync tool runs in (a tool that outlives its timeout is left there)."""
 
     def emit(self, event: Event) -> None:
         """Emit an event on the agent's bus."""
@@ -73,7 +125,7 @@ class ToolContext:
     def end_run(self, why: str) -> None:
         """End the run once this response's tool calls are answered, without another model
         call (``ask_user`` in a team, ``wait_for_message``); ``why`` names the tool."""
-        self.extra["end_run"] = why
+        self.turn.ended_by = why
 
     async def ask(
         self,
@@ -127,7 +179,7 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     return "\n".join(summary).strip(), args
 
 
-def _is_context(annotation: Any) -> bool:
+def _is_context(annotation: object) -> bool:
     return annotation is ToolContext or annotation == "ToolContext"
 
 
@@ -135,7 +187,7 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     """Inline ``$defs`` (enums, nested models) and drop pydantic's titles."""
     defs = schema.pop("$defs", {})
 
-    def walk(node: Any) -> Any:
+    def walk(node: object) -> Any:
         if isinstance(node, dict):
             if "$ref" in node:
                 target = copy.deepcopy(defs[node["$ref"].split("/")[-1]])
@@ -276,7 +328,7 @@ class Tool:
             },
         }
 
-    def validate(self, arguments: Any) -> dict[str, Any]:
+    def validate(self, arguments: object) -> dict[str, Any]:
         """Check ``arguments`` against the schema; returns them ready for the call."""
         if arguments is None:
             arguments = {}
@@ -299,7 +351,7 @@ class Tool:
         """Run the tool with validated ``arguments``; sync tools run in a thread of their own.
 
         The thread is a daemon, outside the loop's executor: a sync tool that ignores its
-        timeout is left behind (``context.extra["thread"]`` tells) and holds up neither
+        timeout is left behind (``context.thread`` tells) and holds up neither
         ``asyncio.run``'s shutdown nor the process's exit.
         """
         kwargs = dict(arguments)
@@ -311,7 +363,7 @@ class Tool:
         future: asyncio.Future[Any] = loop.create_future()
         call = functools.partial(contextvars.copy_context().run, self.func, **kwargs)
 
-        def settle(value: Any, error: BaseException | None) -> None:
+        def settle(value: object, error: BaseException | None) -> None:
             if future.done():
                 return
             if error is not None:
@@ -329,18 +381,95 @@ class Tool:
 
         thread = threading.Thread(target=work, daemon=True, name=f"agent-tool-{self.name}")
         if context is not None:
-            context.extra["thread"] = thread
+            context.thread = thread
         thread.start()
         return await future
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         return self.func(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<Tool {self.name}{' (side effects)' if self.side_effects else ''}>"
 
 
-USER_TOOLS: dict[str, Tool] = {}
+class UserTools:
+    """The tools ``@tool`` (and the states ``@state``) registered in one session: offered to
+    every agent it makes.
+
+    A session is whoever makes agents for a person: a notebook's magics, a script. Each
+    holds one :class:`UserTools` and gives it to its agents (``Agent(user_tools=...)``),
+    so a second session in the same process (a test, an application embedding two
+    notebooks' worth of agents) neither offers nor sees the other's tools.
+    """
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._states: dict[str, Callable[[], object]] = {}
+        self._lock = threading.Lock()
+
+    def add_state(self, name: str, provider: Callable[[], object]) -> None:
+        """Make ``provider`` the state ``name`` this session's agents read (``query_state``)."""
+        with self._lock:
+            self._states[name] = provider
+
+    def remove_state(self, name: str) -> None:
+        """Forget the state provider ``name``."""
+        with self._lock:
+            self._states.pop(name, None)
+
+    def state(self, name: str) -> Callable[[], object] | None:
+        """The state provider ``name``, or None."""
+        return self._states.get(name)
+
+    def state_names(self) -> list[str]:
+        """The names of the state providers, sorted."""
+        return sorted(self._states)
+
+    def add(self, made: Tool) -> None:
+        """Offer ``made`` to this session's agents (replacing one of the same name)."""
+        with self._lock:
+            self._tools[made.name] = made
+
+    def remove(self, name: str) -> None:
+        """Stop offering the tool ``name`` to agents made from now on."""
+        with self._lock:
+            self._tools.pop(name, None)
+
+    def tools(self) -> list[Tool]:
+        """The tools, in the order they were registered."""
+        with self._lock:
+            return list(self._tools.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+
+INTERPRETER_TOOLS = UserTools()
+"""The interpreter's own session: where ``@tool`` registers outside :func:`session_tools`.
+A kernel runs one notebook, so in a kernel this is the notebook's session."""
+
+_SESSION: contextvars.ContextVar[UserTools | None] = contextvars.ContextVar(
+    "agent_kernel_user_tools", default=None)
+
+
+def user_tools() -> UserTools:
+    """The current session's user tools: the one :func:`session_tools` chose, else the
+    interpreter's (:data:`INTERPRETER_TOOLS`)."""
+    chosen = _SESSION.get()
+    return chosen if chosen is not None else INTERPRETER_TOOLS
+
+
+@contextlib.contextmanager
+def session_tools(tools: UserTools) -> typing.Iterator[UserTools]:
+    """Within the block, ``@tool`` registers in ``tools`` and new agents are offered them."""
+    token = _SESSION.set(tools)
+    try:
+        yield tools
+    finally:
+        _SESSION.reset(token)
 
 
 def tool(
@@ -354,15 +483,16 @@ def tool(
 ) -> Any:
     """Turn a typed, docstring'd function into a :class:`Tool`.
 
-    Registered tools are offered to every agent made afterwards in this
-    process (``%agent`` included); pass ``register=False`` to keep one private.
+    Registered tools are offered to every agent this session makes afterwards
+    (``%agent`` included; see :class:`UserTools`); pass ``register=False`` to keep one
+    private.
     """
 
     def wrap(fn: Callable[..., Any]) -> Tool:
         made = Tool(fn, name=name, description=description, side_effects=side_effects,
                     timeout=timeout, source="user")
         if register:
-            USER_TOOLS[made.name] = made
+            user_tools().add(made)
         return made
 
     return wrap(func) if func is not None else wrap

@@ -20,34 +20,27 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent_kernel.core.config import Settings
 from agent_kernel.core.events import (
-    EventBus,
     LedgerRecorded,
     Notice,
     ToolCallFinished,
     ToolCallStarted,
 )
-from agent_kernel.core.ledger import Ledger, LedgerError
+from agent_kernel.core.ledger import LedgerError
 from agent_kernel.core.redaction import to_text
-from agent_kernel.core.workspace import Workspace
-from agent_kernel.engine.approvals import Approvals
 from agent_kernel.engine.models.llm import ToolCallRequest
-from agent_kernel.engine.registry import ToolArgumentError, ToolContext, ToolError, ToolRegistry
+from agent_kernel.engine.registry import (
+    ToolArgumentError,
+    ToolContext,
+    ToolError,
+    ToolHost,
+    TurnState,
+)
 from agent_kernel.engine.tool_clock import ToolClock
 
 
-class CallHost(Protocol):
-    """What a tool call needs of the agent that runs it."""
-
-    agent_id: str
-    role: str | None
-    bus: EventBus
-    ledger: Ledger
-    registry: ToolRegistry
-    approvals: Approvals
-    settings: Settings
-    workspace: Workspace
+class CallHost(ToolHost, Protocol):
+    """What a tool call needs of the agent that runs it: what its tool may use."""
 
 
 def monotonic_ms(start: float) -> int:
@@ -84,7 +77,7 @@ async def refuse(agent: CallHost, call: ToolCallRequest, run_id: str, error: str
 
 
 async def execute(
-    agent: CallHost, call: ToolCallRequest, run_id: str, context: dict[str, Any]
+    agent: CallHost, call: ToolCallRequest, run_id: str, turn: TurnState | None = None
 ) -> ToolCallRecord:
     """Validate, approve, run with a timeout, and record one tool call."""
     emit = agent.bus.emit
@@ -119,9 +112,10 @@ async def execute(
                                   f"not be checked ({type(exc).__name__})", 0)
     timeout = tool_obj.timeout or agent.settings.tool_timeout
     clock = ToolClock(timeout)
+    turn = turn if turn is not None else TurnState()
     ctx = ToolContext(agent=agent, run_id=run_id, agent_id=agent.agent_id,
-                      workspace=agent.workspace, trigger=context.get("trigger"),
-                      call_id=call.id, clock=clock, extra=context)
+                      workspace=agent.workspace, trigger=turn.trigger,
+                      call_id=call.id, clock=clock, turn=turn)
     try:
         notes = tool_obj.precheck(values) if tool_obj.precheck is not None else None
     except ToolError as exc:  # refused before anyone is asked to approve it
@@ -144,7 +138,7 @@ async def execute(
         if clock.waited >= 0.5:
             error += (f" (the {clock.waited:.0f} s it waited for a person's answer "
                       "did not count)")
-        thread = ctx.extra.get("thread")
+        thread = ctx.thread
         if thread is not None and thread.is_alive():
             error += "; it is still running in the background and its result is ignored"
             emit(Notice(run_id, f"Tool '{call.name}' outlived its {timeout:g} s timeout; "
@@ -179,8 +173,8 @@ async def finish(
     agent: CallHost,
     call: ToolCallRequest,
     run_id: str,
-    arguments: Any,
-    result: Any,
+    arguments: object,
+    result: object,
     error: str | None,
     duration_ms: int,
     *,

@@ -25,16 +25,15 @@ import itertools
 import os
 import signal
 import subprocess
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_kernel.guards.probe import MachineProbe
+
 CONTROLLERS = ("pids", "memory")
 _PREFIX = "agent-kernel-"
 _counter = itertools.count(1)
-_lock = threading.Lock()
-_probed: tuple[dict[str, Path], str] | None = None
 
 
 def _mounts() -> list[tuple[str, Path, str, set[str]]]:
@@ -156,26 +155,24 @@ def _probe() -> tuple[dict[str, Path], str]:
     return usable, why
 
 
+PROBE: MachineProbe[tuple[dict[str, Path], str]] = MachineProbe(_probe)
+"""The controllers delegated to this user here, or why not: one machine, one answer for
+every agent of the process (:mod:`agent_kernel.guards.probe`)."""
+
+
 def controllers() -> dict[str, Path]:
     """The controllers a command's group can use, and where its groups go (probed once)."""
-    global _probed
-    with _lock:
-        if _probed is None:
-            _probed = _probe()
-        return _probed[0]
+    return PROBE.get()[0]
 
 
 def unavailable_reason() -> str:
     """Why some or all of :data:`CONTROLLERS` are missing ("" when both work)."""
-    controllers()
-    return _probed[1] if _probed else ""
+    return PROBE.get()[1]
 
 
 def forget() -> None:
     """Probe again next time (in tests)."""
-    global _probed
-    with _lock:
-        _probed = None
+    PROBE.forget()
 
 
 def _alive(pid: int) -> bool:

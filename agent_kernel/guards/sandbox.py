@@ -30,7 +30,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +37,7 @@ from typing import Any
 
 from agent_kernel.core.redaction import secret_name
 from agent_kernel.guards import seccomp
+from agent_kernel.guards.probe import MachineProbe
 
 # Passed through from the kernel's environment when set; nothing else is.
 ALLOWED_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES",
@@ -52,10 +52,6 @@ SECCOMP_FD = "{seccomp-fd}"
 SECCOMP_FD_NETWORK = "{seccomp-fd network}"
 """The same, for the filter of a command with the network (``program(network=True)``)."""
 _FILTERS = {SECCOMP_FD: False, SECCOMP_FD_NETWORK: True}
-
-_lock = threading.RLock()
-_probed: tuple[str | None, str] | None = None
-
 
 def _probe() -> tuple[str | None, str]:
     found = shutil.which("bwrap")
@@ -74,47 +70,46 @@ def _probe() -> tuple[str | None, str]:
     return found, ""
 
 
+BUBBLEWRAP: MachineProbe[tuple[str | None, str]] = MachineProbe(_probe)
+"""A ``bwrap`` that can start our sandbox here, or why not: one machine, one answer for
+every agent of the process (:mod:`agent_kernel.guards.probe`)."""
+
+
 def find_bubblewrap() -> str | None:
     """The path of a ``bwrap`` that can start our sandbox here, or None (probed once)."""
-    global _probed
-    with _lock:
-        if _probed is None:
-            _probed = _probe()
-        return _probed[0]
+    return BUBBLEWRAP.get()[0]
 
 
 def unavailable_reason() -> str:
     """Why :func:`find_bubblewrap` found nothing usable ("" when it did)."""
-    find_bubblewrap()
-    return _probed[1] if _probed else ""
+    return BUBBLEWRAP.get()[1]
 
 
 def forget() -> None:
     """Probe again next time (after installing bubblewrap, or in tests)."""
-    global _probed, _sizes_tmpfs
-    with _lock:
-        _probed = None
-        _sizes_tmpfs = None
+    BUBBLEWRAP.forget()
+    SIZES_TMPFS.forget()
 
 
-_sizes_tmpfs: bool | None = None
+def _sizes_tmpfs() -> bool:
+    bwrap = find_bubblewrap()
+    if bwrap is None:
+        return False
+    try:
+        said = subprocess.run([bwrap, "--help"], capture_output=True, timeout=10,
+                              stdin=subprocess.DEVNULL, env={})
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--size" in said.stdout + said.stderr
+
+
+SIZES_TMPFS: MachineProbe[bool] = MachineProbe(_sizes_tmpfs)
+"""Whether this machine's bubblewrap has ``--size`` for a tmpfs."""
 
 
 def sizes_tmpfs() -> bool:
     """Whether this bubblewrap has ``--size`` for a tmpfs (0.6 and later do)."""
-    global _sizes_tmpfs
-    bwrap = find_bubblewrap()
-    if bwrap is None:
-        return False
-    with _lock:
-        if _sizes_tmpfs is None:
-            try:
-                said = subprocess.run([bwrap, "--help"], capture_output=True, timeout=10,
-                                      stdin=subprocess.DEVNULL, env={})
-                _sizes_tmpfs = b"--size" in said.stdout + said.stderr
-            except (OSError, subprocess.TimeoutExpired):
-                _sizes_tmpfs = False
-        return _sizes_tmpfs
+    return SIZES_TMPFS.get()
 
 
 def start(argv: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:

@@ -18,10 +18,14 @@ import logging
 import queue
 import threading
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.core.events import Event, RunFinished, RunStarted
 from agent_kernel.core.ledger import new_id
+
+if TYPE_CHECKING:
+    from agent_kernel.engine.registry import ToolHost
+    from agent_kernel.memory.service import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +33,7 @@ log = logging.getLogger(__name__)
 class HistoryWriter:
     """Records user prompts and final replies of one agent's runs."""
 
-    def __init__(self, agent: Any, store: Any) -> None:
+    def __init__(self, agent: ToolHost, store: MemoryStore) -> None:
         self.agent = agent
         self.store = store
         self.conversation_id = new_id("conv")

@@ -51,7 +51,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from lancedb.table import Table
+
+    from agent_kernel.memory.embeddings import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -130,15 +135,15 @@ class Tables(Protocol):
 
     path: Path
     rw: ReadWriteLock
-    embedder: Any
+    embedder: Embedder | None
     index_threshold: int
     has_vector_index: bool
 
-    def memories(self) -> Any: ...
+    def memories(self) -> Table: ...
 
-    def history_if_open(self) -> Any: ...
+    def history_if_open(self) -> Table | None: ...
 
-    def refresh_indices(self, table: Any) -> None: ...
+    def refresh_indices(self, table: Table) -> None: ...
 
 
 class Housekeeper:
@@ -293,7 +298,7 @@ class Housekeeper:
             self._thread.join(timeout)
 
 
-def _vector_index_stale(table: Any, rows: int) -> bool:
+def _vector_index_stale(table: Table, rows: int) -> bool:
     """True when the table has more than doubled since the vector index was trained.
 
     The trained segment is the first one: the rows folded in later as delta
@@ -320,7 +325,7 @@ def segments_to_merge(sizes: list[int], ratio: int = MERGE_RATIO) -> int:
     return count if count >= 2 else 0
 
 
-def vector_segments(table: Any) -> tuple[str, list[int]] | None:
+def vector_segments(table: Table) -> tuple[str, list[int]] | None:
     """The vector index's name and its segments' row counts, oldest first."""
     for index in table.list_indices():
         if "vector" in index.columns and index.index_type != "FTS":
@@ -330,7 +335,7 @@ def vector_segments(table: Any) -> tuple[str, list[int]] | None:
     return None
 
 
-def _merge_vector_segments(table: Any) -> int:
+def _merge_vector_segments(table: Table) -> int:
     """Merge the newest vector index segments when due; returns how many were merged."""
     found = vector_segments(table)
     if found is None:
@@ -343,7 +348,7 @@ def _merge_vector_segments(table: Any) -> int:
     return count
 
 
-def _scalar_indices(table: Any) -> None:
+def _scalar_indices(table: Table) -> None:
     """Indices for the prefilters every search runs (agent, time): ~40% off a query."""
     from lancedb.index import Bitmap, BTree
 

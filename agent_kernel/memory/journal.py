@@ -56,7 +56,7 @@ def line_id(line: bytes) -> str:
     return "hist_" + hashlib.blake2b(line.rstrip(b"\n"), digest_size=12).hexdigest()
 
 
-def _stamp(moment: Any) -> str:
+def _stamp(moment: datetime | float) -> str:
     at = moment if isinstance(moment, datetime) else datetime.fromtimestamp(
         float(moment), timezone.utc)
     return at.astimezone(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")

@@ -19,6 +19,13 @@ _registered = False
 _lock = threading.Lock()
 
 
+def embedder_of(function: object) -> Embedder | None:
+    """The embedder behind one of our registered LanceDB functions (None for another's)."""
+    method = getattr(function, "embedder", None)
+    made = method() if callable(method) else None
+    return made if isinstance(made, Embedder) else None
+
+
 def register_functions() -> None:
     """Register both embedders with LanceDB's registry (once per process)."""
     global _registered
@@ -43,7 +50,7 @@ def register_functions() -> None:
             def ndims(self) -> int:
                 return 384
 
-            def generate_embeddings(self, texts: Any, *args: Any, **kwargs: Any) -> list[Any]:
+            def generate_embeddings(self, texts: Any, *args: object, **kwargs: object) -> list[Any]:
                 return list(self.embedder().embed([str(t) for t in texts]))
 
         class AgentKernelLiteLLM(TextEmbeddingFunction):
@@ -60,7 +67,7 @@ def register_functions() -> None:
             def ndims(self) -> int:
                 return self.embedder().dim
 
-            def generate_embeddings(self, texts: Any, *args: Any, **kwargs: Any) -> list[Any]:
+            def generate_embeddings(self, texts: Any, *args: object, **kwargs: object) -> list[Any]:
                 return list(self.embedder().embed([str(t) for t in texts]))
 
         registry = get_registry()

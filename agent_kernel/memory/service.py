@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.core.redaction import redact_text
 from agent_kernel.memory import filters, markdown
@@ -30,6 +30,9 @@ from agent_kernel.memory.filters import (
     parse_time,
 )
 from agent_kernel.memory.journal import HistoryJournal
+
+if TYPE_CHECKING:
+    from agent_kernel.engine.registry import ToolHost
 
 MEMORY_COLUMNS = ["id", "agent_id", "content", "tags", "created_at", "run_id", "long_term"]
 _STORES: dict[tuple[str, str | None], MemoryStore] = {}
@@ -43,7 +46,7 @@ def new_memory_id(at: datetime) -> str:
     return f"mem_{at:%Y%m%d_%H%M%S}_{secrets.token_hex(4)}"
 
 
-def iso(moment: Any) -> str:
+def iso(moment: object) -> str:
     """ISO 8601 in UTC with a trailing Z."""
     text: str = moment.isoformat(timespec="seconds") if hasattr(moment, "isoformat") else str(
         moment)
@@ -113,7 +116,7 @@ class MemoryStore:
                                   agent_id=agent_id, run_id=run_id)[0]
 
     def remember_many(self, items: Sequence[dict[str, Any]], *, agent_id: str,
-                      run_id: str | None = None, vectors: Any = None,
+                      run_id: str | None = None, vectors: object = None,
                       mirror: bool | None = None) -> list[dict[str, Any]]:
         """Store several memories in one batch (one embedding call, one table write).
 
@@ -308,3 +311,14 @@ class MemoryStore:
         """Run housekeeping now (history ingested, vector index when due, compaction, ...)."""
         self.ingest_history()
         return self.tables.housekeeping.maintain()
+
+
+def store_of(agent: ToolHost) -> MemoryStore:
+    """The agent's memory store (``agent.services.memory``), made for its workspace on first
+    use. Raises TypeError when something other than a :class:`MemoryStore` was put there."""
+    store = agent.services.memory
+    if store is None:
+        store = agent.services.memory = MemoryStore.for_workspace(agent.workspace.root)
+    if not isinstance(store, MemoryStore):
+        raise TypeError(f"agent.services.memory is a {type(store).__name__}, not a MemoryStore")
+    return store

@@ -24,13 +24,17 @@ import threading
 from collections.abc import Coroutine
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_kernel.core.safe_open import folder_fd
 from agent_kernel.memory.embeddings import ENV_VAR, Embedder, LiteLLMEmbedder, resolve_embedder
 from agent_kernel.memory.filters import quote
 from agent_kernel.memory.housekeeping import Housekeeper, ReadWriteLock
-from agent_kernel.memory.registry import function_for, register_functions
+from agent_kernel.memory.registry import embedder_of, function_for, register_functions
+
+if TYPE_CHECKING:
+    from lancedb.db import DBConnection
+    from lancedb.table import AsyncTable, Table
 
 log = logging.getLogger(__name__)
 
@@ -124,19 +128,19 @@ class LanceTables:
         self.rw = ReadWriteLock()
         self.notice: str | None = None
         self.embedder: Embedder | None = None
-        self._db: Any = None
-        self._memories: Any = None
-        self._history: Any = None
+        self._db: DBConnection | None = None
+        self._memories: Table | None = None
+        self._history: Table | None = None
         self._open_lock = threading.Lock()
         self._session: Any = None
-        self._async_memories: Any = None
+        self._async_memories: AsyncTable | None = None
         self._schema: Any = None
         self.has_fts = False
         self.has_vector_index = False
         self.housekeeping = Housekeeper(self)
 
     # -- opening ------------------------------------------------------------
-    def db(self) -> Any:
+    def db(self) -> DBConnection:
         """The LanceDB connection (strongly consistent reads)."""
         if self._db is None:
             lancedb = _lancedb()
@@ -147,7 +151,7 @@ class LanceTables:
                                        session=self._session)
         return self._db
 
-    async def _ranked_table(self) -> Any:
+    async def _ranked_table(self) -> AsyncTable:
         """An async handle on ``memories`` (same session), for the ranked searches."""
         if self._async_memories is None:
             import lancedb
@@ -157,7 +161,7 @@ class LanceTables:
             self._async_memories = await db.open_table(MEMORIES)
         return self._async_memories
 
-    def memories(self) -> Any:
+    def memories(self) -> Table:
         """The ``memories`` table, created on first use with the configured embedder."""
         if self._memories is not None:
             return self._memories
@@ -166,7 +170,7 @@ class LanceTables:
                 self._memories = self._open_memories()
         return self._memories
 
-    def _open_memories(self) -> Any:
+    def _open_memories(self) -> Table:
         db = self.db()
         resolution = resolve_embedder(self.embedding_setting, self.api_base)
         if MEMORIES in _table_names(db):
@@ -198,7 +202,7 @@ class LanceTables:
             self._create_fts(table)
         return table
 
-    def _table_embedder(self, table: Any, configured: Embedder | None) -> Embedder | None:
+    def _table_embedder(self, table: Table, configured: Embedder | None) -> Embedder | None:
         """The embedder the table was built with; a different setting is reported, not used."""
         if "vector" not in table.schema.names:
             return None
@@ -209,7 +213,9 @@ class LanceTables:
         conf = functions.get("vector")
         if conf is None:
             return configured
-        embedder = conf.function.embedder()
+        embedder = embedder_of(conf.function)
+        if embedder is None:  # a function not of ours: as if the table named none
+            return configured
         explicit = self.embedding_setting or os.environ.get(ENV_VAR)
         if explicit and configured is not None and configured.name != embedder.name:
             self.notice = (f"the memory table was built with {embedder.name}; the configured "
@@ -218,7 +224,7 @@ class LanceTables:
             embedder.api_base = self.api_base
         return embedder
 
-    def _create_fts(self, table: Any) -> None:
+    def _create_fts(self, table: Table) -> None:
         from lancedb.index import FTS
 
         try:
@@ -227,18 +233,18 @@ class LanceTables:
             log.debug("FTS index not created: %s", exc)
         self.refresh_indices(table)
 
-    def refresh_indices(self, table: Any) -> None:
+    def refresh_indices(self, table: Table) -> None:
         """Note which indices the table has now."""
         indices = table.list_indices()
         self.has_fts = any(i.index_type == "FTS" for i in indices)
         self.has_vector_index = any("vector" in i.columns and i.index_type != "FTS"
                                     for i in indices)
 
-    def history_if_open(self) -> Any:
+    def history_if_open(self) -> Table | None:
         """The ``history`` table if this process has opened it, else None."""
         return self._history
 
-    def history(self) -> Any:
+    def history(self) -> Table:
         """The ``history`` table, created on first use."""
         if self._history is None:
             with self._open_lock:
@@ -278,7 +284,7 @@ class LanceTables:
             found.update(self.scan(table, f"id IN ({chunk})", ["id"]).column("id").to_pylist())
         return found
 
-    def add_memories(self, rows: list[dict[str, Any]], vectors: Any) -> None:
+    def add_memories(self, rows: list[dict[str, Any]], vectors: object) -> None:
         """Append rows (and their vectors, an ``(n, dim)`` array) in one columnar write."""
         import numpy as np
         import pyarrow as pa
@@ -301,7 +307,7 @@ class LanceTables:
         self.housekeeping.touch()
 
     # -- searching -------------------------------------------------------------
-    def search(self, text: str, vector: Any, where: str | None, limit: int,
+    def search(self, text: str, vector: object, where: str | None, limit: int,
                columns: list[str]) -> list[dict[str, Any]]:
         """Rows for a query, best first, each with ``score``; filters apply before ranking.
 
@@ -332,7 +338,7 @@ class LanceTables:
         best = sorted(scores, key=lambda key: -scores[key])[:limit]
         return [{**_strip(rows[key]), "score": scores[key]} for key in best]
 
-    async def _ranked(self, text: str | None, vector: Any, where: str | None, limit: int,
+    async def _ranked(self, text: str | None, vector: object, where: str | None, limit: int,
                       columns: list[str]) -> tuple[list[dict[str, Any]] | None,
                                                    list[dict[str, Any]] | None]:
         """The vector search and the full-text search (each when asked), run concurrently."""
@@ -345,8 +351,8 @@ class LanceTables:
                 query = query.ef(128).refine_factor(4)
             vector_rows = _rows(query, where, [*columns, "_distance"], limit)
         if text is not None:
-            query = table.query().nearest_to_text(text, columns="content")
-            text_rows = _rows(query, where, [*columns, "_score"], limit)
+            text_query = table.query().nearest_to_text(text, columns="content")
+            text_rows = _rows(text_query, where, [*columns, "_score"], limit)
         if vector_rows is not None and text_rows is not None:
             found = await asyncio.gather(vector_rows, text_rows)
             return found[0], found[1]
@@ -354,7 +360,7 @@ class LanceTables:
             return await vector_rows, None
         return None, await text_rows  # type: ignore[misc]
 
-    def scan(self, table: Any, where: str | None, columns: list[str]) -> Any:
+    def scan(self, table: Table, where: str | None, columns: list[str]) -> Any:
         """Every row matching ``where`` as an Arrow table (no ranking)."""
         with self.rw.reading():
             query = table.search().select(columns)
@@ -375,7 +381,7 @@ def _strip(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if not k.startswith("_") and k != "vector"}
 
 
-def _table_names(db: Any) -> list[str]:
+def _table_names(db: DBConnection) -> list[str]:
     listed = db.list_tables()
     names = getattr(listed, "tables", listed)
     return list(names)

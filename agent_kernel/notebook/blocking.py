@@ -89,7 +89,7 @@ def _route_to_named_subshells() -> Any:
     if base is None or original is None:
         return None
 
-    def route(self: Any, data: Any, default: str | None) -> str | None:
+    def route(self: Any, data: object, default: str | None) -> str | None:
         chosen: str | None = original(self, data, default)
         return default if default is not None else chosen
 

@@ -36,12 +36,17 @@ from typing import TYPE_CHECKING, Any
 
 from agent_kernel.core.events import Question, QuestionAnswered
 from agent_kernel.notebook.cells import LiveOutput, in_cell, outcome_bundle
+from agent_kernel.triggers import existing_scheduler
 from agent_kernel.views.board import board_bundle, one_line, snapshot
 from agent_kernel.views.safe_html import esc
 from agent_kernel.views.trigger_panel import local_time
 
 if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
+
+    from agent_kernel.notebook.magics import AgentMagics
     from agent_kernel.notebook.requests import TeamRequest
+    from agent_kernel.team.team import Team
 
 UPDATES_PER_SECOND = 2
 REFRESH_SECONDS = 30.0
@@ -63,7 +68,7 @@ def _now_text() -> str:
 class TeamBoard:
     """A static, self-updating board of one :class:`~agent_kernel.team.Team`."""
 
-    def __init__(self, team: Any) -> None:
+    def __init__(self, team: Team) -> None:
         self.team = team
         self.supervisor = team.supervisor
         self.controls: BoardControls | None = None
@@ -82,7 +87,7 @@ class TeamBoard:
     def _listen_to_triggers(self) -> None:
         """Follow the desk's scheduler once it exists (made by the first trigger)."""
         desk = self.supervisor.desk
-        scheduler = desk.services.get("triggers") if desk is not None else None
+        scheduler = existing_scheduler(desk) if desk is not None else None
         if scheduler is not None and scheduler is not self._scheduler:
             self._scheduler = scheduler
             scheduler.listeners.append(self.changed)
@@ -98,10 +103,10 @@ class TeamBoard:
         """The static bundle: ``text/html`` and ``text/plain``; never a widget."""
         return board_bundle(self.state())
 
-    def _repr_mimebundle_(self, **_kwargs: Any) -> dict[str, str]:
+    def _repr_mimebundle_(self, **_kwargs: object) -> dict[str, str]:
         return self.bundle()
 
-    def show(self, controls: bool = False, channel: Any = None) -> None:
+    def show(self, controls: bool = False, channel: object = None) -> None:
         """Display the board (and its controls when a person can click) in this cell.
 
         With ``channel`` (our extension's), the extension draws the controls; otherwise
@@ -121,11 +126,11 @@ class TeamBoard:
         self._schedule_refresh()
 
     # -- updates --------------------------------------------------------------------
-    def _on_teller_event(self, event: Any) -> None:
+    def _on_teller_event(self, event: object) -> None:
         if isinstance(event, (Question, QuestionAnswered)):
             self.changed()
 
-    def changed(self, *_what: Any) -> None:
+    def changed(self, *_what: object) -> None:
         """Called by the supervisor (a task) or the desk's scheduler (a trigger)."""
         self._listen_to_triggers()
         if self.controls is not None:
@@ -212,7 +217,7 @@ class BoardControls:
         self.rows: dict[str, tuple[str, str]] = {}
         """Row id (a task's or a trigger's) -> (op, label); op is ``cancel`` or ``stop``."""
         self.outcomes: list[str] = []
-        self.handle: Any = None
+        self.handle: DisplayHandle | None = None
         self.live = True
         """False once a newer board holds the controls."""
 
@@ -229,7 +234,7 @@ class BoardControls:
         for task in [t for t in sup.tasks.values() if t.status == "held"]:
             rows[task.id] = ("cancel", f"{task.role} · priority {task.priority} · held: "
                                        f"{one_line(task.prompt, 60)}")
-        scheduler = sup.desk.services.get("triggers") if sup.desk is not None else None
+        scheduler = existing_scheduler(sup.desk) if sup.desk is not None else None
         for trigger in [*scheduler.active(), *scheduler.pending()] if scheduler else []:
             rows[trigger.id] = ("cancel", f"trigger · {trigger.schedule_text()}: "
                                           f"{one_line(trigger.prompt, 60)}")
@@ -277,7 +282,7 @@ class BoardControls:
         """Display the controls as an output of their own."""
         raise NotImplementedError
 
-    def _update(self, what: Any, raw: bool) -> None:
+    def _update(self, what: object, raw: bool) -> None:
         if self.handle is not None:
             with in_cell(self.board.output.cell):
                 self.handle.update(what, raw=raw)
@@ -391,7 +396,7 @@ def _team_action(request: TeamRequest) -> tuple[bool, str]:
     return done, "" if done else line
 
 
-def agent_team(agent_magics: Any, line: str) -> None:
+def agent_team(agent_magics: AgentMagics, line: str) -> None:
     """``%agent_team [--text] | cancel ID | stop ID``."""
     session = getattr(agent_magics, "_team", None)
     if session is None:

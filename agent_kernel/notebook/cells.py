@@ -16,9 +16,12 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.views.safe_html import esc
+
+if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
 
 
 def display_pub() -> Any:
@@ -65,7 +68,7 @@ class LiveOutput:
     def __init__(self, bundle: Callable[[], dict[str, Any]], per_second: float) -> None:
         self.bundle = bundle
         self.per_second = per_second
-        self.handle: Any = None
+        self.handle: DisplayHandle | None = None
         """The display handle (None until :meth:`show`)."""
         self.cell: dict[str, Any] | None = None
         self.updates = 0

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import importlib
 import importlib.util
 import re
@@ -27,14 +28,21 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
+from traitlets.utils.bunch import Bunch
 
 from agent_kernel.notebook.frontend import FrontendProbe
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel.app import Agent
+    from agent_kernel.notebook.widgets import WidgetView
 
 # IPython 9 types its magic markers as "the function or a decorator"; given a name,
 # the marker is the decorator (the method cannot be called ``agent``: that is a property).
@@ -44,11 +52,9 @@ _AGENT_MAGIC = cast(Callable[[Callable[..., None]], Callable[..., None]],
 # Feature modules that add their own magics: each defines load(ipython, agent_magics).
 MAGIC_MODULES = ("agent_kernel.notebook.memory_magics", "agent_kernel.notebook.trigger_magics")
 
-_TASKS: set[asyncio.Task[Any]] = set()
 # Traits that are the session agent's Settings (trait name -> Settings field).
 _SETTINGS = {"tool_timeout": "tool_timeout", "max_tool_calls": "max_tool_calls",
              "headless_approval": "headless_approval", "api_base": "api_base"}
-_CURRENT: AgentMagics | None = None
 _NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _LEADING_OPTIONS = re.compile(
     r"^\s*((?:--(?:wait|new|team|single)\b\s*|--model(?:=|\s+)\S+\s*)*)(.*)$", re.S)
@@ -99,30 +105,39 @@ class AgentMagics(Magics, Configurable):
     redact_patterns = List(Unicode(), help="More regular expressions whose matches are "
                            "redacted from the ledger, memory and saved outputs.").tag(config=True)
 
-    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+    def __init__(self, shell: Any = None, **kwargs: object) -> None:
         super().__init__(shell=shell, **kwargs)
-        self._add_redact_patterns({"new": self.redact_patterns})
+        self._add_redact_patterns(Bunch(new=self.redact_patterns))
         self.observe(self._add_redact_patterns, names=["redact_patterns"])
         self.observe(self._warm_up_for, names=["model"])
         self.observe(self._settings_changed, names=list(_SETTINGS))
-        self._agent: Any = None
+        from agent_kernel.engine.registry import user_tools
+
+        self.user_tools = user_tools()
+        """The ``@tool`` functions of this session (the interpreter's, in a kernel)."""
+        self.tasks: set[asyncio.Task[Any]] = set()
+        """This session's background ``%agent`` runs (what ``%agent_wait`` waits for)."""
+        self.loaded = False
+        """True from ``%load_ext`` until ``%unload_ext``: :func:`current` is this session."""
+        self._agent: Agent | None = None
         self._team: Any = None
         self.probe = FrontendProbe()
         self.last_result: Any = None
         self.views: list[Any] = []
 
-    def _settings_changed(self, change: Any) -> None:
+    def _settings_changed(self, change: Bunch) -> None:
         """``%config AgentMagics.tool_timeout = 60`` and the like: the agent follows at once."""
         if self._agent is None:
             return
         import dataclasses
 
         name = _SETTINGS[change["name"]]
-        value = change["new"] if change["name"] != "api_base" else (change["new"] or None)
-        self._agent.settings = dataclasses.replace(self._agent.settings, **{name: value})
+        changed: dict[str, Any] = {name: change["new"] if change["name"] != "api_base"
+                                   else (change["new"] or None)}
+        self._agent.settings = dataclasses.replace(self._agent.settings, **changed)
 
     @staticmethod
-    def _warm_up_for(change: Any) -> None:
+    def _warm_up_for(change: Bunch) -> None:
         """A model that needs litellm was chosen: start its import in the background."""
         from agent_kernel.core.config import DEMO_MODEL
         from agent_kernel.engine.models import llm
@@ -131,7 +146,9 @@ class AgentMagics(Magics, Configurable):
             llm.warm_up()
 
     @staticmethod
-    def _add_redact_patterns(change: Any) -> None:
+    def _add_redact_patterns(change: Bunch) -> None:
+        """Mask the person's patterns in everything the process saves: redaction is
+        process-wide on purpose (see :mod:`agent_kernel.core.redaction`)."""
         from agent_kernel.core.redaction import add_pattern
 
         for pattern in change["new"] or ():
@@ -143,7 +160,7 @@ class AgentMagics(Magics, Configurable):
 
     # -- the agent ------------------------------------------------------------
     @property
-    def agent(self) -> Any:
+    def agent(self) -> Agent:
         """This session's Agent, made on first use."""
         if self._agent is None:
             from agent_kernel.app import Agent
@@ -153,7 +170,7 @@ class AgentMagics(Magics, Configurable):
                                 headless_approval=self.headless_approval,
                                 api_base=self.api_base or None)
             self._agent = Agent(model=self.model, workspace=self.workspace or None,
-                                settings=settings)
+                                settings=settings, user_tools=self.user_tools)
         return self._agent
 
     def frontend_live(self) -> bool:
@@ -204,9 +221,28 @@ class AgentMagics(Magics, Configurable):
                 return
             from agent_kernel.notebook.team_magics import start_team
 
-            start_team(self, prompt, new=args.new, wait=args.wait, tasks=_TASKS)
+            start_team(self, prompt, new=args.new, wait=args.wait, tasks=self.tasks)
             return
         self.start(prompt, model=args.model, new=args.new, wait=args.wait)
+
+    def track(self, task: asyncio.Task[Any]) -> None:
+        """Count ``task`` among this session's background runs until it ends."""
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def wait_all(self, timeout: float | None = None) -> list[Any]:
+        """Await every background run this session started; their results, in order done."""
+        results: list[Any] = []
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            tasks = [t for t in self.tasks if t is not asyncio.current_task()]
+            if not tasks:
+                return results
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            done, _pending = await asyncio.wait(tasks, timeout=left)
+            results.extend(t.result() for t in done if not t.cancelled())
+            if deadline is not None and time.monotonic() >= deadline:
+                return results
 
     def start(self, prompt: str, *, model: str | None = None, new: bool = False,
               wait: bool = False) -> asyncio.Task[Any] | None:
@@ -220,10 +256,8 @@ class AgentMagics(Magics, Configurable):
         except Exception as exc:  # a bad workspace or setting: say so, no traceback
             print(f"agent-kernel: could not create the agent: {exc}", file=sys.stderr)
             return None
-        from agent_kernel.engine.registry import USER_TOOLS
-
-        for user_tool in USER_TOOLS.values():  # @tool functions defined since the agent was made
-            if user_tool.name not in agent.registry:
+        for user_tool in self.user_tools.tools():  # @tool functions defined since the agent
+            if user_tool.name not in agent.registry:  # was made
                 agent.registry.add(user_tool)
         run_id = new_id("run")
         try:
@@ -244,16 +278,15 @@ class AgentMagics(Magics, Configurable):
         self.views = [*self.views[-20:], view]
         view.show()
         task = loop.create_task(self._guarded(agent, view, prompt, model, new, run_id))
-        _TASKS.add(task)
-        task.add_done_callback(_TASKS.discard)
+        self.track(task)
         if wait or not live:  # headless clients record only the running cell's output
             from agent_kernel.notebook.blocking import wait_blocking
 
             wait_blocking(task)
         return task
 
-    async def _guarded(self, agent: Any, view: Any, prompt: str, model: str | None, new: bool,
-                       run_id: str) -> Any:
+    async def _guarded(self, agent: Agent, view: WidgetView, prompt: str, model: str | None,
+                       new: bool, run_id: str) -> Any:
         """Run one prompt; any failure ends in the view as a message, never a traceback."""
         attached = False
         try:
@@ -274,7 +307,7 @@ class AgentMagics(Magics, Configurable):
                 agent.questions.detach_answerer()
             view.finish()
 
-    def _run_in_terminal(self, agent: Any, prompt: str, model: str | None, new: bool,
+    def _run_in_terminal(self, agent: Agent, prompt: str, model: str | None, new: bool,
                          run_id: str) -> None:
         """Run with the text view; in terminal IPython questions are asked on stdin."""
         from agent_kernel.notebook.blocking import wait_blocking
@@ -375,7 +408,7 @@ class AgentMagics(Magics, Configurable):
         from agent_kernel.notebook.blocking import wait_blocking
 
         timeout = float(line) if line.strip() else None
-        wait_blocking(wait_all(timeout))
+        wait_blocking(self.wait_all(timeout))
 
     @line_magic
     def agent_team(self, line: str = "") -> None:
@@ -403,36 +436,33 @@ def _model_ok(model: str) -> bool:
 
 
 async def wait_all(timeout: float | None = None) -> list[Any]:
-    """Await every background run started by the magics (use ``await`` in a later cell)."""
-    results: list[Any] = []
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        tasks = [t for t in _TASKS if t is not asyncio.current_task()]
-        if not tasks:
-            return results
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        done, _pending = await asyncio.wait(tasks, timeout=left)
-        results.extend(t.result() for t in done if not t.cancelled())
-        if deadline is not None and time.monotonic() >= deadline:
-            return results
+    """Await every background run started by this kernel's magics (use ``await`` in a
+    later cell); :meth:`AgentMagics.wait_all` for one session's."""
+    return await current().wait_all(timeout)
 
 
-def current() -> AgentMagics:
-    """The loaded AgentMagics (after ``%load_ext agent_kernel``)."""
-    if _CURRENT is None:
+def current(ipython: object = None) -> AgentMagics:
+    """The AgentMagics loaded into ``ipython`` (the running shell when None) by
+    ``%load_ext agent_kernel``; the shell owns it, so two shells have two."""
+    if ipython is None:
+        from IPython import get_ipython
+
+        ipython = get_ipython()
+    manager = getattr(ipython, "magics_manager", None)
+    found = manager.registry.get("AgentMagics") if manager is not None else None
+    if not isinstance(found, AgentMagics) or not found.loaded:
         raise RuntimeError("agent_kernel is not loaded: run %load_ext agent_kernel first")
-    return _CURRENT
+    return found
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: InteractiveShell) -> None:
     """Register the magics, warm litellm up if the model needs it, probe the frontend."""
-    global _CURRENT
     magics = AgentMagics(shell=ipython, config=ipython.config)
     ipython.register_magics(magics)
     cleanup = ipython.input_transformers_cleanup
     if protect_help_syntax not in cleanup:
         cleanup.insert(0, protect_help_syntax)
-    _CURRENT = magics
+    magics.loaded = True
     if getattr(ipython, "kernel", None) is not None and magics.interactive is None:
         magics.probe.send()
     for name in MAGIC_MODULES:
@@ -442,7 +472,7 @@ def load_ipython_extension(ipython: Any) -> None:
             found = False
         if found:
             importlib.import_module(name).load(ipython, magics)
-    magics._warm_up_for({"new": magics.model})  # demo needs no litellm: no warm-up
+    magics._warm_up_for(Bunch(new=magics.model))  # demo needs no litellm: no warm-up
     ahead = threading.Thread(target=_import_ahead, args=(getattr(ipython, "kernel", None)
                                                          is not None,),
                              name="agent-kernel-warm-agent", daemon=True)
@@ -462,9 +492,9 @@ def _import_ahead(widgets: bool) -> None:
         pass
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: InteractiveShell) -> None:
     """Stop listening; runs in progress are left to finish."""
-    global _CURRENT
-    _CURRENT = None
+    with contextlib.suppress(RuntimeError):
+        current(ipython).loaded = False
     if protect_help_syntax in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(protect_help_syntax)

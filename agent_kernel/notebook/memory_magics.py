@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.views.memory_table import MemoryTable
+
+if TYPE_CHECKING:
+
+    from agent_kernel.notebook.magics import AgentMagics
 
 USAGE = ("usage: %agent_memory [list [-n N] [--all]] | search QUERY [-n N] [--tag T] "
          "[--after ISO] [--before ISO] | forget MEMORY_ID ... | status")
@@ -50,7 +54,9 @@ def agent_memory(agent: Any, line: str) -> Any:
         return None
     from agent_kernel.memory.service import MemoryStore
 
-    store = agent.services.get("memory") or MemoryStore.for_workspace(agent.workspace.root)
+    held = agent.services.memory
+    store = held if isinstance(held, MemoryStore) else MemoryStore.for_workspace(
+        agent.workspace.root)
     try:
         if args.command == "search":
             rows = store.search(" ".join(args.query), agent_id=agent.agent_id,
@@ -81,7 +87,7 @@ def agent_memory(agent: Any, line: str) -> Any:
         return None
 
 
-def load(ipython: Any, agent_magics: Any) -> None:
+def load(ipython: Any, agent_magics: AgentMagics) -> None:
     """Register ``%agent_memory`` (nothing is opened until it is used)."""
     def magic(line: str) -> Any:
         return agent_memory(agent_magics.agent, line)

@@ -18,10 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.core.events import Notice
 from agent_kernel.views.team_summary import tree_bundle, tree_text
+
+if TYPE_CHECKING:
+    from agent_kernel.app import Agent
+    from agent_kernel.notebook.magics import AgentMagics
+    from agent_kernel.team.team import Team
 
 WORKING = {"text/html": '<div class="agent-kernel-team-tree"><b>Tasks:</b> the team is '
                         'working…</div>',
@@ -31,12 +36,12 @@ WORKING = {"text/html": '<div class="agent-kernel-team-tree"><b>Tasks:</b> the t
 class TeamSession:
     """The notebook's team and whether it is answering a prompt now."""
 
-    def __init__(self, team: Any) -> None:
+    def __init__(self, team: Team) -> None:
         self.team = team
         self.busy = False
 
 
-def session_team(agent_magics: Any) -> TeamSession | None:
+def session_team(agent_magics: AgentMagics) -> TeamSession | None:
     """The session's team (made or brought up to date); None after printing why not."""
     try:
         agent = agent_magics.agent
@@ -63,7 +68,7 @@ def session_team(agent_magics: Any) -> TeamSession | None:
     return session
 
 
-def follow(team: Any, agent: Any) -> None:
+def follow(team: Team, agent: Agent) -> None:
     """The team uses the session agent's current model and settings (later runs)."""
     team.supervisor.model, team.supervisor.settings = agent.model, agent.settings
     for member in (team.teller, team.supervisor.desk):
@@ -73,7 +78,7 @@ def follow(team: Any, agent: Any) -> None:
             member.settings = agent.settings
 
 
-def start_team(agent_magics: Any, prompt: str, *, new: bool = False, wait: bool = False,
+def start_team(agent_magics: AgentMagics, prompt: str, *, new: bool = False, wait: bool = False,
                tasks: set[asyncio.Task[Any]] | None = None) -> asyncio.Task[Any] | None:
     """Run ``prompt`` through the session's team, shown in this cell; returns the task
     (None when it ran synchronously or could not start)."""
@@ -125,7 +130,7 @@ def start_team(agent_magics: Any, prompt: str, *, new: bool = False, wait: bool 
     return task
 
 
-async def _guarded(agent_magics: Any, session: TeamSession, relay: Any, view: Any,
+async def _guarded(agent_magics: AgentMagics, session: TeamSession, relay: Any, view: Any,
                    summary: Any, prompt: str) -> Any:
     """Run one prompt through the team; any failure ends in the view as a message."""
     team, result, attached = session.team, None, False
@@ -158,7 +163,8 @@ async def _guarded(agent_magics: Any, session: TeamSession, relay: Any, view: An
             summary.update(tree_bundle(relay.tree(result)), raw=True)
 
 
-def _run_in_terminal(agent_magics: Any, session: TeamSession, relay: Any, prompt: str) -> None:
+def _run_in_terminal(agent_magics: AgentMagics, session: TeamSession, relay: Any,
+                     prompt: str) -> None:
     """Terminal IPython: the text view, questions on stdin, then the tree as text."""
     from agent_kernel.notebook.blocking import wait_blocking
     from agent_kernel.views.terminal import TerminalAnswerer

@@ -22,27 +22,34 @@ first trigger a run makes.
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel.notebook.magics import AgentMagics
+    from agent_kernel.triggers.model import Trigger
+    from agent_kernel.triggers.scheduler import TriggerScheduler
 
 USAGE = ("usage: %agent_triggers [--text] | %agent_triggers cancel TRIGGER_ID | "
          "%agent_triggers approve TRIGGER_ID")
 
 
-def _someone_can_click(agent_magics: Any) -> bool:
+def _someone_can_click(agent_magics: AgentMagics) -> bool:
     """The frontend answer without waiting (a run asking has waited for it already)."""
     if agent_magics.interactive is not None:
         return bool(agent_magics.interactive)
     return bool(agent_magics.probe.answered.is_set())
 
 
-def _extension(agent_magics: Any) -> Any:
+def _extension(agent_magics: AgentMagics) -> Any:
     """Our extension's channel when it draws the controls (else None: ipywidgets)."""
     probe = agent_magics.probe
     return probe if agent_magics.interactive is not False and probe.extension else None
 
 
-def _wiring(ipython: Any, agent_magics: Any) -> Any:
-    def wire(scheduler: Any) -> None:
+def _wiring(ipython: InteractiveShell, agent_magics: AgentMagics) -> Any:
+    def wire(scheduler: TriggerScheduler) -> None:
         if scheduler.namespace is None:
             scheduler.namespace = ipython.user_ns
         if not any(getattr(h, "_agent_kernel_card", False) for h in scheduler.on_created):
@@ -52,8 +59,8 @@ def _wiring(ipython: Any, agent_magics: Any) -> Any:
     return wire
 
 
-def _card_hook(scheduler: Any, agent_magics: Any) -> Any:
-    def show(trigger: Any) -> None:
+def _card_hook(scheduler: TriggerScheduler, agent_magics: AgentMagics) -> Any:
+    def show(trigger: Trigger) -> None:
         from agent_kernel.notebook.trigger_panel import TriggersPanel
 
         TriggersPanel(scheduler, [trigger.id]).show(controls=_someone_can_click(agent_magics),
@@ -63,7 +70,8 @@ def _card_hook(scheduler: Any, agent_magics: Any) -> Any:
     return show
 
 
-def session_scheduler(ipython: Any, agent_magics: Any, *, announce: bool = False) -> Any:
+def session_scheduler(ipython: InteractiveShell, agent_magics: AgentMagics, *,
+                      announce: bool = False) -> Any:
     """The session agent's scheduler, wired to this kernel and started when a loop runs."""
     from agent_kernel.triggers import scheduler_for
 
@@ -80,16 +88,16 @@ def session_scheduler(ipython: Any, agent_magics: Any, *, announce: bool = False
     return scheduler
 
 
-def _start_later(ipython: Any, agent_magics: Any) -> None:
+def _start_later(ipython: InteractiveShell, agent_magics: AgentMagics) -> None:
     """No loop runs yet (a startup file): start on the first cell, when the kernel's loop does."""
-    def once(*_args: Any) -> None:
+    def once(*_args: object) -> None:
         ipython.events.unregister("pre_run_cell", once)
         session_scheduler(ipython, agent_magics, announce=True)
 
     ipython.events.register("pre_run_cell", once)
 
 
-def agent_triggers(ipython: Any, agent_magics: Any, line: str) -> Any:
+def agent_triggers(ipython: InteractiveShell, agent_magics: AgentMagics, line: str) -> Any:
     """``%agent_triggers [--text] | cancel ID | approve ID``."""
     try:
         words = shlex.split(line)
@@ -134,7 +142,7 @@ def agent_triggers(ipython: Any, agent_magics: Any, line: str) -> Any:
     return None
 
 
-def _has_saved_triggers(agent_magics: Any) -> bool:
+def _has_saved_triggers(agent_magics: AgentMagics) -> bool:
     from agent_kernel.core.safe_open import names
     from agent_kernel.core.workspace import Workspace, WorkspaceError
     from agent_kernel.triggers.store import FOLDER
@@ -146,16 +154,17 @@ def _has_saved_triggers(agent_magics: Any) -> bool:
         return False
 
 
-def load(ipython: Any, agent_magics: Any) -> None:
+def load(ipython: Any, agent_magics: AgentMagics) -> None:
     """Register ``%agent_triggers`` and the wiring; restore saved triggers if there are any."""
-    from agent_kernel.triggers import WIRING
+    from agent_kernel.triggers import WIRING, existing_scheduler
 
     ipython.register_magic_function(lambda line: agent_triggers(ipython, agent_magics, line),
                                     "line", "agent_triggers")
     WIRING[:] = [w for w in WIRING if not getattr(w, "_agent_kernel_wiring", False)]
     WIRING.append(_wiring(ipython, agent_magics))
     existing = getattr(agent_magics, "_agent", None)
-    if existing is not None and "triggers" in existing.services:
-        _wiring(ipython, agent_magics)(existing.services["triggers"])
+    scheduler = existing_scheduler(existing) if existing is not None else None
+    if scheduler is not None:
+        _wiring(ipython, agent_magics)(scheduler)
     if _has_saved_triggers(agent_magics):
         session_scheduler(ipython, agent_magics, announce=True)

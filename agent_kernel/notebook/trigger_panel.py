@@ -39,6 +39,8 @@ from agent_kernel.views.safe_html import esc
 from agent_kernel.views.trigger_panel import local_time, panel_html, shown, text_table
 
 if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
+
     from agent_kernel.notebook.requests import TriggerRequest
     from agent_kernel.triggers.host import TriggerHost
     from agent_kernel.triggers.model import Trigger
@@ -93,10 +95,10 @@ class TriggersPanel:
         return {"text/html": panel_html(shown_now, now, running, earlier),
                 "text/plain": text_table(shown_now, now, running)}
 
-    def _repr_mimebundle_(self, **_kwargs: Any) -> dict[str, str]:
+    def _repr_mimebundle_(self, **_kwargs: object) -> dict[str, str]:
         return self.bundle()
 
-    def show(self, controls: bool = False, channel: Any = None) -> None:
+    def show(self, controls: bool = False, channel: object = None) -> None:
         """Display the table (and the controls when a person can click) in this cell.
 
         With ``channel`` (our extension's, see :mod:`agent_kernel.notebook.frontend`), the
@@ -159,7 +161,7 @@ class _Controls:
         self.panel = panel
         self.rows: dict[str, Any] = {}
         self.outcomes: list[str] = []
-        self.handle: Any = None
+        self.handle: DisplayHandle | None = None
         self.settled = False
 
     def _claim_live(self) -> None:
@@ -177,7 +179,7 @@ class _Controls:
     def _add_row(self, trigger: Trigger) -> None:
         raise NotImplementedError
 
-    def _remove_row(self, row: Any) -> None:
+    def _remove_row(self, row: object) -> None:
         raise NotImplementedError
 
     def _redraw(self) -> None:
@@ -360,7 +362,7 @@ class ExtensionControls(_Controls):
         self.rows[trigger.id] = (label, trigger.needs_approval)
         self._redraw()
 
-    def _remove_row(self, row: Any) -> None:
+    def _remove_row(self, row: object) -> None:
         pass
 
     def _redraw(self) -> None:

@@ -30,7 +30,7 @@ import asyncio
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
@@ -49,6 +49,9 @@ from agent_kernel.views.mime import Transcript, mime_bundle
 from agent_kernel.views.run_html import esc, outcome, question_text
 from agent_kernel.views.summaries import asked_by, question_label
 
+if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
+
 UPDATES_PER_SECOND = 4
 TICK_SECONDS = 1 / UPDATES_PER_SECOND
 ELAPSED_EVERY = 1.0
@@ -62,7 +65,7 @@ def _classed(widget: Any, *classes: str) -> Any:
     return widget
 
 
-def close_widget(widget: Any) -> None:
+def close_widget(widget: object) -> None:
     """Close a widget and the layout and style models it made, so none outlives its use."""
     for part in (getattr(widget, "layout", None), getattr(widget, "style", None), widget):
         if isinstance(part, w.Widget):
@@ -89,12 +92,12 @@ class QuestionControl:
     """The live controls of one question or approval, shown in their own output."""
 
     def __init__(self, event: Question, answer: Callable[[str], object],
-                 exact: Any = None) -> None:
+                 exact: object = None) -> None:
         """``event`` as shown (redacted); ``exact``: the approval's arguments as the tool will
         receive them (shown, secrets marked: see :mod:`.exact`)."""
         self.event = event
         self.deadline = time.monotonic() + event.timeout
-        self.handle: Any = None
+        self.handle: DisplayHandle | None = None
         self.settled = False
         approval = event.kind == "approval"
         if approval:
@@ -184,8 +187,8 @@ class WidgetView:
         self.stopped_by_person = False
         self.questions: dict[str, QuestionControl] = {}
         self.updates = 0
-        self._handle: Any = None
-        self._stop_handle: Any = None
+        self._handle: DisplayHandle | None = None
+        self._stop_handle: DisplayHandle | None = None
         self._parent: dict[str, Any] | None = None
         self._last_push = 0.0
         self._pending = False
@@ -326,7 +329,7 @@ class WidgetView:
             self._stop()
         return True
 
-    def _on_stop(self, _button: Any) -> None:
+    def _on_stop(self, _button: object) -> None:
         self.stop_button.disabled = True
         self.request_stop()
 

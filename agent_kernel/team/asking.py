@@ -17,12 +17,16 @@ import contextlib
 import json
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.core.safe_open import unlink
 from agent_kernel.core.statuses import AnswerSource
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.team.society import SocietyError, _read_json, _write_json
+
+if TYPE_CHECKING:
+    from agent_kernel.engine.agent import Agent
+    from agent_kernel.engine.questions import QuestionChannel
 
 FILE = "team/pending_question.json"
 MAX_BYTES = 64 * 1024
@@ -157,7 +161,7 @@ class NamedQuestions:
     Teller's channel, the one the notebook's run view answers, with the agent named in
     the question's ``details`` (``asked_by``, ``asked_by_role``, ``task_id``)."""
 
-    def __init__(self, channel: Any, agent: Any) -> None:
+    def __init__(self, channel: QuestionChannel, agent: Agent) -> None:
         self.channel = channel
         self.agent = agent
 
@@ -186,7 +190,7 @@ class NamedQuestions:
     async def ask(self, *, details: dict[str, Any] | None = None,
                   **question: Any) -> dict[str, str]:
         """Ask through the shared channel, saying who asks."""
-        task = self.agent.services.get("team_task")
+        task = self.agent.services.team_task
         named = {**(details or {}), "asked_by": self.agent.agent_id,
                  "asked_by_role": self.agent.role}
         if task is not None:

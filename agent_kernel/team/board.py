@@ -45,7 +45,7 @@ def task_fields(task: Task) -> dict[str, Any]:
             "parent_agent_id": task.parent_agent_id, "trace_id": task.trace_id}
 
 
-def task_record(task: Task, **fields: Any) -> dict[str, Any]:
+def task_record(task: Task, **fields: object) -> dict[str, Any]:
     """The body of a ledger record about ``task``: who, where in the tree, and ``fields``."""
     return {"agent_id": task.agent_id or task.parent_agent_id, **task_fields(task),
             "priority": task.priority, "type": task.type, "run_id": task.run_id, **fields}
@@ -157,7 +157,7 @@ class TaskBoard:
     def label(self, agent: Agent, task: Task) -> None:
         """``agent`` works on ``task``: its place in the tree goes on every ledger record
         the agent writes, and its tools find the task."""
-        agent.services["team_task"] = task
+        agent.services.team_task = task
         agent.ledger_fields = task_fields(task)
 
     def spawn(self, work: Coroutine[Any, Any, None], name: str | None = None
@@ -170,7 +170,7 @@ class TaskBoard:
         return made
 
     # -- the ledger ---------------------------------------------------------------------
-    async def record(self, kind: str, task: Task, **fields: Any) -> None:
+    async def record(self, kind: str, task: Task, **fields: object) -> None:
         """Write a task's record (its place in the tree included); a failure is a notice."""
         body = task_record(task, **fields)
         if self.ledger is None:
@@ -183,7 +183,7 @@ class TaskBoard:
             return
         self.bus.emit(LedgerRecorded(task.run_id or "team", made))
 
-    def record_now(self, kind: str, task: Task, **fields: Any) -> None:
+    def record_now(self, kind: str, task: Task, **fields: object) -> None:
         """Write a task's record from plain code; a failure is logged and the caller goes on."""
         if self.ledger is None:
             return
@@ -192,7 +192,7 @@ class TaskBoard:
         except Exception:
             log.exception("could not record %s of %s", kind, task.id)
 
-    def record_soon(self, kind: str, task: Task, **fields: Any) -> None:
+    def record_soon(self, kind: str, task: Task, **fields: object) -> None:
         """Write a task's record on the loop, or here when called from plain code."""
         try:
             asyncio.get_running_loop()

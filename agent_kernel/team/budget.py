@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.team.queue import task_of
+
 if TYPE_CHECKING:
     from agent_kernel.engine.agent import Agent
     from agent_kernel.team.board import TaskBoard
@@ -59,7 +61,7 @@ class Spent:
 
 
 class TeamBudget:
-    """The ``services["budget"]`` of every agent of one team."""
+    """The ``services.budget`` of every agent of one team."""
 
     def __init__(self, board: TaskBoard, limits: TeamLimits) -> None:
         self.board = board
@@ -102,8 +104,8 @@ class TeamBudget:
 
     async def before_call(self, agent: Agent, run_id: str) -> str | None:
         """None when ``agent`` may call its model; else why not (recorded once per tree)."""
-        task = agent.services.get("team_task")
-        tree_id = getattr(task, "tree_id", None)
+        task = task_of(agent)
+        tree_id = task.tree_id if task is not None else None
         found = self.refusal(tree_id)
         if found is None:
             return None
@@ -118,8 +120,8 @@ class TeamBudget:
     def spent(self, agent: Agent, run_id: str, usage: dict[str, int],
               cost: float | None) -> None:
         """Add one model response of ``agent`` to its tree's and the session's totals."""
-        task = agent.services.get("team_task")
-        tree_id = getattr(task, "tree_id", None)
+        task = task_of(agent)
+        tree_id = task.tree_id if task is not None else None
         if tree_id:
             self.trees.setdefault(tree_id, Spent()).add(usage, cost)
         self.session.add(usage, cost)

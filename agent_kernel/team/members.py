@@ -36,6 +36,7 @@ from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.registry import ToolError
 from agent_kernel.team.board import TaskBoard, TaskLife
 from agent_kernel.team.limits import TeamLimits
+from agent_kernel.team.queue import task_of
 from agent_kernel.team.roles import ROLE_NAMES, TELLER, WORKER, RoleTools, role_permits
 from agent_kernel.team.society import RoleStore, SocietyError, _read_json, _write_json, json_line
 
@@ -137,7 +138,7 @@ class MessageRecord:
                    createdAt=record["createdAt"], delivered=record.get("delivered") is True)
 
 
-def check_brief(brief: Any) -> dict[str, Any]:
+def check_brief(brief: object) -> dict[str, Any]:
     """Spec 004's task brief, or SocietyError naming every field that is missing or wrong."""
     if not isinstance(brief, dict):
         raise SocietyError("taskBrief must be an object with objective, constraints, inputs, "
@@ -204,7 +205,7 @@ def messages_text(messages: list[MessageRecord]) -> str:
     return "\n".join(parts)
 
 
-def shown_to_person(who: str, content: Any) -> str:
+def shown_to_person(who: str, content: object) -> str:
     """A message to ``"user"`` as the notice says it: the sender named by the team, then
     the body, every further line of it indented, so no line of the body starts a notice
     of its own ("Message from teller: ...")."""
@@ -331,10 +332,10 @@ class Society:
         """Live agents that can receive messages, by agent id."""
 
     # -- spawning -------------------------------------------------------------------
-    def spawn(self, caller: Agent, role_id: str, brief: Any) -> dict[str, str]:
+    def spawn(self, caller: Agent, role_id: str, brief: object) -> dict[str, str]:
         """Spec 004's ``spawn_agent``: ``{id, roleId, roleName}``, or ToolError saying why not."""
         board, limits = self.board, self.limits
-        parent_task = caller.services.get("team_task")
+        parent_task = task_of(caller)
         if parent_task is None:
             raise ToolError("spawn_agent works only for an agent working on a team task")
         try:
@@ -514,7 +515,7 @@ class Society:
                 await asyncio.wait_for(asyncio.shield(member.runner), 30)
 
     # -- messages ---------------------------------------------------------------------
-    async def send(self, sender: Agent, run_id: str, to: str, content: Any) -> dict[str, Any]:
+    async def send(self, sender: Agent, run_id: str, to: str, content: object) -> dict[str, Any]:
         """Spec 004's ``send_message``: ``from`` and ``taskId`` come from the sender."""
         try:
             size = len(json.dumps(content, ensure_ascii=False).encode("utf-8"))
@@ -537,7 +538,7 @@ class Society:
                                 guidance="Send to 'user' (the person), the agent that spawned "
                                          "you, or an id spawn_agent returned.")
         spawned = self.records.get(sender.agent_id)
-        task = sender.services.get("team_task")
+        task = task_of(sender)
         message = MessageRecord(
             id=new_id("msg"), sender=sender.agent_id, to=target, content=content,
             taskId=spawned.taskId if spawned is not None else (task.id if task else None),

@@ -24,7 +24,7 @@ import itertools
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.core.safe_open import (
     TooLarge,
@@ -37,6 +37,9 @@ from agent_kernel.core.safe_open import (
 from agent_kernel.core.statuses import TASK_STATUSES, TaskStatus
 from agent_kernel.core.unseen import with_tokens
 from agent_kernel.core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from agent_kernel.engine.registry import ToolHost
 
 DEFAULT_PRIORITY = 5
 FOLDER = "team/tasks"
@@ -134,6 +137,14 @@ class Task:
         if known.get("condition") is not None and not isinstance(known["condition"], dict):
             raise ValueError("condition must be an object or null")
         return cls(**known)
+
+
+def task_of(agent: ToolHost) -> Task | None:
+    """The team task ``agent`` works on (``agent.services.team_task``), or None."""
+    task = agent.services.team_task
+    if task is not None and not isinstance(task, Task):
+        raise TypeError(f"agent.services.team_task is a {type(task).__name__}, not a Task")
+    return task
 
 
 class TaskQueue:

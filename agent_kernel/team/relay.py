@@ -63,7 +63,7 @@ class TellerRelay:
         """The Teller's model."""
         return str(self.team.teller.model)
 
-    def _on_event(self, event: Any) -> None:
+    def _on_event(self, event: Event) -> None:
         if isinstance(event, RunStarted):
             self._current = event.run_id
             self._held = None

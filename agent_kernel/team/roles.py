@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 TELLER, PLANNER, WORKER = "teller", "planner", "worker"
 ROLE_NAMES = (TELLER, PLANNER, WORKER)
@@ -117,7 +116,7 @@ class RoleTools:
         self.role = role
         self.tools = frozenset(tools)
 
-    def __call__(self, role: str | None, tool: Any) -> bool:
+    def __call__(self, role: str | None, tool: object) -> bool:
         return getattr(tool, "name", None) in self.tools
 
     def refusal(self, role: str | None, name: str) -> str:
@@ -132,7 +131,7 @@ MAX_AGENT_NUMBER = 10**AGENT_NUMBER_DIGITS - 1
 _NUMBERED_ID = re.compile(rf"(planner|worker)-([1-9][0-9]{{0,{AGENT_NUMBER_DIGITS - 1}}})")
 
 
-def agent_number(agent_id: Any) -> int | None:
+def agent_number(agent_id: object) -> int | None:
     """The number of a built-in agent id, parsed whole: ``planner-<n>`` or ``worker-<n>``
     with ``n`` a plain decimal of 1 to 9 ASCII digits and no leading zero; None for
     anything else (``planner-1e9``, ``worker-007``, ``planner-12x``, a 20-digit number)."""
@@ -142,7 +141,7 @@ def agent_number(agent_id: Any) -> int | None:
     return int(found.group(2)) if found else None
 
 
-def looks_numbered(agent_id: Any) -> bool:
+def looks_numbered(agent_id: object) -> bool:
     """True for text that starts like a built-in agent id (whether or not it is one)."""
     return isinstance(agent_id, str) and agent_id.startswith((f"{PLANNER}-", f"{WORKER}-"))
 
@@ -154,7 +153,7 @@ def roles_for(name: str | None) -> frozenset[str] | None:
     return SPEC_MATRIX.get(name) or ASSIGNED.get(name) or OTHER_TOOLS
 
 
-def role_permits(role: str | None, tool: Any) -> bool:
+def role_permits(role: str | None, tool: object) -> bool:
     """The registry's permission hook: may an agent of ``role`` use ``tool``?"""
     if role is None or role not in ROLE_NAMES:
         return getattr(tool, "name", None) not in TEAM_ONLY
@@ -187,7 +186,7 @@ class TeamPermissions:
     """The permission hook of every agent outside a spawned role: :func:`role_permits`,
     with :func:`refusal` for the words the model is told."""
 
-    def __call__(self, role: str | None, tool: Any) -> bool:
+    def __call__(self, role: str | None, tool: object) -> bool:
         return role_permits(role, tool)
 
     def refusal(self, role: str | None, name: str) -> str | None:

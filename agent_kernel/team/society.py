@@ -286,7 +286,7 @@ def artifact_id(ref: str) -> str:
     return ident
 
 
-def check_artifact(type_: str, content: Any, meta: dict[str, Any] | None) -> None:
+def check_artifact(type_: str, content: object, meta: dict[str, Any] | None) -> None:
     """Raise SocietyError when an artifact's type, content or meta breaks a limit."""
     if not isinstance(type_, str) or not type_.strip():
         raise SocietyError("type cannot be empty")
@@ -322,7 +322,7 @@ class ArtifactStore:
     def __init__(self, workspace: Workspace) -> None:
         self.folder: Path = workspace.root / ARTIFACTS_FOLDER
 
-    def put(self, type_: str, content: Any, meta: dict[str, Any] | None,
+    def put(self, type_: str, content: object, meta: dict[str, Any] | None,
             created_by: str) -> str:
         """Store an artifact; returns its reference ``"artifact:<uuid>"``."""
         check_artifact(type_, content, meta)

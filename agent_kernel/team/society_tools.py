@@ -19,9 +19,14 @@ Spec 004's agents and messages (``spawn_agent``, ``terminate_agent``,
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
+from agent_kernel.team.tools import team_member
+
+if TYPE_CHECKING:
+    from agent_kernel.engine.agent import Agent
+    from agent_kernel.team.members import Society
 
 _HUGE = 2_000_000  # a bound on raw arguments; the society's own limits are tighter
 
@@ -135,15 +140,14 @@ TOOLS = [Tool(find_role_by_name, source="builtin"), Tool(create_role, source="bu
 # -- spec 004's agents and messages ---------------------------------------------------------
 
 
-def _society(ctx: ToolContext, name: str) -> Any:
-    """The team's society, or a ToolError saying the tool needs a team."""
-    team = ctx.agent.services.get("team")
-    if team is None:
-        raise ToolError(f"{name} works only inside a team (agent_kernel.Team): a single agent "
-                        "has no other agents to spawn, end or message",
-                        guidance="Do the work yourself, or run the request with a team "
-                                 "(%agent --team).")
-    return team.society
+def _society(ctx: ToolContext, name: str) -> tuple[Society, Agent]:
+    """The team's society and the calling agent, or a ToolError saying the tool needs a
+    team."""
+    team, agent = team_member(ctx, ToolError(
+        f"{name} works only inside a team (agent_kernel.Team): a single agent has no other "
+        "agents to spawn, end or message",
+        guidance="Do the work yourself, or run the request with a team (%agent --team)."))
+    return team.society, agent
 
 
 async def spawn_agent(
@@ -160,7 +164,8 @@ async def spawn_agent(
             completion_criteria} required; collaborators (list), references (list of
             strings) and priority (text) optional.
     """
-    result: dict[str, str] = _society(ctx, "spawn_agent").spawn(ctx.agent, roleId, taskBrief)
+    society, agent = _society(ctx, "spawn_agent")
+    result: dict[str, str] = society.spawn(agent, roleId, taskBrief)
     return result
 
 
@@ -175,8 +180,8 @@ async def terminate_agent(
         agentId: The id spawn_agent returned.
         reason: Why, for the record (optional).
     """
-    result: dict[str, bool] = await _society(ctx, "terminate_agent").terminate(
-        ctx.agent, agentId, reason)
+    society, agent = _society(ctx, "terminate_agent")
+    result: dict[str, bool] = await society.terminate(agent, agentId, reason)
     return result
 
 
@@ -198,15 +203,15 @@ async def send_message(
         raise ToolError("Pass the message as content (or as payload, spec 004's name), "
                         "exactly one of them")
     said = content if content is not None else payload
-    result: dict[str, Any] = await _society(ctx, "send_message").send(
-        ctx.agent, ctx.run_id, to, said)
+    society, agent = _society(ctx, "send_message")
+    result: dict[str, Any] = await society.send(agent, ctx.run_id, to, said)
     return result
 
 
 async def wait_for_message(ctx: ToolContext) -> dict[str, str]:
     """End your current run and wait: the next message for you starts you again with it as
     your input. Call it last, after send_message."""
-    society = _society(ctx, "wait_for_message")
+    society, _ = _society(ctx, "wait_for_message")
     if ctx.agent.agent_id not in society.members:
         raise ToolError("wait_for_message works for an agent working on a team task")
     ctx.end_run("wait_for_message")

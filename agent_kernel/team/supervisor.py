@@ -41,10 +41,11 @@ from agent_kernel.team.board import TaskBoard, TaskLife
 from agent_kernel.team.budget import TeamBudget
 from agent_kernel.team.limits import TeamLimits
 from agent_kernel.team.members import Society
-from agent_kernel.team.queue import RestoreReport, Task, TaskQueue
+from agent_kernel.team.queue import RestoreReport, Task, TaskQueue, task_of
 from agent_kernel.team.restart import Restart
 from agent_kernel.team.roles import MAX_AGENT_NUMBER, PLANNER, ROLE_PERMITS, ROLES, TELLER, WORKER
 from agent_kernel.team.toolsets import default_toolsets
+from agent_kernel.triggers import existing_scheduler
 
 log = logging.getLogger(__name__)
 PROMPT_LIMIT = 100
@@ -106,7 +107,7 @@ class Supervisor:
                                make_agent=self.make_agent)
         """Spec 004's spawned agents and the team's messages."""
         self.budget = TeamBudget(self.board, limits)
-        """Tokens and cost per task tree and per session (every agent's ``services["budget"]``)."""
+        """Tokens and cost per task tree and per session (every agent's ``services.budget``)."""
 
     # -- what the board holds, for readers of the team (views, tests) ------------------
     @property
@@ -164,14 +165,14 @@ class Supervisor:
                     agent_id=agent_id, role=role, settings=self.settings,
                     system_prompt=instructions or ROLES[role].instructions,
                     toolsets=default_toolsets(), permission_hook=ROLE_PERMITS)
-        agent.services["team"] = self
-        agent.services["budget"] = self.budget
+        agent.services.team = self
+        agent.services.budget = self.budget
         if role != TELLER:  # history is the person's conversation with the Teller
-            writer = agent.services.pop("history_writer", None)
+            writer, agent.services.history_writer = agent.services.history_writer, None
             if writer is not None:
                 agent.bus.unsubscribe(writer)
         if self.desk is not None and role != TELLER:  # one scheduler holds the team's triggers
-            agent.services["triggers"] = self.desk.services.get("triggers")
+            agent.services.triggers = self.desk.services.triggers
         if self.asker is not None and role != TELLER:  # the person sees who asks
             agent.questions = NamedQuestions(self.asker, agent)  # type: ignore[assignment]
         agent.bus.subscribe(self.bus.emit)
@@ -196,7 +197,7 @@ class Supervisor:
         """A task delegated by ``agent_id`` while it works on ``parent``."""
         return self.board.new_task(parent, agent_id, role, prompt, **fields)
 
-    def delegate(self, agent: Agent, run_id: str, prompt: str, **fields: Any) -> Task:
+    def delegate(self, agent: Agent, run_id: str, prompt: str, **fields: object) -> Task:
         """Spec 000's ``delegate`` for a one-shot task: route it, or raise :class:`ToolError`."""
         parent = self.check_room(agent, run_id, prompt)
         board = self.board
@@ -214,7 +215,7 @@ class Supervisor:
 
     def check_room(self, agent: Agent, run_id: str, prompt: str) -> Task:
         """The task ``agent`` works on, if it may delegate ``prompt`` now; else ToolError."""
-        parent = agent.services.get("team_task")
+        parent = task_of(agent)
         if parent is None or agent.role not in (TELLER, PLANNER):
             raise ToolError(f"delegate is for the Teller and the Planner, not {agent.role!r}")
         if parent.depth + 1 > self.limits.max_depth:
@@ -246,7 +247,7 @@ class Supervisor:
         if self.question is not None:
             raise ToolError(f"A question is already waiting for the person: "
                             f"{self.question.question[:200]!r}; wait for its answer")
-        task = ctx.agent.services.get("team_task")
+        task = task_of(ctx.agent)
         root = task
         while root is not None and root.parent_id is not None:
             root = self.board.tasks.get(root.parent_id)
@@ -345,7 +346,7 @@ class Supervisor:
         """Spec 000's ``cancel_task``: a queued or held task, or a trigger; never a running one."""
         board = self.board
         task = board.tasks.get(task_id)
-        scheduler = self.desk.services.get("triggers") if self.desk is not None else None
+        scheduler = existing_scheduler(self.desk) if self.desk is not None else None
         if task is not None and task.status == "trigger" and task.trigger_id:
             task_id = task.trigger_id
         if task is None or task.status == "trigger":
@@ -392,7 +393,7 @@ class Supervisor:
         if scope in ("running", "all"):
             out += [self._row(t, "running") for t in board.running.values() if t.role in roles]
         if scope in ("triggers", "all") and self.desk is not None:
-            scheduler = self.desk.services.get("triggers")
+            scheduler = existing_scheduler(self.desk)
             by_trigger = {t.trigger_id: t for t in board.tasks.values() if t.trigger_id}
             for trigger in [*scheduler.active(), *scheduler.pending()] if scheduler else []:
                 made = by_trigger.get(trigger.id)
@@ -407,7 +408,7 @@ class Supervisor:
         return {"id": task.id, "type": task.type, "prompt": cut(task.prompt),
                 "priority": task.priority, "status": status, "createdAt": task.created_at}
 
-    async def record(self, kind: str, task: Task, **fields: Any) -> None:
+    async def record(self, kind: str, task: Task, **fields: object) -> None:
         """Write a task's record (its place in the tree included); a failure is a notice."""
         await self.board.record(kind, task, **fields)
 

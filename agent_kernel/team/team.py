@@ -407,7 +407,7 @@ class Team:
         return prompt
 
     async def _answered(self, pending: PendingQuestion, reply: dict[str, str],
-                        root: Task, **earlier_session: Any) -> None:
+                        root: Task, **earlier_session: object) -> None:
         """Forget the question and record its answer under the Teller's task (a question
         an earlier session left: ``restored`` and who ``decided_by`` too)."""
         self._forget_question()

@@ -15,12 +15,29 @@ starts a new budget. The tool is offered only inside a team.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
+from agent_kernel.engine.agent import Agent
 from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
 from agent_kernel.tools.triggers import ConditionArg, ConditionNotApproved
 
+if TYPE_CHECKING:
+    from agent_kernel.team.supervisor import Supervisor
+
 PLANNER_ONLY = ("type", "condition", "priority")
+
+
+def team_member(ctx: ToolContext, refusal: ToolError) -> tuple[Supervisor, Agent]:
+    """The team of the calling agent and the agent, or ``refusal`` raised outside a team.
+
+    Only a :class:`~agent_kernel.team.supervisor.Supervisor` puts itself in
+    ``services.team`` (when it makes a member), so the cast is what the team put there;
+    it is not imported at run time because the supervisor imports this module's tool set.
+    """
+    team = ctx.agent.services.team
+    if team is None or not isinstance(ctx.agent, Agent):
+        raise refusal
+    return cast("Supervisor", team), ctx.agent
 
 
 async def delegate(
@@ -46,9 +63,8 @@ async def delegate(
     """
     from agent_kernel.team.roles import TELLER
 
-    team = ctx.agent.services.get("team")
-    if team is None:
-        raise ToolError("delegate works only inside a team (agent_kernel.Team)")
+    team, agent = team_member(
+        ctx, ToolError("delegate works only inside a team (agent_kernel.Team)"))
     given = {"type": type, "condition": condition, "priority": priority}
     if ctx.agent.role == TELLER and any(v is not None for v in given.values()):
         named = ", ".join(n for n in PLANNER_ONLY if given[n] is not None)
@@ -67,13 +83,14 @@ async def delegate(
     fields: dict[str, Any] = {"type": kind, "priority": 5 if priority is None else priority,
                               "timeout": timeout, "trace_id": traceId}
     if kind == "oneshot":
-        task = team.delegate(ctx.agent, ctx.run_id, prompt, **fields)
+        task = team.delegate(agent, ctx.run_id, prompt, **fields)
         return {"taskId": task.id}
-    return {"taskId": await _conditional(team, ctx, prompt, condition, fields)}
+    assert condition is not None  # checked above: a conditional delegation names one
+    return {"taskId": await _conditional(team, agent, ctx, prompt, condition, fields)}
 
 
-async def _conditional(team: Any, ctx: ToolContext, prompt: str, condition: Any,
-                       fields: dict[str, Any]) -> str:
+async def _conditional(team: Supervisor, agent: Agent, ctx: ToolContext, prompt: str,
+                       condition: ConditionArg, fields: dict[str, Any]) -> str:
     """Approve the condition, then make the trigger whose firings become worker tasks."""
     from agent_kernel.core.trust import condition_digest
     from agent_kernel.triggers import scheduler_for
@@ -82,7 +99,10 @@ async def _conditional(team: Any, ctx: ToolContext, prompt: str, condition: Any,
     from agent_kernel.triggers.model import check_text
 
     shape = Condition.parse(condition.model_dump(exclude_none=True)).to_dict()
-    parent = team.check_room(ctx.agent, ctx.run_id, prompt)
+    parent = team.check_room(agent, ctx.run_id, prompt)
+    if team.desk is None:
+        raise ToolError("conditional delegation needs the team's desk agent, which this "
+                        "team has not made")
     scheduler = scheduler_for(team.desk)
     scheduler.ensure_started()
     scheduler.check_room()

@@ -20,20 +20,20 @@ from typing import Annotated, Any, Literal
 from agent_kernel.core.events import ConsoleOutput, LedgerRecorded
 from agent_kernel.core.events import Reply as ReplyEvent
 from agent_kernel.core.ledger import now_iso
-from agent_kernel.engine.registry import Field, Tool, ToolContext
+from agent_kernel.engine.registry import Field, Tool, ToolContext, user_tools
 
-STATE_PROVIDERS: dict[str, Callable[[], Any]] = {}
 _STATE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 REASONING_CHARS = 1000
 
 
 def state(name: str) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
-    """Register a function (sync or async, no arguments) as the state provider ``name``."""
+    """Register a function (sync or async, no arguments) as the state provider ``name`` of
+    this session (see :class:`~agent_kernel.engine.registry.UserTools`)."""
     if not _STATE_NAME.match(name):
         raise ValueError(f"state name must be letters, digits and underscores, got {name!r}")
 
     def register(func: Callable[[], Any]) -> Callable[[], Any]:
-        STATE_PROVIDERS[name] = func
+        user_tools().add_state(name, func)
         return func
 
     return register
@@ -84,7 +84,7 @@ async def log_decision(
     return {"decision_id": record["decision_id"], "timestamp": record["timestamp"]}
 
 
-async def query_state(state_name: str) -> Any:
+async def query_state(state_name: str, ctx: ToolContext) -> Any:
     """Query current state from a registered state provider.
 
     Args:
@@ -94,7 +94,7 @@ async def query_state(state_name: str) -> Any:
         raise ValueError(
             f"state_name may only contain letters, digits and underscores, got {state_name!r}"
         )
-    provider = STATE_PROVIDERS.get(state_name)
+    provider = ctx.agent.user_tools.state(state_name)
     if provider is None:
         raise ValueError(f"No state provider registered for '{state_name}'")
     value = provider()

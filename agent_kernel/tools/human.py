@@ -50,8 +50,8 @@ async def ask_user(
         if len(set(cleaned)) != len(cleaned):
             raise ValueError(f"options must be distinct, got {options!r}")
         options = cleaned or None
-    team = ctx.agent.services.get("team")
-    if team is not None and getattr(ctx.agent, "role", None) == "teller":
+    team = ctx.agent.services.team
+    if team is not None and ctx.agent.role == "teller":
         # Spec 000: the Teller's run ends here; the team asks and wakes it with the answer.
         asked: dict[str, str] = team.hold_question(ctx, question, options=options,
                                                    timeout=timeout, default=default)

@@ -230,7 +230,7 @@ def read_answer(out: bytes, code: int | None, err: bytes) -> dict[str, Any]:
         return _failed("the JavaScript engine gave an unreadable answer")
 
 
-def _request(code: str, data: Any) -> bytes:
+def _request(code: str, data: object) -> bytes:
     try:
         text = json.dumps(data, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:

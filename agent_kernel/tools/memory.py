@@ -14,7 +14,7 @@ exceeds 2000 characters (got 2001)``, ``limit must be between 1 and 20, got
 schema shows the same bounds (``SCHEMA_*``) but pydantic, which would answer in
 its own words first, leaves them to the tool.
 
-:func:`attach` puts the workspace's store in ``agent.services["memory"]``
+:func:`attach` puts the workspace's store in ``agent.services.memory``
 (nothing is imported or opened until the first call) and subscribes a
 :class:`~agent_kernel.memory.history.HistoryWriter` to the agent's bus.
 """
@@ -23,12 +23,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from agent_kernel.core.events import Notice
-from agent_kernel.engine.registry import Field, Tool, ToolContext
+from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolHost
 from agent_kernel.memory.filters import MAX_CHARS, check_content
 
+if TYPE_CHECKING:
+    from agent_kernel.memory.service import MemoryStore
+
+T = TypeVar("T")
 SNIPPET_CHARS = 300
 HISTORY_CAP = 1000
 RECALL_LIMIT = (1, 20)
@@ -37,22 +41,20 @@ SCHEMA_RECALL_LIMIT = Field(json_schema_extra={"minimum": RECALL_LIMIT[0],
                                                "maximum": RECALL_LIMIT[1]})
 
 
-def _open_store(ctx: ToolContext) -> tuple[Any, str | None]:
+def _open_store(ctx: ToolContext) -> tuple[MemoryStore, str | None]:
     """The workspace's store, opened (in a worker thread), and a notice not yet given."""
-    store = ctx.agent.services.get("memory")
-    if store is None:
-        from agent_kernel.memory.service import MemoryStore
+    from agent_kernel.memory.service import store_of
 
-        store = ctx.agent.services["memory"] = MemoryStore.for_workspace(ctx.workspace.root)
+    store = store_of(ctx.agent)
     notice = store.notice
-    told = ctx.agent.services.setdefault("memory_notices", set())
+    told = ctx.agent.services.memory_notices
     if notice and notice not in told:
         told.add(notice)
         return store, notice
     return store, None
 
 
-async def _with_store(ctx: ToolContext, work: Callable[[Any], Any]) -> Any:
+async def _with_store(ctx: ToolContext, work: Callable[[MemoryStore], T]) -> T:
     """Run ``work(store)`` in a worker thread; say on the loop when search is keyword-only."""
     store, notice = await asyncio.to_thread(_open_store, ctx)
     if notice:
@@ -61,7 +63,7 @@ async def _with_store(ctx: ToolContext, work: Callable[[Any], Any]) -> Any:
 
 
 def _flush_history(ctx: ToolContext) -> None:
-    writer = ctx.agent.services.get("history_writer")
+    writer = ctx.agent.services.history_writer
     if writer is not None:
         writer.flush(10.0)
 
@@ -166,7 +168,7 @@ async def get_recent_history(
         count: How many messages to return.
         offset: Skip the N most recent messages (default 0).
     """
-    def read(store: Any) -> list[dict[str, str]]:
+    def read(store: MemoryStore) -> list[dict[str, str]]:
         _flush_history(ctx)
         return store.history(agent_id=ctx.agent_id, count=count, offset=offset)
 
@@ -185,7 +187,7 @@ async def get_history_by_time(
         after: Start time, ISO 8601 (inclusive).
         before: End time, ISO 8601 (inclusive); default now.
     """
-    def read(store: Any) -> list[dict[str, str]]:
+    def read(store: MemoryStore) -> list[dict[str, str]]:
         _flush_history(ctx)
         return store.history(agent_id=ctx.agent_id, after=after, before=before)
 
@@ -198,14 +200,11 @@ TOOLS = [Tool(remember, source="builtin", side_effects=False)] + [
                                         get_recent_history, get_history_by_time)]
 
 
-def attach(agent: Any) -> None:
+def attach(agent: ToolHost) -> None:
     """Give ``agent`` the workspace's memory store and record its runs in history (cheap)."""
     from agent_kernel.memory.history import HistoryWriter
-    from agent_kernel.memory.service import MemoryStore
+    from agent_kernel.memory.service import store_of
 
-    store = agent.services.get("memory")
-    if store is None:
-        store = agent.services["memory"] = MemoryStore.for_workspace(agent.workspace.root)
-    writer = HistoryWriter(agent, store)
-    agent.services["history_writer"] = writer
+    writer = HistoryWriter(agent, store_of(agent))
+    agent.services.history_writer = writer
     agent.bus.subscribe(writer)

@@ -30,6 +30,9 @@ from pydantic import BaseModel, ConfigDict
 from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
+    from agent_kernel.engine.registry import ToolHost
     from agent_kernel.triggers.scheduler import TriggerScheduler
 
 PROMPT_LIMIT = 100
@@ -205,7 +208,7 @@ def task_list(scheduler: TriggerScheduler, scope: str = "all",
     return rows
 
 
-def _iso(moment: Any) -> str:
+def _iso(moment: datetime | None) -> str:
     from agent_kernel.triggers.model import iso
 
     return iso(moment) or ""
@@ -226,7 +229,7 @@ async def list_tasks(
         scope: Which to list: queue, running, triggers or all (default).
         role: Only tasks of this role (applies to queue and running).
     """
-    team = ctx.agent.services.get("team")
+    team = ctx.agent.services.team
     if team is not None:  # in a team: its queues, with their true priorities and types
         return {"tasks": team.rows(scope, role)}
     return {"tasks": task_list(_scheduler(ctx), scope, role)}
@@ -246,7 +249,7 @@ async def cancel_task(ctx: ToolContext, taskId: str | None = None,  # noqa: N803
     target = taskId or id
     if not target:
         raise ValueError("taskId (or id) is required: the id list_tasks shows")
-    team = ctx.agent.services.get("team")
+    team = ctx.agent.services.team
     if team is not None:  # spec 002: queued or trigger true; running or unknown false
         return {"success": team.cancel(target)}
     scheduler = _scheduler(ctx)
@@ -268,7 +271,7 @@ TOOLS = [
 ]
 
 
-def attach(agent: Any) -> None:
+def attach(agent: ToolHost) -> None:
     """Give the agent its scheduler (made, not started: cheap)."""
     from agent_kernel.triggers import scheduler_for
 

@@ -163,7 +163,7 @@ def check_headers(headers: dict[str, str] | None) -> dict[str, str]:
     return checked
 
 
-def encode_body(method: str, body: Any, headers: dict[str, str]) -> bytes | None:
+def encode_body(method: str, body: object, headers: dict[str, str]) -> bytes | None:
     """The request body as bytes (text as is, anything else as JSON), or None for none."""
     if body is None:
         return None
@@ -228,7 +228,7 @@ class _Call:
         self.skipped.append(url.host)
         return dict(self.headers)
 
-    def mask(self, value: Any) -> Any:
+    def mask(self, value: object) -> Any:
         """``value`` with every secret of this call replaced (a server may echo it back)."""
         if isinstance(value, str):
             for secret in self.hidden:

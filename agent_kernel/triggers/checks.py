@@ -63,12 +63,12 @@ class Checked:
     stale_since: datetime | None = None
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def check_name(name: str, value: Any) -> str:
+def check_name(name: str, value: object) -> str:
     """An id or agent id: text that is safe inside a file name."""
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_ID \
             or value.startswith(".") or any(c in value for c in "/\\:\0") \
@@ -78,7 +78,7 @@ def check_name(name: str, value: Any) -> str:
     return value
 
 
-def _seconds(name: str, value: Any, low: float, high: float, *, low_open: bool = False) -> float:
+def _seconds(name: str, value: object, low: float, high: float, *, low_open: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise RecordError(f"{name} must be a number of seconds, got {_show(value)}")
     number = float(value)
@@ -90,7 +90,7 @@ def _seconds(name: str, value: Any, low: float, high: float, *, low_open: bool =
     return number
 
 
-def _time(name: str, value: Any, now: datetime) -> datetime:
+def _time(name: str, value: object, now: datetime) -> datetime:
     if not isinstance(value, str):
         raise RecordError(f"{name} must be an ISO 8601 time, got {_show(value)}")
     try:
@@ -175,7 +175,7 @@ def check_record(record: dict[str, Any], now: datetime) -> Checked | None:
     return checked
 
 
-def _check_next_run(checked: Checked, value: Any, now: datetime) -> None:
+def _check_next_run(checked: Checked, value: object, now: datetime) -> None:
     """Keep a plausible ``next_run``; book from now (with a note) one that is not."""
     trigger = checked.trigger
     trigger.next_run = None

@@ -61,7 +61,7 @@ class Condition:
     name: str | None = None
 
     @classmethod
-    def parse(cls, value: Any, base: str | os.PathLike[str] | None = None) -> Condition:
+    def parse(cls, value: object, base: str | os.PathLike[str] | None = None) -> Condition:
         """Build and validate a condition from its JSON shape (or a bare expression string)."""
         if isinstance(value, Condition):
             return value
@@ -145,7 +145,7 @@ def _verbatim(condition: Condition) -> Condition:
         f"never written to disk: {advice}")
 
 
-def _check_expression(expression: Any) -> str:
+def _check_expression(expression: object) -> str:
     if not isinstance(expression, str) or not expression.strip():
         raise ConditionError("an expression condition needs a non-empty 'expression'")
     expression = expression.strip()
@@ -159,7 +159,7 @@ def _check_expression(expression: Any) -> str:
     return expression
 
 
-def _fingerprint(value: Any) -> tuple[Any, ...]:
+def _fingerprint(value: object) -> tuple[Any, ...]:
     """A cheap summary that changes when a variable is rebound or visibly modified."""
     parts: list[Any] = [type(value).__qualname__, id(value)]
     for probe in (lambda v: len(v), lambda v: tuple(v.shape)):
@@ -219,7 +219,7 @@ class ConditionWatch:
         self._previous = truth
         return truth and not was
 
-    def _changed(self, current: Any, *, first_fires: bool) -> bool:
+    def _changed(self, current: object, *, first_fires: bool) -> bool:
         if self._previous is _MISSING:
             self._previous = current
             return first_fires and current is not None

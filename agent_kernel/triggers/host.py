@@ -79,7 +79,7 @@ class TriggerHost(Protocol):
         """Record the person's approval of the trigger's condition, with its digest."""
         ...
 
-    def record(self, kind: str, **fields: Any) -> None:
+    def record(self, kind: str, **fields: object) -> None:
         """Append a ledger record."""
         ...
 

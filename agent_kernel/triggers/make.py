@@ -14,7 +14,6 @@ kernel restores it.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from agent_kernel.core.ledger import new_id
 from agent_kernel.triggers.conditions import Condition
@@ -44,7 +43,7 @@ def _base(scheduler: TriggerHost, kind: str, prompt: str, source: str,
 
 def make_schedule(scheduler: TriggerHost, *, prompt: str, type: str,
                   interval: float | None = None, runAt: str | None = None,  # noqa: N803
-                  condition: Any = None, cooldown: float = 0, timeout: float | None = None,
+                  condition: object = None, cooldown: float = 0, timeout: float | None = None,
                   source: str = "api", run_id: str | None = None,
                   trace_id: str | None = None) -> Trigger:
     """Spec 000's ``schedule``: validate every argument for its ``type`` and add the trigger
@@ -132,7 +131,7 @@ class TriggerMaker:
         """Run ``focus`` on a cron schedule (local time, at most once a minute)."""
         return make_cron(self._me(), cron_expression=expression, focus=focus)
 
-    def when(self, condition: Any, prompt: str, *, cooldown: float = 0,
+    def when(self, condition: object, prompt: str, *, cooldown: float = 0,
              timeout: float | None = None) -> Trigger:
         """Run ``prompt`` each time ``condition`` fires (see :mod:`.conditions`)."""
         trigger = make_schedule(self._me(), prompt=prompt, type="conditional",

@@ -483,7 +483,7 @@ class TriggerScheduler(TriggerMaker):
                 log.exception("trigger listener failed; removed")
                 self.listeners.remove(listener)
 
-    def _watch_runs(self, event: Any) -> None:
+    def _watch_runs(self, event: object) -> None:
         if isinstance(event, RunStarted):
             self._runs_seen[event.run_id] = (event.prompt, "trigger" if event.trigger else "run",
                                              iso(datetime.fromtimestamp(event.at).astimezone())

@@ -17,10 +17,17 @@ import os
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agent_kernel.team.queue import task_of
+from agent_kernel.triggers import existing_scheduler
 from agent_kernel.views.safe_html import esc
 from agent_kernel.views.trigger_panel import local_time, relative
+
+if TYPE_CHECKING:
+    from agent_kernel.core.workspace import Workspace
+    from agent_kernel.team.queue import Task
+    from agent_kernel.team.supervisor import Supervisor
 
 PROMPT_CHARS = 160
 LIST_LIMIT = 20
@@ -54,7 +61,7 @@ _LEFT = "style='text-align:left'"
 _RIGHT = "style='text-align:right'"
 
 
-def one_line(text: Any, limit: int = PROMPT_CHARS) -> str:
+def one_line(text: object, limit: int = PROMPT_CHARS) -> str:
     """``text`` on one line, redacted, cut at ``limit`` characters."""
     from agent_kernel.core.redaction import redact_text
 
@@ -65,14 +72,14 @@ def one_line(text: Any, limit: int = PROMPT_CHARS) -> str:
 # -- the snapshot -----------------------------------------------------------------------
 
 
-def _task_row(task: Any, status: str | None = None) -> dict[str, Any]:
+def _task_row(task: Task, status: str | None = None) -> dict[str, Any]:
     return {"id": task.id, "role": task.role, "type": task.type, "priority": task.priority,
             "status": status or task.status, "prompt": one_line(task.prompt),
             "created": task.created_at, "by": task.parent_agent_id,
             "agent": task.agent_id, "started": task.started_at}
 
 
-def _waiting(team: Any) -> dict[str, str]:
+def _waiting(team: object) -> dict[str, str]:
     """Agent id -> what it waits for from the person (its question in the Teller's channel)."""
     channel = getattr(getattr(team, "teller", None), "questions", None)
     found: dict[str, str] = {}
@@ -90,11 +97,11 @@ def _agents(team: Any, triggers: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     teller = getattr(team, "teller", None)
     if teller is not None:
-        task = teller.services.get("team_task")
-        busy = task is not None and task.status == "running"
+        task = task_of(teller)
+        busy = task if task is not None and task.status == "running" else None
         rows.append({"id": teller.agent_id, "role": "teller",
-                     "task": one_line(task.prompt) if busy else "", "task_id":
-                     task.id if busy else None})
+                     "task": one_line(busy.prompt) if busy else "", "task_id":
+                     busy.id if busy else None})
     for task_id, agent in list(sup.agents.items()):
         task = sup.tasks.get(task_id)
         rows.append({"id": agent.agent_id, "role": agent.role or "",
@@ -115,8 +122,8 @@ def _agents(team: Any, triggers: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _triggers(sup: Any) -> list[dict[str, Any]]:
-    scheduler = sup.desk.services.get("triggers") if sup.desk is not None else None
+def _triggers(sup: Supervisor) -> list[dict[str, Any]]:
+    scheduler = existing_scheduler(sup.desk) if sup.desk is not None else None
     if scheduler is None:
         return []
     made = {t.trigger_id: t for t in sup.tasks.values() if t.trigger_id}
@@ -130,7 +137,7 @@ def _triggers(sup: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def _field(item: Any, *names: str) -> Any:
+def _field(item: object, *names: str) -> Any:
     for name in names:
         value = item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
         if value is not None:
@@ -138,7 +145,7 @@ def _field(item: Any, *names: str) -> Any:
     return None
 
 
-def _messages(sup: Any) -> list[dict[str, Any]]:
+def _messages(sup: object) -> list[dict[str, Any]]:
     """The supervisor's messages between agents, when it keeps any (newest last)."""
     import json
 
@@ -179,7 +186,7 @@ def _stamp(folder: Path) -> tuple[int, int] | None:
     return info.st_mtime_ns, info.st_ino
 
 
-def _roles(workspace: Any) -> list[dict[str, Any]]:
+def _roles(workspace: Workspace) -> list[dict[str, Any]]:
     from agent_kernel.team.society import RoleStore
 
     store = RoleStore(workspace)
@@ -194,7 +201,7 @@ def _roles(workspace: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def _artifacts(workspace: Any) -> tuple[list[dict[str, Any]], int]:
+def _artifacts(workspace: Workspace) -> tuple[list[dict[str, Any]], int]:
     """The newest artifacts (ref, type, createdBy, createdAt) and how many there are."""
     from agent_kernel.team.society import (
         ARTIFACTS_FOLDER,

@@ -98,7 +98,7 @@ def _split(text: str, secret: list[tuple[int, int]]) -> list[tuple[str, Mark | N
     return parts
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, (bytes, bytearray)):
@@ -108,7 +108,7 @@ def _text(value: Any) -> str:
     return json.dumps(data, ensure_ascii=False, indent=indent)
 
 
-def _row(name: str | None, value: Any) -> Row:
+def _row(name: str | None, value: object) -> Row:
     text = _text(value)
     whole = name is not None and secret_name(name) and bool(text) and (
         isinstance(value, (str, bytes, bytearray)) or strong_secret_name(name))
@@ -116,7 +116,7 @@ def _row(name: str | None, value: Any) -> Row:
     return Row(name, _split(text, marks), block="\n" in text)
 
 
-def exact_rows(arguments: Any) -> list[Row]:
+def exact_rows(arguments: object) -> list[Row]:
     """The arguments as rows of marked text, every character kept."""
     if isinstance(arguments, dict):
         return [_row(str(name), value) for name, value in arguments.items()
@@ -144,7 +144,7 @@ def _parts_html(parts: list[tuple[str, Mark | None]]) -> str:
     return "".join(out)
 
 
-def exact_html(arguments: Any) -> str:
+def exact_html(arguments: object) -> str:
     """The arguments as an HTML table of marked text (every value escaped), for a live card."""
     rows = exact_rows(arguments)
     body = []
@@ -182,7 +182,7 @@ _ANSI = {"secret": ("\x1b[30;43m", "\x1b[0m"), "invisible": ("\x1b[31;1m<", ">\x
 _PLAIN = {"secret": ("«", "»"), "invisible": ("<", ">")}
 
 
-def exact_text(arguments: Any, *, color: bool) -> list[str]:
+def exact_text(arguments: object, *, color: bool) -> list[str]:
     """The arguments as terminal lines; marks in colour (``color``) or between « » and < >."""
     rows = exact_rows(arguments)
     style = _ANSI if color else _PLAIN

@@ -72,7 +72,7 @@ SAVED_VALUE_CHARS = 64_000
 keeps more: docs/ledger.md), so a 60 MB result never lands in the notebook."""
 
 
-def saved_value(value: Any) -> Any:
+def saved_value(value: object) -> Any:
     """``value`` as the saved form keeps it: itself when its JSON is short, else the start
     of that JSON as text, saying how much there was (``value`` is JSON data already)."""
     if value is None or isinstance(value, (bool, int, float)):
@@ -145,7 +145,7 @@ class ToolCard:
     approval: QuestionCard | None = None
     _saved: dict[str, tuple[Any, Any]] = field(default_factory=dict, repr=False)
 
-    def _kept(self, name: str, value: Any) -> JsonValue:
+    def _kept(self, name: str, value: object) -> JsonValue:
         """:func:`saved_value` of ``value`` as JSON data, worked out once per value (state is
         redrawn often)."""
         memo = self._saved.get(name)
@@ -466,7 +466,7 @@ def _json_object(value: dict[str, Any] | None) -> dict[str, JsonValue] | None:
     return data if isinstance(data, dict) else None
 
 
-def _jsonable(value: Any) -> JsonValue:
+def _jsonable(value: object) -> JsonValue:
     """The value as JSON would carry it (tuples become lists, unknown objects their repr)."""
     data: JsonValue = json.loads(json.dumps(value, ensure_ascii=False, default=repr))
     return data
@@ -510,7 +510,7 @@ class TranscriptDisplay:
     def __init__(self, transcript: Transcript) -> None:
         self.transcript = transcript
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, Any]:
         return mime_bundle(self.transcript)
 
 

@@ -142,13 +142,13 @@ def question_text(text: str) -> str:
     return f"<span style='white-space:pre-line'>{_code_spans(text)}</span>"
 
 
-def _compact(value: Any, limit: int = CELL_CHARS) -> str:
+def _compact(value: object, limit: int = CELL_CHARS) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                            default=repr)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _arguments(arguments: Any) -> str:
+def _arguments(arguments: object) -> str:
     if not isinstance(arguments, dict):
         return f"<pre>{esc(_compact(arguments, 4000))}</pre>"
     rows = "".join(f"<tr><th>{esc(k)}</th><td>{_value_html(v)}</td></tr>"
@@ -156,7 +156,7 @@ def _arguments(arguments: Any) -> str:
     return f"<table class='ak-args'>{rows}</table>" if rows else ""
 
 
-def _value_html(value: Any) -> str:
+def _value_html(value: object) -> str:
     if isinstance(value, str) and "\n" in value:
         return f"<pre>{esc(value)}</pre>"
     return esc(_compact(value, 4000))
@@ -205,7 +205,7 @@ def _result(entry: dict[str, Any]) -> str:
     return failed + _shown(kind, result)
 
 
-def _shown(kind: str | None, result: Any) -> str:
+def _shown(kind: str | None, result: object) -> str:
     if kind == "text" and isinstance(result, dict):  # a command: its streams as they were
         parts = []
         for stream in ("stdout", "stderr"):

@@ -59,12 +59,12 @@ _CONTROL_INSIDE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*):")
 
 
-def esc(value: Any) -> str:
+def esc(value: object) -> str:
     """``value`` as text inside an element or a quoted attribute value."""
     return html.escape(str(value), quote=True)
 
 
-def safe_url(value: Any) -> str | None:
+def safe_url(value: object) -> str | None:
     """``value`` when it is an absolute http, https or mailto URL (as a browser would read
     it: entities decoded, whitespace and control characters dropped), else None. The
     result is still to be escaped with :func:`esc` where it is written."""

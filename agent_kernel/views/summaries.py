@@ -33,7 +33,7 @@ def _short(text: str, limit: int = CMD_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _bash(arguments: dict[str, Any], result: Any) -> str | None:
+def _bash(arguments: dict[str, Any], result: object) -> str | None:
     """bash and run_command: the command, then how it ended."""
     if not isinstance(result, dict) or not ("exit_code" in result or "exitCode" in result):
         return None
@@ -46,7 +46,7 @@ def _bash(arguments: dict[str, Any], result: Any) -> str | None:
     return f"{ran} · exit {result.get('exit_code', result.get('exitCode'))}"
 
 
-def _fetched(arguments: dict[str, Any], result: Any) -> str | None:
+def _fetched(arguments: dict[str, Any], result: object) -> str | None:
     """url_fetch and http_request: method, address, status, and what came back."""
     if not isinstance(result, dict) or "status" not in result:
         return None
@@ -63,14 +63,14 @@ def _fetched(arguments: dict[str, Any], result: Any) -> str | None:
     return " · ".join(parts)
 
 
-def _searched(arguments: dict[str, Any], result: Any) -> str | None:
+def _searched(arguments: dict[str, Any], result: object) -> str | None:
     if not isinstance(result, dict) or not isinstance(result.get("results"), list):
         return None
     query = _short(result.get("query") or arguments.get("q", ""), 50)
     return f"{_count(len(result['results']), 'result')} for “{query}”"
 
 
-def _javascript(_arguments: dict[str, Any], result: Any) -> str | None:
+def _javascript(_arguments: dict[str, Any], result: object) -> str | None:
     if not isinstance(result, dict) or result.get("ok") is not True:
         return None
     value = result.get("result")
@@ -79,7 +79,7 @@ def _javascript(_arguments: dict[str, Any], result: Any) -> str | None:
     return f"returned {_short(shown, 50)}{more}"
 
 
-def _write_file(arguments: dict[str, Any], result: Any) -> str | None:
+def _write_file(arguments: dict[str, Any], result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     verb = "appended to" if result.get("mode") == "append" else "wrote"
@@ -87,14 +87,14 @@ def _write_file(arguments: dict[str, Any], result: Any) -> str | None:
     return f"{verb} {path} · {_count(result.get('bytes', 0), 'byte')}"
 
 
-def _read_file(arguments: dict[str, Any], result: Any) -> str | None:
+def _read_file(arguments: dict[str, Any], result: object) -> str | None:
     text = result.get("content") if isinstance(result, dict) else result
     if not isinstance(text, str):
         return None
     return f"read {arguments.get('path')} · {_count(len(text.encode()), 'byte')}"
 
 
-def _list_files(_arguments: dict[str, Any], result: Any) -> str | None:
+def _list_files(_arguments: dict[str, Any], result: object) -> str | None:
     if not isinstance(result, dict) or not isinstance(result.get("entries"), list):
         return None
     more = " (cut short)" if result.get("truncated") else ""
@@ -112,14 +112,14 @@ def _workspace_info(_arguments: dict[str, Any], result: Any) -> str | None:
 
 
 def _listing(key: str, one: str, many: str | None = None) -> Summariser:
-    def summarise(_arguments: dict[str, Any], result: Any) -> str | None:
+    def summarise(_arguments: dict[str, Any], result: object) -> str | None:
         if isinstance(result, dict) and isinstance(result.get(key), list):
             return _count(len(result[key]), one, many)
         return None
     return summarise
 
 
-def _ask_user(_arguments: dict[str, Any], result: Any) -> str | None:
+def _ask_user(_arguments: dict[str, Any], result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     if result.get("source") == "timeout":
@@ -127,7 +127,7 @@ def _ask_user(_arguments: dict[str, Any], result: Any) -> str | None:
     return f"answer: {_short(result.get('answer', ''))} ({result.get('source')})"
 
 
-def _scheduled(_arguments: dict[str, Any], result: Any) -> str | None:
+def _scheduled(_arguments: dict[str, Any], result: object) -> str | None:
     if isinstance(result, dict):
         made = result.get("schedule_id") or result.get("taskId")
         return f"scheduled {made}" if made else None
@@ -174,7 +174,7 @@ def question_label(approval: bool, details: dict[str, Any] | None) -> str:
     return f"Approval for {who}" if approval else f"Question from {who}"
 
 
-def summarise(tool: str, arguments: Any, result: Any, *, success: bool | None,
+def summarise(tool: str, arguments: object, result: object, *, success: bool | None,
               duration_ms: int | None, failure: str | None = None,
               waiting: bool = False) -> str:
     """The card's one line: what the call did, in a person's words."""
@@ -198,7 +198,7 @@ def summarise(tool: str, arguments: Any, result: Any, *, success: bool | None,
     return f"{line} · {took}" if took else line
 
 
-def is_envelope(result: Any) -> bool:
+def is_envelope(result: object) -> bool:
     """A spec 004 answer ``{ok: ..., ...}``: shown even when it says the call failed."""
     return isinstance(result, dict) and isinstance(result.get("ok"), bool)
 
@@ -208,7 +208,7 @@ def _said_more(result: dict[str, Any]) -> bool:
     return bool(set(result) - {"ok", "error", "note", "guidance"})
 
 
-def records_of(result: Any) -> list[dict[str, Any]] | None:
+def records_of(result: object) -> list[dict[str, Any]] | None:
     """The list of records a result holds (itself, or its one list of dicts), else None."""
     if isinstance(result, list) and result and all(isinstance(r, dict) for r in result):
         return result

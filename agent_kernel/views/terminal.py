@@ -30,11 +30,25 @@ import select
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from agent_kernel.core.events import Event, Question
 from agent_kernel.engine.approvals import ALWAYS, APPROVE, DENY
 from agent_kernel.views.text import TextView
+
+if TYPE_CHECKING:
+    from agent_kernel.core.events import EventBus
+    from agent_kernel.engine.questions import QuestionChannel
+
+
+class Asked(Protocol):
+    """Whose questions a terminal answers: an agent, or a team's relay of its Teller."""
+
+    @property
+    def questions(self) -> QuestionChannel: ...
+
+    @property
+    def bus(self) -> EventBus: ...
 
 POLL_SECONDS = 0.05
 # The letter that answers each approval button, and how the terminal names it.
@@ -44,7 +58,7 @@ APPROVAL_WORDS = {APPROVE: {"y", "yes", "approve"}, DENY: {"n", "no", "deny"},
                   ALWAYS: {"a", "always"}}
 
 
-def can_answer_on(stream: Any) -> bool:
+def can_answer_on(stream: TextIO | None) -> bool:
     """True when ``stream`` is a terminal that answers can be read from."""
     if stream is None or os.name == "nt":  # select() cannot wait on a Windows console
         return False
@@ -54,7 +68,7 @@ def can_answer_on(stream: Any) -> bool:
         return False
 
 
-def writes_to_terminal(stream: Any) -> bool:
+def writes_to_terminal(stream: TextIO | None) -> bool:
     """True when ``stream`` writes to a terminal (what is written there is not kept)."""
     try:
         return bool(stream is not None and stream.isatty())
@@ -120,7 +134,7 @@ class TerminalAnswerer:
     :meth:`close` when the run ends.
     """
 
-    def __init__(self, agent: Any, view: TextView, stdin: TextIO | None = None,
+    def __init__(self, agent: Asked, view: TextView, stdin: TextIO | None = None,
                  screen: TextIO | None = None) -> None:
         """``screen``: where an approval's exact arguments are written (by default the view's
         stream if it is a terminal, else stderr if that is one, else nowhere)."""

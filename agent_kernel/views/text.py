@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from agent_kernel.core.events import (
     AgentActivity,
@@ -36,8 +36,11 @@ from agent_kernel.core.redaction import StreamRedactor
 from agent_kernel.views.mime import usage_line
 from agent_kernel.views.summaries import question_label
 
+if TYPE_CHECKING:
+    from agent_kernel.core.events import EventBus
 
-def _short(value: Any, limit: int = 200) -> str:
+
+def _short(value: object, limit: int = 200) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                            default=repr)
     text = text.replace("\n", " ")
@@ -47,7 +50,8 @@ def _short(value: Any, limit: int = 200) -> str:
 class TextView:
     """Writes an agent's events as plain text to ``stream`` (stdout by default)."""
 
-    def __init__(self, bus: Any, stream: TextIO | None = None, run_id: str | None = None) -> None:
+    def __init__(self, bus: EventBus, stream: TextIO | None = None,
+                 run_id: str | None = None) -> None:
         self.stream = stream or sys.stdout
         self.run_id = run_id
         self._at_line_start = True

@@ -145,9 +145,9 @@ async def test_no_secret_reaches_the_workspace(server, tmp_path, monkeypatch):
     assert not failed
     ran = next(c for c in result.tool_calls if c.tool_name == "bash").result
     assert ran["exit_code"] == 0 and SECRETS[12] in ran["stdout"]  # the command saw them
-    assert agent.services["history_writer"].flush(30)
+    assert agent.services.history_writer.flush(30)
     # History reaches LanceDB when it is read: read it, so the table is searched too.
-    assert agent.services["memory"].history(agent_id=agent.agent_id, count=2)
+    assert agent.services.memory.history(agent_id=agent.agent_id, count=2)
     from agent_kernel.triggers import scheduler_for
 
     await scheduler_for(agent).close()

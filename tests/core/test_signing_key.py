@@ -342,8 +342,8 @@ async def test_no_form_of_the_key_reaches_the_workspace(
                     in text], text
     ran = next(c for c in result.tool_calls if c.tool_name == "bash").result
     assert not ran["sandboxed"] and key.hex()[:40] in ran["stdout"]  # the command read it
-    assert agent.services["history_writer"].flush(30)
-    assert agent.services["memory"].history(agent_id=agent.agent_id, count=2)
+    assert agent.services.history_writer.flush(30)
+    assert agent.services.memory.history(agent_id=agent.agent_id, count=2)
     workspace = home / "ws"
     assert grep_finds(workspace, "CANARYCOMMAND") and grep_finds(workspace, "CANARYREPLY")
     assert leaks(workspace, key) == {}
@@ -512,7 +512,7 @@ def new_scheduler(workspace: Path, clock: ManualClock,
                   namespace: dict[str, Any] | None = None) -> TriggerScheduler:
     agent = Agent(workspace=workspace, settings=Settings(headless_approval="allow"))
     scheduler = TriggerScheduler(agent, clock=clock, namespace=namespace)
-    agent.services["triggers"] = scheduler
+    agent.services.triggers = scheduler
     scheduler.start(pump=False)
     return scheduler
 

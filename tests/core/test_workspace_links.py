@@ -83,7 +83,7 @@ async def _full_run(ws: Path) -> Any:
         agent = Agent(model="openai/test-model", workspace=ws,
                       settings=Settings(api_base=server.base_url, api_key="sk-x"))
         scheduler = TriggerScheduler(agent)
-        agent.services["triggers"] = scheduler
+        agent.services.triggers = scheduler
         scheduler.start(pump=False)
         try:
             server.script(Message(calls=calls, pieces=1), Message(text=f"Done {EVIL}"))

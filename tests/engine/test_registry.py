@@ -14,8 +14,8 @@ from scripted_server import Call, Message
 
 import agent_kernel
 from agent_kernel import Agent, Field, Settings, Tool, ToolContext
-from agent_kernel.engine.registry import USER_TOOLS, ToolArgumentError, ToolRegistry
-from agent_kernel.tools.core import STATE_PROVIDERS, TOOLS, query_state
+from agent_kernel.engine.registry import INTERPRETER_TOOLS, ToolArgumentError, ToolRegistry
+from agent_kernel.tools.core import TOOLS, query_state
 
 
 class Mood(enum.Enum):
@@ -206,12 +206,13 @@ async def test_permission_hook_per_role(tmp_path):
 
 @pytest.fixture
 def cleanup_globals():
-    tools, states = set(USER_TOOLS), set(STATE_PROVIDERS)
+    tools, states = ({t.name for t in INTERPRETER_TOOLS.tools()},
+                     set(INTERPRETER_TOOLS.state_names()))
     yield
-    for name in set(USER_TOOLS) - tools:
-        USER_TOOLS.pop(name)
-    for name in set(STATE_PROVIDERS) - states:
-        STATE_PROVIDERS.pop(name)
+    for name in {t.name for t in INTERPRETER_TOOLS.tools()} - tools:
+        INTERPRETER_TOOLS.remove(name)
+    for name in set(INTERPRETER_TOOLS.state_names()) - states:
+        INTERPRETER_TOOLS.remove_state(name)
 
 
 def test_decorator_registers_for_new_agents(tmp_path, cleanup_globals):
@@ -277,7 +278,7 @@ async def test_log_decision_limits():
     assert log_decision.validate({"reasoning": "x" * 1000})["decision_type"] == "other"
 
 
-async def test_query_state_providers(cleanup_globals):
+async def test_query_state_providers(cleanup_globals, tmp_path):
     @agent_kernel.state("registry_test_balance")
     def balance() -> dict[str, int]:
         return {"cash": 42}
@@ -286,10 +287,13 @@ async def test_query_state_providers(cleanup_globals):
     async def later() -> str:
         return "async value"
 
-    assert await query_state("registry_test_balance") == {"cash": 42}
-    assert await query_state("registry_test_async") == "async value"
+    agent = Agent(workspace=tmp_path)
+    ctx = ToolContext(agent=agent, run_id="run_s", agent_id=agent.agent_id,
+                      workspace=agent.workspace)
+    assert await query_state("registry_test_balance", ctx) == {"cash": 42}
+    assert await query_state("registry_test_async", ctx) == "async value"
     with pytest.raises(ValueError) as caught:
-        await query_state("x")
+        await query_state("x", ctx)
     assert str(caught.value) == "No state provider registered for 'x'"
     with pytest.raises(ValueError, match="letters, digits and underscores"):
         agent_kernel.state("bad name!")

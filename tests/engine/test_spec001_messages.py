@@ -89,7 +89,7 @@ async def test_the_model_reads_spec_001s_words_and_nothing_is_kept(
 
     # Refused before anything was written or opened.
     assert records(agent, "decision") == []
-    assert agent.services["memory"].tables._db is None
+    assert agent.services.memory.tables._db is None
     assert scheduler_for(agent).active() == []
     await scheduler_for(agent).close()
 
@@ -136,7 +136,7 @@ async def test_trace_id_is_saved_recorded_and_carried_into_the_runs(
     workspace = tmp_path / "ws"
     agent = make_agent(server, workspace)
     scheduler = TriggerScheduler(agent, clock=clock)
-    agent.services["triggers"] = scheduler
+    agent.services.triggers = scheduler
     scheduler.start(pump=False)
     started: list[RunStarted] = []
     agent.bus.subscribe(lambda e: started.append(e) if isinstance(e, RunStarted) else None)
@@ -186,7 +186,7 @@ async def test_trace_id_is_saved_recorded_and_carried_into_the_runs(
     # A new kernel restores it with the trigger.
     again = Agent(model=server, workspace=workspace)
     restored = TriggerScheduler(again, clock=clock)
-    again.services["triggers"] = restored
+    again.services.triggers = restored
     restored.start(pump=False)
     assert restored.triggers[trigger_id].trace_id == "trace-build-7"
     assert restored.triggers[plain.id].trace_id is None

@@ -196,7 +196,7 @@ async def test_the_demo_model_path_is_sandboxed_too(agent: Agent) -> None:
     assert "pwned42" not in (agent.workspace.root / "ledger.jsonl").read_text()
     assert before["project/.agent/triggers/t1.json"] == snapshot(agent)[
         "project/.agent/triggers/t1.json"]
-    assert agent.services["history_writer"].flush(30)  # done before the folder goes
+    assert agent.services.history_writer.flush(30)  # done before the folder goes
 
 
 # The environment: an allow-list, the person's additions, never a secret.

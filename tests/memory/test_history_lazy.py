@@ -24,7 +24,7 @@ from agent_kernel import Agent
 agent = Agent(model="demo", workspace=sys.argv[1])
 for word in ("alpha", "bravo", "charlie", "delta"):
     asyncio.run(agent.arun(f"echo {word} tango"))
-assert agent.services["history_writer"].flush(30)
+assert agent.services.history_writer.flush(30)
 print(json.dumps(sorted(m for m in ("lancedb", "lance", "onnxruntime", "tokenizers", "pyarrow")
                         if m in sys.modules)))
 """
@@ -169,10 +169,10 @@ async def test_a_secret_in_a_prompt_never_reaches_the_journal_or_the_table(
     secret = "sk-proj-Zq8wXv2Lr5Tn9Kp3Hs6Jd1Fg4"
     agent = Agent(model="demo", workspace=str(tmp_path / "ws"))
     await agent.arun(f"echo OPENAI_API_KEY={secret} please")
-    assert agent.services["history_writer"].flush(30)
+    assert agent.services.history_writer.flush(30)
     text = (tmp_path / "ws" / "memory" / "history.jsonl").read_text()
     assert secret not in text and "OPENAI_API_KEY=[REDACTED]" in text
-    store = agent.services["memory"]
+    store = agent.services.memory
     assert store.history(agent_id=agent.agent_id, count=1)  # ingested
     on_disk = b"".join(p.read_bytes() for p in (tmp_path / "ws").rglob("*") if p.is_file())
     assert secret.encode() not in on_disk and b"OPENAI_API_KEY=[REDACTED]" in on_disk

@@ -75,7 +75,7 @@ def test_magics_live_mode_and_traitlets(run_notebook, output_text, tmp_path):
     nb = run_notebook([
         "%load_ext agent_kernel\n%agent_config",
         "import agent_kernel.notebook.magics as m\n%agent echo in the background\n"
-        "print('returned', m.current().last_result is None, len(m._TASKS))",
+        "print('returned', m.current().last_result is None, len(m.current().tasks))",
         "await m.wait_all()\nr = m.current().last_result\nprint(r.status, '|', r.reply)",
         "s = m.current().agent.settings\nprint(s.max_tool_calls, s.tool_timeout, "
         "s.headless_approval)",

@@ -351,7 +351,7 @@ async def test_each_constraint_is_refused_with_a_clear_message(tmp_path: Path) -
         child = await ok(first, "spawn_agent", roleId=mine["id"], taskBrief=BRIEF)
         error = await told(first, "spawn_agent", roleId=mine["id"], taskBrief=BRIEF)
         assert (f"Spawn refused: you already spawned {child['id']} for task "
-                f"{first.services['team_task'].id}; the root agent has one direct child per "
+                f"{first.services.team_task.id}; the root agent has one direct child per "
                 "task") in error and f"Send {child['id']} a message" in error
 
         # depth, then agents alive
@@ -433,7 +433,7 @@ async def test_a_new_team_restores_agents_and_messages(tmp_path: Path) -> None:
         again = later.supervisor.society
         restored = again.records[child["id"]]
         assert (restored.status, restored.roleId, restored.parentAgentId, restored.taskId) == (
-            "interrupted", role["id"], "planner-1", planner.services["team_task"].id)
+            "interrupted", role["id"], "planner-1", planner.services.team_task.id)
         assert later.restore_report.agents == [child["id"]]
         assert (f"1 spawned agent(s) were alive when the kernel stopped and are now "
                 f"interrupted: {child['id']}") in later.restore_report.text()

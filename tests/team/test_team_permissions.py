@@ -78,7 +78,7 @@ async def test_each_role_is_offered_exactly_its_tools_and_refused_the_rest(
     assert refused, f"the {role} is refused nothing"
     for name in refused:
         call = ToolCallRequest(id=f"call_{name}", name=name, arguments="{}")
-        record = await tool_calls.execute(agent, call, "run_perm", {})
+        record = await tool_calls.execute(agent, call, "run_perm")
         assert not record.success
         assert record.error == f"Tool '{name}' is not permitted for role '{role}'"
         owners = " and ".join(r.capitalize() for r in ROLE_NAMES if r in expected(name))
@@ -108,7 +108,7 @@ async def test_team_tools_outside_a_team_are_refused_with_a_pointer(
 
     agent = Agent(workspace=tmp_path / "ws")
     call = ToolCallRequest(id=f"call_{name}", name=name, arguments=json.dumps(arguments))
-    record = await tool_calls.execute(agent, call, "run_d", {})
+    record = await tool_calls.execute(agent, call, "run_d")
     assert not record.success and "only inside a team" in str(record.guidance)
 
 

@@ -36,7 +36,7 @@ _calls = itertools.count()
 async def call(agent: Agent, tool: str, /, **arguments: Any) -> tool_calls.ToolCallRecord:
     request = ToolCallRequest(id=f"call_{next(_calls)}", name=tool,
                               arguments=json.dumps(arguments))
-    return await tool_calls.execute(agent, request, "run_society", {})
+    return await tool_calls.execute(agent, request, "run_society")
 
 
 async def ok(agent: Agent, tool: str, /, **arguments: Any) -> Any:

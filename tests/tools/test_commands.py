@@ -76,7 +76,7 @@ def person(agent: Agent, answer: str = APPROVE) -> list[Question]:
 async def through_the_loop(agent: Agent, name: str, **arguments: Any) -> ToolCallRecord:
     """One call as the model makes it: parsed, prechecked, approved, run and recorded."""
     request = ToolCallRequest(id="call_1", name=name, arguments=json.dumps(arguments))
-    return await execute(agent, request, "run_t", {})
+    return await execute(agent, request, "run_t")
 
 
 # The two faces.
@@ -391,4 +391,4 @@ async def test_one_agent_run_with_run_command(tmp_path: Path) -> None:
         assert "Do not retry" in tool_messages[1]["content"]
         approvals = [r for r in agent.ledger.records() if r.get("kind") == "approval"]
         assert [a["tool_name"] for a in approvals] == ["run_command"]  # only the first asked
-        assert agent.services["history_writer"].flush(30)
+        assert agent.services.history_writer.flush(30)

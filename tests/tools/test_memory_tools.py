@@ -57,9 +57,9 @@ def test_tools_are_registered_with_the_specs_arguments(agent: Agent) -> None:
 
 
 def test_attach_is_cheap_and_opens_nothing(agent: Agent) -> None:
-    store = agent.services["memory"]
+    store = agent.services.memory
     assert store.tables._db is None and store.tables._memories is None
-    assert "history_writer" in agent.services
+    assert agent.services.history_writer is not None
 
 
 @pytest.mark.parametrize(("name", "arguments", "message"), [
@@ -87,7 +87,7 @@ async def test_spec_bounds_are_refused_in_the_specs_words(
         agent: Agent, name: str, arguments: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         await call(agent, name, **arguments)
-    assert agent.services["memory"].tables._db is None  # refused before the store opened
+    assert agent.services.memory.tables._db is None  # refused before the store opened
 
 
 async def test_remember_recall_and_search_shapes(agent: Agent) -> None:
@@ -145,7 +145,7 @@ async def test_history_records_prompts_and_replies(agent: Agent) -> None:
     assert [m["role"] for m in window["messages"]] == ["user", "assistant", "user", "assistant"]
     future = (datetime.now(timezone.utc) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert (await call(agent, "get_history_by_time", after=future))["messages"] == []
-    rows = agent.services["memory"].tables.history().to_arrow().to_pylist()
+    rows = agent.services.memory.tables.history().to_arrow().to_pylist()
     assert {r["conversation_id"] for r in rows} and all(r["run_id"] for r in rows)
 
 

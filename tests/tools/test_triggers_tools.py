@@ -150,7 +150,7 @@ async def test_cancel_task_queued_trigger_and_running(tmp_path: Path, clock: Man
     gate = GATES["gate"] = asyncio.Event()
     agent = make_agent(tmp_path)
     scheduler = TriggerScheduler(agent, clock=clock)
-    agent.services["triggers"] = scheduler
+    agent.services.triggers = scheduler
     scheduler.start(pump=False)
     made = await call(agent, "schedule", prompt="query_state trigger_tools_gate",
                       type="recurring", interval=10)

@@ -92,7 +92,7 @@ def new_scheduler(workspace: Path, clock: Any, namespace: dict[str, Any] | None 
                   approval: str = "allow", **options: Any) -> TriggerScheduler:
     agent = Agent(workspace=workspace, settings=Settings(headless_approval=approval))
     scheduler = TriggerScheduler(agent, clock=clock, namespace=namespace, **options)
-    agent.services["triggers"] = scheduler
+    agent.services.triggers = scheduler
     scheduler.start(pump=False)
     return scheduler
 
@@ -183,7 +183,7 @@ async def test_a_planted_condition_is_not_evaluated_by_the_running_pump(tmp_path
     plant(workspace, condition={"kind": "expression", "expression": touching(marker)})
     agent = Agent(workspace=workspace, settings=Settings(headless_approval="allow"))
     scheduler = TriggerScheduler(agent, namespace={}, condition_interval=0.05)
-    agent.services["triggers"] = scheduler
+    agent.services.triggers = scheduler
     scheduler.start()
     await asyncio.sleep(2)
     assert not marker.exists()
@@ -289,7 +289,7 @@ async def test_an_edited_trigger_needs_approval_again(
     path.write_text(json.dumps(saved))
     agent = Agent(workspace=workspace, agent_id=agent_id)
     scheduler = TriggerScheduler(agent, clock=clock, namespace={"rows": [1, 2, 3]})
-    agent.services["triggers"] = scheduler
+    agent.services.triggers = scheduler
     scheduler.start(pump=False)
     assert scheduler.triggers[trigger_id].needs_approval
     assert "no approval of this exact condition" in scheduler.restore_report.text()
@@ -651,7 +651,7 @@ async def test_a_planted_once_trigger_never_calls_the_model_with_the_pump_runnin
         agent = Agent(model="openai/test-model", workspace=workspace,
                       settings=Settings(api_base=server.base_url, api_key="sk-x"))
         scheduler = TriggerScheduler(agent)
-        agent.services["triggers"] = scheduler
+        agent.services.triggers = scheduler
         scheduler.start()
         await asyncio.sleep(2.5)
         await scheduler.drain(timeout=30)
@@ -709,7 +709,7 @@ async def test_a_time_trigger_edited_after_it_was_signed_needs_approval(
     path.write_text(json.dumps(saved))
     agent = Agent(workspace=workspace, agent_id=saved["agent_id"])
     scheduler = TriggerScheduler(agent, clock=clock)
-    agent.services["triggers"] = scheduler
+    agent.services.triggers = scheduler
     scheduler.start(pump=False)
     assert scheduler.triggers[trigger_id].needs_approval
     assert "no record that you (or your agent) made this exact trigger" \
@@ -829,7 +829,7 @@ async def test_impossible_values_are_refused_and_restore_never_loops(tmp_path: P
         (workspace / "triggers" / "trg_cron.json").read_text())
     agent = Agent(workspace=workspace)
     scheduler = TriggerScheduler(agent, namespace={})
-    agent.services["triggers"] = scheduler
+    agent.services.triggers = scheduler
     passes = 0
     original = scheduler.run_due
 

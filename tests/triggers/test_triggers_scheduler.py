@@ -30,7 +30,7 @@ def clock() -> Iterator[ManualClock]:
 def make_scheduler(tmp_path: Path, clock: ManualClock, **options: Any) -> TriggerScheduler:
     agent = Agent(workspace=tmp_path / "ws", settings=Settings(headless_approval="allow"))
     scheduler = TriggerScheduler(agent, clock=clock, **options)
-    agent.services["triggers"] = scheduler
+    agent.services.triggers = scheduler
     scheduler.start(pump=False)
     return scheduler
 

@@ -90,7 +90,7 @@ def _because(result: dict[str, Any]) -> str:
 # Each tool's words, given its arguments and its result (parsed JSON, or text). None: the
 # result is not the shape expected, and the generic words are used.
 
-def _write_file(args: dict[str, Any], result: Any) -> str | None:
+def _write_file(args: dict[str, Any], result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     if result.get("ok") is False:  # a refusal, unless the system said no (disk full...)
@@ -109,7 +109,7 @@ def _write_file(args: dict[str, Any], result: Any) -> str | None:
             f"({size(int(result.get('bytes', 0)))}{saved}).")
 
 
-def _read_file(args: dict[str, Any], result: Any) -> str | None:
+def _read_file(args: dict[str, Any], result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     path = code(args.get("path", "?"))
@@ -121,7 +121,7 @@ def _read_file(args: dict[str, Any], result: Any) -> str | None:
     return f"{path} says:\n\n{block(content)}"
 
 
-def _list_files(args: dict[str, Any], result: Any) -> str | None:
+def _list_files(args: dict[str, Any], result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     asked = code(args.get("path") or "files")
@@ -154,7 +154,7 @@ def _workspace_info(_args: dict[str, Any], result: Any) -> str | None:
     return said + (f"; the newest change was at {newest}." if newest else ".")
 
 
-def _command(args: dict[str, Any], result: Any) -> str | None:
+def _command(args: dict[str, Any], result: object) -> str | None:
     """bash (exit_code, stdout...) and run_command (ok, exitCode, error...)."""
     if not isinstance(result, dict):
         return None
@@ -183,7 +183,7 @@ def _command(args: dict[str, Any], result: Any) -> str | None:
     return said
 
 
-def _url_fetch(args: dict[str, Any], result: Any) -> str | None:
+def _url_fetch(args: dict[str, Any], result: object) -> str | None:
     if not isinstance(result, dict) or "status" not in result:
         return None
     url, status = code(result.get("url") or args.get("url", "?"), 100), result["status"]
@@ -208,7 +208,7 @@ def _url_fetch(args: dict[str, Any], result: Any) -> str | None:
     return said
 
 
-def _http_request(args: dict[str, Any], result: Any) -> str | None:
+def _http_request(args: dict[str, Any], result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     method = str(args.get("method") or "GET").strip().upper()
@@ -227,7 +227,7 @@ def _http_request(args: dict[str, Any], result: Any) -> str | None:
     return said + (f":\n\n{block(body)}" if body.strip() else ", with an empty body.")
 
 
-def _web_search(args: dict[str, Any], result: Any) -> str | None:
+def _web_search(args: dict[str, Any], result: object) -> str | None:
     if not isinstance(result, dict) or not isinstance(result.get("results"), list):
         return None
     query = short(str(result.get("query") or args.get("q", "")), 100)
@@ -247,7 +247,7 @@ def _web_search(args: dict[str, Any], result: Any) -> str | None:
     return (f"I found {_plural(len(found), 'result')} for “{query}”:\n\n" + "\n".join(lines))
 
 
-def _javascript(_args: dict[str, Any], result: Any) -> str | None:
+def _javascript(_args: dict[str, Any], result: object) -> str | None:
     if not isinstance(result, dict) or not isinstance(result.get("ok"), bool):
         return None
     if not result["ok"]:
@@ -263,7 +263,7 @@ def _javascript(_args: dict[str, Any], result: Any) -> str | None:
     return said
 
 
-def _ask_user(_args: dict[str, Any], result: Any) -> str | None:
+def _ask_user(_args: dict[str, Any], result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     answer, source = result.get("answer", ""), result.get("source", "")
@@ -274,13 +274,13 @@ def _ask_user(_args: dict[str, Any], result: Any) -> str | None:
     return "The question timed out with no answer, so I will not assume one."
 
 
-def _remembered(args: dict[str, Any], result: Any) -> str | None:
+def _remembered(args: dict[str, Any], result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     return f"I will remember that (memory `{result.get('memory_id', '?')}`)."
 
 
-def _recalled(args: dict[str, Any], result: Any) -> str | None:
+def _recalled(args: dict[str, Any], result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     items = result.get("memories") or result.get("hits") or []
@@ -290,7 +290,7 @@ def _recalled(args: dict[str, Any], result: Any) -> str | None:
     return "Here is what I remember:\n" + "\n".join(lines)
 
 
-def _scheduled(_args: dict[str, Any], result: Any) -> str | None:
+def _scheduled(_args: dict[str, Any], result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     ident = result.get("taskId") or result.get("schedule_id")
@@ -370,7 +370,7 @@ def describe(name: str, args: dict[str, Any], content: str) -> str:
     return said
 
 
-def _words(name: str, args: dict[str, Any], result: Any) -> str:
+def _words(name: str, args: dict[str, Any], result: object) -> str:
     words = WORDS.get(name)
     try:
         said = words(args if isinstance(args, dict) else {}, result) if words else None

@@ -209,7 +209,7 @@ def _notes_of(calls: list[tuple[str, dict[str, Any], str]]) -> dict[str, dict[st
     return notes
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     text = f"about €{value} a day" if isinstance(value, int | float) else str(value)
     return text.replace("|", "\\|").replace("\n", " ")
 

@@ -74,7 +74,7 @@ class _RefuseWarmImports:
     """A meta-path finder that fails every new import of the warm-up thread."""
 
     @staticmethod
-    def find_spec(name: str, path: Any = None, target: Any = None) -> None:
+    def find_spec(name: str, path: object = None, target: object = None) -> None:
         if threading.current_thread() is _warm_thread:
             raise ImportError(f"not importing {name}: the process is exiting")
 

@@ -63,7 +63,7 @@ def _cost(litellm: Any, model: str, usage: dict[str, int]) -> float | None:
         return None
 
 
-def _usage_dict(usage: Any) -> dict[str, int]:
+def _usage_dict(usage: object) -> dict[str, int]:
     if usage is None:
         return {}
     keys = ("prompt_tokens", "completion_tokens", "total_tokens")
@@ -151,7 +151,7 @@ async def _complete_once(
     return turn
 
 
-def _truncated(stream: Any) -> bool:
+def _truncated(stream: object) -> bool:
     """An OpenAI stream that ended with no ``finish_reason`` from the server.
 
     litellm adds a closing chunk with ``finish_reason="stop"`` to every stream

@@ -117,20 +117,20 @@ def duckduckgo_blocked(html: str) -> bool:
     return "anomaly-modal" in html or "challenge-form" in html
 
 
-def parse_searxng(data: Any, max_results: int) -> list[dict[str, str]]:
+def parse_searxng(data: object, max_results: int) -> list[dict[str, str]]:
     """Results from SearXNG's ``format=json`` answer."""
     items = data.get("results") if isinstance(data, dict) else None
     return _items(items, "content", max_results)
 
 
-def parse_brave(data: Any, max_results: int) -> list[dict[str, str]]:
+def parse_brave(data: object, max_results: int) -> list[dict[str, str]]:
     """Results from the Brave Search API's web results."""
     web = data.get("web") if isinstance(data, dict) else None
     items = web.get("results") if isinstance(web, dict) else None
     return _items(items, "description", max_results)
 
 
-def _items(items: Any, snippet_field: str, max_results: int) -> list[dict[str, str]]:
+def _items(items: object, snippet_field: str, max_results: int) -> list[dict[str, str]]:
     if not isinstance(items, list):
         raise ValueError("the search service's answer has no result list")
     results = []

@@ -1,0 +1,108 @@
+"""What an agent carries for the features built on it: :class:`AgentServices`.
+
+The engine knows no feature (memory, triggers, the team live on higher floors), yet an
+agent has to carry each feature's per-agent object so its tools find it. Each field is
+typed against a small Protocol here: what the code below the feature's own floor asks of
+it. The feature's own floor narrows to its concrete class where it needs more
+(``memory.service.store_of``, ``triggers.existing_scheduler``, ``team.queue.task_of``).
+A field that does not exist is a mypy error, not a ``None`` from a misspelt key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agent_kernel.core.events import Event
+
+if TYPE_CHECKING:
+    from agent_kernel.engine.agent import Agent
+    from agent_kernel.engine.registry import ToolContext
+
+
+class Budget(Protocol):
+    """Asked before each model call, told after each response (a team's budgets).
+
+    ``before_call`` returns why the call may not be made (the run then ends with status
+    ``limit`` and that message) or None; ``spent`` gets each response's usage and cost
+    (None when the price is unknown).
+    """
+
+    async def before_call(self, agent: Agent, run_id: str) -> str | None: ...
+
+    def spent(self, agent: Agent, run_id: str, usage: dict[str, int],
+              cost: float | None) -> None: ...
+
+
+class MemoryService(Protocol):
+    """The workspace's memory store as the engine's floor sees it (``memory.service``)."""
+
+    @property
+    def notice(self) -> str | None:
+        """Why search is keyword-only (no embedding model), or None."""
+        ...
+
+
+class HistoryService(Protocol):
+    """The history writer: a bus subscriber whose queued records can be waited for."""
+
+    def __call__(self, event: Event) -> None: ...
+
+    def flush(self, timeout: float | None = 30.0) -> bool:
+        """Wait until every queued record is written; False on timeout."""
+        ...
+
+
+class SchedulerService(Protocol):
+    """The agent's trigger scheduler (``triggers.scheduler``), as its owner's peers see it."""
+
+    def cancel(self, trigger_id: str) -> bool:
+        """Cancel a trigger; False when there is none by that id."""
+        ...
+
+
+class TeamTask(Protocol):
+    """The team task an agent works on (``team.queue.Task``); the engine reads no more."""
+
+    @property
+    def id(self) -> str: ...
+
+
+class TeamService(Protocol):
+    """The team an agent belongs to (``team.supervisor.Supervisor``), as the built-in tools
+    below the team use it: the Teller's question, the task list and cancelling."""
+
+    def hold_question(self, ctx: ToolContext, question: str, *, options: list[str] | None,
+                      timeout: float, default: str | None) -> dict[str, str]:
+        """Keep the Teller's question and end its run; the team asks the person."""
+        ...
+
+    def rows(self, scope: str = "all", role: str | None = None) -> list[dict[str, Any]]:
+        """The team's queued, running and trigger tasks, as ``list_tasks`` shows them."""
+        ...
+
+    def cancel(self, task_id: str) -> bool:
+        """Cancel a queued or held task, or a trigger; never a running one."""
+        ...
+
+
+@dataclass(slots=True)
+class AgentServices:
+    """Per-agent services, each made by its feature on first use (None until then).
+
+    Slotted: a misspelt service is an AttributeError at run time, as it is a mypy error."""
+
+    memory: MemoryService | None = None
+    """The workspace's memory store (the memory tool set's ``attach``)."""
+    memory_notices: set[str] = field(default_factory=set)
+    """Memory notices this agent has already told the person."""
+    history_writer: HistoryService | None = None
+    """Writes the agent's runs to history (the memory tool set; not on a team's members)."""
+    triggers: SchedulerService | None = None
+    """The agent's trigger scheduler (``triggers.scheduler_for``)."""
+    budget: Budget | None = None
+    """Asked before each model call and told each response's usage (a team's budgets)."""
+    team: TeamService | None = None
+    """The team this agent is a member of; None for a single agent."""
+    team_task: TeamTask | None = None
+    """The team task this agent works on now."""
