@@ -13,7 +13,7 @@ import agent_kernel
 from agent_kernel import Agent, Settings
 from agent_kernel.core.events import ModelCallStarted, TextDelta
 from agent_kernel.engine.models import DemoModel, resolve
-from agent_kernel.tools.core import STATE_PROVIDERS
+from agent_kernel.engine.registry import INTERPRETER_TOOLS
 
 
 def calls(result: Any) -> list[tuple[str, Any]]:
@@ -113,7 +113,7 @@ async def test_log_decision(tmp_path):
 def weather_state():
     agent_kernel.state("weather")(lambda: {"sky": "clear"})
     yield
-    STATE_PROVIDERS.pop("weather", None)
+    INTERPRETER_TOOLS.remove_state("weather")
 
 
 async def test_query_state(tmp_path, weather_state):
