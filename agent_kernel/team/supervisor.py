@@ -34,7 +34,7 @@ from agent_kernel.core.statuses import TaskEnding
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.agent import Agent, RunResult
 from agent_kernel.engine.models import Model
-from agent_kernel.engine.registry import Tool, ToolContext, ToolError
+from agent_kernel.engine.registry import Tool, ToolContext, ToolError, Toolset
 from agent_kernel.team.agent_ids import TRUSTED_AGENT_NUMBER, first_agent_number
 from agent_kernel.team.asking import NamedQuestions, PendingQuestion, QuestionStore
 from agent_kernel.team.board import TaskBoard, TaskLife
@@ -44,7 +44,6 @@ from agent_kernel.team.members import Society
 from agent_kernel.team.queue import RestoreReport, Task, TaskQueue, task_of
 from agent_kernel.team.restart import Restart
 from agent_kernel.team.roles import MAX_AGENT_NUMBER, PLANNER, ROLE_PERMITS, ROLES, TELLER, WORKER
-from agent_kernel.team.toolsets import default_toolsets
 from agent_kernel.triggers import existing_scheduler
 
 log = logging.getLogger(__name__)
@@ -83,8 +82,12 @@ class Supervisor:
 
     def __init__(self, *, model: str | Model, workspace: Workspace, settings: Settings,
                  limits: TeamLimits, tools: Iterable[Tool | Any] = (),
-                 bus: EventBus | None = None) -> None:
+                 toolsets: Iterable[Toolset] = (), bus: EventBus | None = None) -> None:
         self.model = model
+        self.toolsets = list(toolsets)
+        """The tool sets every agent of the team is built with (the Team gives
+        :func:`~agent_kernel.team.toolsets.default_toolsets`: the team's own tools among
+        them, which is why this module does not import them)."""
         self.workspace = workspace
         self.settings = settings
         self.limits = limits
@@ -164,7 +167,7 @@ class Supervisor:
         agent = cls(model=self.model, workspace=self.workspace, tools=self.tools,
                     agent_id=agent_id, role=role, settings=self.settings,
                     system_prompt=instructions or ROLES[role].instructions,
-                    toolsets=default_toolsets(), permission_hook=ROLE_PERMITS)
+                    toolsets=self.toolsets, permission_hook=ROLE_PERMITS)
         agent.services.team = self
         agent.services.budget = self.budget
         if role != TELLER:  # history is the person's conversation with the Teller

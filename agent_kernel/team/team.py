@@ -35,6 +35,7 @@ from agent_kernel.team.restored import Decision
 from agent_kernel.team.roles import TELLER, WORKER
 from agent_kernel.team.society import SocietyError, json_line
 from agent_kernel.team.supervisor import Supervisor, TeamLimits
+from agent_kernel.team.toolsets import default_toolsets
 
 RESULT_CHARS = 4000
 MAX_TREE_DEPTH = 120
@@ -145,7 +146,7 @@ class Team:
         """Every event of every agent of the team."""
         self.supervisor = Supervisor(model=model, workspace=self.workspace,
                                      settings=settings or Settings(), limits=self.limits,
-                                     tools=tools, bus=self.bus)
+                                     tools=tools, toolsets=default_toolsets(), bus=self.bus)
         desk = self.supervisor.make_agent(WORKER, "team-desk", cls=TriggerDesk)
         assert isinstance(desk, TriggerDesk)
         desk.supervisor = self.supervisor

@@ -33,7 +33,7 @@ _calls = itertools.count()
 async def ok(agent: Agent, tool: str, /, **arguments: Any) -> Any:
     request = ToolCallRequest(id=f"call_board_{next(_calls)}", name=tool,
                               arguments=json.dumps(arguments))
-    record = await tool_calls.execute(agent, request, "run_board", {})
+    record = await tool_calls.execute(agent, request, "run_board")
     assert record.success, (record.error, record.guidance)
     return record.result
 
