@@ -93,7 +93,11 @@ def binder_environment(base: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def binder(tmp_path_factory: pytest.TempPathFactory) -> BinderEnv:
+def binder(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+           ) -> BinderEnv:
+    """The Binder environment, built once for the module (only for tests marked binder)."""
+    if request.node.get_closest_marker("binder") is None:
+        pytest.fail("the Binder build is only for tests marked `binder`", pytrace=False)
     started = time.monotonic()
     base = tmp_path_factory.mktemp("binder")
     repo = base / "repo"
@@ -202,6 +206,7 @@ def _error_outputs(nb: nbformat.NotebookNode) -> list[str]:
     return found
 
 
+@pytest.mark.kernel
 def test_the_notebooks_run_in_the_binder_kernel(binder: BinderEnv, tmp_path: Path) -> None:
     notebooks = sorted((binder.repo / "notebooks").glob("*.ipynb"))
     assert [n.name for n in notebooks][:1] == ["01-quickstart.ipynb"] and len(notebooks) >= 3

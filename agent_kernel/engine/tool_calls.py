@@ -1,8 +1,11 @@
 """One tool call, start to finish: parse, check, approve, run with a timeout, record.
 
-The loop (``agent.py``) hands each call the model asked for to :func:`execute`.
-Every failure a model can cause (bad JSON, an unknown tool, invalid arguments,
-a refused role or approval, a timeout, the tool raising) becomes a
+The loop (``agent.py``) hands each call the model asked for to :func:`execute`,
+which runs it through stages: parse, look up, permit, validate, precheck,
+approve, run, record. A stage returns its value or raises :class:`CallRefused`,
+and :func:`execute` turns that one type into the record, in one place: so every
+failure a model can cause (bad JSON, an unknown tool, invalid arguments, a
+refused role or approval, a timeout, the tool raising) becomes a
 :class:`ToolCallRecord` rather than an exception, and every outcome is written
 to the ledger before the views hear of it and before the model reads it. A
 record says what happened three ways: ``error`` for the ledger, ``summary`` for
@@ -30,6 +33,7 @@ from agent_kernel.core.ledger import LedgerError
 from agent_kernel.core.redaction import to_text
 from agent_kernel.engine.models.llm import ToolCallRequest
 from agent_kernel.engine.registry import (
+    Tool,
     ToolArgumentError,
     ToolContext,
     ToolError,
@@ -76,97 +80,167 @@ async def refuse(agent: CallHost, call: ToolCallRequest, run_id: str, error: str
     return await finish(agent, call, run_id, call.arguments, None, error, 0)
 
 
+class CallRefused(Exception):
+    """A stage ends the call here, unsuccessful: refused before it ran, or failed as it ran.
+
+    Every stage of :func:`execute` says "no" this one way, and :func:`execute` records it
+    once. ``error`` is the fact (ledger, run result), ``summary`` what the person is shown,
+    ``guidance`` what only the model is told; ``result`` is what the tool returned, if
+    anything, and ``duration_ms`` how long it ran (0: it never started).
+    """
+
+    def __init__(self, error: str, *, summary: str | None = None,
+                 guidance: str | None = None, result: Any = None,
+                 duration_ms: int = 0) -> None:
+        super().__init__(error)
+        self.error = error
+        self.summary = summary
+        self.guidance = guidance
+        self.result = result
+        self.duration_ms = duration_ms
+
+
 async def execute(
     agent: CallHost, call: ToolCallRequest, run_id: str, turn: TurnState | None = None
 ) -> ToolCallRecord:
-    """Validate, approve, run with a timeout, and record one tool call."""
-    emit = agent.bus.emit
+    """Parse, look up, permit, validate, precheck, approve, run and record one tool call.
+
+    Each stage returns its value or raises :class:`CallRefused`; the first refusal ends
+    the call and is recorded here, once. A run stopped while its tool runs is recorded
+    as cancelled, and the stop goes on.
+    """
+    arguments: Any = call.arguments  # the model's text, until it parses
     try:
-        arguments: Any = json.loads(call.arguments) if call.arguments.strip() else {}
+        try:
+            arguments = parse(call)
+        finally:  # the views hear of every call, with its arguments parsed when they parse
+            agent.bus.emit(ToolCallStarted(run_id, call.id, call.name, arguments))
+        tool_obj = look_up(agent, call)
+        permit(agent, call, tool_obj)
+        values = validate(call, tool_obj, arguments)
+        clock = ToolClock(tool_obj.timeout or agent.settings.tool_timeout)
+        ctx = tool_context(agent, call, run_id, turn if turn is not None else TurnState(), clock)
+        notes = precheck(call, tool_obj, values)
+        await approve(agent, ctx, tool_obj, values, notes)
+        started = time.perf_counter()
+        try:
+            value = await run(agent, call, tool_obj, values, ctx, clock, started)
+        except asyncio.CancelledError:
+            await finish(agent, call, run_id, arguments, None, "cancelled by the user",
+                         monotonic_ms(started))
+            raise
+        check_envelope(call, value, started)
+    except CallRefused as refused:
+        return await finish(agent, call, run_id, arguments, refused.result, refused.error,
+                            refused.duration_ms, summary=refused.summary,
+                            guidance=refused.guidance)
+    return await finish(agent, call, run_id, arguments, value, None, monotonic_ms(started))
+
+
+def parse(call: ToolCallRequest) -> Any:
+    """The call's arguments as JSON values (no text at all: no arguments)."""
+    try:
+        return json.loads(call.arguments) if call.arguments.strip() else {}
     except (ValueError, RecursionError) as exc:
         why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        emit(ToolCallStarted(run_id, call.id, call.name, call.arguments))
-        return await finish(agent, call, run_id, call.arguments, None,
-                                  f"Invalid JSON arguments for tool '{call.name}': {why}", 0)
-    emit(ToolCallStarted(run_id, call.id, call.name, arguments))
+        raise CallRefused(f"Invalid JSON arguments for tool '{call.name}': {why}") from exc
+
+
+def look_up(agent: CallHost, call: ToolCallRequest) -> Tool:
+    """The tool the call names; the model is told which ones there are when it has none."""
     tool_obj = agent.registry.get(call.name)
     if tool_obj is None:
         known = ", ".join(agent.registry.names())
-        return await finish(agent, call, run_id, arguments, None, f"Unknown tool: {call.name}.",
-                                  0, summary=f"unknown tool '{call.name}'",
-                                  guidance=f"Available tools: {known}")
-    if not agent.registry.allowed(agent.role, tool_obj):
-        explain = getattr(agent.registry.permission_hook, "refusal", None)
-        return await finish(agent, call, run_id, arguments, None,
-                            f"Tool '{call.name}' is not permitted for role '{agent.role}'", 0,
-                            summary=f"{call.name} is not for the {agent.role}",
-                            guidance=explain(agent.role, call.name) if explain is not None
-                            else None)
+        raise CallRefused(f"Unknown tool: {call.name}.", summary=f"unknown tool '{call.name}'",
+                          guidance=f"Available tools: {known}")
+    return tool_obj
+
+
+def permit(agent: CallHost, call: ToolCallRequest, tool_obj: Tool) -> None:
+    """Refuse a tool the agent's role may not use (the permission hook explains why)."""
+    if agent.registry.allowed(agent.role, tool_obj):
+        return
+    explain = getattr(agent.registry.permission_hook, "refusal", None)
+    raise CallRefused(f"Tool '{call.name}' is not permitted for role '{agent.role}'",
+                      summary=f"{call.name} is not for the {agent.role}",
+                      guidance=explain(agent.role, call.name) if explain is not None else None)
+
+
+def validate(call: ToolCallRequest, tool_obj: Tool, arguments: Any) -> dict[str, Any]:
+    """The arguments checked against the tool's schema."""
     try:
-        values = tool_obj.validate(arguments)
+        return tool_obj.validate(arguments)
     except ToolArgumentError as exc:
-        return await finish(agent, call, run_id, arguments, None, str(exc), 0)
+        raise CallRefused(str(exc)) from exc
     except Exception as exc:  # pydantic's own limits (deep nesting and the like)
-        return await finish(agent, call, run_id, arguments, None,
-                                  f"Invalid arguments for tool '{call.name}': they could "
-                                  f"not be checked ({type(exc).__name__})", 0)
-    timeout = tool_obj.timeout or agent.settings.tool_timeout
-    clock = ToolClock(timeout)
-    turn = turn if turn is not None else TurnState()
-    ctx = ToolContext(agent=agent, run_id=run_id, agent_id=agent.agent_id,
-                      workspace=agent.workspace, trigger=turn.trigger,
-                      call_id=call.id, clock=clock, turn=turn)
+        raise CallRefused(f"Invalid arguments for tool '{call.name}': they could "
+                          f"not be checked ({type(exc).__name__})") from exc
+
+
+def tool_context(agent: CallHost, call: ToolCallRequest, run_id: str,
+                 turn: TurnState, clock: ToolClock) -> ToolContext:
+    """What the running tool may know of its run."""
+    return ToolContext(agent=agent, run_id=run_id, agent_id=agent.agent_id,
+                       workspace=agent.workspace, trigger=turn.trigger,
+                       call_id=call.id, clock=clock, turn=turn)
+
+
+def precheck(call: ToolCallRequest, tool_obj: Tool,
+             values: dict[str, Any]) -> dict[str, Any] | None:
+    """The tool's own check, before anyone is asked to approve; its notes go to the person."""
     try:
-        notes = tool_obj.precheck(values) if tool_obj.precheck is not None else None
+        return tool_obj.precheck(values) if tool_obj.precheck is not None else None
     except ToolError as exc:  # refused before anyone is asked to approve it
-        return await finish(agent, call, run_id, arguments, None,
-                            f"Tool '{call.name}' was not run: {exc}", 0,
-                            summary=exc.summary, guidance=exc.guidance)
+        raise CallRefused(f"Tool '{call.name}' was not run: {exc}", summary=exc.summary,
+                          guidance=exc.guidance) from exc
     except Exception as exc:  # a precheck that breaks refuses too: it cannot vouch
-        return await finish(agent, call, run_id, arguments, None,
-                            f"Tool '{call.name}' was not run: its arguments could not be "
-                            f"checked ({type(exc).__name__}: {exc})", 0)
+        raise CallRefused(f"Tool '{call.name}' was not run: its arguments could not be "
+                          f"checked ({type(exc).__name__}: {exc})") from exc
+
+
+async def approve(agent: CallHost, ctx: ToolContext, tool_obj: Tool, values: dict[str, Any],
+                  notes: dict[str, Any] | None) -> None:
+    """Ask for approval when the tool needs it; a denial (or no answer) refuses."""
     verdict = await agent.approvals.check(ctx, tool_obj, values, notes)
     if verdict is not None:
-        return await finish(agent, call, run_id, arguments, None, verdict.error, 0,
-                                  summary=verdict.summary, guidance=verdict.guidance)
-    started = time.perf_counter()
+        raise CallRefused(verdict.error, summary=verdict.summary, guidance=verdict.guidance)
+
+
+async def run(agent: CallHost, call: ToolCallRequest, tool_obj: Tool, values: dict[str, Any],
+              ctx: ToolContext, clock: ToolClock, started: float) -> Any:
+    """The tool's value within its timeout (``clock``); a timeout or a raise refuses."""
     try:
-        value = await clock.run(tool_obj.invoke(values, ctx))
-    except asyncio.TimeoutError:
-        error = f"Tool '{call.name}' execution exceeded {timeout:g}s timeout"
+        return await clock.run(tool_obj.invoke(values, ctx))
+    except asyncio.TimeoutError as exc:
+        error = f"Tool '{call.name}' execution exceeded {clock.limit:g}s timeout"
         if clock.waited >= 0.5:
             error += (f" (the {clock.waited:.0f} s it waited for a person's answer "
                       "did not count)")
         thread = ctx.thread
         if thread is not None and thread.is_alive():
             error += "; it is still running in the background and its result is ignored"
-            emit(Notice(run_id, f"Tool '{call.name}' outlived its {timeout:g} s timeout; "
-                        "it was left running in a background thread", level="warning"))
-        return await finish(agent, call, run_id, arguments, None, error,
-                                  monotonic_ms(started),
-                                  summary=f"{call.name} timed out after {timeout:g} s")
-    except asyncio.CancelledError:
-        await finish(agent, call, run_id, arguments, None, "cancelled by the user",
-                           monotonic_ms(started))
-        raise
+            agent.bus.emit(Notice(ctx.run_id, f"Tool '{call.name}' outlived its "
+                                  f"{clock.limit:g} s timeout; it was left running in a "
+                                  "background thread", level="warning"))
+        raise CallRefused(error, duration_ms=monotonic_ms(started),
+                          summary=f"{call.name} timed out after {clock.limit:g} s") from exc
     except Exception as exc:
         message = str(exc) or type(exc).__name__
         if not isinstance(exc, (ValueError, RuntimeError, PermissionError, LookupError)):
             message = f"{type(exc).__name__}: {message}"
         told = exc if isinstance(exc, ToolError) else None
-        return await finish(agent, call, run_id, arguments, None,
-                                  f"Tool '{call.name}' execution failed: {message}",
-                                  monotonic_ms(started),
-                                  summary=(told.summary if told else None) or message,
-                                  guidance=told.guidance if told else None)
+        raise CallRefused(f"Tool '{call.name}' execution failed: {message}",
+                          duration_ms=monotonic_ms(started),
+                          summary=(told.summary if told else None) or message,
+                          guidance=told.guidance if told else None) from exc
+
+
+def check_envelope(call: ToolCallRequest, value: Any, started: float) -> None:
+    """A spec 004 envelope (``{ok: false, error}``) is a failed call; the model reads it."""
     if isinstance(value, dict) and value.get("ok") is False:
-        # A spec 004 envelope ({ok: false, error}): a failed call; the model reads the envelope.
         said = str(value.get("error") or "") or "no reason given"
-        return await finish(agent, call, run_id, arguments, value,
-                            f"Tool '{call.name}' failed: {said}", monotonic_ms(started),
-                            summary=said)
-    return await finish(agent, call, run_id, arguments, value, None, monotonic_ms(started))
+        raise CallRefused(f"Tool '{call.name}' failed: {said}", result=value,
+                          duration_ms=monotonic_ms(started), summary=said)
 
 
 async def finish(

@@ -104,6 +104,11 @@ def start_lab(base: Path, ready_timeout: float = 60.0, disabled: list[str] | Non
         ("AGENT_KERNEL_WORKSPACE", "agent-workspace"))}
     for folder in dirs.values():
         folder.mkdir(parents=True, exist_ok=True)
+    if os.environ.get("AGENT_KERNEL_TEST_KERNEL_LOG"):  # under pytest (tests/conftest.py):
+        # the lab's kernels report the test that started them, as the session's do
+        report = Path(os.environ["IPYTHONDIR"]) / "profile_default" / "ipython_kernel_config.py"
+        (dirs["IPYTHONDIR"] / "profile_default").mkdir(exist_ok=True)
+        shutil.copy(report, dirs["IPYTHONDIR"] / "profile_default" / report.name)
     # The extension of the code under test (the one PYTHONPATH imports) ahead of any
     # installed copy: JupyterLab looks in JUPYTER_PATH first.
     built = Path(str(importlib.util.find_spec("agent_kernel").origin)).parent / "labextension"

@@ -25,7 +25,7 @@ COMMAND = f"API_KEY={HIDDEN}; echo done\u202e"
 CELLS = ["%load_ext agent_kernel", f"%agent run the command: {COMMAND}"]
 AA = 4.5
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.browser, pytest.mark.kernel, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(scope="module", params=["light", "dark", "widgets"])

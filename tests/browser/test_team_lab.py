@@ -52,7 +52,7 @@ def report(request: pytest.FixtureRequest,
     return result
 
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.browser, pytest.mark.kernel, pytest.mark.timeout(420)]
 
 
 def _step(report: dict[str, Any], name: str) -> dict[str, Any]:

@@ -10,13 +10,13 @@ from pathlib import Path
 from agent_kernel.memory.service import MemoryStore
 
 WRITER = r"""
-import json, sys, time
+import json, sys
 from agent_kernel.memory.service import MemoryStore
-root, name, count, start_at = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+root, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 store = MemoryStore(root)
 store.count()  # open the table (and load the model) before the start line
-while time.time() < start_at:
-    time.sleep(0.005)
+print("ready", flush=True)
+sys.stdin.readline()  # the start line: every writer is ready, all begin at once
 ids = [store.remember(f"{name} wrote note number {i}", agent_id="shared",
                       long_term=(i % 5 == 0))["memory_id"] for i in range(count)]
 print(json.dumps(ids))
@@ -24,15 +24,18 @@ print(json.dumps(ids))
 
 
 def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
-    import time
-
     root = tmp_path / "ws"
     observer = MemoryStore(root)
     observer.remember("written before the others start", agent_id="shared")
-    start_at = time.time() + 20
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(root), name, "25",
-                               str(start_at)], stdout=subprocess.PIPE, text=True)
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(root), name, "25"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
              for name in ("alpha", "beta")]
+    for proc in procs:  # both have the table open and the model loaded
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
     outputs = [p.communicate(timeout=240)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs)
     ids = [i for out in outputs for i in json.loads(out.strip().splitlines()[-1])]

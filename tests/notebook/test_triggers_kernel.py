@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 from agent_kernel.core.ledger import Ledger
+
+pytestmark = pytest.mark.kernel
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "03-triggers.ipynb"
 

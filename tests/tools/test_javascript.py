@@ -36,6 +36,24 @@ async def call(agent: Agent, **arguments: Any) -> Any:
     return await call_tool(agent, "run_javascript", **arguments)
 
 
+def _parent(pid: int) -> int:
+    """The parent of ``pid`` (0 once it is gone)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _ours(pid: int) -> bool:
+    """Whether ``pid`` descends from this test process (not from another one running
+    tests beside it, as a second pytest-xdist worker does)."""
+    while pid > 1:
+        pid = _parent(pid)
+        if pid == os.getpid():
+            return True
+    return False
+
+
 def runner_processes() -> dict[int, str]:
     """Live js_runner processes started from this test process: pid -> state letter."""
     found: dict[int, str] = {}
@@ -47,7 +65,8 @@ def runner_processes() -> dict[int, str]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        if b"js_runner.py" in cmdline and b"bwrap" not in cmdline.split(b"\0")[0]:
+        if (b"js_runner.py" in cmdline and b"bwrap" not in cmdline.split(b"\0")[0]
+                and _ours(int(entry.name))):
             found[int(entry.name)] = stat.rsplit(")", 1)[1].split()[0]
     return found
 

@@ -907,6 +907,7 @@ def test_store_skips_a_fifo_instead_of_blocking(tmp_path: Path) -> None:
 
 # -- a new kernel, and the CLI ---------------------------------------------------------
 
+@pytest.mark.kernel
 def test_a_new_kernel_shows_a_planted_condition_as_needing_approval(
         tmp_path: Path, run_notebook: Callable[..., Any],
         output_text: Callable[..., str]) -> None:
