@@ -36,7 +36,7 @@ if typing.TYPE_CHECKING:
     from agent_kernel.engine.approvals import Approvals
     from agent_kernel.engine.context import ContextWindow
     from agent_kernel.engine.questions import QuestionChannel
-    from agent_kernel.engine.services import AgentServices
+    from agent_kernel.engine.services import AgentServices, SchedulerService
     from agent_kernel.engine.tool_clock import ToolClock
 
 
@@ -406,6 +406,11 @@ class UserTools:
         self._tools: dict[str, Tool] = {}
         self._states: dict[str, Callable[[], object]] = {}
         self._lock = threading.Lock()
+        self.wire_scheduler: Callable[[SchedulerService], None] | None = None
+        """Called with each trigger scheduler made for this session's agents
+        (``triggers.scheduler_for``): a notebook's ``%load_ext`` sets one that hands the
+        scheduler its shell's namespace and panel display. None (a script, the CLI): the
+        scheduler gets neither."""
 
     def add_state(self, name: str, provider: Callable[[], object]) -> None:
         """Make ``provider`` the state ``name`` this session's agents read (``query_state``)."""

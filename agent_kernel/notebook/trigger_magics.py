@@ -1,10 +1,11 @@
 """The notebook side of triggers: wire schedulers to the kernel, restore, ``%agent_triggers``.
 
 ``load(ipython, agent_magics)`` is called by ``%load_ext agent_kernel`` and
-must stay cheap: it registers ``%agent_triggers`` and a wiring hook that gives
-every scheduler made in this kernel the kernel's namespace (conditions read
-``user_ns``) and shows a triggers panel in the cell where each new trigger is
-made. Only when the workspace holds saved triggers does it create the session
+must stay cheap: it registers ``%agent_triggers`` and gives the magics' session
+(``UserTools.wire_scheduler``) a wiring hook that gives every scheduler its
+agents make the shell's namespace (conditions read ``user_ns``) and shows a
+triggers panel in the cell where each new trigger is made. Only when the
+workspace holds saved triggers does it create the session
 agent and start its scheduler on the kernel's running loop, which restores
 them and prints a note saying so. Otherwise the scheduler starts with the
 first trigger a run makes.
@@ -22,11 +23,13 @@ first trigger a run makes.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
+    from agent_kernel.engine.services import SchedulerService
     from agent_kernel.notebook.magics import AgentMagics
     from agent_kernel.triggers.model import Trigger
     from agent_kernel.triggers.scheduler import TriggerScheduler
@@ -48,14 +51,20 @@ def _extension(agent_magics: AgentMagics) -> Any:
     return probe if agent_magics.interactive is not False and probe.extension else None
 
 
-def _wiring(ipython: InteractiveShell, agent_magics: AgentMagics) -> Any:
-    def wire(scheduler: TriggerScheduler) -> None:
-        if scheduler.namespace is None:
-            scheduler.namespace = ipython.user_ns
-        if not any(getattr(h, "_agent_kernel_card", False) for h in scheduler.on_created):
-            scheduler.on_created.append(_card_hook(scheduler, agent_magics))
+def _wiring(ipython: InteractiveShell,
+            agent_magics: AgentMagics) -> Callable[[SchedulerService], None]:
+    """What a scheduler made in this shell's session needs: the shell's namespace (its
+    conditions read ``user_ns``) and a panel in the cell where each new trigger is made."""
+    def wire(service: SchedulerService) -> None:
+        from agent_kernel.triggers.scheduler import TriggerScheduler
 
-    wire._agent_kernel_wiring = True  # type: ignore[attr-defined]
+        if not isinstance(service, TriggerScheduler):
+            raise TypeError(f"a {type(service).__name__} is not a TriggerScheduler")
+        if service.namespace is None:
+            service.namespace = ipython.user_ns
+        if not any(getattr(h, "_agent_kernel_card", False) for h in service.on_created):
+            service.on_created.append(_card_hook(service, agent_magics))
+
     return wire
 
 
@@ -156,12 +165,13 @@ def _has_saved_triggers(agent_magics: AgentMagics) -> bool:
 
 def load(ipython: Any, agent_magics: AgentMagics) -> None:
     """Register ``%agent_triggers`` and the wiring; restore saved triggers if there are any."""
-    from agent_kernel.triggers import WIRING, existing_scheduler
+    from agent_kernel.triggers import existing_scheduler
 
     ipython.register_magic_function(lambda line: agent_triggers(ipython, agent_magics, line),
                                     "line", "agent_triggers")
-    WIRING[:] = [w for w in WIRING if not getattr(w, "_agent_kernel_wiring", False)]
-    WIRING.append(_wiring(ipython, agent_magics))
+    # The session owns its wiring: schedulers its agents make get this shell's namespace,
+    # not the last loaded shell's.
+    agent_magics.user_tools.wire_scheduler = _wiring(ipython, agent_magics)
     existing = getattr(agent_magics, "_agent", None)
     scheduler = existing_scheduler(existing) if existing is not None else None
     if scheduler is not None:

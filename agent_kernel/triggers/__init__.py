@@ -13,18 +13,11 @@ See ``docs/triggers.md`` for the kinds, the limits and how restoring works.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agent_kernel.engine.registry import ToolHost
     from agent_kernel.triggers.scheduler import TriggerScheduler
-
-# Called with every new scheduler; the notebook extension adds one that hands the kernel's
-# namespace and the panel display to schedulers made in this kernel. Process-wide: a kernel
-# runs one notebook, and the last ``%load_ext`` wires (two shells in one process would
-# share it; the notebook's magics do not yet own it).
-WIRING: list[Callable[[Any], None]] = []
 
 
 def existing_scheduler(agent: ToolHost) -> TriggerScheduler | None:
@@ -41,7 +34,11 @@ def existing_scheduler(agent: ToolHost) -> TriggerScheduler | None:
 
 
 def scheduler_for(agent: ToolHost, **options: Any) -> TriggerScheduler:
-    """The agent's scheduler, made (not started) on first use; ``options`` go to a new one."""
+    """The agent's scheduler, made (not started) on first use; ``options`` go to a new one.
+
+    A new scheduler is handed to the agent's session (``agent.user_tools.wire_scheduler``):
+    in a notebook that gives it the shell's namespace and panel display, so two shells in
+    one process wire their own agents' schedulers; outside a notebook there is none."""
     existing = existing_scheduler(agent)
     if existing is not None:
         for name, value in options.items():
@@ -51,9 +48,10 @@ def scheduler_for(agent: ToolHost, **options: Any) -> TriggerScheduler:
 
     made = TriggerScheduler(agent, **options)
     agent.services.triggers = made
-    for wire in list(WIRING):
+    wire = agent.user_tools.wire_scheduler  # the agent's session's (a notebook's), if any
+    if wire is not None:
         wire(made)
     return made
 
 
-__all__ = ["WIRING", "existing_scheduler", "scheduler_for"]
+__all__ = ["existing_scheduler", "scheduler_for"]

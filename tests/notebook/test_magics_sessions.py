@@ -74,3 +74,30 @@ def test_unloading_one_shell_leaves_the_other(two_shells) -> None:
         m.current(shell)
     assert m.current(second.shell) is second
     m.load_ipython_extension(shell)  # the fixture unloads it again
+
+
+def test_each_shell_wires_its_own_schedulers(two_shells, tmp_path: Path) -> None:
+    """A scheduler made for a shell's agent reads that shell's namespace, whichever shell
+    loaded the extension last; an agent of no notebook session gets no namespace."""
+    from agent_kernel import Agent
+    from agent_kernel.triggers import scheduler_for
+    from agent_kernel.triggers.conditions import Condition, ConditionWatch
+
+    first, second = two_shells
+    first.shell.user_ns["rows_only_in_first"] = [1, 2, 3, 4]
+    condition = {"kind": "expression", "expression": "len(rows_only_in_first) > 3"}
+
+    schedulers = [scheduler_for(first.agent), scheduler_for(second.agent)]
+    assert schedulers[0].namespace is first.shell.user_ns
+    assert schedulers[1].namespace is second.shell.user_ns
+    seen = []
+    for scheduler in schedulers:
+        watch = ConditionWatch(Condition.parse(condition))
+        seen.append((watch.check(scheduler.namespace), watch.last_error))
+    assert seen[0] == (True, None)
+    assert seen[1][0] is False and "rows_only_in_first" in str(seen[1][1])
+    for scheduler in schedulers:  # each shows its new triggers in its own shell's cell
+        assert sum(getattr(h, "_agent_kernel_card", False) for h in scheduler.on_created) == 1
+
+    loose = Agent(workspace=tmp_path / "script", user_tools=UserTools())
+    assert scheduler_for(loose).namespace is None and not scheduler_for(loose).on_created
