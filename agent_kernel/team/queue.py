@@ -11,9 +11,10 @@ the top). :class:`TaskStore` writes every waiting or running task to
 the trigger store does), so a later session can put the queued ones back and
 name those that were running when the kernel died. A file is data a person or
 a crash may have changed: :meth:`Task.from_record` checks every field it
-relies on, and a file it refuses costs that one task, never the team. A task
-that was running when its kernel died is moved to ``team/interrupted/`` with
-status ``interrupted``; :class:`RestoreReport` says what came back.
+relies on (a pydantic model, :class:`TaskRecord`), and a file it refuses costs
+that one task, never the team. A task that was running when its kernel died
+is moved to ``team/interrupted/`` with status ``interrupted``;
+:class:`RestoreReport` says what came back.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ import itertools
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from agent_kernel.core.safe_open import (
     TooLarge,
@@ -104,39 +108,90 @@ class Task:
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Task:
-        """A task read back from its file; unknown keys are ignored, bad values refused."""
-        known = {k: record[k] for k in cls.__dataclass_fields__ if k in record and k != "seq"}
-        for name in ("id", "role", "prompt"):
-            if not isinstance(known.get(name), str) or not known[name]:
-                raise ValueError(f"a saved task needs a {name}")
-        if known["role"] not in ROLES:
-            raise ValueError(f"role must be 'planner' or 'worker', got {known['role']!r}")
-        priority = known.get("priority", DEFAULT_PRIORITY)
-        if type(priority) is not int or not 0 <= priority <= 10:
-            raise ValueError(f"priority must be between 0 and 10, got {priority!r}")
-        if known.get("status", "queued") not in STATUSES:
-            raise ValueError(f"not a task status: {known.get('status')!r}")
-        if known.get("type", "oneshot") not in ("oneshot", "conditional"):
-            raise ValueError(f"type must be 'oneshot' or 'conditional', got {known['type']!r}")
-        timeout = known.get("timeout")
-        if timeout is not None and (type(timeout) not in (int, float) or not timeout > 0):
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        depth = known.get("depth", 1)
-        if type(depth) is not int or not 0 <= depth <= 100:
-            raise ValueError(f"depth must be a small whole number, got {depth!r}")
-        for name in ("created_at", "result"):
-            if not isinstance(known.get(name, ""), str):
-                raise ValueError(f"{name} must be text")
-        for name in ("trace_id", "root_id", "parent_id", "parent_agent_id", "agent_id", "run_id",
-                     "trigger_id", "error", "started_at", "ended_at"):
-            if known.get(name) is not None and not isinstance(known[name], str):
-                raise ValueError(f"{name} must be text or null")
-        children = known.get("children", [])
-        if not isinstance(children, list) or not all(isinstance(c, str) for c in children):
-            raise ValueError("children must be a list of task ids")
-        if known.get("condition") is not None and not isinstance(known["condition"], dict):
-            raise ValueError("condition must be an object or null")
-        return cls(**known)
+        """A task read back from its file; unknown keys are ignored, bad values refused
+        (:class:`TaskRecord` checks them; the refusal names the first bad field)."""
+        try:
+            checked = TaskRecord.model_validate(record)
+        except ValidationError as exc:
+            raise ValueError(_refusal(exc)) from None
+        return cls(**checked.model_dump(exclude_unset=True))
+
+
+_NULLABLE_TEXT = ("trace_id", "root_id", "parent_id", "parent_agent_id", "agent_id", "run_id",
+                  "trigger_id", "error", "started_at", "ended_at")
+
+
+class TaskRecord(BaseModel):
+    """A task file's record as :meth:`Task.from_record` accepts it: a file is data a
+    person or a crash may have changed. Strict (no ``"5"`` for 5, no ``true`` for 1);
+    fields in the order they are checked, so a refusal names the first bad one."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    id: str = Field(min_length=1)
+    role: Literal["planner", "worker"]
+    prompt: str = Field(min_length=1)
+    priority: int = Field(default=DEFAULT_PRIORITY, ge=0, le=10)
+    status: TaskStatus = "queued"
+    type: Literal["oneshot", "conditional"] = "oneshot"
+    timeout: int | float | None = Field(default=None, gt=0)
+    depth: int = Field(default=1, ge=0, le=100)
+    created_at: str = ""
+    result: str = ""
+    trace_id: str | None = None
+    root_id: str | None = None
+    parent_id: str | None = None
+    parent_agent_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    trigger_id: str | None = None
+    error: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    children: list[str] = Field(default_factory=list)
+    condition: dict[str, Any] | None = None
+
+
+def _lacks(error: ErrorDetails) -> bool:
+    """True when the error says the record has no id, role or prompt text at all."""
+    name = error["loc"][0] if error["loc"] else ""
+    if name in ("id", "prompt"):
+        return True
+    value = error["input"] if error["type"] != "missing" else None
+    return name == "role" and not (isinstance(value, str) and value)
+
+
+def _refusal(exc: ValidationError) -> str:
+    """The first bad field of a task record in the words the restore report has always
+    used (``priority must be between 0 and 10, got 99``)."""
+    errors = exc.errors()
+    lacking = [e for e in errors if _lacks(e)]  # a task without id, role or prompt first
+    first = lacking[0] if lacking else errors[0]
+    name = str(first["loc"][0]) if first["loc"] else ""
+    value = first["input"] if first["type"] != "missing" else None
+    if lacking:
+        return f"a saved task needs a {name}"
+    if name == "role":
+        return f"role must be 'planner' or 'worker', got {value!r}"
+    if name == "priority":
+        return f"priority must be between 0 and 10, got {value!r}"
+    if name == "status":
+        return f"not a task status: {value!r}"
+    if name == "type":
+        return f"type must be 'oneshot' or 'conditional', got {value!r}"
+    if name == "timeout":
+        return f"timeout must be a positive number of seconds, got {value!r}"
+    if name == "depth":
+        return f"depth must be a small whole number, got {value!r}"
+    if name in ("created_at", "result"):
+        return f"{name} must be text"
+    if name in _NULLABLE_TEXT:
+        return f"{name} must be text or null"
+    if name == "children":
+        return "children must be a list of task ids"
+    if name == "condition":
+        return "condition must be an object or null"
+    return f"{name}: {first['msg']}"
 
 
 def task_of(agent: ToolHost) -> Task | None:

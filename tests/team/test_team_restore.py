@@ -22,6 +22,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from scripted_server import Message
 from test_team import RoleModel, RoleServer, delegate, first_prompt, last, make_team
 
@@ -156,6 +157,35 @@ def save(folder: Path, name: str, text: str) -> None:
 def task_record(task_id: str, **more: Any) -> dict[str, Any]:
     return {"id": task_id, "role": "worker", "prompt": f"{task_id} work", "priority": 5,
             "status": "queued", "created_at": "2026-01-01T00:00:00.000Z", "seq": 1, **more}
+
+
+@pytest.mark.parametrize(("more", "why"), [
+    ({"priority": True}, "priority must be between 0 and 10, got True"),
+    ({"priority": "5"}, "priority must be between 0 and 10, got '5'"),
+    ({"timeout": float("nan")}, "timeout must be a positive number of seconds, got nan"),
+    ({"timeout": 0}, "timeout must be a positive number of seconds, got 0"),
+    ({"status": "done"}, "not a task status: 'done'"),
+    ({"depth": 101}, "depth must be a small whole number, got 101"),
+    ({"run_id": 7}, "run_id must be text or null"),
+    ({"condition": [1]}, "condition must be an object or null"),
+    ({"role": "teller", "prompt": ""}, "a saved task needs a prompt"),
+])
+def test_a_task_record_is_checked_strictly_and_refused_in_words(more, why) -> None:
+    from agent_kernel.team.queue import Task
+
+    with pytest.raises(ValueError) as refused:
+        Task.from_record(task_record("task_bad", **more))
+    assert str(refused.value) == why
+
+
+def test_a_task_record_keeps_its_values_and_ignores_unknown_keys() -> None:
+    from agent_kernel.team.queue import Task
+
+    task = Task.from_record(task_record("task_ok", timeout=30, children=["task_c"],
+                                        condition={"kind": "file", "path": "x"}, later="?"))
+    assert (task.timeout, type(task.timeout), task.children, task.condition) == (
+        30, int, ["task_c"], {"kind": "file", "path": "x"})
+    assert task.type == "oneshot" and task.depth == 1 and task.trace_id is None
 
 
 async def test_torn_and_tampered_files_are_reported_and_skipped(tmp_path):
