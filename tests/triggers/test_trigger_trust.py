@@ -962,3 +962,27 @@ def test_the_cli_never_evaluates_a_planted_condition(tmp_path: Path) -> None:
     assert "fired trg_mine" in done.stdout, done.stdout
     assert "approve it in a notebook" in done.stdout or "in a notebook" in done.stdout
     assert not marker.exists()
+
+
+def test_a_saved_trigger_of_the_wrong_shape_is_repaired_with_a_note_for_each_field() -> None:
+    from datetime import datetime, timezone
+
+    from agent_kernel.triggers.checks import check_record
+
+    now = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    saved: dict[str, Any] = {"id": "trg_a", "agent_id": "agent", "prompt": "check",
+                             "kind": "recurring", "interval": 60, "runs": 3, "errors": -1,
+                             "skipped": True, "source": 5, "model": "demo",
+                             "last_result": ["x"]}
+    checked = check_record(saved, now)
+    assert checked is not None
+    assert checked.notes == ["errors -1 is not a count; set to 0",
+                             "skipped True is not a count; set to 0",
+                             "source 5 is not text; cleared",
+                             "last_result ['x'] is not text; cleared"]
+    trigger = checked.trigger
+    assert (trigger.runs, trigger.errors, trigger.skipped) == (3, 0, 0)
+    assert (trigger.source, trigger.model, trigger.last_result) == (None, "demo", None)
+    clean = check_record({**saved, "errors": 0, "skipped": 2, "source": None,
+                          "last_result": "fine"}, now)
+    assert clean is not None and clean.notes == []
