@@ -28,8 +28,10 @@ from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.agent import Agent, RunResult
 from agent_kernel.engine.models import Model
 from agent_kernel.engine.registry import Tool
+from agent_kernel.engine.services import TaskSummary
 from agent_kernel.team import earlier, restored
 from agent_kernel.team.asking import PendingQuestion, answered_message, tool_result
+from agent_kernel.team.budget import TeamUsage
 from agent_kernel.team.queue import RestoreReport, Task
 from agent_kernel.team.restored import Decision
 from agent_kernel.team.roles import TELLER, WORKER
@@ -64,7 +66,7 @@ class TeamResult:
     """Tasks an earlier kernel left queued, run with this prompt (see ``docs/team.md``)."""
     notes: list[str] = field(default_factory=list)
     """What the person should know besides the reply: the restore note, once."""
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: TeamUsage = field(default_factory=lambda: TeamUsage())
     """What the prompt's task tree used: ``tokens``, ``prompt_tokens``,
     ``completion_tokens``, ``cost`` (dollars; None when litellm knows no price) and
     ``calls`` (model calls), every agent of the tree counted."""
@@ -463,11 +465,11 @@ class Team:
         return node
 
     @property
-    def usage(self) -> dict[str, Any]:
+    def usage(self) -> TeamUsage:
         """What the team used in this session (``TeamResult.usage``'s keys)."""
         return self.supervisor.budget.session.summary()
 
-    def list_tasks(self, scope: str = "all", role: str | None = None) -> list[dict[str, Any]]:
+    def list_tasks(self, scope: str = "all", role: str | None = None) -> list[TaskSummary]:
         """What ``list_tasks`` shows: queued, running and trigger rows."""
         return self.supervisor.rows(scope, role)
 
