@@ -103,9 +103,8 @@ async def recall(
         raise ValueError(f"limit must be between {low} and {high}, got {limit}")
     memories = await _with_store(ctx, lambda store: store.search(
         query, agent_id=ctx.agent_id, limit=limit))
-    for memory in memories:
-        memory.pop("agent_id", None)
-    return {"memories": memories, "count": len(memories)}
+    shown = [{k: v for k, v in memory.items() if k != "agent_id"} for memory in memories]
+    return {"memories": shown, "count": len(shown)}
 
 
 async def search_memory(
