@@ -70,7 +70,7 @@ def test_no_service_is_looked_up_by_a_string_key() -> None:
     assert found == []
 
 
-MOST_DICT_ANY = 175
+MOST_DICT_ANY = 173
 """Lines of the package that spell ``dict[str, Any]`` (359 before issue 23's typed
 messages; docs/architecture.md, "Typed seams"): a new JSON shape gets a TypedDict or
 a model, so the count may fall but not rise."""

@@ -152,7 +152,7 @@ class Agent:
         self.registry = ToolRegistry(permission_hook=permission_hook)
         self.services = AgentServices()
         """Per-agent services of the features built on the engine (memory, triggers, team)."""
-        self.ledger_fields: dict[str, Any] = {}
+        self.ledger_fields: dict[str, str | None] = {}
         """Added to every ledger record of this agent's runs (a team task's place in its tree)."""
         modules = list(toolsets)
         for module in modules:
