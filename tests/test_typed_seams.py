@@ -68,3 +68,45 @@ def test_no_service_is_looked_up_by_a_string_key() -> None:
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if keyed.search(line)]
     assert found == []
+
+
+MOST_DICT_ANY = 173
+"""Lines of the package that spell ``dict[str, Any]`` (359 before issue 23's typed
+messages; docs/architecture.md, "Typed seams"): a new JSON shape gets a TypedDict or
+a model, so the count may fall but not rise."""
+MOST_JSON_OBJECT = 96
+"""Lines that name ``JsonObject``, the alias for free JSON only: capped too, so the
+count above cannot fall by renaming."""
+
+
+def lines_with(package: Path, text: str) -> list[str]:
+    """``path:line`` of each line of the package's modules that contains ``text``."""
+    return [f"{path.relative_to(package.parent)}:{number}"
+            for path in sorted(package.rglob("*.py"))
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            if text in line]
+
+
+def test_dict_str_any_does_not_creep_back() -> None:
+    found = lines_with(PACKAGE, "dict[str, Any]")
+    assert len(found) > 50  # the walk sees the package
+    assert len(found) <= MOST_DICT_ANY, (
+        f"{len(found)} lines spell dict[str, Any] (at most {MOST_DICT_ANY}): give the new "
+        "shape a TypedDict, a dataclass or a pydantic model")
+
+
+def test_json_object_stays_for_free_json() -> None:
+    found = [f for f in lines_with(PACKAGE, "JsonObject")
+             if not f.startswith("agent_kernel/core/json_types.py")]
+    assert len(found) <= MOST_JSON_OBJECT, (
+        f"{len(found)} lines name JsonObject (at most {MOST_JSON_OBJECT}); it is for JSON "
+        "whose keys no type knows, not a new name for dict[str, Any]")
+
+
+def test_the_counts_count_lines(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "m.py").write_text(
+        "x: dict[str, Any] = {}\ny: dict[str, int] = {}\ndef f(a: dict[str, Any]) -> None: ...\n")
+    (package / "notes.txt").write_text("dict[str, Any]\n")
+    assert lines_with(package, "dict[str, Any]") == ["pkg/m.py:1", "pkg/m.py:3"]

@@ -42,6 +42,7 @@ from agent_kernel.engine import tool_calls
 from agent_kernel.engine.approvals import Approvals
 from agent_kernel.engine.context import ContextWindow
 from agent_kernel.engine.models import Model, resolve
+from agent_kernel.engine.models.base import ChatMessage
 from agent_kernel.engine.models.provider_errors import ProviderError
 from agent_kernel.engine.questions import QuestionChannel
 from agent_kernel.engine.registry import (
@@ -151,7 +152,7 @@ class Agent:
         self.registry = ToolRegistry(permission_hook=permission_hook)
         self.services = AgentServices()
         """Per-agent services of the features built on the engine (memory, triggers, team)."""
-        self.ledger_fields: dict[str, Any] = {}
+        self.ledger_fields: dict[str, str | None] = {}
         """Added to every ledger record of this agent's runs (a team task's place in its tree)."""
         modules = list(toolsets)
         for module in modules:
@@ -163,7 +164,7 @@ class Agent:
             self.registry.add(user_tool)
         for extra in tools or ():
             self.registry.add(extra)
-        self.messages: list[dict[str, Any]] = []
+        self.messages: list[ChatMessage] = []
         self._runs: dict[str, asyncio.Task[Any]] = {}
         self._conversation_lock: asyncio.Lock | None = None
         self.windows: dict[str, ContextWindow] = {}
@@ -188,7 +189,7 @@ class Agent:
         """Forget the conversation (memory and ledger stay)."""
         self.messages = []
 
-    def _system_message(self) -> dict[str, Any] | None:
+    def _system_message(self) -> ChatMessage | None:
         if not self.system_prompt:
             return None
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -268,7 +269,7 @@ class Agent:
         run_id: str,
         model: Model,
         trigger: dict[str, Any] | None,
-        messages: list[dict[str, Any]],
+        messages: list[ChatMessage],
     ) -> RunResult:
         emit = self.bus.emit
         started = time.perf_counter()

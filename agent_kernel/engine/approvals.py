@@ -28,9 +28,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from agent_kernel.core.events import LedgerRecorded, Notice
+from agent_kernel.core.json_types import JsonObject
 from agent_kernel.core.times import parse_iso
 
 if TYPE_CHECKING:
@@ -142,16 +143,16 @@ class Approvals:
             self._announce("person", record, None)
         return ended
 
-    async def check(self, ctx: ToolContext, tool: Tool, arguments: dict[str, Any],
-                    notes: dict[str, Any] | None = None) -> Refusal | None:
+    async def check(self, ctx: ToolContext, tool: Tool, arguments: JsonObject,
+                    notes: JsonObject | None = None) -> Refusal | None:
         """None when the call may run, else why it may not (``notes``: see :meth:`request`)."""
         if not tool.needs_approval(arguments):
             return None
         return await self.request(ctx.run_id, tool.name, arguments, notes=notes)
 
-    async def request(self, run_id: str, what: str, arguments: dict[str, Any], *,
+    async def request(self, run_id: str, what: str, arguments: JsonObject, *,
                       digest: str | None = None,
-                      notes: dict[str, Any] | None = None) -> Refusal | None:
+                      notes: JsonObject | None = None) -> Refusal | None:
         """Ask for approval of ``what`` with ``arguments``; None means approved.
 
         ``digest`` names exactly the code being approved; an approval (also an "always"
@@ -195,45 +196,45 @@ class Approvals:
         summary = f"You denied {what}" if source == "user" else f"{what} was not run: {reason}"
         return Refusal(f"Tool '{what}' was not run: {why}.", summary, reason)
 
-    def record_person(self, what: str, arguments: dict[str, Any], digest: str,
-                      run_id: str = "person") -> dict[str, Any]:
+    def record_person(self, what: str, arguments: JsonObject, digest: str,
+                      run_id: str = "person") -> JsonObject:
         """Record that the person approved ``digest`` themselves (their own code, or a click
         on Approve for a restored trigger). Written at once, before the code may run."""
         record, warning = self._write(run_id, what, arguments, True, APPROVE, "person", digest)
         self._announce(run_id, record, warning)
         return record
 
-    async def _record(self, run_id: str, what: str, arguments: dict[str, Any], approved: bool,
+    async def _record(self, run_id: str, what: str, arguments: JsonObject, approved: bool,
                       answer: str, source: str, digest: str | None = None,
                       standing: StandingPermission | None = None) -> None:
         record, warning = await asyncio.to_thread(self._write, run_id, what, arguments,
                                                   approved, answer, source, digest, standing)
         self._announce(run_id, record, warning)
 
-    def _write_grant(self, tool: str, run_id: str) -> dict[str, Any]:
+    def _write_grant(self, tool: str, run_id: str) -> JsonObject:
         return self.host.ledger.record_event(
             "permission_granted", agent_id=self.host.agent_id, run_id=run_id, tool_name=tool,
             by="user")
 
-    def _granted(self, tool: str, run_id: str, record: dict[str, Any]) -> StandingPermission:
+    def _granted(self, tool: str, run_id: str, record: JsonObject) -> StandingPermission:
         permission = self._standing.setdefault(tool, StandingPermission(
             tool, _when(record.get("timestamp")), run_id, record.get("record_id")))
         self._announce(run_id, record, None)
         return permission
 
-    def _announce(self, run_id: str, record: dict[str, Any], warning: str | None) -> None:
+    def _announce(self, run_id: str, record: JsonObject, warning: str | None) -> None:
         # Subscribers (views) are not thread-safe: events go out on the caller's thread.
         if warning:
             self.host.bus.emit(Notice(run_id, warning, level="warning"))
         self.host.bus.emit(LedgerRecorded(run_id, record))
 
-    def _write(self, run_id: str, what: str, arguments: dict[str, Any], approved: bool,
+    def _write(self, run_id: str, what: str, arguments: JsonObject, approved: bool,
                answer: str, source: str, digest: str | None,
                standing: StandingPermission | None = None
-               ) -> tuple[dict[str, Any], str | None]:
+               ) -> tuple[JsonObject, str | None]:
         from agent_kernel.core.trust import TrustError, sign
 
-        fields: dict[str, Any] = {}
+        fields: dict[str, str | None] = {}
         warning = None
         if standing is not None:
             fields["standing_since"] = standing.since.isoformat(

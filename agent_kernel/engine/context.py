@@ -24,17 +24,23 @@ import asyncio
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol, TypedDict
 
 from agent_kernel.core.config import Settings
 from agent_kernel.core.events import ContextCompacted, EventBus, LedgerRecorded
 from agent_kernel.core.ledger import Ledger
 from agent_kernel.engine.models import Model, resolve
-from agent_kernel.engine.models.base import CHARS_PER_TOKEN, DEFAULT_WINDOW, estimate_tokens
+from agent_kernel.engine.models.base import (
+    CHARS_PER_TOKEN,
+    DEFAULT_WINDOW,
+    ChatMessage,
+    ToolSchema,
+    estimate_tokens,
+)
 
-__all__ = ["CHARS_PER_TOKEN", "DEFAULT_WINDOW", "ContextWindow", "compress", "count_tokens",
-           "digest", "estimate_tokens", "max_tokens", "status_of", "transcript", "units",
-           "upper_bound"]
+__all__ = ["CHARS_PER_TOKEN", "DEFAULT_WINDOW", "ContextStatus", "ContextWindow", "compress",
+           "count_tokens", "digest", "estimate_tokens", "max_tokens", "status_of", "transcript",
+           "units", "upper_bound"]
 
 WARNING_PERCENT = 70.0
 """From this share of the window on, the status is ``warning``."""
@@ -54,6 +60,16 @@ SUMMARY_REQUEST = (
 )
 
 
+class ContextStatus(TypedDict):
+    """How full the next request leaves the window (what ``get_context_status`` returns)."""
+
+    ok: bool
+    usedTokens: int  # noqa: N815 - the tool's result keys are camelCase
+    maxTokens: int  # noqa: N815
+    usagePercent: float  # noqa: N815
+    status: str
+
+
 def status_of(percent: float) -> str:
     """``normal`` below 70 %, ``warning`` below 90, ``critical`` below 100, else ``exceeded``."""
     if percent >= EXCEEDED_PERCENT:
@@ -71,19 +87,19 @@ def max_tokens(model: str | Model, settings: Settings) -> int:
     return resolve(model).window(settings)
 
 
-def count_tokens(model: str | Model, messages: list[dict[str, Any]],
-                 tools: list[dict[str, Any]] | None = None) -> int:
+def count_tokens(model: str | Model, messages: list[ChatMessage],
+                 tools: list[ToolSchema] | None = None) -> int:
     """The tokens a request with ``messages`` and ``tools`` takes, counted for ``model``."""
     return resolve(model).count_tokens(messages, tools)
 
 
-def upper_bound(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
+def upper_bound(messages: list[ChatMessage], tools: list[ToolSchema] | None) -> int:
     """A cheap bound no tokenizer's count exceeds: a token is at least one byte, and the
     ASCII JSON of a request is longer than its text plus every framing token."""
     return len(json.dumps(messages)) + len(json.dumps(tools or [])) + 8 * len(messages) + 64
 
 
-def units(messages: list[dict[str, Any]], start: int = 0) -> list[tuple[int, int]]:
+def units(messages: list[ChatMessage], start: int = 0) -> list[tuple[int, int]]:
     """``(begin, end)`` index ranges from ``start`` that may not be split: a tool message
     belongs to the unit of the assistant message before it."""
     found: list[tuple[int, int]] = []
@@ -95,7 +111,7 @@ def units(messages: list[dict[str, Any]], start: int = 0) -> list[tuple[int, int
     return found
 
 
-def _first_kept(messages: list[dict[str, Any]], head: int, keep_recent: int) -> int:
+def _first_kept(messages: list[ChatMessage], head: int, keep_recent: int) -> int:
     """Where the kept part begins: at least ``keep_recent`` messages, whole units, the last
     unit always (the prompt being answered, or the turn whose tool calls are running)."""
     wanted = max(head, len(messages) - max(0, keep_recent))
@@ -107,16 +123,16 @@ def _first_kept(messages: list[dict[str, Any]], head: int, keep_recent: int) -> 
     return cut
 
 
-def _has_system(messages: list[dict[str, Any]]) -> int:
+def _has_system(messages: list[ChatMessage]) -> int:
     return 1 if messages and messages[0].get("role") == "system" else 0
 
 
-def summary_message(summary: str) -> dict[str, Any]:
+def summary_message(summary: str) -> ChatMessage:
     """The message that stands for the compacted part of the conversation."""
     return {"role": "user", "content": f"{SUMMARY_HEADING}\n\n{summary.strip()}"}
 
 
-def compress(messages: list[dict[str, Any]], summary: str, keep_recent: int = 10
+def compress(messages: list[ChatMessage], summary: str, keep_recent: int = 10
              ) -> tuple[int, int]:
     """Replace the older messages by ``summary``, in place; ``(compressed, remaining)``.
 
@@ -143,7 +159,7 @@ def _clip(text: object, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def transcript(messages: list[dict[str, Any]], max_chars: int, per_message: int = 1000
+def transcript(messages: list[ChatMessage], max_chars: int, per_message: int = 1000
                ) -> str:
     """The messages as lines of text, each cut to ``per_message`` characters; past
     ``max_chars`` the first line stays and the latest lines that fit."""
@@ -176,7 +192,7 @@ def transcript(messages: list[dict[str, Any]], max_chars: int, per_message: int 
     return "\n".join([first, f"[{skipped} lines left out]", *reversed(kept)])
 
 
-def digest(messages: list[dict[str, Any]], max_chars: int) -> str:
+def digest(messages: list[ChatMessage], max_chars: int) -> str:
     """A summary made without a model: every message, cut short (see :func:`transcript`)."""
     heading = (f"Digest of {len(messages)} earlier messages, made without a model "
                "(each is cut short):")
@@ -203,11 +219,11 @@ class ContextWindow:
     """One run's conversation as the model sees it: its model, messages and window."""
 
     model: Model
-    messages: list[dict[str, Any]]
+    messages: list[ChatMessage]
     settings: Settings
     compactions: int = field(default=0)
 
-    def __init__(self, model: str | Model, messages: list[dict[str, Any]],
+    def __init__(self, model: str | Model, messages: list[ChatMessage],
                  settings: Settings) -> None:
         self.model = resolve(model)
         self.messages = messages
@@ -219,7 +235,7 @@ class ContextWindow:
         """The window of this run's model (see :func:`max_tokens`)."""
         return self.model.window(self.settings)
 
-    def status(self, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def status(self, tools: list[ToolSchema] | None = None) -> ContextStatus:
         """``{ok, usedTokens, maxTokens, usagePercent, status}`` for the next request."""
         used = self.model.count_tokens(self.messages, tools)
         limit = self.max_tokens
@@ -234,7 +250,7 @@ class ContextWindow:
             self.compactions += 1
         return done
 
-    async def fit(self, host: WindowHost, run_id: str, tools: list[dict[str, Any]],
+    async def fit(self, host: WindowHost, run_id: str, tools: list[ToolSchema],
                   spent: Spending) -> ContextCompacted | None:
         """Before a model call: compact when the request reaches :data:`CRITICAL_PERCENT`.
 
@@ -266,7 +282,7 @@ class ContextWindow:
         summary, summary_by, why = await self._summarize(older, limit, spent)
         compressed, remaining = self.compress(summary, len(self.messages) - cut)
         after = await asyncio.to_thread(self.model.count_tokens, self.messages, tools)
-        fields: dict[str, Any] = {"summary_error": why} if why else {}
+        fields: dict[str, str] = {"summary_error": why} if why else {}
         record = await asyncio.to_thread(
             host.ledger.record_event, "context_compacted", agent_id=host.agent_id,
             run_id=run_id, compressed_count=compressed, remaining_count=remaining,
@@ -283,7 +299,7 @@ class ContextWindow:
         host.bus.emit(event)
         return event
 
-    async def _summarize(self, older: list[dict[str, Any]], limit: int, spent: Spending
+    async def _summarize(self, older: list[ChatMessage], limit: int, spent: Spending
                          ) -> tuple[str, str, str | None]:
         """``(summary, "model" | "digest", why the model's summary was not used)``."""
         summary_tokens = max(64, int(limit * SUMMARY_SHARE))
@@ -294,7 +310,7 @@ class ContextWindow:
             self.settings, max_retries=min(self.settings.max_retries, 1),
             extra_completion_args={**self.settings.extra_completion_args,
                                    "max_tokens": summary_tokens})
-        request = [{"role": "system", "content": SUMMARY_REQUEST},
+        request: list[ChatMessage] = [{"role": "system", "content": SUMMARY_REQUEST},
                    {"role": "user", "content": transcript(older, limit)}]
         try:
             # no role: the summary is asked for by the compaction, not by the agent's turn

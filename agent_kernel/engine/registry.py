@@ -28,6 +28,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic import Field as Field
 from pydantic.fields import FieldInfo
 
+from agent_kernel.engine.models.base import FunctionSpec, JsonObject, ToolSchema
+
 if typing.TYPE_CHECKING:
     from agent_kernel.core.config import Settings
     from agent_kernel.core.events import Event, EventBus
@@ -95,7 +97,7 @@ class ToolHost(typing.Protocol):
 class TurnState:
     """What the tool calls of one model response share with the loop that runs them."""
 
-    trigger: dict[str, Any] | None = None
+    trigger: JsonObject | None = None
     """The trigger that started the run (None for a person's prompt)."""
     ended_by: str | None = None
     """Set by :meth:`ToolContext.end_run`: the run ends once these calls are answered."""
@@ -109,7 +111,7 @@ class ToolContext:
     run_id: str
     agent_id: str
     workspace: Workspace
-    trigger: dict[str, Any] | None = None
+    trigger: JsonObject | None = None
     call_id: str | None = None
     turn: TurnState = field(default_factory=TurnState)
     """Shared by the calls of one response and read by the loop after them."""
@@ -183,7 +185,7 @@ def _is_context(annotation: object) -> bool:
     return annotation is ToolContext or annotation == "ToolContext"
 
 
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+def _inline_refs(schema: JsonObject) -> JsonObject:
     """Inline ``$defs`` (enums, nested models) and drop pydantic's titles."""
     defs = schema.pop("$defs", {})
 
@@ -206,7 +208,7 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
             return [walk(item) for item in node]
         return node
 
-    result: dict[str, Any] = walk(schema)
+    result: JsonObject = walk(schema)
     return result
 
 
@@ -227,13 +229,13 @@ def _format_validation_error(tool_name: str, error: ValidationError) -> str:
     return f"Invalid arguments for tool '{tool_name}': " + "; ".join(parts)
 
 
-Precheck = Callable[[dict[str, Any]], dict[str, Any] | None]
+Precheck = Callable[[JsonObject], JsonObject | None]
 """Looks at a call's validated arguments before anyone is asked to approve it: raises
 :class:`ToolError` to refuse the call outright, or returns notes for the approval
 question (``{"sandbox": "not sandboxed: ..."}``), or None."""
 
 
-SideEffects = Callable[[dict[str, Any]], bool]
+SideEffects = Callable[[JsonObject], bool]
 """Decides per call whether a tool's validated arguments need an approval (``url_fetch``:
 a GET does not, a POST does)."""
 
@@ -267,7 +269,7 @@ class Tool:
         self.description = description or summary or self.name
         hints = typing.get_type_hints(func, include_extras=True)
         self.context_param: str | None = None
-        fields: dict[str, Any] = {}
+        fields: dict[str, tuple[Any, FieldInfo]] = {}
         for param in inspect.signature(func).parameters.values():
             annotation = hints.get(param.name, Any)
             if _is_context(annotation):
@@ -288,7 +290,7 @@ class Tool:
         self.__doc__ = func.__doc__
         self.__name__ = self.name
 
-    def needs_approval(self, arguments: dict[str, Any]) -> bool:
+    def needs_approval(self, arguments: JsonObject) -> bool:
         """Whether this call must be approved first (``side_effects``, or its verdict on
         ``arguments`` when it is a :data:`SideEffects` callable; a callable that fails asks)."""
         if not callable(self.side_effects):
@@ -309,7 +311,7 @@ class Tool:
         return made
 
     @functools.cached_property
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> JsonObject:
         """The JSON schema of the arguments, as sent to the model."""
         schema = _inline_refs(self.model.model_json_schema())
         schema.setdefault("properties", {})
@@ -317,18 +319,12 @@ class Tool:
         schema.pop("additionalProperties", None)
         return schema
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> ToolSchema:
         """The OpenAI function-calling schema of this tool."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
-        }
+        return ToolSchema(type="function", function=FunctionSpec(
+            name=self.name, description=self.description, parameters=self.parameters))
 
-    def validate(self, arguments: object) -> dict[str, Any]:
+    def validate(self, arguments: object) -> JsonObject:
         """Check ``arguments`` against the schema; returns them ready for the call."""
         if arguments is None:
             arguments = {}
@@ -347,7 +343,7 @@ class Tool:
             for name, value in values.items()
         }
 
-    async def invoke(self, arguments: dict[str, Any], context: ToolContext | None) -> Any:
+    async def invoke(self, arguments: JsonObject, context: ToolContext | None) -> Any:
         """Run the tool with validated ``arguments``; sync tools run in a thread of their own.
 
         The thread is a daemon, outside the loop's executor: a sync tool that ignores its
@@ -548,7 +544,7 @@ class ToolRegistry:
         """Whether ``role`` may call ``tool_obj`` (everything, without a hook)."""
         return True if self.permission_hook is None else self.permission_hook(role, tool_obj)
 
-    def schemas(self, role: str | None = None) -> list[dict[str, Any]]:
+    def schemas(self, role: str | None = None) -> list[ToolSchema]:
         """Function schemas of the tools ``role`` may use."""
         return [t.schema() for t in self._tools.values() if self.allowed(role, t)]
 

@@ -11,7 +11,7 @@ A field that does not exist is a mypy error, not a ``None`` from a misspelt key.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from agent_kernel.core.events import Event
 
@@ -68,6 +68,18 @@ class TeamTask(Protocol):
     def id(self) -> str: ...
 
 
+class TaskSummary(TypedDict):
+    """One row of ``list_tasks`` (spec 000's TaskSummary): a queued or running run, or a
+    trigger, from the team's board or an agent's scheduler."""
+
+    id: str
+    type: str
+    prompt: str
+    priority: int
+    status: str
+    createdAt: str  # noqa: N815 - the spec's key
+
+
 class TeamService(Protocol):
     """The team an agent belongs to (``team.supervisor.Supervisor``), as the built-in tools
     below the team use it: the Teller's question, the task list and cancelling."""
@@ -77,7 +89,7 @@ class TeamService(Protocol):
         """Keep the Teller's question and end its run; the team asks the person."""
         ...
 
-    def rows(self, scope: str = "all", role: str | None = None) -> list[dict[str, Any]]:
+    def rows(self, scope: str = "all", role: str | None = None) -> list[TaskSummary]:
         """The team's queued, running and trigger tasks, as ``list_tasks`` shows them."""
         ...
 

@@ -31,6 +31,7 @@ from agent_kernel.core.events import (
 )
 from agent_kernel.core.ledger import LedgerError
 from agent_kernel.core.redaction import to_text
+from agent_kernel.engine.models.base import ChatMessage, JsonObject
 from agent_kernel.engine.models.llm import ToolCallRequest
 from agent_kernel.engine.registry import (
     Tool,
@@ -166,7 +167,7 @@ def permit(agent: CallHost, call: ToolCallRequest, tool_obj: Tool) -> None:
                       guidance=explain(agent.role, call.name) if explain is not None else None)
 
 
-def validate(call: ToolCallRequest, tool_obj: Tool, arguments: Any) -> dict[str, Any]:
+def validate(call: ToolCallRequest, tool_obj: Tool, arguments: Any) -> JsonObject:
     """The arguments checked against the tool's schema."""
     try:
         return tool_obj.validate(arguments)
@@ -186,7 +187,7 @@ def tool_context(agent: CallHost, call: ToolCallRequest, run_id: str,
 
 
 def precheck(call: ToolCallRequest, tool_obj: Tool,
-             values: dict[str, Any]) -> dict[str, Any] | None:
+             values: JsonObject) -> JsonObject | None:
     """The tool's own check, before anyone is asked to approve; its notes go to the person."""
     try:
         return tool_obj.precheck(values) if tool_obj.precheck is not None else None
@@ -198,15 +199,15 @@ def precheck(call: ToolCallRequest, tool_obj: Tool,
                           f"checked ({type(exc).__name__}: {exc})") from exc
 
 
-async def approve(agent: CallHost, ctx: ToolContext, tool_obj: Tool, values: dict[str, Any],
-                  notes: dict[str, Any] | None) -> None:
+async def approve(agent: CallHost, ctx: ToolContext, tool_obj: Tool, values: JsonObject,
+                  notes: JsonObject | None) -> None:
     """Ask for approval when the tool needs it; a denial (or no answer) refuses."""
     verdict = await agent.approvals.check(ctx, tool_obj, values, notes)
     if verdict is not None:
         raise CallRefused(verdict.error, summary=verdict.summary, guidance=verdict.guidance)
 
 
-async def run(agent: CallHost, call: ToolCallRequest, tool_obj: Tool, values: dict[str, Any],
+async def run(agent: CallHost, call: ToolCallRequest, tool_obj: Tool, values: JsonObject,
               ctx: ToolContext, clock: ToolClock, started: float) -> Any:
     """The tool's value within its timeout (``clock``); a timeout or a raise refuses."""
     try:
@@ -282,14 +283,14 @@ async def finish(
                           duration_ms, summary, guidance)
 
 
-def answer_pending(messages: list[dict[str, Any]], call_ids: list[str], why: str) -> None:
+def answer_pending(messages: list[ChatMessage], call_ids: list[str], why: str) -> None:
     """Answer every unanswered tool call, so the next request is one a provider accepts."""
     for call_id in call_ids:
         messages.append({"role": "tool", "tool_call_id": call_id, "content": f"Error: {why}"})
     call_ids.clear()
 
 
-def tool_message(record: ToolCallRecord, limit: int) -> dict[str, Any]:
+def tool_message(record: ToolCallRecord, limit: int) -> ChatMessage:
     """The tool message the model reads: the result, or the error and what to do next."""
     content = (to_text(record.result) if record.success or record.result is not None
                else f"Error: {record.error}")

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from agent_kernel.core.redaction import redact_text
 from agent_kernel.memory import filters, markdown
@@ -58,6 +58,23 @@ def _through(end: datetime | None) -> datetime | None:
     if end is not None and end.microsecond == 0:
         return end + timedelta(microseconds=999_999)
     return end
+
+
+class _MemoryFields(TypedDict):
+    memory_id: str
+    agent_id: str
+    content: str
+    tags: list[str]
+    timestamp: str
+    run_id: str | None
+    long_term: bool
+    path: str
+
+
+class Memory(_MemoryFields, total=False):
+    """One memory as the tools, magics and views see it (``score`` only from a search)."""
+
+    score: float
 
 
 class MemoryFull(ValueError):
@@ -215,7 +232,7 @@ class MemoryStore:
     def search(self, query: str, *, agent_id: str | None, limit: int = 5,
                after: str | datetime | None = None, before: str | datetime | None = None,
                tags: Iterable[str] | None = None,
-               long_term: bool | None = None) -> list[dict[str, Any]]:
+               long_term: bool | None = None) -> list[Memory]:
         """Memories for ``query``, best first: hybrid vector + keyword search, filtered first."""
         if not isinstance(query, str) or not query.strip():
             raise ValueError("query cannot be empty")
@@ -233,7 +250,7 @@ class MemoryStore:
         return [self._public(r) for r in rows]
 
     def recent(self, *, agent_id: str | None, days: float = 3, limit: int = 20,
-               long_term: bool | None = None) -> list[dict[str, Any]]:
+               long_term: bool | None = None) -> list[Memory]:
         """Memories written in the last ``days`` days, newest first."""
         from agent_kernel.memory.store import utcnow
 
@@ -242,7 +259,7 @@ class MemoryStore:
         return self.list(agent_id=None, limit=limit, where=where)
 
     def list(self, *, agent_id: str | None, limit: int = 50,
-             where: str | None = None) -> list[dict[str, Any]]:
+             where: str | None = None) -> list[Memory]:
         """The newest memories (of one agent, or all), newest first."""
         if where is None:
             where = filters.where(agent_id)
@@ -251,7 +268,7 @@ class MemoryStore:
         found = found.sort_by([("created_at", "descending")]).slice(0, max(0, int(limit)))
         return [self._public(r) for r in found.to_pylist()]
 
-    def get(self, memory_id: str) -> dict[str, Any] | None:
+    def get(self, memory_id: str) -> Memory | None:
         """One memory by id, or None."""
         where = f"id = {filters.quote(check_memory_id(memory_id))}"
         found = self.tables.scan(self.tables.memories(), where, MEMORY_COLUMNS).to_pylist()
@@ -261,12 +278,13 @@ class MemoryStore:
         """How many memories an agent (or everyone) has."""
         return int(self.tables.memories().count_rows(filters.where(agent_id)))
 
-    def _public(self, row: dict[str, Any]) -> dict[str, Any]:
-        out = {"memory_id": row["id"], "agent_id": row["agent_id"], "content": row["content"],
-               "tags": list(row.get("tags") or []), "timestamp": iso(row["created_at"]),
-               "run_id": row.get("run_id"), "long_term": bool(row["long_term"]),
-               "path": markdown.mirror_path(row["content"], row["created_at"],
-                                            bool(row["long_term"]))}
+    def _public(self, row: dict[str, Any]) -> Memory:
+        out: Memory = {
+            "memory_id": row["id"], "agent_id": row["agent_id"], "content": row["content"],
+            "tags": list(row.get("tags") or []), "timestamp": iso(row["created_at"]),
+            "run_id": row.get("run_id"), "long_term": bool(row["long_term"]),
+            "path": markdown.mirror_path(row["content"], row["created_at"],
+                                         bool(row["long_term"]))}
         if "score" in row:
             out["score"] = round(float(row["score"]), 6)
         return out

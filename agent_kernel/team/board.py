@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def task_fields(task: Task) -> dict[str, Any]:
+def task_fields(task: Task) -> dict[str, str | None]:
     """``task``'s place in its tree, as every ledger record about it carries it."""
     return {"role": task.role, "task_id": task.id, "parent_task_id": task.parent_id,
             "parent_agent_id": task.parent_agent_id, "trace_id": task.trace_id}

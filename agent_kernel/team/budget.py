@@ -15,7 +15,7 @@ each budget in a tree is recorded in the ledger as ``budget_spent``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from agent_kernel.team.queue import task_of
 
@@ -26,6 +26,17 @@ if TYPE_CHECKING:
 
 SESSION = "session"
 
+
+
+class TeamUsage(TypedDict, total=False):
+    """What a team used (a prompt's tree, or the session): tokens, model calls, dollars
+    (``cost`` None when litellm knows no price). Empty before anything was counted."""
+
+    tokens: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float | None
+    calls: int
 
 @dataclass
 class Spent:
@@ -53,7 +64,7 @@ class Spent:
         if cost is not None:
             self.cost = (self.cost or 0.0) + cost
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> TeamUsage:
         """``{tokens, prompt_tokens, completion_tokens, cost, calls}``."""
         return {"tokens": self.tokens, "prompt_tokens": self.usage.get("prompt_tokens", 0),
                 "completion_tokens": self.usage.get("completion_tokens", 0),

@@ -20,12 +20,13 @@ is moved to ``team/interrupted/`` with status ``interrupted``;
 from __future__ import annotations
 
 import contextlib
+import copy
 import heapq
 import itertools
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
@@ -56,6 +57,39 @@ STATUSES = TASK_STATUSES
 ROLES = ("planner", "worker")
 
 _SEQ = itertools.count()
+
+
+class TaskTree(TypedDict):
+    """A task tree as the views draw it: the tasks under its top (none, before any)."""
+
+    children: list[TaskNode]
+
+
+class TaskNode(TaskTree):
+    """One task of a tree (``Team.tree``): a :class:`Task`'s fields without its
+    ``seq``, the tasks under it nested in ``children``."""
+
+    id: str
+    role: str
+    prompt: str
+    type: str
+    priority: int
+    timeout: float | None
+    trace_id: str | None
+    root_id: str | None
+    parent_id: str | None
+    parent_agent_id: str | None
+    depth: int
+    created_at: str
+    status: TaskStatus
+    agent_id: str | None
+    run_id: str | None
+    condition: dict[str, Any] | None
+    trigger_id: str | None
+    result: str
+    error: str | None
+    started_at: str | None
+    ended_at: str | None
 
 
 @dataclass
@@ -105,6 +139,18 @@ class Task:
     def to_record(self) -> dict[str, Any]:
         """The task as saved (JSON-ready)."""
         return asdict(self)
+
+    def node(self, children: list[TaskNode]) -> TaskNode:
+        """The task in a tree, with ``children`` the nodes of the tasks under it."""
+        return TaskNode(
+            id=self.id, role=self.role, prompt=self.prompt, type=self.type,
+            priority=self.priority, timeout=self.timeout, trace_id=self.trace_id,
+            root_id=self.root_id, parent_id=self.parent_id,
+            parent_agent_id=self.parent_agent_id, depth=self.depth,
+            created_at=self.created_at, status=self.status, agent_id=self.agent_id,
+            run_id=self.run_id, condition=copy.deepcopy(self.condition),
+            trigger_id=self.trigger_id, result=self.result, error=self.error,
+            started_at=self.started_at, ended_at=self.ended_at, children=children)
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Task:

@@ -33,7 +33,7 @@ from agent_kernel.core.events import (
 )
 
 if TYPE_CHECKING:
-    from agent_kernel.team.queue import Task
+    from agent_kernel.team.queue import Task, TaskTree
     from agent_kernel.team.team import Team, TeamResult
 
 
@@ -100,7 +100,7 @@ class TellerRelay:
         tasks = self.team.supervisor.board.tasks
         return [t for tid, t in tasks.items() if tid not in self._before]
 
-    def tree(self, result: TeamResult | None = None) -> dict[str, Any]:
+    def tree(self, result: TeamResult | None = None) -> TaskTree:
         """The prompt's task tree: the result's, else built from the tasks made so far."""
         if result is not None:
             return result.tree

@@ -35,6 +35,7 @@ from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.agent import Agent, RunResult
 from agent_kernel.engine.models import Model
 from agent_kernel.engine.registry import Tool, ToolContext, ToolError, Toolset
+from agent_kernel.engine.services import TaskSummary
 from agent_kernel.team.agent_ids import TRUSTED_AGENT_NUMBER, first_agent_number
 from agent_kernel.team.asking import NamedQuestions, PendingQuestion, QuestionStore
 from agent_kernel.team.board import TaskBoard, TaskLife
@@ -383,11 +384,11 @@ class Supervisor:
             self.board.stopping.add(task_id)
         return True
 
-    def rows(self, scope: str = "all", role: str | None = None) -> list[dict[str, Any]]:
+    def rows(self, scope: str = "all", role: str | None = None) -> list[TaskSummary]:
         """Spec 000's ``TaskSummary`` rows: queued (held too), running, and triggers."""
         board = self.board
         roles = [role] if role else [PLANNER, WORKER]
-        out: list[dict[str, Any]] = []
+        out: list[TaskSummary] = []
         if scope in ("queue", "all"):
             for name in roles:
                 waiting = [*board.queues[name].waiting(),
@@ -407,7 +408,7 @@ class Supervisor:
         return out
 
     @staticmethod
-    def _row(task: Task, status: str) -> dict[str, Any]:
+    def _row(task: Task, status: str) -> TaskSummary:
         return {"id": task.id, "type": task.type, "prompt": cut(task.prompt),
                 "priority": task.priority, "status": status, "createdAt": task.created_at}
 

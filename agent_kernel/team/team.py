@@ -28,9 +28,11 @@ from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.agent import Agent, RunResult
 from agent_kernel.engine.models import Model
 from agent_kernel.engine.registry import Tool
+from agent_kernel.engine.services import TaskSummary
 from agent_kernel.team import earlier, restored
 from agent_kernel.team.asking import PendingQuestion, answered_message, tool_result
-from agent_kernel.team.queue import RestoreReport, Task
+from agent_kernel.team.budget import TeamUsage
+from agent_kernel.team.queue import RestoreReport, Task, TaskNode
 from agent_kernel.team.restored import Decision
 from agent_kernel.team.roles import TELLER, WORKER
 from agent_kernel.team.society import SocietyError, json_line
@@ -56,15 +58,15 @@ class TeamResult:
 
     status: RunOutcome
     reply: str
-    tree: dict[str, Any]
+    tree: TaskNode
     runs: list[RunResult] = field(default_factory=list)
     error: str | None = None
     duration_ms: int = 0
-    restored: list[dict[str, Any]] = field(default_factory=list)
+    restored: list[TaskNode] = field(default_factory=list)
     """Tasks an earlier kernel left queued, run with this prompt (see ``docs/team.md``)."""
     notes: list[str] = field(default_factory=list)
     """What the person should know besides the reply: the restore note, once."""
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: TeamUsage = field(default_factory=lambda: TeamUsage())
     """What the prompt's task tree used: ``tokens``, ``prompt_tokens``,
     ``completion_tokens``, ``cost`` (dollars; None when litellm knows no price) and
     ``calls`` (model calls), every agent of the tree counted."""
@@ -74,11 +76,11 @@ class TeamResult:
         """True when the Teller answered."""
         return self.status == "ok"
 
-    def tasks(self) -> list[dict[str, Any]]:
+    def tasks(self) -> list[TaskNode]:
         """Every task of the tree below the prompt, depth first."""
-        out: list[dict[str, Any]] = []
+        out: list[TaskNode] = []
 
-        def walk(node: dict[str, Any]) -> None:
+        def walk(node: TaskNode) -> None:
             for child in node["children"]:
                 out.append(child)
                 walk(child)
@@ -453,21 +455,19 @@ class Team:
         return [tasks[c] for c in dict.fromkeys(task.children) if c in tasks and c not in seen]
 
     def tree(self, task: Task, seen: set[str] | None = None, level: int = 0
-             ) -> dict[str, Any]:
+             ) -> TaskNode:
         """``task`` and everything under it, as nested dicts (each task once)."""
         seen = set() if seen is None else seen
         seen.add(task.id)
-        node = {k: v for k, v in task.to_record().items() if k not in ("children", "seq")}
-        node["children"] = [self.tree(child, seen, level + 1)
-                            for child in self._children(task, seen, level)]
-        return node
+        return task.node([self.tree(child, seen, level + 1)
+                          for child in self._children(task, seen, level)])
 
     @property
-    def usage(self) -> dict[str, Any]:
+    def usage(self) -> TeamUsage:
         """What the team used in this session (``TeamResult.usage``'s keys)."""
         return self.supervisor.budget.session.summary()
 
-    def list_tasks(self, scope: str = "all", role: str | None = None) -> list[dict[str, Any]]:
+    def list_tasks(self, scope: str = "all", role: str | None = None) -> list[TaskSummary]:
         """What ``list_tasks`` shows: queued, running and trigger rows."""
         return self.supervisor.rows(scope, role)
 

@@ -41,7 +41,7 @@ import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, Annotated, Any, TypedDict
 
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
@@ -75,6 +75,41 @@ class Outcome:
     env_dropped: list[str]
     limit: str | None = None
     """Which limit the command met, in words ("stopped: it ran out of memory ...")."""
+
+
+class _BashFields(TypedDict):
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    sandboxed: bool
+    sandbox: str
+
+
+class BashResult(_BashFields, total=False):
+    """What ``bash`` returns: the streams and exit code, and what cut the command short."""
+
+    truncated: bool
+    timed_out: bool
+    limit: str
+    env_dropped: list[str]
+    env_note: str
+
+
+class CommandResult(TypedDict, total=False):
+    """What ``run_command`` returns (spec 004's camelCase keys); a refusal is only ``ok``
+    and ``error``."""
+
+    ok: bool
+    error: str
+    stdout: str
+    stderr: str
+    exitCode: int | None  # noqa: N815 - spec 004's names
+    sandbox: str
+    timedOut: bool  # noqa: N815
+    limit: str
+    truncated: bool
+    envDropped: list[str]  # noqa: N815
+    envNote: str  # noqa: N815
 
 
 def sandbox_state() -> str:
@@ -287,7 +322,7 @@ async def bash(
     ctx: ToolContext,
     cwd: str | None = None,
     timeout_seconds: Annotated[float | None, Field(gt=0)] = None,
-) -> dict[str, Any]:
+) -> BashResult:
     """Run a bash command in a sandbox: it may write only file_cache_dir and file_state_dir.
 
     Args:
@@ -299,9 +334,9 @@ async def bash(
         raise PermissionError("tool is disabled: bash (tools.bash.enabled is false)")
     timeout = _checked_timeout(timeout_seconds, "timeout_seconds")
     done = await run(ctx.workspace, cmd, _command_cwd(ctx.workspace, cwd), timeout)
-    result: dict[str, Any] = {"exit_code": done.exit_code, "stdout": done.stdout,
-                              "stderr": done.stderr, "sandboxed": done.sandboxed,
-                              "sandbox": done.sandbox}
+    result: BashResult = {"exit_code": done.exit_code, "stdout": done.stdout,
+                          "stderr": done.stderr, "sandboxed": done.sandboxed,
+                          "sandbox": done.sandbox}
     if done.truncated:
         result["truncated"] = True
     if done.timed_out:
@@ -318,7 +353,7 @@ async def run_command(
     command: Annotated[str, Field(min_length=1, max_length=20000)],
     ctx: ToolContext,
     timeoutMs: Annotated[float, Field(gt=0)] = 60000,  # noqa: N803 - spec 004's name
-) -> dict[str, Any]:
+) -> CommandResult:
     """Run a terminal command in the workspace's file folder, in a sandbox.
 
     Args:
@@ -333,10 +368,10 @@ async def run_command(
         done = await run(ctx.workspace, command, _command_cwd(ctx.workspace, None), timeout)
     except (ToolError, ValueError, PermissionError) as exc:
         return {"ok": False, "error": str(exc)}
-    result: dict[str, Any] = {"ok": done.exit_code == 0 and not done.timed_out,
-                              "stdout": done.stdout, "stderr": done.stderr,
-                              "exitCode": None if done.timed_out else done.exit_code,
-                              "sandbox": done.sandbox}
+    result: CommandResult = {"ok": done.exit_code == 0 and not done.timed_out,
+                             "stdout": done.stdout, "stderr": done.stderr,
+                             "exitCode": None if done.timed_out else done.exit_code,
+                             "sandbox": done.sandbox}
     if done.timed_out:
         result["error"] = f"the command was killed after {timeoutMs:g} ms (timeoutMs)"
         result["timedOut"] = True

@@ -10,24 +10,32 @@ rule that a tool call and its result are never parted live in
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated, TypedDict
 
 from agent_kernel.core.events import ContextCompacted
-from agent_kernel.engine.context import message_count
+from agent_kernel.engine.context import ContextStatus, ContextWindow, message_count
 from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
 
 MAX_SUMMARY_CHARS = 20_000
 
 
-def _window(ctx: ToolContext) -> Any:
-    window = getattr(ctx.agent, "windows", {}).get(ctx.run_id)
+class Compressed(TypedDict):
+    """What ``compress_context`` returns: how many messages went, how many stayed."""
+
+    ok: bool
+    compressedCount: int  # noqa: N815 - spec 004's keys
+    remainingCount: int  # noqa: N815
+
+
+def _window(ctx: ToolContext) -> ContextWindow:
+    window: ContextWindow | None = getattr(ctx.agent, "windows", {}).get(ctx.run_id)
     if window is None:
         raise ToolError("this run has no conversation to look at",
                         guidance="Context tools work only inside an agent's run.")
     return window
 
 
-async def get_context_status(ctx: ToolContext) -> dict[str, Any]:
+async def get_context_status(ctx: ToolContext) -> ContextStatus:
     """How full your context window is: usedTokens, maxTokens, usagePercent and status.
 
     status is normal below 70 %, warning from 70 %, critical from 90 % (the conversation
@@ -35,15 +43,14 @@ async def get_context_status(ctx: ToolContext) -> dict[str, Any]:
     """
     window = _window(ctx)
     tools = ctx.agent.registry.schemas(ctx.agent.role)
-    status: dict[str, Any] = await asyncio.to_thread(window.status, tools)
-    return status
+    return await asyncio.to_thread(window.status, tools)
 
 
 async def compress_context(
     summary: Annotated[str, Field(min_length=1, max_length=MAX_SUMMARY_CHARS)],
     ctx: ToolContext,
     keepRecentCount: Annotated[int, Field(ge=0, le=10_000)] = 10,  # noqa: N803 (spec name)
-) -> dict[str, Any]:
+) -> Compressed:
     """Compress the conversation: older messages are replaced by your summary.
 
     The system prompt and the most recent keepRecentCount messages stay; a tool call and

@@ -36,7 +36,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.registry import Field, Tool, ToolContext
@@ -186,7 +186,19 @@ def command(workspace: Workspace) -> tuple[tuple[str, ...], bool]:
     return (boxed[0], *isolate, *boxed[1:]), True
 
 
-def _failed(error: str) -> dict[str, Any]:
+class JsResult(TypedDict, total=False):
+    """What ``run_javascript`` returns (spec 004's shape): ``{ok: true, result}`` (the
+    code's JSON, or its first characters as text with ``truncated`` and a ``note``), or
+    ``{ok: false, error}``."""
+
+    ok: bool
+    result: object
+    truncated: bool
+    note: str
+    error: str
+
+
+def _failed(error: str) -> JsResult:
     return {"ok": False, "error": error}
 
 
@@ -203,7 +215,7 @@ def _exit_words(code: int | None, err: bytes) -> str:
     return f"the JavaScript engine stopped unexpectedly ({last[:300]})"
 
 
-def read_answer(out: bytes, code: int | None, err: bytes) -> dict[str, Any]:
+def read_answer(out: bytes, code: int | None, err: bytes) -> JsResult:
     """Check the child's answer and give the tool's result (spec 004's shape)."""
     try:
         answer = json.loads(out)
@@ -246,7 +258,7 @@ async def run_javascript(
     code: Annotated[str, Field(min_length=1, max_length=100_000)],
     ctx: ToolContext,
     input: Any = None,  # noqa: A002  (the spec's name)
-) -> dict[str, Any]:
+) -> JsResult:
     """Run JavaScript for exact calculation or data processing; no files, network or console.
 
     The code is approved by the person before it runs.

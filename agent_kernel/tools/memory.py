@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict, TypeVar
 
 from agent_kernel.core.events import Notice
 from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolHost
@@ -103,9 +103,39 @@ async def recall(
         raise ValueError(f"limit must be between {low} and {high}, got {limit}")
     memories = await _with_store(ctx, lambda store: store.search(
         query, agent_id=ctx.agent_id, limit=limit))
-    for memory in memories:
-        memory.pop("agent_id", None)
-    return {"memories": memories, "count": len(memories)}
+    shown = [{k: v for k, v in memory.items() if k != "agent_id"} for memory in memories]
+    return {"memories": shown, "count": len(shown)}
+
+
+class SearchHit(TypedDict):
+    """One hit of ``search_memory``: where the memory is mirrored, its start, its score."""
+
+    source: str
+    content: str
+    score: float
+
+
+class _RecentFields(TypedDict):
+    memory_id: str
+    created_at: str
+    summary: str
+    tags: list[str]
+    long_term: bool
+    path: str
+
+
+class RecentItem(_RecentFields, total=False):
+    """One memory as ``memory_recently`` lists it (``body`` when asked for)."""
+
+    body: str
+
+
+class Recent(TypedDict):
+    """What ``memory_recently`` returns."""
+
+    items: list[RecentItem]
+    count: int
+    days: int
 
 
 async def search_memory(
@@ -114,7 +144,7 @@ async def search_memory(
     after: str | None = None,
     before: str | None = None,
     limit: Annotated[int, Field(ge=1, le=50)] = 5,
-) -> dict[str, Any]:
+) -> dict[str, list[SearchHit]]:
     """Search memory, optionally within a time range.
 
     Args:
@@ -134,7 +164,7 @@ async def memory_recently(
     days: Annotated[int, Field(ge=1, le=365)] = 3,
     limit: Annotated[int, Field(ge=1, le=100)] = 20,
     include_body: bool = False,
-) -> dict[str, Any]:
+) -> Recent:
     """Read the most recent memories with a one-line summary and their metadata.
 
     Args:
@@ -144,10 +174,10 @@ async def memory_recently(
     """
     found = await _with_store(ctx, lambda store: store.recent(
         agent_id=ctx.agent_id, days=days, limit=limit))
-    items = []
+    items: list[RecentItem] = []
     for memory in found:
         first = memory["content"].strip().splitlines()[0]
-        item = {"memory_id": memory["memory_id"], "created_at": memory["timestamp"],
+        item: RecentItem = {"memory_id": memory["memory_id"], "created_at": memory["timestamp"],
                 "summary": first if len(first) <= 120 else first[:117] + "...",
                 "tags": memory["tags"], "long_term": memory["long_term"],
                 "path": memory["path"]}

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
+from agent_kernel.engine.services import TaskSummary
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -175,11 +176,11 @@ def _cut(text: str) -> str:
 
 
 def task_list(scheduler: TriggerScheduler, scope: str = "all",
-              role: str | None = None) -> list[dict[str, Any]]:
+              role: str | None = None) -> list[TaskSummary]:
     """The ``list_tasks`` rows (spec 000's TaskSummary) for ``scope``."""
     agent = scheduler.agent
     role_ok = role is None or getattr(agent, "role", None) == role
-    rows: list[dict[str, Any]] = []
+    rows: list[TaskSummary] = []
     if scope in ("queue", "all") and role_ok:
         for firing in scheduler.queue:
             trigger = scheduler.triggers[firing.trigger_id]
@@ -218,7 +219,7 @@ async def list_tasks(
     ctx: ToolContext,
     scope: Literal["queue", "running", "triggers", "all"] = "all",
     role: Literal["planner", "worker"] | None = None,
-) -> dict[str, list[dict[str, Any]]]:
+) -> dict[str, list[TaskSummary]]:
     """List queued runs, running runs and triggers.
 
     A restored trigger with no signed record that the person made or approved it is

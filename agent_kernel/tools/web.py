@@ -24,7 +24,7 @@ import os
 import re
 import secrets
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from agent_kernel.core.redaction import redact_text, secret_name
 from agent_kernel.engine.registry import Field, Tool, ToolContext
@@ -387,13 +387,26 @@ async def url_fetch(
     return call.mask({**result, **_common(fetched, call)})
 
 
+class HttpResult(TypedDict, total=False):
+    """What ``http_request`` returns: ``{ok, status, headers, body}``, or ``{ok: false,
+    error}`` when no answer came."""
+
+    ok: bool
+    status: int
+    headers: dict[str, str]
+    body: str
+    truncated: bool
+    note: str
+    error: str
+
+
 async def http_request(
     url: Annotated[str, Field(min_length=1, max_length=8192)],
     method: str = "GET",
     headers: dict[str, str] | None = None,
     body: Any = None,
     timeoutMs: Annotated[float, Field(gt=0)] = 30000,  # noqa: N803 - spec 004's name
-) -> dict[str, Any]:
+) -> HttpResult:
     """Make an HTTPS request; returns {ok, status, headers, body}, or {ok: false, error}.
 
     Args:
@@ -425,7 +438,7 @@ async def http_request(
         text = f"[binary content: {fetched.content_type or 'unknown type'}, {fetched.size} bytes]"
     else:
         text = decode(fetched.body, fetched.charset)
-    result: dict[str, Any] = {
+    result: HttpResult = {
         "ok": 200 <= fetched.status < 300, "status": fetched.status,
         "headers": {k: v for k, v in fetched.headers.items() if k.lower() != "set-cookie"},
         "body": text}

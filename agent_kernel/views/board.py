@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from agent_kernel.team.queue import task_of
 from agent_kernel.triggers import existing_scheduler
@@ -72,11 +72,59 @@ def one_line(text: object, limit: int = PROMPT_CHARS) -> str:
 # -- the snapshot -----------------------------------------------------------------------
 
 
-def _task_row(task: Task, status: str | None = None) -> dict[str, Any]:
+class TaskRow(TypedDict):
+    """A task as the board lists it (queued, held or running)."""
+
+    id: str
+    role: str
+    type: str
+    priority: int
+    status: str
+    prompt: str
+    created: str
+    by: str | None
+    agent: str | None
+    started: str | None
+
+
+class RunningRow(TaskRow):
+    """A running task, and what its agent waits for from the person (None: nothing)."""
+
+    waiting: str | None
+
+
+class AgentRow(TypedDict):
+    """An agent of the team and the task it works on."""
+
+    id: str
+    role: str
+    task: str
+    task_id: str | None
+
+
+class TriggerRow(TypedDict):
+    """A trigger of the team's desk, and the task its last firing made."""
+
+    id: str
+    type: str
+    schedule: str
+    prompt: str
+    status: str
+    priority: int
+    task_id: str | None
+    created: str
+
+
+def _task_row(task: Task, status: str | None = None) -> TaskRow:
     return {"id": task.id, "role": task.role, "type": task.type, "priority": task.priority,
             "status": status or task.status, "prompt": one_line(task.prompt),
             "created": task.created_at, "by": task.parent_agent_id,
             "agent": task.agent_id, "started": task.started_at}
+
+
+def _running_row(task: Task, waiting: dict[str, str]) -> RunningRow:
+    asks = waiting.get(task.agent_id) if task.agent_id is not None else None
+    return {**_task_row(task, "running"), "waiting": asks}
 
 
 def _waiting(team: object) -> dict[str, str]:
@@ -92,9 +140,9 @@ def _waiting(team: object) -> dict[str, str]:
     return found
 
 
-def _agents(team: Any, triggers: int) -> list[dict[str, Any]]:
+def _agents(team: Any, triggers: int) -> list[AgentRow]:
     sup = team.supervisor
-    rows: list[dict[str, Any]] = []
+    rows: list[AgentRow] = []
     teller = getattr(team, "teller", None)
     if teller is not None:
         task = task_of(teller)
@@ -122,12 +170,12 @@ def _agents(team: Any, triggers: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _triggers(sup: Supervisor) -> list[dict[str, Any]]:
+def _triggers(sup: Supervisor) -> list[TriggerRow]:
     scheduler = existing_scheduler(sup.desk) if sup.desk is not None else None
     if scheduler is None:
         return []
     made = {t.trigger_id: t for t in sup.tasks.values() if t.trigger_id}
-    rows = []
+    rows: list[TriggerRow] = []
     for trigger in [*scheduler.active(), *scheduler.pending()]:
         task = made.get(trigger.id)
         rows.append({"id": trigger.id, "type": trigger.kind, "schedule": trigger.schedule_text(),
@@ -262,8 +310,7 @@ def snapshot(team: Any, now: datetime | None = None) -> dict[str, Any]:
     waiting = _waiting(team)
     return {
         "as_of": now.isoformat(),
-        "running": [{**_task_row(t, "running"), "waiting": waiting.get(t.agent_id)}
-                    for t in list(sup.running.values())],
+        "running": [_running_row(t, waiting) for t in list(sup.running.values())],
         "queues": {PLANNER: [_task_row(t) for t in sup.queues[PLANNER].waiting()],
                    WORKER: [_task_row(t) for t in sup.queues[WORKER].waiting()],
                    "held": [_task_row(t) for t in held]},
@@ -326,7 +373,7 @@ def _id(text: str | None) -> str:
     return f"<td {_LEFT} class='ak-id'>{esc(text or '').replace('_', '_<wbr>')}</td>"
 
 
-def _queue_rows(rows: list[dict[str, Any]], now: datetime) -> list[str]:
+def _queue_rows(rows: list[TaskRow], now: datetime) -> list[str]:
     return [f"<tr class='agent-kernel-team-task' data-task-id='{esc(r['id'])}' "
             f"data-status='{esc(r['status'])}'>"
             f"<td {_RIGHT} class='ak-num'>{esc(r['priority'])}</td>"

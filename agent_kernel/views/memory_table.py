@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from agent_kernel.views.safe_html import esc
 
@@ -24,16 +24,16 @@ def local_time(value: object) -> str:
 class MemoryTable:
     """Rows of memories shown as an HTML table in a notebook and as text elsewhere."""
 
-    def __init__(self, rows: list[dict[str, Any]], title: str) -> None:
+    def __init__(self, rows: Sequence[Mapping[str, object]], title: str) -> None:
         self.rows = rows
         self.title = title
         self.columns = [c for c in COLUMNS if any(c in r for r in rows)] or list(COLUMNS[:3])
 
     @staticmethod
-    def _cell(row: dict[str, Any], column: str, width: int | None = None) -> str:
+    def _cell(row: Mapping[str, object], column: str, width: int | None = None) -> str:
         value = row.get(column, "")
         if column == "tags":
-            value = ", ".join(value or [])
+            value = ", ".join(str(t) for t in value) if isinstance(value, list) else ""
         elif column == "long_term":
             value = "long-term" if value else "short-term"
         elif column == "score":

@@ -16,7 +16,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from pydantic import JsonValue
 
@@ -40,6 +40,7 @@ from agent_kernel.core.events import (
     ToolCallStarted,
     for_display,
 )
+from agent_kernel.core.json_types import JsonObject
 from agent_kernel.core.redaction import redact_text
 from agent_kernel.core.statuses import (
     AnswerSource,
@@ -55,10 +56,14 @@ from agent_kernel.views.run_record import (
     Entry,
     ErrorEntry,
     LedgerLine,
+    LoadingData,
     NoticeEntry,
+    QuestionData,
     QuestionEntry,
+    RunData,
     RunState,
     TextEntry,
+    ToolData,
     ToolEntry,
     Usage,
 )
@@ -101,7 +106,7 @@ class QuestionCard:
     kind: str
     timeout: float
     default: str | None
-    details: dict[str, Any] | None = None
+    details: JsonObject | None = None
     answer: str | None = None
     source: AnswerSource | None = None
     record_id: str | None = None
@@ -117,9 +122,9 @@ class QuestionCard:
             details=_json_object(self.details), answer=self.answer, source=self.source,
             answered_at=iso(self.answered_at))
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> QuestionData:
         """The question entry as the saved JSON holds it."""
-        return self.entry().model_dump(mode="json", exclude_unset=True)
+        return cast(QuestionData, self.entry().model_dump(mode="json", exclude_unset=True))
 
     @property
     def approved(self) -> bool:
@@ -139,7 +144,7 @@ class ToolCard:
     error: str | None = None
     duration_ms: int | None = None
     record_id: str | None = None
-    record: dict[str, Any] | None = None
+    record: JsonObject | None = None
     summary: str | None = None
     """A failed call in the person's words (the error stays under details)."""
     approval: QuestionCard | None = None
@@ -180,9 +185,9 @@ class ToolCard:
                               hash=record.get("hash")) if self.record_id else None,
             approval=self.approval.entry() if self.approval else None)
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> ToolData:
         """The tool entry as the saved JSON holds it."""
-        return self.entry().model_dump(mode="json", exclude_unset=True)
+        return cast(ToolData, self.entry().model_dump(mode="json", exclude_unset=True))
 
 
 def _named(event: Event) -> bool:
@@ -204,12 +209,12 @@ class Transcript:
     result: Any = None
     errors: list[str] = field(default_factory=list)
     started_at: float | None = None
-    loading: dict[str, Any] | None = None
+    loading: LoadingData | None = None
     ended: RunStatus | None = None
     """How the run ended when it could not finish normally (``stopped``/``failed``)."""
     controls: str | None = None
     """``extension`` while our JupyterLab extension draws this run's live controls."""
-    agents: dict[str, tuple[dict[str, Any], Transcript]] = field(default_factory=dict)
+    agents: dict[str, tuple[dict[str, str], Transcript]] = field(default_factory=dict)
     """The team agents whose runs this run shows nested, by task id: who, and their run."""
     _turn_mark: tuple[int, int] = (0, 0)
     _floating: list[tuple[str, Any]] = field(default_factory=list)
@@ -347,7 +352,7 @@ class Transcript:
         else:
             self.entries.append(("question", qcard))
 
-    def _on_record(self, record: dict[str, Any], at: float) -> None:
+    def _on_record(self, record: JsonObject, at: float) -> None:
         record_id = record.get("record_id")
         if record_id:
             self.ledger_ids.append(record_id)
@@ -393,7 +398,7 @@ class Transcript:
         if event.record is not None:
             card.record_id, card.record = event.record.get("record_id"), event.record
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> RunData:
         """The run's saved form (schema v1): plain JSON, redacted, as the extension draws it."""
         return self.record().saved()
 
@@ -421,7 +426,7 @@ class Transcript:
         self._live(run)
         return run
 
-    def _entries(self, agents: dict[str, tuple[dict[str, Any], Transcript]]) -> list[Entry]:
+    def _entries(self, agents: dict[str, tuple[dict[str, str], Transcript]]) -> list[Entry]:
         """The saved form of the entries, team agents' runs nested (``kind: agent``)."""
         entries: list[Entry] = []
         for kind, value in [*self.entries, *self._floating]:
@@ -460,7 +465,7 @@ class Transcript:
         run.controls = "extension"
 
 
-def _json_object(value: dict[str, Any] | None) -> dict[str, JsonValue] | None:
+def _json_object(value: JsonObject | None) -> dict[str, JsonValue] | None:
     """A mapping as JSON would carry it (see :func:`_jsonable`)."""
     data = _jsonable(value)
     return data if isinstance(data, dict) else None

@@ -17,10 +17,18 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
+from agent_kernel.core.json_types import JsonObject
 from agent_kernel.core.statuses import run_status_words
 from agent_kernel.core.times import parse_iso
+from agent_kernel.views.run_record import (
+    AgentData,
+    EntryData,
+    LedgerLineData,
+    QuestionData,
+    RunData,
+    ToolData,
+)
 from agent_kernel.views.safe_html import esc, markdown
 from agent_kernel.views.summaries import question_label, records_of
 
@@ -77,7 +85,7 @@ def seconds(ms: int | None) -> str:
     return f"{ms // 60_000} min {ms % 60_000 // 1000} s"
 
 
-def outcome(q: dict[str, Any]) -> str:
+def outcome(q: QuestionData) -> str:
     """How a question or approval ended, in words (``You chose tea · 12:04:31``)."""
     answer, source = q.get("answer"), q.get("source")
     if source is None:
@@ -104,7 +112,7 @@ def outcome(q: dict[str, Any]) -> str:
     return f"{text} · {at}" if at and source != "headless" else text
 
 
-def model_words(state: dict[str, Any]) -> str:
+def model_words(state: RunData) -> str:
     """``offline demo model``, or the model with its usage and cost when known."""
     if state.get("offline"):
         return "offline demo model"
@@ -117,7 +125,7 @@ def model_words(state: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def phase(state: dict[str, Any]) -> str:
+def phase(state: RunData) -> str:
     """What a running run is doing, from its entries."""
     loading = state.get("loading")
     if loading and loading.get("seconds") is None:
@@ -162,7 +170,7 @@ def _value_html(value: object) -> str:
     return esc(_compact(value, 4000))
 
 
-def _records_table(records: list[dict[str, Any]]) -> str:
+def _records_table(records: list[JsonObject]) -> str:
     columns: list[str] = []
     for record in records:
         columns.extend(k for k in record if k not in columns)
@@ -173,7 +181,7 @@ def _records_table(records: list[dict[str, Any]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _page(result: dict[str, Any]) -> str:
+def _page(result: JsonObject) -> str:
     """A fetched response: where it came from, then what it says."""
     head = " · ".join(esc(v) for v in (result.get("status"), result.get("url"),
                                          result.get("content_type")) if v)
@@ -196,7 +204,7 @@ def _page(result: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def _result(entry: dict[str, Any]) -> str:
+def _result(entry: ToolData) -> str:
     kind, result = entry["result_kind"], entry["result"]
     if kind == "error":
         return f"<div class='ak-failed'>{esc(entry['error'] or 'failed')}</div>"
@@ -239,7 +247,7 @@ def _shown(kind: str | None, result: object) -> str:
     return ""
 
 
-def _ledger(ledger: dict[str, Any] | None) -> str:
+def _ledger(ledger: LedgerLineData | None) -> str:
     if not ledger:
         return ""
     digest = (ledger.get("hash") or "")[:12]
@@ -247,7 +255,7 @@ def _ledger(ledger: dict[str, Any] | None) -> str:
             f"{esc(clock(ledger.get('timestamp')))} · in ledger ✓ · {esc(digest)}</div>")
 
 
-def tool_html(entry: dict[str, Any]) -> str:
+def tool_html(entry: ToolData) -> str:
     """One tool call: a ``<details>`` card whose summary line says what it did."""
     state = entry["state"]
     mark_class = {"ok": "ak-ok", "failed": "ak-failed", "waiting": "ak-warn"}.get(state, "")
@@ -266,11 +274,12 @@ def tool_html(entry: dict[str, Any]) -> str:
             f"<summary>{head}</summary>{''.join(body)}</details>")
 
 
-def question_html(q: dict[str, Any]) -> str:
+def question_html(q: QuestionData) -> str:
     """A question (or an approval with no card) and how it ended."""
     title = question_label(bool(q["approval"]), q.get("details"))
-    options = f" <span class='ak-muted'>({esc(' / '.join(q['options']))})</span>" \
-        if q.get("options") and not q["approval"] else ""
+    choices = q["options"]
+    options = f" <span class='ak-muted'>({esc(' / '.join(choices))})</span>" \
+        if choices and not q["approval"] else ""
     details = ""
     if q["approval"] and q.get("details"):
         details = _arguments((q["details"] or {}).get("arguments"))
@@ -279,29 +288,28 @@ def question_html(q: dict[str, Any]) -> str:
             f"<div class='agent-kernel-answered'>{esc(outcome(q))}</div></div>")
 
 
-def _entries_html(entries: list[dict[str, Any]]) -> list[str]:
+def _entries_html(entries: list[EntryData]) -> list[str]:
     out: list[str] = []
     for entry in entries:
-        kind = entry["kind"]
-        if kind == "text":
+        if entry["kind"] == "text":
             out.append(f"<div class='agent-kernel-reply'>{markdown(entry['text'])}</div>")
-        elif kind == "tool":
+        elif entry["kind"] == "tool":
             out.append(tool_html(entry))
-        elif kind == "question":
+        elif entry["kind"] == "question":
             out.append(question_html(entry))
-        elif kind == "console":
+        elif entry["kind"] == "console":
             out.append(f"<pre class='ak-console'>{esc(entry['text'])}</pre>")
-        elif kind == "notice":
+        elif entry["kind"] == "notice":
             level = {"warning": "ak-warn", "error": "ak-failed"}.get(entry["level"], "ak-muted")
             out.append(f"<div class='{level}'>{esc(entry['text'])}</div>")
-        elif kind == "error":
+        elif entry["kind"] == "error":
             out.append(f"<div class='ak-failed'><b>Error:</b> {esc(entry['text'])}</div>")
-        elif kind == "agent":
+        elif entry["kind"] == "agent":
             out.append(agent_html(entry))
     return out
 
 
-def agent_label(entry: dict[str, Any]) -> str:
+def agent_label(entry: AgentData) -> str:
     """``worker-3 (Worker) · done · 1.2 s``: a team agent's nested run, in one line."""
     parts = [f"{entry['agent_id']} ({str(entry['role']).capitalize()})",
              run_status_words(entry["status"])]
@@ -310,7 +318,7 @@ def agent_label(entry: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def agent_html(entry: dict[str, Any]) -> str:
+def agent_html(entry: AgentData) -> str:
     """A Planner's or Worker's run inside the Teller's: folded, open while it runs."""
     opened = " open" if entry["status"] == "running" else ""
     prompt = _compact(entry["prompt"], 200)
@@ -320,7 +328,7 @@ def agent_html(entry: dict[str, Any]) -> str:
             f"{''.join(_entries_html(entry['entries']))}</details>")
 
 
-def html_of(state: dict[str, Any]) -> str:
+def html_of(state: RunData) -> str:
     """The whole run as self-contained HTML."""
     status = state["status"]
     words = run_status_words(status)
@@ -347,28 +355,29 @@ def html_of(state: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def _entries_text(entries: list[dict[str, Any]]) -> list[str]:
+def _entries_text(entries: list[EntryData]) -> list[str]:
     lines: list[str] = []
     for entry in entries:
-        kind = entry["kind"]
-        if kind == "text":
+        if entry["kind"] == "text":
             lines.append(entry["text"].strip())
-        elif kind == "tool":
-            ledger = f" [ledger {entry['ledger']['record_id']}]" if entry.get("ledger") else ""
+        elif entry["kind"] == "tool":
+            line = entry["ledger"]
+            ledger = f" [ledger {line['record_id']}]" if line else ""
             lines.append(f"- {entry['tool']}: {entry['summary']}{ledger}")
-            if entry.get("approval"):
-                lines.append(f"    approval: {outcome(entry['approval'])}")
+            if approval := entry["approval"]:
+                lines.append(f"    approval: {outcome(approval)}")
             if entry["result_kind"] in ("text", "page"):
                 result = entry["result"]
-                shown = result if isinstance(result, str) else (result or {}).get(
-                    "stdout", (result or {}).get("content", (result or {}).get("body", "")))
+                shown = result if isinstance(result, str) else result.get(
+                    "stdout", result.get("content", result.get("body", ""))) \
+                    if isinstance(result, dict) else ""
                 if isinstance(shown, str) and shown.strip():
                     lines.append("    " + _compact(shown.strip(), TEXT_RESULT_CHARS))
-        elif kind == "question":
+        elif entry["kind"] == "question":
             lines.append(f"? {entry['question']} -> {outcome(entry)}")
-        elif kind == "error":
+        elif entry["kind"] == "error":
             lines.append(f"Error: {entry['text']}")
-        elif kind == "agent":
+        elif entry["kind"] == "agent":
             lines.append(f"> {agent_label(entry)}: {_compact(entry['prompt'], 200)}")
             lines += ["    " + line for line in _entries_text(entry["entries"])]
         else:
@@ -376,7 +385,7 @@ def _entries_text(entries: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def text_of(state: dict[str, Any]) -> str:
+def text_of(state: RunData) -> str:
     """The whole run as plain text."""
     status = run_status_words(state["status"])
     lines = [f"[agent · {state['model']} · {state['run_id']}] {state['prompt']}"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
@@ -167,12 +167,146 @@ class RunState(_Record):
     controls: Literal["extension"] | None = None
     """Only while the run is live and the extension draws its controls."""
 
-    def saved(self) -> dict[str, Any]:
+    def saved(self) -> RunData:
         """The JSON data the notebook keeps (fields set only while live left out)."""
-        return self.model_dump(mode="json", exclude_unset=True)
+        return cast(RunData, self.model_dump(mode="json", exclude_unset=True))
 
 
 AgentEntry.model_rebuild()
+
+
+# -- the same form as the JSON a view reads ---------------------------------------------
+# The HTML and text fallbacks (``views/run_html.py``) draw the saved JSON itself, as a
+# notebook keeps it, not the models: these TypedDicts are that JSON's shape, key for key
+# the models' fields (a test in tests/views/test_run_record.py holds them together).
+
+class UsageData(TypedDict):
+    """:class:`Usage` as saved."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class LoadingData(TypedDict):
+    """:class:`Loading` as saved."""
+
+    what: str
+    seconds: float | None
+
+
+class LedgerLineData(TypedDict):
+    """:class:`LedgerLine` as saved."""
+
+    record_id: str
+    timestamp: str | None
+    hash: str | None
+
+
+class TextData(TypedDict):
+    """:class:`TextEntry` as saved."""
+
+    kind: Literal["text"]
+    text: str
+
+
+class _QuestionFields(TypedDict):
+    kind: Literal["question"]
+    question_id: str
+    question: str
+    options: list[str] | None
+    default: str | None
+    timeout: float
+    asked_at: str | None
+    approval: bool
+    details: dict[str, JsonValue] | None
+    answer: str | None
+    source: AnswerSource | None
+    answered_at: str | None
+
+
+class QuestionData(_QuestionFields, total=False):
+    """:class:`QuestionEntry` as saved (``seconds_left`` only while live)."""
+
+    seconds_left: int | None
+
+
+class ToolData(TypedDict):
+    """:class:`ToolEntry` as saved."""
+
+    kind: Literal["tool"]
+    call_id: str
+    tool: str
+    arguments: JsonValue
+    state: ToolState
+    summary: str
+    result: JsonValue
+    result_kind: ResultKind | None
+    error: str | None
+    duration_ms: int | None
+    ledger: LedgerLineData | None
+    approval: QuestionData | None
+
+
+class NoticeData(TypedDict):
+    """:class:`NoticeEntry` as saved."""
+
+    kind: Literal["notice"]
+    level: NoticeLevel
+    text: str
+
+
+class ConsoleData(TypedDict):
+    """:class:`ConsoleEntry` as saved."""
+
+    kind: Literal["console"]
+    text: str
+
+
+class ErrorData(TypedDict):
+    """:class:`ErrorEntry` as saved."""
+
+    kind: Literal["error"]
+    text: str
+
+
+class AgentData(TypedDict):
+    """:class:`AgentEntry` as saved."""
+
+    kind: Literal["agent"]
+    agent_id: str
+    role: str
+    task_id: str
+    prompt: str
+    status: RunStatus
+    elapsed_ms: int | None
+    entries: list[EntryData]
+
+
+EntryData = (AgentData | TextData | ToolData | QuestionData | NoticeData | ConsoleData
+             | ErrorData)
+"""One saved entry, told apart by its ``kind`` (mypy narrows on it as pydantic does)."""
+
+
+class _RunFields(TypedDict):
+    version: Literal[1]
+    run_id: str
+    prompt: str
+    model: str
+    offline: bool
+    status: RunStatus
+    started_at: str | None
+    elapsed_ms: int | None
+    usage: UsageData | None
+    cost: float | None
+    loading: LoadingData | None
+    entries: list[EntryData]
+
+
+class RunData(_RunFields, total=False):
+    """:class:`RunState` as saved: the ``application/vnd.agent-kernel.run.v1+json`` data."""
+
+    controls: Literal["extension"] | None
 
 
 class NotARun(ValueError):

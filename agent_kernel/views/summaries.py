@@ -14,7 +14,9 @@ import json
 from collections.abc import Callable
 from typing import Any, Literal
 
-Summariser = Callable[[dict[str, Any], Any], str | None]
+from agent_kernel.core.json_types import JsonObject
+
+Summariser = Callable[[JsonObject, Any], str | None]
 
 CMD_CHARS = 60
 COMMAND_TOOLS = ("bash", "run_command")
@@ -33,7 +35,7 @@ def _short(text: str, limit: int = CMD_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _bash(arguments: dict[str, Any], result: object) -> str | None:
+def _bash(arguments: JsonObject, result: object) -> str | None:
     """bash and run_command: the command, then how it ended."""
     if not isinstance(result, dict) or not ("exit_code" in result or "exitCode" in result):
         return None
@@ -46,7 +48,7 @@ def _bash(arguments: dict[str, Any], result: object) -> str | None:
     return f"{ran} · exit {result.get('exit_code', result.get('exitCode'))}"
 
 
-def _fetched(arguments: dict[str, Any], result: object) -> str | None:
+def _fetched(arguments: JsonObject, result: object) -> str | None:
     """url_fetch and http_request: method, address, status, and what came back."""
     if not isinstance(result, dict) or "status" not in result:
         return None
@@ -63,14 +65,14 @@ def _fetched(arguments: dict[str, Any], result: object) -> str | None:
     return " · ".join(parts)
 
 
-def _searched(arguments: dict[str, Any], result: object) -> str | None:
+def _searched(arguments: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict) or not isinstance(result.get("results"), list):
         return None
     query = _short(result.get("query") or arguments.get("q", ""), 50)
     return f"{_count(len(result['results']), 'result')} for “{query}”"
 
 
-def _javascript(_arguments: dict[str, Any], result: object) -> str | None:
+def _javascript(_arguments: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict) or result.get("ok") is not True:
         return None
     value = result.get("result")
@@ -79,7 +81,7 @@ def _javascript(_arguments: dict[str, Any], result: object) -> str | None:
     return f"returned {_short(shown, 50)}{more}"
 
 
-def _write_file(arguments: dict[str, Any], result: object) -> str | None:
+def _write_file(arguments: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     verb = "appended to" if result.get("mode") == "append" else "wrote"
@@ -87,14 +89,14 @@ def _write_file(arguments: dict[str, Any], result: object) -> str | None:
     return f"{verb} {path} · {_count(result.get('bytes', 0), 'byte')}"
 
 
-def _read_file(arguments: dict[str, Any], result: object) -> str | None:
+def _read_file(arguments: JsonObject, result: object) -> str | None:
     text = result.get("content") if isinstance(result, dict) else result
     if not isinstance(text, str):
         return None
     return f"read {arguments.get('path')} · {_count(len(text.encode()), 'byte')}"
 
 
-def _list_files(_arguments: dict[str, Any], result: object) -> str | None:
+def _list_files(_arguments: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict) or not isinstance(result.get("entries"), list):
         return None
     more = " (cut short)" if result.get("truncated") else ""
@@ -102,7 +104,7 @@ def _list_files(_arguments: dict[str, Any], result: object) -> str | None:
     return f"listed {result.get('path')} · {entries}{more}"
 
 
-def _workspace_info(_arguments: dict[str, Any], result: Any) -> str | None:
+def _workspace_info(_arguments: JsonObject, result: Any) -> str | None:
     info = result.get("info") if isinstance(result, dict) else None
     if not isinstance(info, dict):
         return None
@@ -112,14 +114,14 @@ def _workspace_info(_arguments: dict[str, Any], result: Any) -> str | None:
 
 
 def _listing(key: str, one: str, many: str | None = None) -> Summariser:
-    def summarise(_arguments: dict[str, Any], result: object) -> str | None:
+    def summarise(_arguments: JsonObject, result: object) -> str | None:
         if isinstance(result, dict) and isinstance(result.get(key), list):
             return _count(len(result[key]), one, many)
         return None
     return summarise
 
 
-def _ask_user(_arguments: dict[str, Any], result: object) -> str | None:
+def _ask_user(_arguments: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     if result.get("source") == "timeout":
@@ -127,7 +129,7 @@ def _ask_user(_arguments: dict[str, Any], result: object) -> str | None:
     return f"answer: {_short(result.get('answer', ''))} ({result.get('source')})"
 
 
-def _scheduled(_arguments: dict[str, Any], result: object) -> str | None:
+def _scheduled(_arguments: JsonObject, result: object) -> str | None:
     if isinstance(result, dict):
         made = result.get("schedule_id") or result.get("taskId")
         return f"scheduled {made}" if made else None
@@ -157,7 +159,7 @@ SUMMARISERS: dict[str, Summariser] = {
 }
 
 
-def asked_by(details: dict[str, Any] | None) -> str | None:
+def asked_by(details: JsonObject | None) -> str | None:
     """Who asks, for a question a team agent put to the person (``worker-3 (Worker)``)."""
     agent = (details or {}).get("asked_by")
     if not isinstance(agent, str) or not agent:
@@ -166,7 +168,7 @@ def asked_by(details: dict[str, Any] | None) -> str | None:
     return f"{agent} ({role.capitalize()})" if isinstance(role, str) and role else agent
 
 
-def question_label(approval: bool, details: dict[str, Any] | None) -> str:
+def question_label(approval: bool, details: JsonObject | None) -> str:
     """A question's label: ``Approval``, ``Question``, or who it is for or from."""
     who = asked_by(details)
     if who is None:
@@ -203,12 +205,12 @@ def is_envelope(result: object) -> bool:
     return isinstance(result, dict) and isinstance(result.get("ok"), bool)
 
 
-def _said_more(result: dict[str, Any]) -> bool:
+def _said_more(result: JsonObject) -> bool:
     """An ``{ok: false}`` answer with more than its error (a command's output, a page)."""
     return bool(set(result) - {"ok", "error", "note", "guidance"})
 
 
-def records_of(result: object) -> list[dict[str, Any]] | None:
+def records_of(result: object) -> list[JsonObject] | None:
     """The list of records a result holds (itself, or its one list of dicts), else None."""
     if isinstance(result, list) and result and all(isinstance(r, dict) for r in result):
         return result

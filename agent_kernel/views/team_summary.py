@@ -7,9 +7,12 @@ the Teller's run output; the CLI prints it after the transcript.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.views.safe_html import esc
+
+if TYPE_CHECKING:
+    from agent_kernel.team.queue import TaskNode, TaskTree
 
 LINE_CHARS = 120
 
@@ -19,19 +22,19 @@ def _first_line(text: str | None) -> str:
     return line if len(line) <= LINE_CHARS else line[:LINE_CHARS - 1] + "…"
 
 
-def _rows(tree: dict[str, Any], depth: int = 0) -> list[tuple[int, dict[str, Any]]]:
-    rows: list[tuple[int, dict[str, Any]]] = []
+def _rows(tree: TaskTree, depth: int = 0) -> list[tuple[int, TaskNode]]:
+    rows: list[tuple[int, TaskNode]] = []
     for child in tree.get("children", []):
         rows.append((depth, child))
         rows.extend(_rows(child, depth + 1))
     return rows
 
 
-def _said(task: dict[str, Any]) -> str:
+def _said(task: TaskNode) -> str:
     return _first_line(task.get("result")) or _first_line(task.get("error")) or "(no result)"
 
 
-def tree_text(tree: dict[str, Any]) -> str:
+def tree_text(tree: TaskTree) -> str:
     """The tree as plain text: ``role · status · priority N: first line of the result``."""
     rows = _rows(tree)
     if not rows:
@@ -43,7 +46,7 @@ def tree_text(tree: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def tree_html(tree: dict[str, Any]) -> str:
+def tree_html(tree: TaskTree) -> str:
     """The tree as a small static HTML list (no widget, no script)."""
     rows = _rows(tree)
     if not rows:
@@ -61,6 +64,6 @@ def tree_html(tree: dict[str, Any]) -> str:
             f'</ul></div>')
 
 
-def tree_bundle(tree: dict[str, Any]) -> dict[str, str]:
+def tree_bundle(tree: TaskTree) -> dict[str, str]:
     """The MIME bundle shown below the run output: ``text/html`` and ``text/plain``."""
     return {"text/html": tree_html(tree), "text/plain": tree_text(tree)}

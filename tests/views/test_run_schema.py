@@ -261,3 +261,20 @@ def test_the_extension_words_statuses_as_the_fallback_does() -> None:
     render = (SRC / "render.ts").read_text(encoding="utf-8")
     assert ts_object(render, "MARKS") == run_html.MARKS
     assert set(run_html.MARKS) == set(get_args(statuses.ToolState))
+
+
+def test_the_saved_json_types_name_the_models_fields() -> None:
+    """The TypedDicts the HTML fallback reads (``RunData`` and its parts) have the keys of
+    the models they mirror, in the same order, each required unless the model leaves it
+    out of the dump until set."""
+    from agent_kernel.views import run_record as rr
+
+    pairs = [(rr.RunData, rr.RunState), (rr.UsageData, rr.Usage), (rr.LoadingData, rr.Loading),
+             (rr.LedgerLineData, rr.LedgerLine), (rr.TextData, rr.TextEntry),
+             (rr.QuestionData, rr.QuestionEntry), (rr.ToolData, rr.ToolEntry),
+             (rr.NoticeData, rr.NoticeEntry), (rr.ConsoleData, rr.ConsoleEntry),
+             (rr.ErrorData, rr.ErrorEntry), (rr.AgentData, rr.AgentEntry)]
+    for data, model in pairs:
+        assert list(data.__annotations__) == list(model.model_fields), data.__name__
+        optional = {name for name, f in model.model_fields.items() if not f.is_required()}
+        assert set(data.__optional_keys__) == optional, data.__name__

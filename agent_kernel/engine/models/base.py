@@ -22,12 +22,14 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, TypedDict
 
 from agent_kernel.core.config import Settings
+from agent_kernel.core.json_types import JsonObject
 
-__all__ = ["CHARS_PER_TOKEN", "DEFAULT_WINDOW", "Model", "ModelTurn", "OnRetry", "OnText",
-           "ToolCallRequest", "estimate_tokens"]
+__all__ = ["CHARS_PER_TOKEN", "DEFAULT_WINDOW", "ChatMessage", "FunctionCall", "FunctionSpec",
+           "JsonObject", "Model", "ModelTurn", "OnRetry", "OnText", "Role", "ToolCallItem",
+           "ToolCallRequest", "ToolSchema", "estimate_tokens"]
 
 DEFAULT_WINDOW = 128_000
 """The window of a model nothing says more of, unless ``Settings.context_window`` says."""
@@ -39,10 +41,60 @@ OnText = Callable[[str], None]
 OnRetry = Callable[[int, float, str], None]
 """Called before a retry with the attempt that failed, the wait in seconds and why."""
 
-Message = dict[str, Any]
-"""One OpenAI-format chat message (``role``, ``content``, maybe ``tool_calls``)."""
-ToolSchema = dict[str, Any]
-"""One OpenAI-format tool (``{"type": "function", "function": {...}}``)."""
+Role = Literal["system", "user", "assistant", "tool"]
+"""Who speaks in a chat message."""
+
+
+class FunctionCall(TypedDict):
+    """The function a tool call names, with its arguments as raw JSON text."""
+
+    name: str
+    arguments: str
+
+
+class ToolCallItem(TypedDict):
+    """One tool call in an assistant message (OpenAI format)."""
+
+    id: str
+    type: Literal["function"]
+    function: FunctionCall
+
+
+class _Spoken(TypedDict):
+    """What every chat message has: who speaks."""
+
+    role: Role
+
+
+class ChatMessage(_Spoken, total=False):
+    """One OpenAI-format chat message: the shape the loop, the models, compaction and
+    the team pass around (``content`` is None in an assistant turn of only calls;
+    ``tool_call_id`` and ``name`` are on tool results)."""
+
+    content: str | None
+    tool_calls: list[ToolCallItem]
+    tool_call_id: str
+    name: str
+
+
+class _Named(TypedDict):
+    """What every function offered to a model has: its name."""
+
+    name: str
+
+
+class FunctionSpec(_Named, total=False):
+    """A function offered to the model: name, what it does, its parameters' JSON Schema."""
+
+    description: str
+    parameters: JsonObject
+
+
+class ToolSchema(TypedDict):
+    """One OpenAI-format tool (``{"type": "function", "function": {...}}``)."""
+
+    type: Literal["function"]
+    function: FunctionSpec
 
 
 @dataclass
@@ -65,13 +117,14 @@ class ModelTurn:
     finish_reason: str | None = None
     attempts: int = 1
 
-    def as_message(self) -> Message:
+    def as_message(self) -> ChatMessage:
         """The OpenAI-format assistant message for the conversation."""
-        message: Message = {"role": "assistant", "content": self.text or None}
+        message: ChatMessage = {"role": "assistant", "content": self.text or None}
         if self.tool_calls:
             message["tool_calls"] = [
-                {"id": c.id, "type": "function",
-                 "function": {"name": c.name, "arguments": _valid_json(c.arguments)}}
+                ToolCallItem(id=c.id, type="function",
+                             function=FunctionCall(name=c.name,
+                                                   arguments=_valid_json(c.arguments)))
                 for c in self.tool_calls
             ]
         return message
@@ -91,16 +144,18 @@ def _valid_json(arguments: str) -> str:
     return arguments
 
 
-def _text(message: Message) -> str:
+def _text(message: ChatMessage) -> str:
     """Everything of a message that becomes tokens, as one string."""
     parts = [str(message.get("content") or "")]
     for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
-        parts.append(f"{function.get('name', '')}({function.get('arguments', '')})")
+        function = call.get("function")
+        name, arguments = (function.get("name", ""), function.get("arguments", "")) \
+            if function else ("", "")
+        parts.append(f"{name}({arguments})")
     return "\n".join(parts)
 
 
-def estimate_tokens(messages: list[Message], tools: list[ToolSchema] | None = None) -> int:
+def estimate_tokens(messages: list[ChatMessage], tools: list[ToolSchema] | None = None) -> int:
     """Four characters a token, plus four a message for its framing (no tokenizer)."""
     chars = sum(len(_text(m)) for m in messages)
     if tools:
@@ -129,7 +184,7 @@ class Model(ABC):
     @abstractmethod
     async def complete(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         tools: list[ToolSchema],
         settings: Settings,
         *,
@@ -140,7 +195,7 @@ class Model(ABC):
         """One assistant turn for ``messages`` with ``tools`` on offer, asked by an agent
         of ``role`` (None outside a team); text goes to ``on_text`` as it comes."""
 
-    def count_tokens(self, messages: list[Message], tools: list[ToolSchema] | None = None
+    def count_tokens(self, messages: list[ChatMessage], tools: list[ToolSchema] | None = None
                      ) -> int:
         """The tokens a request takes; by default the estimate (:func:`estimate_tokens`)."""
         return estimate_tokens(messages, tools)

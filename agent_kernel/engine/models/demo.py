@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from agent_kernel.engine.models.base import ChatMessage, JsonObject, ToolSchema
 from agent_kernel.engine.models.demo_answers import describe
 
 LABEL = "(offline demo model)"
@@ -35,10 +36,10 @@ class DemoTurn:
     """What the demo model says in one response."""
 
     text: str = ""
-    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    tool_calls: list[tuple[str, JsonObject]] = field(default_factory=list)
 
 
-def _text_of(message: dict[str, Any]) -> str:
+def _text_of(message: ChatMessage) -> str:
     content = message.get("content")
     if isinstance(content, list):
         return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
@@ -69,7 +70,7 @@ def _task_of(prompt: str, pattern: str) -> str:
     return re.sub(r"\s{2,}", " ", task) or prompt
 
 
-Call = tuple[str, dict[str, Any]]
+Call = tuple[str, JsonObject]
 _VERBATIM = {"bash", "run_command", "run_javascript", "http_request", "url_fetch"}
 _METHODS = r"(get|head|post|put|patch|delete|options)"
 _URL = r"<?`?(\S+://[^\s>`]+)`?>?"
@@ -99,7 +100,7 @@ def _javascript(rest: str) -> Call:
                          code)
     if not (statement or re.search(r"\breturn\b|[;\n]", code.rstrip(";"))):
         code = f"return {code.rstrip(';')};"  # a bare expression: the tool needs a return
-    args: dict[str, Any] = {"code": code}
+    args: JsonObject = {"code": code}
     if data is not None:
         args["input"] = data
     return "run_javascript", args
@@ -107,7 +108,7 @@ def _javascript(rest: str) -> Call:
 
 def _request(method: str, url: str, body: str | None, tools: set[str], asked: bool) -> Call | None:
     """``http_request`` (asked for by name, or for https), else ``url_fetch``."""
-    args: dict[str, Any] = {"url": url, "method": method.upper()}
+    args: JsonObject = {"url": url, "method": method.upper()}
     if body:
         args["body"] = _json_or_text(body)
     if "http_request" in tools and (asked or url.lower().startswith("https:")
@@ -248,7 +249,7 @@ def _plan_one(prompt: str, tools: set[str]) -> Call | None:
     m = re.match(r"^(?:please\s+)?remember\s+(?:that\s+)?(.+)$", text, re.I)
     if m and "remember" in tools:
         content = m.group(1).strip()
-        args: dict[str, Any] = {"content": content}
+        args: JsonObject = {"content": content}
         tags = re.findall(r"#(\w+)", content)
         if tags:
             args["tags"] = tags
@@ -289,17 +290,17 @@ _BOOLEAN = {"true": True, "yes": True, "on": True, "false": False, "no": False, 
 _LEAD = re.compile(r"^\s*(?:with|to|on|for|of|from|using|:|,)\s+", re.I)
 
 
-def _fill(rest: str, parameters: dict[str, Any]) -> dict[str, Any] | None:
+def _fill(rest: str, parameters: JsonObject) -> JsonObject | None:
     """Arguments for a tool's schema read from plain words, in the schema's order, or None
     when a required one cannot be read: numbers for numbers, quoted text (or, for a tool
     with one text argument, the rest of the prompt) for text, yes/no for booleans."""
-    properties: dict[str, Any] = parameters.get("properties") or {}
+    properties: dict[str, JsonObject] = parameters.get("properties") or {}
     required = set(parameters.get("required") or [])
     numbers = [m.group() for m in _NUMBER.finditer(rest)]
     quoted = [next(g for g in m.groups() if g is not None) for m in _QUOTED.finditer(rest)]
     texts = [name for name, spec in properties.items() if spec.get("type") == "string"]
     plain = _LEAD.sub("", _QUOTED.sub(" ", rest)).strip(" .?!")
-    args: dict[str, Any] = {}
+    args: JsonObject = {}
     for name, spec in properties.items():
         kind = spec.get("type")
         value: Any = None
@@ -320,8 +321,8 @@ def _fill(rest: str, parameters: dict[str, Any]) -> dict[str, Any] | None:
     return args
 
 
-def plan_for_tool(prompt: str, schemas: dict[str, dict[str, Any]]
-                  ) -> tuple[str, dict[str, Any]] | None:
+def plan_for_tool(prompt: str, schemas: dict[str, JsonObject]
+                  ) -> tuple[str, JsonObject] | None:
     """A call of any offered tool the prompt names first (``add 2 and 3``, ``use greet for
     Ada``), with arguments read from the words that follow."""
     text = _strip_polite(prompt)
@@ -336,7 +337,7 @@ def plan_for_tool(prompt: str, schemas: dict[str, dict[str, Any]]
     return None
 
 
-def plan_calls(prompt: str, tools: set[str]) -> list[tuple[str, dict[str, Any]]]:
+def plan_calls(prompt: str, tools: set[str]) -> list[tuple[str, JsonObject]]:
     """Tool calls for a prompt; ``A and B`` gives two calls in one response.
 
     A command, code or a request is taken whole: ``run command: ls; echo done`` is one
@@ -353,7 +354,7 @@ def plan_calls(prompt: str, tools: set[str]) -> list[tuple[str, dict[str, Any]]]
     return [single] if single else []
 
 
-def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> DemoTurn:
+def respond(messages: list[ChatMessage], tools: list[ToolSchema]) -> DemoTurn:
     """The demo model's next response to ``messages`` with ``tools`` on offer."""
     names = {t.get("function", {}).get("name") for t in tools or []} - {None}
     schemas = {t["function"]["name"]: t["function"].get("parameters") or {}
@@ -363,9 +364,9 @@ def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Demo
     turn = messages[last_user + 1 :]
     results = {m.get("tool_call_id"): _text_of(m) for m in turn if m.get("role") == "tool"}
     if results:
-        calls = [c for m in turn if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
+        asked = [c for m in turn if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
         lines = []
-        for call in calls:
+        for call in asked:
             fn = call.get("function", {})
             try:
                 args = json.loads(fn.get("arguments") or "{}")

@@ -17,12 +17,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from agent_kernel.engine.models.base import JsonObject
+
 SHOWN_CHARS = 600
 """At most this much of an output, a page or a file is quoted in an answer."""
 SHOWN_LINES = 12
 _NOT_RUN = re.compile(r"^Tool '[^']*' (?:was not run|execution failed|failed): ")
 
-Words = Callable[[dict[str, Any], Any], str | None]
+Words = Callable[[JsonObject, Any], str | None]
 
 
 def clip(text: str, limit: int = SHOWN_CHARS, lines: int = SHOWN_LINES) -> str:
@@ -76,11 +78,11 @@ def _plural(count: int, one: str, many: str | None = None) -> str:
     return f"{count} {one if count == 1 else (many or one + 's')}"
 
 
-def _error_of(result: dict[str, Any]) -> str:
+def _error_of(result: JsonObject) -> str:
     return str(result.get("error") or "no reason given").strip().rstrip(".")
 
 
-def _because(result: dict[str, Any]) -> str:
+def _because(result: JsonObject) -> str:
     """``: the reason.`` after a sentence; a reason of several lines (a syntax error with
     the line it points at) goes in a block, so its layout survives."""
     error = _error_of(result)
@@ -90,7 +92,7 @@ def _because(result: dict[str, Any]) -> str:
 # Each tool's words, given its arguments and its result (parsed JSON, or text). None: the
 # result is not the shape expected, and the generic words are used.
 
-def _write_file(args: dict[str, Any], result: object) -> str | None:
+def _write_file(args: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     if result.get("ok") is False:  # a refusal, unless the system said no (disk full...)
@@ -109,7 +111,7 @@ def _write_file(args: dict[str, Any], result: object) -> str | None:
             f"({size(int(result.get('bytes', 0)))}{saved}).")
 
 
-def _read_file(args: dict[str, Any], result: object) -> str | None:
+def _read_file(args: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     path = code(args.get("path", "?"))
@@ -121,7 +123,7 @@ def _read_file(args: dict[str, Any], result: object) -> str | None:
     return f"{path} says:\n\n{block(content)}"
 
 
-def _list_files(args: dict[str, Any], result: object) -> str | None:
+def _list_files(args: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     asked = code(args.get("path") or "files")
@@ -140,7 +142,7 @@ def _list_files(args: dict[str, Any], result: object) -> str | None:
     return said
 
 
-def _workspace_info(_args: dict[str, Any], result: Any) -> str | None:
+def _workspace_info(_args: JsonObject, result: Any) -> str | None:
     info = result.get("info") if isinstance(result, dict) else None
     if isinstance(result, dict) and result.get("ok") is False:
         return f"I could not look at the workspace{_because(result)}"
@@ -154,7 +156,7 @@ def _workspace_info(_args: dict[str, Any], result: Any) -> str | None:
     return said + (f"; the newest change was at {newest}." if newest else ".")
 
 
-def _command(args: dict[str, Any], result: object) -> str | None:
+def _command(args: JsonObject, result: object) -> str | None:
     """bash (exit_code, stdout...) and run_command (ok, exitCode, error...)."""
     if not isinstance(result, dict):
         return None
@@ -183,7 +185,7 @@ def _command(args: dict[str, Any], result: object) -> str | None:
     return said
 
 
-def _url_fetch(args: dict[str, Any], result: object) -> str | None:
+def _url_fetch(args: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict) or "status" not in result:
         return None
     url, status = code(result.get("url") or args.get("url", "?"), 100), result["status"]
@@ -208,7 +210,7 @@ def _url_fetch(args: dict[str, Any], result: object) -> str | None:
     return said
 
 
-def _http_request(args: dict[str, Any], result: object) -> str | None:
+def _http_request(args: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     method = str(args.get("method") or "GET").strip().upper()
@@ -227,7 +229,7 @@ def _http_request(args: dict[str, Any], result: object) -> str | None:
     return said + (f":\n\n{block(body)}" if body.strip() else ", with an empty body.")
 
 
-def _web_search(args: dict[str, Any], result: object) -> str | None:
+def _web_search(args: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict) or not isinstance(result.get("results"), list):
         return None
     query = short(str(result.get("query") or args.get("q", "")), 100)
@@ -247,7 +249,7 @@ def _web_search(args: dict[str, Any], result: object) -> str | None:
     return (f"I found {_plural(len(found), 'result')} for “{query}”:\n\n" + "\n".join(lines))
 
 
-def _javascript(_args: dict[str, Any], result: object) -> str | None:
+def _javascript(_args: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict) or not isinstance(result.get("ok"), bool):
         return None
     if not result["ok"]:
@@ -263,7 +265,7 @@ def _javascript(_args: dict[str, Any], result: object) -> str | None:
     return said
 
 
-def _ask_user(_args: dict[str, Any], result: object) -> str | None:
+def _ask_user(_args: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     answer, source = result.get("answer", ""), result.get("source", "")
@@ -274,13 +276,13 @@ def _ask_user(_args: dict[str, Any], result: object) -> str | None:
     return "The question timed out with no answer, so I will not assume one."
 
 
-def _remembered(args: dict[str, Any], result: object) -> str | None:
+def _remembered(args: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     return f"I will remember that (memory `{result.get('memory_id', '?')}`)."
 
 
-def _recalled(args: dict[str, Any], result: object) -> str | None:
+def _recalled(args: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     items = result.get("memories") or result.get("hits") or []
@@ -290,7 +292,7 @@ def _recalled(args: dict[str, Any], result: object) -> str | None:
     return "Here is what I remember:\n" + "\n".join(lines)
 
 
-def _scheduled(_args: dict[str, Any], result: object) -> str | None:
+def _scheduled(_args: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict):
         return None
     ident = result.get("taskId") or result.get("schedule_id")
@@ -350,7 +352,7 @@ def salvage(text: str) -> Any:
     return None
 
 
-def describe(name: str, args: dict[str, Any], content: str) -> str:
+def describe(name: str, args: JsonObject, content: str) -> str:
     """What the demo model says about one call of ``name`` whose result the model read."""
     if content.startswith("Error"):
         # What follows a blank line is guidance for the model: followed, not repeated.
@@ -370,7 +372,7 @@ def describe(name: str, args: dict[str, Any], content: str) -> str:
     return said
 
 
-def _words(name: str, args: dict[str, Any], result: object) -> str:
+def _words(name: str, args: JsonObject, result: object) -> str:
     words = WORDS.get(name)
     try:
         said = words(args if isinstance(args, dict) else {}, result) if words else None

@@ -17,7 +17,7 @@ import uuid
 from agent_kernel.core.config import DEMO_MODEL, Settings
 from agent_kernel.engine.models import demo_team
 from agent_kernel.engine.models.base import (
-    Message,
+    ChatMessage,
     Model,
     ModelTurn,
     OnRetry,
@@ -36,7 +36,7 @@ class DemoModel(Model):
 
     async def complete(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         tools: list[ToolSchema],
         settings: Settings,
         *,

@@ -22,16 +22,21 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from agent_kernel.engine.models import demo
+from agent_kernel.engine.models.base import ChatMessage, JsonObject, ToolSchema
 from agent_kernel.engine.models.demo import LABEL, DemoTurn, plan_calls, plan_for_tool
+
+Facts = dict[str, str | int]
+"""What the sample notes say of a place: ``known for``, ``best season``, a daily budget."""
+Seen = tuple[str, JsonObject, str]
+"""A tool call of the turn as the model read it: name, arguments, result."""
 
 SOURCE = "sample notes built into the offline demo model (fixed and rough, not researched)"
 BUDGET = "daily budget"
 ASPECTS = "best season, what it is known for, a rough daily budget and getting around"
 
-SAMPLE_NOTES: dict[str, dict[str, Any]] = {
+SAMPLE_NOTES: dict[str, Facts] = {
     "Lisbon": {"country": "Portugal", "best season": "March to May, September to October",
                "known for": "hills, trams, tiled facades and seafood", BUDGET: 90,
                "getting around": "metro, trams and walking (steep streets)"},
@@ -61,7 +66,7 @@ RESULTS_OPENING = "The work you delegated has ended"
 _REF = re.compile(r"artifact:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-def _notes_for(subject: str) -> tuple[str, dict[str, Any]] | None:
+def _notes_for(subject: str) -> tuple[str, Facts] | None:
     key = re.sub(r"\s+", " ", subject).strip(" .").casefold()
     return next(((k, v) for k, v in SAMPLE_NOTES.items() if k.casefold() == key), None)
 
@@ -93,14 +98,14 @@ def items_of(prompt: str) -> list[str] | None:
     return None
 
 
-def _last_turn(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+def _last_turn(messages: list[ChatMessage]) -> tuple[str, list[ChatMessage]]:
     """The latest user message's text and the messages after it."""
     last = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     text = str(messages[last].get("content") or "").strip() if last >= 0 else ""
     return text, messages[last + 1:]
 
 
-def _calls(turn: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], str]]:
+def _calls(turn: list[ChatMessage]) -> list[Seen]:
     """Each tool call of ``turn``: its name, arguments and the result the model read."""
     results = {m.get("tool_call_id"): str(m.get("content") or "") for m in turn
                if m.get("role") == "tool"}
@@ -126,7 +131,7 @@ TEAM_ROLES = ("teller", "planner", "worker")
 """The roles the demo model plays by rules of their own (``team.roles``' names)."""
 
 
-def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+def respond(messages: list[ChatMessage], tools: list[ToolSchema],
             role: str | None = None) -> DemoTurn:
     """The demo model's next response as ``role``: a team role's, else the single demo
     model's (an agent outside a team, or of a role made at run time)."""
@@ -140,8 +145,8 @@ def respond(messages: list[dict[str, Any]], tools: list[dict[str, Any]],
     return demo.respond(messages, tools)
 
 
-def play(role: str, messages: list[dict[str, Any]], names: set[str],
-         schemas: dict[str, dict[str, Any]]) -> DemoTurn | None:
+def play(role: str, messages: list[ChatMessage], names: set[str],
+         schemas: dict[str, JsonObject]) -> DemoTurn | None:
     """The demo model's turn as ``role``; None leaves it to the single demo model's rules."""
     prompt, turn = _last_turn(messages)
     if role == "teller":
@@ -155,8 +160,8 @@ def play(role: str, messages: list[dict[str, Any]], names: set[str],
 
 # -- the Teller -----------------------------------------------------------------------
 
-def _teller(prompt: str, turn: list[dict[str, Any]], names: set[str],
-            schemas: dict[str, dict[str, Any]]) -> DemoTurn | None:
+def _teller(prompt: str, turn: list[ChatMessage], names: set[str],
+            schemas: dict[str, JsonObject]) -> DemoTurn | None:
     calls = _calls(turn)
     if prompt.startswith(RESULTS_OPENING):
         if calls:
@@ -194,7 +199,7 @@ def _teller(prompt: str, turn: list[dict[str, Any]], names: set[str],
     return DemoTurn(tool_calls=[("delegate", {"prompt": prompt})])
 
 
-def _notes_of(calls: list[tuple[str, dict[str, Any], str]]) -> dict[str, dict[str, Any]]:
+def _notes_of(calls: list[Seen]) -> dict[str, JsonObject]:
     """The research notes the Teller read with ``get_artifact``, by reference."""
     notes = {}
     for name, args, result in calls:
@@ -214,7 +219,7 @@ def _cell(value: object) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def answer_from_results(results: str, calls: list[tuple[str, dict[str, Any], str]]) -> str:
+def answer_from_results(results: str, calls: list[Seen]) -> str:
     """The Teller's answer: a comparison of the notes the Workers saved, and what each
     Worker that saved none said or why it failed."""
     read = _notes_of(calls)
@@ -284,7 +289,7 @@ def _listed(words: list[str]) -> str:
 
 # -- the Planner ----------------------------------------------------------------------
 
-def _planner(prompt: str, turn: list[dict[str, Any]]) -> DemoTurn:
+def _planner(prompt: str, turn: list[ChatMessage]) -> DemoTurn:
     calls = [(args, result) for name, args, result in _calls(turn) if name == "delegate"]
     if calls:
         planned, refused = [], []
@@ -318,7 +323,7 @@ def short_task(prompt: str) -> str:
 
 # -- a Worker -------------------------------------------------------------------------
 
-def _worker(prompt: str, turn: list[dict[str, Any]], names: set[str]) -> DemoTurn | None:
+def _worker(prompt: str, turn: list[ChatMessage], names: set[str]) -> DemoTurn | None:
     m = re.match(r"^research\s+(.+?)(?:\s+for\s+(?:a|an|my|our|the)\s+[^:]+)?:", prompt, re.I)
     if not m:
         return None

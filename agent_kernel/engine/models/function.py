@@ -30,7 +30,8 @@ from typing import Any
 
 from agent_kernel.core.config import Settings
 from agent_kernel.engine.models.base import (
-    Message,
+    ChatMessage,
+    JsonObject,
     Model,
     ModelTurn,
     OnRetry,
@@ -49,12 +50,12 @@ class ModelRequest:
     """What a model is asked: by which role, the conversation so far, the tools on offer."""
 
     role: str | None
-    messages: list[Message]
+    messages: list[ChatMessage]
     tools: list[ToolSchema]
     settings: Settings
 
     @property
-    def last(self) -> Message:
+    def last(self) -> ChatMessage:
         """The latest message (a prompt, or a tool's result)."""
         return self.messages[-1]
 
@@ -75,7 +76,7 @@ Answer = ModelTurn | str
 ModelFunction = Callable[[ModelRequest], Answer | Awaitable[Answer]]
 
 
-def call(name: str, arguments: dict[str, Any] | str | None = None, /, **more: Any
+def call(name: str, arguments: JsonObject | str | None = None, /, **more: Any
          ) -> ToolCallRequest:
     """A tool call for a scripted turn: ``call("echo", value="hi")``; ``arguments`` as a
     string is sent as it is (to script broken JSON)."""
@@ -92,7 +93,7 @@ class FunctionModel(Model):
 
     async def complete(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         tools: list[ToolSchema],
         settings: Settings,
         *,

@@ -20,7 +20,7 @@ from typing import Any
 from agent_kernel.core.config import Settings
 from agent_kernel.engine.models.base import (
     DEFAULT_WINDOW,
-    Message,
+    ChatMessage,
     Model,
     ModelTurn,
     OnRetry,
@@ -72,7 +72,7 @@ def _usage_dict(usage: object) -> dict[str, int]:
 
 async def _complete_once(
     model: str,
-    messages: list[Message],
+    messages: list[ChatMessage],
     tools: list[ToolSchema],
     settings: Settings,
     on_text: OnText,
@@ -166,7 +166,7 @@ def _truncated(stream: object) -> bool:
 
 async def complete(
     model: str,
-    messages: list[Message],
+    messages: list[ChatMessage],
     tools: list[ToolSchema],
     settings: Settings,
     *,
@@ -213,7 +213,7 @@ class LitellmModel(Model):
 
     async def complete(
         self,
-        messages: list[Message],
+        messages: list[ChatMessage],
         tools: list[ToolSchema],
         settings: Settings,
         *,
@@ -225,7 +225,7 @@ class LitellmModel(Model):
         return await complete(self.name, messages, tools, settings, on_text=on_text,
                               on_retry=on_retry)
 
-    def count_tokens(self, messages: list[Message], tools: list[ToolSchema] | None = None
+    def count_tokens(self, messages: list[ChatMessage], tools: list[ToolSchema] | None = None
                      ) -> int:
         """litellm's tokenizer for this model."""
         return int(load_litellm().token_counter(model=self.name, messages=messages,
