@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
+from agent_kernel.core.json_types import JsonObject
 from agent_kernel.core.safe_open import (
     TooLarge,
     UnsafeWorkspacePath,
@@ -195,7 +196,7 @@ class TaskRecord(BaseModel):
     started_at: str | None = None
     ended_at: str | None = None
     children: list[str] = Field(default_factory=list)
-    condition: dict[str, Any] | None = None
+    condition: JsonObject | None = None
 
 
 def _lacks(error: ErrorDetails) -> bool:

@@ -17,6 +17,7 @@ microseconds whatever it says.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -126,7 +127,7 @@ class RepairableFields(BaseModel):
     last_result: str | None = None
 
 
-def _repair_shape(record: dict[str, Any], clean: dict[str, Any]) -> list[str]:
+def _repair_shape(record: Mapping[str, object], clean: dict[str, object]) -> list[str]:
     """Repair in ``clean`` each field of :class:`RepairableFields` that ``record`` holds in
     the wrong shape; a note for each, counters first, in the model's order."""
     try:
