@@ -8,21 +8,16 @@ timeout, a prompt of sane length, a condition that parses. An impossible
 trigger is refused with an error naming the field and the value. Where the
 fix is obvious it is fixed and a note says so: a ``next_run`` that is
 unreadable, more than a year in the past or further ahead than its schedule
-allows is booked again from now; a counter or text of the wrong shape (a
-pydantic model, :class:`RepairableFields`, says which) is reset with a note.
-Nothing here loops over a stored value, so checking a file takes the same few
-microseconds whatever it says.
+allows is booked again from now. Nothing here loops over a stored value, so
+checking a file takes the same few microseconds whatever it says.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_kernel.core.statuses import TriggerStatus
 from agent_kernel.triggers.conditions import Condition
@@ -51,6 +46,8 @@ COUNTERS = ("runs", "errors", "skipped")
 # The schedule field each kind uses; the others are cleared.
 _KIND_FIELDS = {"interval": ("recurring",), "run_at": ONE_SHOT, "cron": ("cron",),
                 "condition": ("conditional",)}
+TEXTS = ("source", "scheduled_by_run_id", "model", "trace_id", "last_run_id", "last_status",
+         "last_result")
 
 
 class RecordError(ValueError):
@@ -108,45 +105,6 @@ def _time(name: str, value: object, now: datetime) -> datetime:
     return moment
 
 
-class RepairableFields(BaseModel):
-    """The fields a saved trigger can do without: a counter that is not a count is set to 0,
-    a text that is not text is cleared, each with a note (:func:`_repair_shape`). Strict:
-    ``true`` is not a count and ``1.0`` is not one either."""
-
-    model_config = ConfigDict(strict=True, extra="ignore")
-
-    runs: int = Field(default=0, ge=0)
-    errors: int = Field(default=0, ge=0)
-    skipped: int = Field(default=0, ge=0)
-    source: str | None = None
-    scheduled_by_run_id: str | None = None
-    model: str | None = None
-    trace_id: str | None = None
-    last_run_id: str | None = None
-    last_status: str | None = None
-    last_result: str | None = None
-
-
-def _repair_shape(record: Mapping[str, object], clean: dict[str, object]) -> list[str]:
-    """Repair in ``clean`` each field of :class:`RepairableFields` that ``record`` holds in
-    the wrong shape; a note for each, counters first, in the model's order."""
-    try:
-        RepairableFields.model_validate(record)
-    except ValidationError as exc:
-        bad = list(dict.fromkeys(str(e["loc"][0]) for e in exc.errors() if e["loc"]))
-    else:
-        return []
-    notes: list[str] = []
-    for name in bad:
-        if name in COUNTERS:
-            notes.append(f"{name} {_show(record.get(name))} is not a count; set to 0")
-            clean[name] = 0
-        else:
-            notes.append(f"{name} {_show(record.get(name))} is not text; cleared")
-            clean[name] = None
-    return notes
-
-
 def check_record(record: dict[str, Any], now: datetime) -> Checked | None:
     """The trigger ``record`` describes, checked; None for one that already ended.
 
@@ -195,7 +153,16 @@ def check_record(record: dict[str, Any], now: datetime) -> Checked | None:
     clean["timeout"] = None if timeout is None else _seconds("timeout", timeout, 0, MAX_INTERVAL,
                                                              low_open=True)
     clean["created_at"] = str(record.get("created_at") or "")
-    notes += _repair_shape(record, clean)
+    for name in COUNTERS:
+        value = record.get(name, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            notes.append(f"{name} {_show(value)} is not a count; set to 0")
+            clean[name] = 0
+    for name in TEXTS:
+        value = record.get(name)
+        if value is not None and not isinstance(value, str):
+            notes.append(f"{name} {_show(value)} is not text; cleared")
+            clean[name] = None
     value = record.get("last_fired_at")
     if value is not None:
         try:

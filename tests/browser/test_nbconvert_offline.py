@@ -76,9 +76,9 @@ def exported(tmp_path_factory: pytest.TempPathFactory,
     """The executed notebook's run states and the offline page's report.
 
     Runs the notebook once for the module with what the ``run_notebook`` fixture hands out
-    (``conftest.execute_notebook``), in the session's private Jupyter folders.
+    (``kernel_runs.execute_notebook``), in the session's private Jupyter folders.
     """
-    from conftest import execute_notebook
+    from kernel_runs import execute_notebook
 
     problem = missing_requirements()
     if problem:

@@ -1,0 +1,50 @@
+"""Running a notebook in a real ``python3`` kernel through nbclient, for the tests.
+
+The ``run_notebook`` fixture (tests/conftest.py) hands :func:`execute_notebook` to tests
+marked ``kernel``; a module-scoped fixture that needs one notebook for a whole module
+(tests/browser/test_nbconvert_offline.py) imports it from here.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def _as_notebook(cells_or_nb: Any) -> Any:
+    """Accept a NotebookNode, a path to an .ipynb, or an iterable of code-cell sources."""
+    import nbformat
+
+    if isinstance(cells_or_nb, nbformat.NotebookNode):
+        return cells_or_nb
+    if isinstance(cells_or_nb, (str, os.PathLike)) and str(cells_or_nb).endswith(".ipynb"):
+        return nbformat.read(str(cells_or_nb), as_version=4)
+    if isinstance(cells_or_nb, str):
+        cells_or_nb = [cells_or_nb]
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in cells_or_nb]
+    return nb
+
+
+def execute_notebook(cells_or_nb: Any, timeout: int = 120, cwd: str | os.PathLike | None = None,
+                     env: dict[str, str] | None = None, allow_errors: bool = False) -> Any:
+    """Execute a notebook in a real ``python3`` kernel and return the executed NotebookNode.
+
+    ``cells_or_nb``: a NotebookNode, a path to an ``.ipynb`` file, one source string or an
+    iterable of code-cell sources. ``timeout`` is per cell (seconds). ``cwd`` is the kernel's
+    working folder (default: the current folder). ``env`` adds or overrides environment
+    variables for the kernel on top of the session's isolated environment. With
+    ``allow_errors=False`` a cell that raises fails the call with ``CellExecutionError``.
+    """
+    from nbclient import NotebookClient
+
+    nb = _as_notebook(cells_or_nb)
+    kernel_env = dict(os.environ)
+    kernel_env.update(env or {})
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            allow_errors=allow_errors,
+                            resources={"metadata": {"path": str(cwd or os.getcwd())}})
+    client.execute(env=kernel_env)
+    return nb
