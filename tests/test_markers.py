@@ -44,7 +44,8 @@ def test_unmarked_starts_none():
 
 @pytest.mark.kernel
 def test_a_kernel_started_without_the_marker_fails_the_test(tmp_path: Path) -> None:
-    shutil.copy(HERE / "conftest.py", tmp_path / "conftest.py")
+    for helper in ("conftest.py", "kernel_runs.py"):  # the fixtures and what they import
+        shutil.copy(HERE / helper, tmp_path / helper)
     (tmp_path / "test_probe.py").write_text(PROBE)
     (tmp_path / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n"
                                          "markers =\n    kernel: starts kernels\n")
