@@ -9,11 +9,12 @@ settled. The team is real and runs in-process on the offline demo model.
 
 from __future__ import annotations
 
-import ast
 import itertools
 import json
 from pathlib import Path
 from typing import Any
+
+from import_graph import graph, imports, on_a_loop
 
 from agent_kernel.engine import tool_calls
 from agent_kernel.engine.agent import Agent
@@ -97,37 +98,13 @@ async def test_a_delegated_and_a_spawned_task_live_the_same_life(tmp_path: Path)
     assert team.ledger.verify().ok
 
 
-def _team_imports() -> dict[str, set[str]]:
-    """Each module of ``agent_kernel.team`` -> the team modules it imports anywhere,
-    under ``if TYPE_CHECKING:`` too."""
-    graph: dict[str, set[str]] = {}
-    for path in (PACKAGE / "team").glob("*.py"):
-        found = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                module = node.module
-                if node.level:  # a relative import inside the team
-                    module = f"agent_kernel.team.{module}"
-                found.add(module)
-                found.update(f"{module}.{alias.name}" for alias in node.names)
-        graph[path.stem] = {m.split(".")[2] for m in found
-                            if m.startswith("agent_kernel.team.") and m.count(".") == 2}
-    return graph
-
-
 def test_the_team_modules_import_one_way_even_for_types() -> None:
-    graph = _team_imports()
-    assert "board" in graph["supervisor"] and "board" in graph["members"]  # the walk sees
-    assert "board" in graph["budget"]  # a TYPE_CHECKING import
-    loops = []
-    for start in graph:
-        seen, todo = set(), list(graph[start] - {start})
-        while todo:
-            module = todo.pop()
-            if module == start:
-                loops.append(start)
-                break
-            if module not in seen:
-                seen.add(module)
-                todo.extend(graph.get(module, ()))
-    assert not loops, f"team modules on an import loop: {sorted(loops)}"
+    edges = [edge for edge in imports(PACKAGE)
+             if edge.module.startswith("agent_kernel.team.")
+             and edge.target.startswith("agent_kernel.team.")]
+    walk = graph(edges)
+    assert "agent_kernel.team.board" in walk["agent_kernel.team.supervisor"]  # the walk sees
+    assert "agent_kernel.team.board" in walk["agent_kernel.team.members"]
+    assert any(edge.typing_only and edge.module == "agent_kernel.team.budget"  # a type-only
+               and edge.target == "agent_kernel.team.board" for edge in edges)  # import counts
+    assert on_a_loop(edges) == [], "team modules on an import loop"
