@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from agent_kernel.core.events import Event
+from agent_kernel.core.json_types import JsonObject
 
 if TYPE_CHECKING:
     from agent_kernel.engine.agent import Agent
@@ -98,6 +99,36 @@ class TeamService(Protocol):
         ...
 
 
+class NamespaceService(Protocol):
+    """The kernel's user namespace as ``list_variables`` and ``inspect_variable`` read it
+    (``notebook.namespace``): looked at, never executed in."""
+
+    def user_variables(self) -> list[tuple[str, object]]:
+        """The person's variables, newest first: no IPython names, private names or modules."""
+        ...
+
+
+class PythonService(Protocol):
+    """Runs approved code in the kernel's user namespace as a cell would
+    (``notebook.python``); ``run_python`` asks for the approval before it calls this."""
+
+    async def run(self, code: str, *, timeout: float, run_id: str) -> JsonObject:
+        """Run ``code``; stdout, stderr, value, rich outputs, error, names changed."""
+        ...
+
+
+class CellService(Protocol):
+    """The notebook's cells through the JupyterLab extension (``notebook.cells_channel``)."""
+
+    def unavailable(self) -> str | None:
+        """Why the cell tools cannot reach the notebook here, or None when they can."""
+        ...
+
+    async def request(self, op: str, payload: JsonObject, *, timeout: float) -> JsonObject:
+        """Ask the notebook to do ``op`` (read, insert, edit, run) and wait for its reply."""
+        ...
+
+
 @dataclass(slots=True)
 class AgentServices:
     """Per-agent services, each made by its feature on first use (None until then).
@@ -118,3 +149,9 @@ class AgentServices:
     """The team this agent is a member of; None for a single agent."""
     team_task: TeamTask | None = None
     """The team task this agent works on now."""
+    namespace: NamespaceService | None = None
+    """The kernel's variables (set by ``%load_ext``; None outside a kernel)."""
+    python: PythonService | None = None
+    """Python run in the kernel (set by ``%load_ext``; None outside a kernel)."""
+    cells: CellService | None = None
+    """The notebook's cells (set by ``%load_ext``; None outside a kernel)."""

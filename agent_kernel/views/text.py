@@ -125,7 +125,7 @@ class TextView:
             return
         event = for_display(event)
         if isinstance(event, RunStarted):
-            origin = f" (trigger {event.trigger.get('id', '')})" if event.trigger else ""
+            origin = f" (trigger {event.trigger.get('trigger_id', '')})" if event.trigger else ""
             self.line(f">>> [{event.model}] {event.prompt}{origin}")
         elif isinstance(event, TextDelta):
             self._write(self._streamed.feed(event.text))

@@ -137,3 +137,14 @@ def test_no_notebook_and_no_cli_help_names_a_spec():
     assert len(texts) >= 5
     for text in texts:
         assert "spec 0" not in text.lower() and "spec's" not in text.lower(), text
+
+
+def test_the_terminal_names_the_trigger_that_started_a_run() -> None:
+    """A run a trigger started says which trigger, by the id the trigger's context carries."""
+    from agent_kernel.core.events import EventBus, RunStarted
+
+    bus, stream = EventBus(), io.StringIO()
+    TextView(bus, stream=stream)
+    bus.emit(RunStarted("run-1", prompt="check the inbox", model="demo", agent_id="agent",
+                        trigger={"trigger_id": "morning-mail", "type": "cron"}))
+    assert "(trigger morning-mail)" in stream.getvalue()
