@@ -107,6 +107,11 @@ class NamespaceService(Protocol):
         """The person's variables, newest first: no IPython names, private names or modules."""
         ...
 
+    def value_of(self, name: str) -> object:
+        """One of those variables' value; LookupError, its message in words, for any other
+        name (absent, private, IPython's, a module)."""
+        ...
+
 
 class PythonService(Protocol):
     """Runs approved code in the kernel's user namespace as a cell would

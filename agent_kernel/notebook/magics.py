@@ -36,6 +36,7 @@ from traitlets import Bool, Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
 from traitlets.utils.bunch import Bunch
 
+from agent_kernel.notebook import namespace as kernel_namespace
 from agent_kernel.notebook.frontend import FrontendProbe
 
 if TYPE_CHECKING:
@@ -171,6 +172,7 @@ class AgentMagics(Magics, Configurable):
                                 api_base=self.api_base or None)
             self._agent = Agent(model=self.model, workspace=self.workspace or None,
                                 settings=settings, user_tools=self.user_tools)
+            self._agent.services.namespace = kernel_namespace.namespace_of(self.shell)
         return self._agent
 
     def frontend_live(self) -> bool:
@@ -463,6 +465,7 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     if protect_help_syntax not in cleanup:
         cleanup.insert(0, protect_help_syntax)
     magics.loaded = True
+    kernel_namespace.watch(ipython)
     if getattr(ipython, "kernel", None) is not None and magics.interactive is None:
         magics.probe.send()
     for name in MAGIC_MODULES:
@@ -496,5 +499,6 @@ def unload_ipython_extension(ipython: InteractiveShell) -> None:
     """Stop listening; runs in progress are left to finish."""
     with contextlib.suppress(RuntimeError):
         current(ipython).loaded = False
+    kernel_namespace.unwatch(ipython)
     if protect_help_syntax in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(protect_help_syntax)
