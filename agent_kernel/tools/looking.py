@@ -19,6 +19,7 @@ import queue
 import reprlib
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import islice
@@ -33,9 +34,17 @@ SLOW_REMEMBERED = 256
 
 _stuck = 0
 _stuck_lock = threading.Lock()
-_slow: dict[tuple[int, type, str], float] = {}
-"""Looks that overran, by (id of the object, its type, the look): not tried again while
-the same object is there (an id is reused only after its object is gone)."""
+_slow: dict[tuple[int, str], tuple[Callable[[], object], float]] = {}
+"""Looks that overran, by (id of the object, the look), with a reference that gives the
+object back (weak where the object allows it) and the wait: not tried again while that
+same object is there."""
+
+
+def _reference(about: object) -> Callable[[], object]:
+    try:
+        return weakref.ref(about)
+    except TypeError:  # no weak references to it: hold it (at most SLOW_REMEMBERED such)
+        return lambda: about
 
 
 def stuck_looks() -> int:
@@ -119,10 +128,11 @@ class Looker:
     def look(self, what: str, fn: Callable[[], T], *, about: object = None) -> T | Failed:
         """``fn()``, or why not in words (``what`` names the look: "its repr"). A look
         ``about`` an object that overran before is not tried again."""
-        key = (id(about), type(about), what)
-        if about is not None and key in _slow:
+        key = (id(about), what)
+        earlier = _slow.get(key) if about is not None else None
+        if earlier is not None and earlier[0]() is about:
             self.failures += 1
-            return Failed(f"{what} took too long when last tried (over {_slow[key]:.1f} s); "
+            return Failed(f"{what} took too long when last tried (over {earlier[1]:.1f} s); "
                           "not tried again")
         left = self.deadline - time.monotonic()
         if left <= 0:
@@ -144,7 +154,7 @@ class Looker:
             if about is not None:
                 if len(_slow) >= SLOW_REMEMBERED:
                     _slow.pop(next(iter(_slow)))
-                _slow[key] = wait
+                _slow[key] = (_reference(about), wait)
             return Failed(f"{what} took too long (over {wait:.1f} s)")
         if job.error is not None:
             self.failures += 1
@@ -180,7 +190,7 @@ class _BoundedRepr(reprlib.Repr):
         self.maxdict = 4
         self.maxstring = min(chars, 80)
         self.maxlong = 40
-        self.maxother = min(chars, 80)
+        self.maxother = chars
 
     def repr_dict(self, x: dict[object, object], level: int) -> str:
         n = len(x)
