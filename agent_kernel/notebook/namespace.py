@@ -42,6 +42,14 @@ def _snapshot(namespace: Mapping[str, object]) -> list[tuple[str, object]]:
     return list(dict(namespace).items())
 
 
+def _type_excluded(kind: type) -> bool:
+    """A module, or an object of our magics' machinery."""
+    if issubclass(kind, ModuleType):
+        return True
+    module = kind.__dict__.get("__module__")
+    return isinstance(module, str) and module.startswith(_OURS)
+
+
 class KernelNamespace:
     """The person's variables in one namespace, newest first (see the module docstring).
 
@@ -70,18 +78,26 @@ class KernelNamespace:
             return True
         if name in self.hidden and self.hidden.get(name) is value:
             return True
-        kind = type(value)
-        if issubclass(kind, ModuleType):
-            return True
-        module = kind.__dict__.get("__module__")
-        return isinstance(module, str) and module.startswith(_OURS)
+        return _type_excluded(type(value))
 
     def rescan(self, stamp: int | None = None) -> list[tuple[str, object]]:
         """Stamp names that are new or rebound with ``stamp`` (the clock when None); return the
         person's variables in namespace order."""
         now = self.clock() if stamp is None else stamp
-        found = [(name, value) for name, value in _snapshot(self.namespace)
-                 if not self._excluded(name, value)]
+        hidden = self.hidden
+        verdicts: dict[type, bool] = {}  # one per type: a namespace holds few types
+        found = []
+        for name, value in _snapshot(self.namespace):
+            if not isinstance(name, str) or name[:1] == "_":
+                continue
+            if name in hidden and hidden.get(name) is value:
+                continue
+            kind = type(value)
+            excluded = verdicts.get(kind)
+            if excluded is None:
+                excluded = verdicts[kind] = _type_excluded(kind)
+            if not excluded:
+                found.append((name, value))
         with self._lock:
             stamps = self._stamps
             kept: dict[str, tuple[int, int]] = {}
