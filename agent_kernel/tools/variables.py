@@ -91,7 +91,8 @@ def list_variables(ctx: ToolContext, limit: int = 40) -> VariableList | Unavaila
            for row in rows):
         notes.append(f"tables list their first {COLUMNS} columns (inspect_variable shows more)")
     if notes:
-        result["note"] = "; ".join(notes).capitalize() + "."
+        said = "; ".join(notes)
+        result["note"] = said[0].upper() + said[1:] + "."
     return result
 
 
