@@ -34,10 +34,12 @@ SLOW_REMEMBERED = 256
 
 _stuck = 0
 _stuck_lock = threading.Lock()
-_slow: dict[tuple[int, str], tuple[Callable[[], object], float]] = {}
+SLOW_FOR = 300.0
+"""Seconds a look that overran is not tried again on the same object."""
+_slow: dict[tuple[int, str], tuple[Callable[[], object], float, float]] = {}
 """Looks that overran, by (id of the object, the look), with a reference that gives the
-object back (weak where the object allows it) and the wait: not tried again while that
-same object is there."""
+object back (weak where the object allows it), the wait and when: not tried again on that
+same object for ``SLOW_FOR`` seconds."""
 
 
 def _reference(about: object) -> Callable[[], object]:
@@ -130,7 +132,8 @@ class Looker:
         ``about`` an object that overran before is not tried again."""
         key = (id(about), what)
         earlier = _slow.get(key) if about is not None else None
-        if earlier is not None and earlier[0]() is about:
+        if (earlier is not None and earlier[0]() is about
+                and time.monotonic() - earlier[2] < SLOW_FOR):
             self.failures += 1
             return Failed(f"{what} took too long when last tried (over {earlier[1]:.1f} s); "
                           "not tried again")
@@ -154,7 +157,7 @@ class Looker:
             if about is not None:
                 if len(_slow) >= SLOW_REMEMBERED:
                     _slow.pop(next(iter(_slow)))
-                _slow[key] = (_reference(about), wait)
+                _slow[key] = (_reference(about), wait, time.monotonic())
             return Failed(f"{what} took too long (over {wait:.1f} s)")
         if job.error is not None:
             self.failures += 1

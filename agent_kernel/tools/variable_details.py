@@ -276,7 +276,12 @@ def _methods(kind: type) -> list[str]:
 
 
 def _attributes(value: object, _rows: int) -> Details:
-    own = object.__getattribute__(value, "__dict__")
+    try:
+        own = object.__getattribute__(value, "__dict__")
+    except AttributeError:  # slots or a builtin: nothing of its own to list
+        return {"attributes": []}
+    if not isinstance(own, dict):
+        return {"attributes": []}
     attributes: list[Attribute] = [{"name": clip(str(name), 60), "type": type_name(type(item)),
                    "preview": short_repr(item, 80)}
                   for name, item in islice(own.items(), 40) if not str(name).startswith("_")]
