@@ -1,4 +1,5 @@
-"""The IPython magics: ``%agent``, ``%%agent``, ``%agent_config``, ``%agent_wait``,
+"""The IPython magics: ``%agent``, ``%%agent``, ``%agent_config``, ``%agent_fix`` (the
+notebook's last error, :mod:`agent_kernel.notebook.errors`), ``%agent_wait``,
 ``%agent_team`` (the team board, :mod:`agent_kernel.notebook.board`, imported on first use).
 
 One :class:`AgentMagics` per IPython session holds one :class:`Agent` (made
@@ -36,6 +37,7 @@ from traitlets import Bool, Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
 from traitlets.utils.bunch import Bunch
 
+from agent_kernel.notebook.errors import NotebookErrors
 from agent_kernel.notebook.frontend import FrontendProbe
 
 if TYPE_CHECKING:
@@ -124,6 +126,8 @@ class AgentMagics(Magics, Configurable):
         self.probe = FrontendProbe()
         self.last_result: Any = None
         self.views: list[Any] = []
+        self.errors = NotebookErrors(shell)
+        """The last error a cell of the person's raised (``last_error``, ``%agent_fix``)."""
 
     def _settings_changed(self, change: Bunch) -> None:
         """``%config AgentMagics.tool_timeout = 60`` and the like: the agent follows at once."""
@@ -171,6 +175,7 @@ class AgentMagics(Magics, Configurable):
                                 api_base=self.api_base or None)
             self._agent = Agent(model=self.model, workspace=self.workspace or None,
                                 settings=settings, user_tools=self.user_tools)
+            self._agent.services.errors = self.errors
         return self._agent
 
     def frontend_live(self) -> bool:
@@ -345,16 +350,21 @@ class AgentMagics(Magics, Configurable):
               help="Team mode: %agent prompts go to the team (off: the single agent).")
     @argument("--revoke", default=None, metavar="TOOL",
               help="Revoke the standing permission of TOOL (or all of them: --revoke all).")
+    @argument("--allow", default=None, metavar="TOOL",
+              help="Give TOOL a standing permission yourself, as \"Always allow\" does.")
     @line_magic
     def agent_config(self, line: str) -> None:
-        """Show the configuration, set ``--model`` / ``--workspace``, or list (``--permissions``)
-        and revoke (``--revoke TOOL``) standing permissions."""
+        """Show the configuration, set ``--model`` / ``--workspace``, or list (``--permissions``),
+        grant (``--allow TOOL``) and revoke (``--revoke TOOL``) standing permissions."""
         from agent_kernel.engine.approvals import describe_standing, revoke_words
 
         try:
             args = parse_argstring(self.agent_config, line)
         except Exception as exc:
             print(f"agent-kernel: {exc}", file=sys.stderr)
+            return
+        if args.allow:
+            print(self.allow(args.allow))
             return
         if args.permissions or args.revoke:
             approvals = self._agent.approvals if self._agent is not None else None
@@ -380,6 +390,24 @@ class AgentMagics(Magics, Configurable):
             self.team = args.team == "on"
         print(self.describe())
 
+    def allow(self, name: str) -> str:
+        """Grant ``name`` a standing permission in the person's name (``--allow``): written
+        to the ledger as ``permission_granted`` by the user, revocable with ``--revoke``,
+        and held by this session's single agent only (a team's Workers still ask)."""
+        try:
+            agent = self.agent
+        except Exception as exc:  # a bad workspace or setting: say so, no traceback
+            return f"agent-kernel: could not create the agent: {exc}"
+        tool = agent.registry.get(name)
+        if tool is None:
+            return f"There is no tool called {name}, so there is nothing to allow."
+        if not tool.side_effects:
+            return f"{name} does not ask before it runs, so it needs no permission."
+        permission = agent.approvals.grant(name)
+        return (f"{name} now runs without asking in this session (since "
+                f"{permission.since:%H:%M:%S} UTC, on record in the ledger). Revoke it with "
+                f"%agent_config --revoke {name}.")
+
     def describe(self) -> str:
         """The current configuration as text."""
         from agent_kernel.core.workspace import Workspace, WorkspaceError
@@ -401,6 +429,19 @@ class AgentMagics(Magics, Configurable):
                 f"interactive: {interactive}\nteam mode: {'on' if self.team else 'off'}\n"
                 f"standing permissions: {standing}"
                 f"{' (%agent_config --permissions)' if standing else ''}")
+
+    @line_magic
+    @no_var_expand
+    def agent_fix(self, line: str = "") -> None:
+        """``%agent_fix [more words]``: ask the agent to explain and fix the notebook's last
+        error; the error, its traceback and its cell go with the prompt, marked as data."""
+        from agent_kernel.notebook.errors import fix_prompt
+
+        found = self.errors.last()
+        if found is None:
+            print("No error to fix yet.")
+            return
+        self.start(fix_prompt(found, line.strip()))
 
     @line_magic
     def agent_wait(self, line: str = "") -> None:
@@ -463,6 +504,7 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
     if protect_help_syntax not in cleanup:
         cleanup.insert(0, protect_help_syntax)
     magics.loaded = True
+    magics.errors.watch()
     if getattr(ipython, "kernel", None) is not None and magics.interactive is None:
         magics.probe.send()
     for name in MAGIC_MODULES:
@@ -495,6 +537,8 @@ def _import_ahead(widgets: bool) -> None:
 def unload_ipython_extension(ipython: InteractiveShell) -> None:
     """Stop listening; runs in progress are left to finish."""
     with contextlib.suppress(RuntimeError):
-        current(ipython).loaded = False
+        magics = current(ipython)
+        magics.loaded = False
+        magics.errors.unwatch()
     if protect_help_syntax in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(protect_help_syntax)
