@@ -73,6 +73,8 @@ def test_library_frames_are_counted_not_shown(shell: InteractiveShell) -> None:
     text = found["error"]["traceback"]
     assert "library frame" in text and "json.loads('{not json')" in text
     assert text.count("json/decoder.py") <= 1  # only the frame it was raised in
+    assert text.splitlines()[1].lstrip().startswith("cell In[")  # IPython's frames: gone
+    assert not [line for line in text.splitlines() if line.lstrip().startswith("/")]
 
 
 def test_code_the_agent_runs_is_not_the_notebooks_error(shell: InteractiveShell) -> None:

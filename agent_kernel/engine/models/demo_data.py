@@ -360,6 +360,10 @@ def _explain(kind: str, message: str, line: object, cell: dict[str, object],
         what = (f"`{wrong}` is not a key of what the line looks up" if kind == "KeyError"
                 else f"there is no attribute `{wrong}`")
     close = difflib.get_close_matches(wrong, list(pool), n=1, cutoff=0.6)
+    if listing is None or listing.failed:
+        why = f" ({short(listing.failed, 200)})" if listing is not None and listing.failed else ""
+        return said + f" {what[0].upper() + what[1:]}. I could not look at the notebook's " \
+            f"variables{why}, so I cannot say which name was meant."
     if not close:
         known = ", ".join(f"`{n}`" for n in list(pool)[:15]) or "none I could see"
         return said + f" {what.capitalize()}, and nothing in the notebook is spelt like it " \
