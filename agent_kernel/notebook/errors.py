@@ -120,7 +120,7 @@ class NotebookErrors:
     def _trimmed(self, error: BaseException, frames: traceback.StackSummary,
                  count: int | None) -> str:
         """The traceback with the person's frames; library frames counted, the last one kept."""
-        lines = ["Traceback (the cell's frames; library frames left out):"]
+        lines = ["Where it was raised (the notebook's cells; library frames counted, not shown):"]
         hidden = 0
         shown = 0
         first = next((i for i, f in enumerate(frames) if self._is_cell(f.filename)), 0)
@@ -191,7 +191,8 @@ def fix_prompt(found: NotebookError, more: str = "") -> str:
              f"Error: {error['type']}: {error['message']}",
              f"The cell{f' In[{count}]' if count is not None else ''}:\n"
              f"{_fenced(cell['source'], 'python')}",
-             f"Traceback:\n{_fenced(error['traceback'], 'text')}"]
+             f"The traceback, trimmed to the notebook's cells:\n"
+             f"{_fenced(error['traceback'], 'text')}"]
     return "\n\n".join(parts)
 
 
