@@ -350,21 +350,16 @@ class AgentMagics(Magics, Configurable):
               help="Team mode: %agent prompts go to the team (off: the single agent).")
     @argument("--revoke", default=None, metavar="TOOL",
               help="Revoke the standing permission of TOOL (or all of them: --revoke all).")
-    @argument("--allow", default=None, metavar="TOOL",
-              help="Give TOOL a standing permission yourself, as \"Always allow\" does.")
     @line_magic
     def agent_config(self, line: str) -> None:
-        """Show the configuration, set ``--model`` / ``--workspace``, or list (``--permissions``),
-        grant (``--allow TOOL``) and revoke (``--revoke TOOL``) standing permissions."""
+        """Show the configuration, set ``--model`` / ``--workspace``, or list (``--permissions``)
+        and revoke (``--revoke TOOL``) standing permissions."""
         from agent_kernel.engine.approvals import describe_standing, revoke_words
 
         try:
             args = parse_argstring(self.agent_config, line)
         except Exception as exc:
             print(f"agent-kernel: {exc}", file=sys.stderr)
-            return
-        if args.allow:
-            print(self.allow(args.allow))
             return
         if args.permissions or args.revoke:
             approvals = self._agent.approvals if self._agent is not None else None
@@ -389,24 +384,6 @@ class AgentMagics(Magics, Configurable):
         if args.team:
             self.team = args.team == "on"
         print(self.describe())
-
-    def allow(self, name: str) -> str:
-        """Grant ``name`` a standing permission in the person's name (``--allow``): written
-        to the ledger as ``permission_granted`` by the user, revocable with ``--revoke``,
-        and held by this session's single agent only (a team's Workers still ask)."""
-        try:
-            agent = self.agent
-        except Exception as exc:  # a bad workspace or setting: say so, no traceback
-            return f"agent-kernel: could not create the agent: {exc}"
-        tool = agent.registry.get(name)
-        if tool is None:
-            return f"There is no tool called {name}, so there is nothing to allow."
-        if not tool.side_effects:
-            return f"{name} does not ask before it runs, so it needs no permission."
-        permission = agent.approvals.grant(name)
-        return (f"{name} now runs without asking in this session (since "
-                f"{permission.since:%H:%M:%S} UTC, on record in the ledger). Revoke it with "
-                f"%agent_config --revoke {name}.")
 
     def describe(self) -> str:
         """The current configuration as text."""

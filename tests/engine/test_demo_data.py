@@ -61,13 +61,16 @@ def test_whats_in_df_lists_then_inspects_then_summarises_the_real_result() -> No
                          "columns": SALES_COLUMNS,
                          "nulls": {"date": 0, "region": 0, "product": 0, "units": 3,
                                    "price": 0},
-                         "head": "        date region product  units  price\n0 2025-01-01 ..."})
+                         "head": {"columns": ["date", "region", "product", "units", "price"],
+                                  "rows": [["2025-01-01", "south", "tea", 15.0, 4.25]]}})
     answer = talk.next()
     assert answer.tool_calls == [] and answer.text.startswith(demo.LABEL)
     for column in ("date", "region", "product", "units", "price"):
         assert f"`{column}`" in answer.text
     assert "181 rows and 5 columns" in answer.text
     assert "`units` has 3; the other columns have none" in answer.text
+    assert "date        region  product  units  price\n2025-01-01  south   tea      15.0   4.25" \
+        in answer.text
 
 
 def test_the_summary_follows_what_the_tools_said_not_the_prompt() -> None:

@@ -181,10 +181,24 @@ def _summary(name: str, entry: dict[str, object], detail: dict[str, object]) -> 
                  if missing else " No column has missing values.")
     elif columns:
         text += " (The inspection gave no null counts.)"
-    preview = detail.get("head") or entry.get("preview")
+    preview = _head(detail.get("head")) or entry.get("preview")
     if isinstance(preview, str) and preview.strip():
         text += "\n\nThe first rows:\n\n" + block(preview)
     return text
+
+
+def _head(found: object) -> str | None:
+    """A table's head (``{"columns": [...], "rows": [[...], ...]}``) as aligned text."""
+    if isinstance(found, str):
+        return found
+    if not (isinstance(found, dict) and isinstance(found.get("columns"), list)
+            and isinstance(found.get("rows"), list)):
+        return None
+    table = [[str(c) for c in found["columns"]]]
+    table += [[str(v) for v in row] for row in found["rows"] if isinstance(row, list)]
+    widths = [max(len(row[i]) for row in table if i < len(row)) for i in range(len(table[0]))]
+    return "\n".join("  ".join(cell.ljust(widths[i]) if i < len(widths) else cell
+                               for i, cell in enumerate(row)).rstrip() for row in table)
 
 
 def _nulls(found: object) -> list[tuple[str, int]] | None:
