@@ -23,6 +23,8 @@ NEEDED = {"list_variables", "inspect_variable", "run_python", "insert_cell", "ru
           "last_error"}
 MISSING = NEEDED - {t.name for t in default_tools()}
 COLUMNS = ("date", "region", "product", "units", "price")
+RUN_IT_HERE = "import agent_kernel.notebook.magics"
+LEDGER = "await agent_kernel.notebook.magics.wait_all()"
 
 
 def _cells(nb: Any) -> dict[str, Any]:
@@ -63,12 +65,11 @@ def test_data_notebook_is_committed_without_outputs_and_says_how_it_approves() -
     assert cells['by_region = df.groupby("reigon")["units"].sum()'].metadata["tags"] == [
         "raises-exception"]
     sources = [c.source for c in nb.cells]
-    assert sources.index("%agent_config --allow run_python") < sources.index(
-        "%agent plot the monthly totals")
-    assert sources[-1] == "%agent_config --revoke run_python"
+    plot = sources.index("%agent plot the monthly totals")
+    assert sources[plot + 2].startswith(RUN_IT_HERE)  # the refused code, run in the open
     text = "\n".join(sources)
-    assert "standing permission" in text and "offline demo model" in text
-
+    assert "never approved by a policy" in text and "offline demo model" in text
+    assert "headless_approval" not in text and "--allow" not in text
 
 @pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(sorted(MISSING))} (the variables, "
                     "python and cells parts of issue 24, merged by the lead)")
@@ -89,11 +90,18 @@ def test_data_notebook_runs_and_its_answers_come_from_the_data(run_notebook: Any
 
     plotted = cells["%agent plot the monthly totals"]
     assert _tools(plotted) == ["list_variables", "insert_cell", "run_python"]
-    [ran] = [e for e in _state(plotted)["entries"] if e.get("tool") == "run_python"]
-    assert ran["state"] == "ok" and ran["approval"]["source"] == "always"
-    saved = json.dumps(plotted.outputs)
+    entries = {e.get("tool"): e for e in _state(plotted)["entries"] if e["kind"] == "tool"}
+    assert entries["insert_cell"]["state"] == "failed"  # no notebook page in nbclient
+    assert entries["run_python"]["state"] != "ok"  # nobody to click: refused, never by policy
+    assert "could not put the code in a new cell" in _reply(plotted)
+    assert "The plotting code was not run" in _reply(plotted)
+    ran_here = cells[RUN_IT_HERE]
+    printed = "".join(o.get("text", "") for o in ran_here.outputs)
+    assert "pd.to_datetime(df['date']).dt.to_period('M')" in printed
+    assert "df['units'] * df['price']" in printed
+    saved = json.dumps(ran_here.outputs)
     assert "image/png" in saved and "iVBORw0KGgo" in saved  # the chart, a real PNG
-    assert "2025-06" in _reply(plotted) and "bar chart" in _reply(plotted)
+    assert "2025-06" in saved  # the last month's total, the code's value
 
     planted = cells['by_region = df.groupby("reigon")["units"].sum()']
     assert [o["ename"] for o in planted.outputs if o.output_type == "error"] == ["KeyError"]
@@ -103,15 +111,10 @@ def test_data_notebook_runs_and_its_answers_come_from_the_data(run_notebook: Any
         assert "the closest name is `region` (a column of `df`)" in fixed, first
         assert 'by_region = df.groupby("region")["units"].sum()' in fixed, first
 
-    printed = "".join(o.get("text", "") for o in cells["import agent_kernel.notebook.magics"]
-                      .outputs)
-    assert "permission_granted run_python" in printed  # the grant, on record
-    assert "approval           run_python       approved" in printed
+    printed = "".join(o.get("text", "") for o in cells[LEDGER].outputs)
+    assert "approval           run_python       denied" in printed
+    assert "tool_call          last_error       ok" in printed
     assert "ledger verified: True" in printed
-    revoked = "".join(o.get("text", "") for o in cells["%agent_config --revoke run_python"]
-                      .outputs)
-    assert revoked.startswith("Revoked the standing permission of run_python")
-
 
 def test_agent_fix_in_a_kernel_sends_the_cell_escaped(run_notebook: Any,
                                                       tmp_path: Path) -> None:
@@ -135,7 +138,7 @@ def test_agent_fix_in_a_kernel_sends_the_cell_escaped(run_notebook: Any,
     assert state["prompt"].startswith("Explain and fix the last error in this notebook. "
                                       "and keep it short")
     assert "from this notebook's cell In[3], line 2" in state["prompt"]
-    assert _tools(fixed) == ["last_error"]
+    assert _tools(fixed)[0] == "last_error"
     assert "**KeyError**" in _reply(fixed) and "line 2 of cell In[3]" in _reply(fixed)
     page = "".join(o["data"].get("text/html", "") for o in fixed.outputs if "data" in o)
     assert "<script>alert(1)</script>" not in page

@@ -54,6 +54,7 @@ _PLOT = re.compile(r"\b(?:plot|chart|graph|draw)\b.*\bmonth(?:ly|s)?\b|\bmonthly
                    r"chart|graph)\b", re.I)
 _FIX = re.compile(r"\b(?:fix|explain|debug|solve)\b.*\b(?:error|exception|bug|traceback)\b|"
                   r"\bwhat\s+went\s+wrong\b", re.I)
+_NOT_RUN = re.compile(r"^Tool '[^']*' (?:was not run|execution failed|failed): ")
 _NAMED = re.compile(r"\b(?:of|in|for|from)\s+`?([A-Za-z_]\w*)`?", re.I)
 
 
@@ -90,8 +91,9 @@ def seen_calls(turn: list[ChatMessage]) -> list[Seen]:
                 args = {}
             content = results.get(call.get("id"), "")
             if content.startswith("Error"):
+                why = content.removeprefix("Error: ").split("\n\n", 1)[0]
                 out.append(Seen(fn.get("name", "?"), args, None,
-                                content.removeprefix("Error: ").split("\n\n", 1)[0]))
+                                _NOT_RUN.sub("", why).rstrip(". ")))
                 continue
             try:
                 result: object = json.loads(content)
@@ -277,7 +279,7 @@ def _plot(name: str | None, seen: list[Seen], tools: set[str]) -> DataTurn:
         note = ""
         if inserted is not None and inserted.failed:
             note = (f"I could not put the code in a new cell ({short(inserted.failed, 200)}), "
-                    "so I ran it in the kernel instead. ")
+                    "so I asked to run it in the kernel with `run_python`. ")
         return DataTurn(note + _ran(ran, frame, what, "this run"))
     if inserted is not None and not inserted.failed and "run_cell" in tools:
         index = inserted.result.get("index") if isinstance(inserted.result, dict) else None
@@ -295,7 +297,8 @@ def _plot(name: str | None, seen: list[Seen], tools: set[str]) -> DataTurn:
 def _ran(step: Seen, frame: str, what: str, where: str) -> str:
     """What running the plotting code really gave: the totals, the chart, or the error."""
     if step.result is None:
-        return f"The plotting code was not run: {short(step.failed or '', 300)}."
+        return (f"The plotting code was not run: {short(step.failed or '', 300)}. The code "
+                "is on the call's card, to run yourself if you agree with it.")
     result = step.result if isinstance(step.result, dict) else {}
     error = result.get("error")
     if isinstance(error, dict) or result.get("status") not in (None, "done"):
