@@ -2,7 +2,8 @@
 
 ``%load_ext agent_kernel`` adds the ``%agent`` magics; ``Agent`` is the
 Python API; ``@tool`` turns a typed function into a tool and ``@state``
-registers a state provider for ``query_state``. Heavy libraries (litellm,
+registers a state provider for ``query_state``; ``sample_data("sales")`` is the small data set
+shipped for the data notebook. Heavy libraries (litellm,
 lancedb, ipywidgets) are imported only when first needed.
 """
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from agent_kernel.app import Agent
     from agent_kernel.core.config import Settings
     from agent_kernel.core.ledger import Ledger
+    from agent_kernel.core.sample_data import sample_data
     from agent_kernel.core.workspace import Workspace
     from agent_kernel.engine.agent import RunResult, ToolCallRecord
     from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError, tool
@@ -32,7 +34,7 @@ _LAZY = {"Agent": "app", "RunResult": "engine.agent", "ToolCallRecord": "engine.
          "Tool": "engine.registry", "ToolContext": "engine.registry",
          "ToolError": "engine.registry", "tool": "engine.registry",
          "state": "tools.core", "Workspace": "core.workspace", "Team": "team.team",
-         "TeamResult": "team.team"}
+         "TeamResult": "team.team", "sample_data": "core.sample_data"}
 
 
 def __getattr__(name: str) -> Any:
@@ -60,4 +62,4 @@ def unload_ipython_extension(ipython: InteractiveShell) -> None:
 
 __all__ = ["Agent", "Field", "Ledger", "RunResult", "Settings", "Team", "TeamResult", "Tool",
            "ToolCallRecord", "ToolContext", "ToolError", "Workspace", "load_ipython_extension",
-           "state", "tool", "unload_ipython_extension"]
+           "sample_data", "state", "tool", "unload_ipython_extension"]

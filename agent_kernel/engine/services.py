@@ -134,6 +134,39 @@ class CellService(Protocol):
         ...
 
 
+class ErrorDetails(TypedDict):
+    """An exception as ``last_error`` gives it: its type, its message, the traceback trimmed
+    to the person's own frames, and the line of its cell it was raised at (None: unknown)."""
+
+    type: str
+    message: str
+    traceback: str
+    line: int | None
+
+
+class ErrorCell(TypedDict):
+    """The cell an error came from: its ``In[n]`` number and its source."""
+
+    execution_count: int | None
+    source: str
+
+
+class NotebookError(TypedDict):
+    """The notebook's last error and its cell (``notebook.errors``)."""
+
+    error: ErrorDetails
+    cell: ErrorCell
+
+
+class ErrorService(Protocol):
+    """The notebook's last exception as ``last_error`` and ``%agent_fix`` read it
+    (``notebook.errors``): raised by one of the person's cells, never by the agent's tools."""
+
+    def last(self) -> NotebookError | None:
+        """The last error a cell of the person's raised, or None when there was none."""
+        ...
+
+
 @dataclass(slots=True)
 class AgentServices:
     """Per-agent services, each made by its feature on first use (None until then).
@@ -160,3 +193,15 @@ class AgentServices:
     """Python run in the kernel (set by ``%load_ext``; None outside a kernel)."""
     cells: CellService | None = None
     """The notebook's cells (set by ``%load_ext``; None outside a kernel)."""
+    errors: ErrorService | None = None
+    """The notebook's last error (set by ``%load_ext``; None outside a kernel)."""
+
+
+KERNEL_SERVICES = ("namespace", "python", "cells", "errors")
+"""The services that reach into the kernel: a team's members share the session agent's."""
+
+
+def share_kernel(source: AgentServices, target: AgentServices) -> None:
+    """Give ``target`` the kernel services of ``source`` (a team member, the session agent's)."""
+    for name in KERNEL_SERVICES:
+        setattr(target, name, getattr(source, name))

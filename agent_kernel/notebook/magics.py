@@ -1,4 +1,5 @@
-"""The IPython magics: ``%agent``, ``%%agent``, ``%agent_config``, ``%agent_wait``,
+"""The IPython magics: ``%agent``, ``%%agent``, ``%agent_config``, ``%agent_fix`` (the
+notebook's last error, :mod:`agent_kernel.notebook.errors`), ``%agent_wait``,
 ``%agent_team`` (the team board, :mod:`agent_kernel.notebook.board`, imported on first use).
 
 One :class:`AgentMagics` per IPython session holds one :class:`Agent` (made
@@ -37,6 +38,7 @@ from traitlets.config import Configurable
 from traitlets.utils.bunch import Bunch
 
 from agent_kernel.notebook import namespace as kernel_namespace
+from agent_kernel.notebook.errors import NotebookErrors
 from agent_kernel.notebook.frontend import FrontendProbe
 
 if TYPE_CHECKING:
@@ -125,6 +127,8 @@ class AgentMagics(Magics, Configurable):
         self.probe = FrontendProbe()
         self.last_result: Any = None
         self.views: list[Any] = []
+        self.errors = NotebookErrors(shell)
+        """The last error a cell of the person's raised (``last_error``, ``%agent_fix``)."""
 
     def _settings_changed(self, change: Bunch) -> None:
         """``%config AgentMagics.tool_timeout = 60`` and the like: the agent follows at once."""
@@ -173,6 +177,7 @@ class AgentMagics(Magics, Configurable):
             self._agent = Agent(model=self.model, workspace=self.workspace or None,
                                 settings=settings, user_tools=self.user_tools)
             self._agent.services.namespace = kernel_namespace.namespace_of(self.shell)
+            self._agent.services.errors = self.errors
         return self._agent
 
     def frontend_live(self) -> bool:
@@ -405,6 +410,19 @@ class AgentMagics(Magics, Configurable):
                 f"{' (%agent_config --permissions)' if standing else ''}")
 
     @line_magic
+    @no_var_expand
+    def agent_fix(self, line: str = "") -> None:
+        """``%agent_fix [more words]``: ask the agent to explain and fix the notebook's last
+        error; the error, its traceback and its cell go with the prompt, marked as data."""
+        from agent_kernel.notebook.errors import fix_prompt
+
+        found = self.errors.last()
+        if found is None:
+            print("No error to fix yet.")
+            return
+        self.start(fix_prompt(found, line.strip()))
+
+    @line_magic
     def agent_wait(self, line: str = "") -> None:
         """Block until every background ``%agent`` run of this session has ended."""
         from agent_kernel.notebook.blocking import wait_blocking
@@ -466,6 +484,7 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
         cleanup.insert(0, protect_help_syntax)
     magics.loaded = True
     kernel_namespace.watch(ipython)
+    magics.errors.watch()
     if getattr(ipython, "kernel", None) is not None and magics.interactive is None:
         magics.probe.send()
     for name in MAGIC_MODULES:
@@ -498,7 +517,9 @@ def _import_ahead(widgets: bool) -> None:
 def unload_ipython_extension(ipython: InteractiveShell) -> None:
     """Stop listening; runs in progress are left to finish."""
     with contextlib.suppress(RuntimeError):
-        current(ipython).loaded = False
+        magics = current(ipython)
+        magics.loaded = False
+        magics.errors.unwatch()
     kernel_namespace.unwatch(ipython)
     if protect_help_syntax in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.remove(protect_help_syntax)

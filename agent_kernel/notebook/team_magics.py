@@ -59,7 +59,8 @@ def session_team(agent_magics: AgentMagics) -> TeamSession | None:
         from agent_kernel.team.team import Team
 
         try:
-            team = Team(model=agent.model, workspace=agent.workspace, settings=agent.settings)
+            team = Team(model=agent.model, workspace=agent.workspace, settings=agent.settings,
+                        kernel=agent.services)
         except Exception as exc:
             print(f"agent-kernel: could not create the team: {exc}", file=sys.stderr)
             return None

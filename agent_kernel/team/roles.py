@@ -22,6 +22,7 @@ ROLE_NAMES = (TELLER, PLANNER, WORKER)
 
 _T, _P, _W = frozenset({TELLER}), frozenset({PLANNER}), frozenset({WORKER})
 _ALL = frozenset(ROLE_NAMES)
+_PW = frozenset({PLANNER, WORKER})
 
 SPEC_MATRIX: dict[str, frozenset[str]] = {
     "delegate": frozenset({TELLER, PLANNER}),
@@ -61,6 +62,12 @@ ASSIGNED: dict[str, frozenset[str]] = {
     "bash": _W, "run_command": _W,
     "url_fetch": _W, "web_search": _W, "http_request": _W,
     "run_javascript": _W, "console_print": _W,
+    # The notebook (issue 24): looking at its variables, cells and last error runs nothing and
+    # informs a plan as much as a piece of work.
+    "list_variables": _PW, "inspect_variable": _PW, "read_cells": _PW, "last_error": _PW,
+    # Running code in the person's kernel and changing their cells is doing the work: Workers
+    # only, each call through the person's approval (a Worker holds no standing permission).
+    "run_python": _W, "insert_cell": _W, "edit_cell": _W, "run_cell": _W,
 }
 """The tools spec 000's table does not name; see docs/team.md for why each group goes where."""
 

@@ -35,7 +35,7 @@ from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.agent import Agent, RunResult
 from agent_kernel.engine.models import Model
 from agent_kernel.engine.registry import Tool, ToolContext, ToolError, Toolset
-from agent_kernel.engine.services import TaskSummary
+from agent_kernel.engine.services import AgentServices, TaskSummary, share_kernel
 from agent_kernel.team.agent_ids import TRUSTED_AGENT_NUMBER, first_agent_number
 from agent_kernel.team.asking import NamedQuestions, PendingQuestion, QuestionStore
 from agent_kernel.team.board import TaskBoard, TaskLife
@@ -83,8 +83,13 @@ class Supervisor:
 
     def __init__(self, *, model: str | Model, workspace: Workspace, settings: Settings,
                  limits: TeamLimits, tools: Iterable[Tool | Any] = (),
-                 toolsets: Iterable[Toolset] = (), bus: EventBus | None = None) -> None:
+                 toolsets: Iterable[Toolset] = (), bus: EventBus | None = None,
+                 kernel: AgentServices | None = None) -> None:
         self.model = model
+        self.kernel = kernel
+        """The services that reach the notebook's kernel (its variables, Python, cells, last
+        error), shared with every agent of the team: the session agent's, given by the
+        notebook floor; None outside a notebook (the tools then say there is no kernel)."""
         self.toolsets = list(toolsets)
         """The tool sets every agent of the team is built with (the Team gives
         :func:`~agent_kernel.team.toolsets.default_toolsets`: the team's own tools among
@@ -171,6 +176,8 @@ class Supervisor:
                     toolsets=self.toolsets, permission_hook=ROLE_PERMITS)
         agent.services.team = self
         agent.services.budget = self.budget
+        if self.kernel is not None:
+            share_kernel(self.kernel, agent.services)
         if role != TELLER:  # history is the person's conversation with the Teller
             writer, agent.services.history_writer = agent.services.history_writer, None
             if writer is not None:

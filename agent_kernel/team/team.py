@@ -28,7 +28,7 @@ from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.agent import Agent, RunResult
 from agent_kernel.engine.models import Model
 from agent_kernel.engine.registry import Tool
-from agent_kernel.engine.services import TaskSummary
+from agent_kernel.engine.services import AgentServices, TaskSummary
 from agent_kernel.team import earlier, restored
 from agent_kernel.team.asking import PendingQuestion, answered_message, tool_result
 from agent_kernel.team.budget import TeamUsage
@@ -141,14 +141,15 @@ class Team:
     def __init__(self, model: str | Model = DEMO_MODEL, workspace: str | Workspace | None = None,
                  max_workers: int = 4, *, tools: Iterable[Tool | Any] = (),
                  settings: Settings | None = None, limits: TeamLimits | None = None,
-                 max_planners: int = 1) -> None:
+                 max_planners: int = 1, kernel: AgentServices | None = None) -> None:
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
         self.limits = limits or TeamLimits(max_workers=max_workers, max_planners=max_planners)
         self.bus = EventBus()
         """Every event of every agent of the team."""
         self.supervisor = Supervisor(model=model, workspace=self.workspace,
                                      settings=settings or Settings(), limits=self.limits,
-                                     tools=tools, toolsets=default_toolsets(), bus=self.bus)
+                                     tools=tools, toolsets=default_toolsets(), bus=self.bus,
+                                     kernel=kernel)
         desk = self.supervisor.make_agent(WORKER, "team-desk", cls=TriggerDesk)
         assert isinstance(desk, TriggerDesk)
         desk.supervisor = self.supervisor

@@ -51,6 +51,7 @@ def test_the_wheel_carries_the_built_extension(wheel: Path) -> None:
     assert {"package.json", "install.json", "static/style.js"} <= tail
     assert any(re.fullmatch(r"static/remoteEntry\.[0-9a-f]+\.js", t) for t in tail)
     assert not [n for n in names if "node_modules" in n or n.endswith(".ts")]
+    assert "agent_kernel/data/sales.csv" in names  # the data notebook's set, offline
 
 
 def test_pip_install_without_node_activates_the_extension(wheel: Path, tmp_path: Path) -> None:

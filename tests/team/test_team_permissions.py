@@ -42,6 +42,13 @@ SOCIETY = {
     "wait_for_message": {PLANNER, WORKER},
 }
 TEAM_ONLY = {"delegate", *SOCIETY}
+# Issue 24's notebook tools, as docs/team.md assigns them: looking for Planner and Worker,
+# running and changing the notebook for Workers only.
+NOTEBOOK = {
+    "list_variables": {PLANNER, WORKER}, "inspect_variable": {PLANNER, WORKER},
+    "read_cells": {PLANNER, WORKER}, "last_error": {PLANNER, WORKER},
+    "run_python": {WORKER}, "insert_cell": {WORKER}, "edit_cell": {WORKER}, "run_cell": {WORKER},
+}
 
 
 def expected(name: str) -> set[str]:
@@ -51,7 +58,17 @@ def expected(name: str) -> set[str]:
         return SOCIETY[name]
     if name in DOERS:  # files, commands, the web and JavaScript: Workers only
         return {WORKER}
+    if name in NOTEBOOK:
+        return NOTEBOOK[name]
     return set(ASSIGNED[name])
+
+
+def test_the_notebook_tools_have_their_places_in_the_table() -> None:
+    from agent_kernel.team.roles import permission_table
+
+    table = permission_table()
+    for name, roles in NOTEBOOK.items():
+        assert {r for r, may in table[name].items() if may} == roles, name
 
 
 def offered(agent: Agent) -> set[str]:

@@ -4,7 +4,9 @@ It exists so a first run needs no API key and so notebooks, Binder and the
 browser tests have a model that behaves the same every time. It reads the
 latest user prompt and the tools it was offered, picks tool calls by plain
 word patterns (echo, ask, remember, recall, schedule, write, read and list
-files, run a command, fetch a page, search the web, run JavaScript, ...),
+files, run a command, fetch a page, search the web, run JavaScript, and the notebook's
+data story of :mod:`agent_kernel.engine.models.demo_data`: "what's in df", "plot the
+monthly totals", "fix the error above"),
 or, when a prompt starts with the name of any tool it was offered (the
 person's own ``@tool`` functions included), calls that tool with arguments
 read from the words that follow (``add 2 and 3``). After the results come
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from agent_kernel.engine.models import demo_data
 from agent_kernel.engine.models.base import ChatMessage, JsonObject, ToolSchema
 from agent_kernel.engine.models.demo_answers import describe
 
@@ -363,6 +366,10 @@ def respond(messages: list[ChatMessage], tools: list[ToolSchema]) -> DemoTurn:
     prompt = _text_of(messages[last_user]).strip() if last_user >= 0 else ""
     turn = messages[last_user + 1 :]
     results = {m.get("tool_call_id"): _text_of(m) for m in turn if m.get("role") == "tool"}
+    story = demo_data.play(prompt, turn, names)  # the notebook's data: a few calls, then words
+    if story is not None:
+        return DemoTurn(text=f"{LABEL} {story.text}" if story.text else "",
+                        tool_calls=list(story.calls))
     if results:
         asked = [c for m in turn if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
         lines = []
