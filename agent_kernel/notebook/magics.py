@@ -36,6 +36,7 @@ from traitlets import Bool, Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
 from traitlets.utils.bunch import Bunch
 
+from agent_kernel.notebook.cells_channel import CellChannel
 from agent_kernel.notebook.frontend import FrontendProbe
 
 if TYPE_CHECKING:
@@ -171,6 +172,7 @@ class AgentMagics(Magics, Configurable):
                                 api_base=self.api_base or None)
             self._agent = Agent(model=self.model, workspace=self.workspace or None,
                                 settings=settings, user_tools=self.user_tools)
+            self._agent.services.cells = CellChannel(self.probe, self.shell)
         return self._agent
 
     def frontend_live(self) -> bool:

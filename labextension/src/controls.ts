@@ -77,6 +77,13 @@ export class KernelControls {
     return this._request({ action: 'stop', run_id: runId });
   }
 
+  /**
+   * Who carries out the kernel's own requests (`{cells: op, request_id}`: cells.ts);
+   * its answer goes back as `{action: "cells_reply", reply_to}`.
+   */
+  onKernelRequest: ((request: { [key: string]: unknown }) => Promise<{ [key: string]: unknown }>) | null =
+    null;
+
   dispose(): void {
     this._session.kernelChanged.disconnect(this._onKernelChanged, this);
     this._forget();
@@ -185,6 +192,11 @@ export class KernelControls {
   }
 
   private _onReply(msg: KernelMessage.ICommMsgMsg): void {
+    const asked = msg.content.data as { [key: string]: unknown };
+    if (typeof asked.cells === 'string') {
+      void this._answerKernel(asked);
+      return;
+    }
     const data = msg.content.data as {
       request_id?: unknown;
       ok?: unknown;
@@ -200,6 +212,18 @@ export class KernelControls {
         message: typeof data.message === 'string' ? data.message : '',
         rows: data.rows
       });
+    }
+  }
+
+  private async _answerKernel(request: { [key: string]: unknown }): Promise<void> {
+    const handler = this.onKernelRequest;
+    const reply = handler
+      ? await handler(request)
+      : { ok: false, message: 'This notebook cannot answer cell requests.' };
+    const comm = this._comm;
+    if (comm && !comm.isDisposed) {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      comm.send({ ...reply, action: 'cells_reply', reply_to: String(request.request_id ?? '') } as any);
     }
   }
 
