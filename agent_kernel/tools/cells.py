@@ -249,7 +249,7 @@ def from_history(service: CellService, why: str, start: int, count: int) -> Read
 def _available(service: CellService) -> None:
     why = service.unavailable()
     if why is not None:
-        raise ToolError(why, summary="the notebook's cells cannot be reached here",
+        raise ToolError(why, summary=why.rstrip("."),
                         guidance="Do not call insert_cell, edit_cell or run_cell again in "
                                  "this run; say what you would have done instead.")
 
