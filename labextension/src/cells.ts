@@ -176,13 +176,15 @@ export class NotebookCells {
       }
       const written = provenanceOf(cell.model.getMetadata(METADATA_KEY)) !== null;
       const label = cell.node.querySelector(`:scope > .${MARK_CLASS}`);
+      // Last in the cell's node: Lumino places the cell's own parts by child index, so
+      // anything before them would shift them; CSS draws the label first.
       if (written) {
         cell.addClass(AGENT_CELL_CLASS);
         if (!label) {
           const mark = document.createElement('div');
           mark.className = MARK_CLASS;
-          mark.textContent = MARK_TEXT;
-          cell.node.insertBefore(mark, cell.node.firstChild);
+          mark.appendChild(document.createElement('span')).textContent = MARK_TEXT;
+          cell.node.appendChild(mark);
         }
       } else {
         cell.removeClass(AGENT_CELL_CLASS);
