@@ -52,6 +52,7 @@ interface ICellModelLike {
   // code cells only
   executionCount?: number | null;
   executionState?: string;
+  trusted?: boolean;
   readonly outputs?: { readonly length: number; get(index: number): IOutputLike };
   clearExecution?(): void;
 }
@@ -317,9 +318,10 @@ export class NotebookCells {
     if (!kernel) {
       return fail('This notebook has no kernel to run the cell.');
     }
-    // As JupyterLab's own run does (CodeCell.execute), minus trusting the outputs: what
-    // the agent's code displays stays untrusted HTML.
+    // As JupyterLab's own run does (CodeCell.execute), except that it trusts the outputs:
+    // what the agent's code displays is sanitized, its scripts never run.
     model.sharedModel.transact(() => model.clearExecution?.(), false);
+    model.trusted = false;
     model.executionState = 'running';
     const future = kernel.requestExecute(
       { code: source, stop_on_error: true },
