@@ -5,9 +5,10 @@ Chromium (playwright-core, the browser test's ``tests/browser/cells.mjs``) and s
 the kernel's loop, rounds of ``insert_cell`` then ``run_cell`` called as the agent calls
 them (the tools, their ledger records, the approval under a standing permission, the
 comm to the page, the page executing the cell in its session and replying when it has
-finished), and one bare request to the page (reading one cell). Side by side in the same kernel it times the same code run directly
-(``exec``). The difference is what the extension and the tools add (target: under
-300 ms). Run: ``python benchmarks/cells.py [--rounds 20]``.
+finished), and one bare request to the page (reading one cell). Side by side in the
+same kernel it times the same code run directly (``exec``). The difference is what the
+extension and the tools add (target: under 300 ms).
+Run: ``python benchmarks/cells.py [--rounds 20]``.
 """
 
 from __future__ import annotations
@@ -114,8 +115,9 @@ def main() -> int:
     insert = summarize([r["insert"] for r in rows])
     run = summarize([r["run"] for r in rows])
     beyond = summarize([r["insert"] + r["run"] - r["direct"] for r in rows])
-    print(json.dumps({"code": CODE, "direct": direct, "round_trip": trip, "insert_cell": insert, "run_cell": run,
-                      "insert_and_run_beyond_the_code": beyond, "target_ms": 300}, indent=2))
+    print(json.dumps({"code": CODE, "direct": direct, "round_trip": trip, "insert_cell": insert,
+                      "run_cell": run, "insert_and_run_beyond_the_code": beyond,
+                      "target_ms": 300}, indent=2))
     print("\n| | n | median | p90 | max |\n|---|---|---|---|---|")
     for name, row in (("the code run directly (exec)", direct),
                       ("one request to the page and its reply (read one cell)", trip),
