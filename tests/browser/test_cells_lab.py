@@ -141,6 +141,9 @@ def test_edit_cell_is_approved_from_its_diff(report: dict[str, Any]) -> None:
     edited = steps["edited"]
     assert "plt.title('squares, by the agent')" in edited["source"]
     assert steps["run_status"] == "done"
+    for said in ("insert_cell · inserted cell 2", "run_cell · ran cell 2", "edit_cell · edited "
+                 "cell 2", "read_cells · read 3 cells"):
+        assert said in edited["tools"], edited["tools"]
     saved_run = next(o["data"][RUN_MIME] for o in report["saved"]["cells"][1]["outputs"]
                      if RUN_MIME in o.get("data", {}))
     cards = [e for e in saved_run["entries"] if e.get("kind") == "tool"]

@@ -258,3 +258,20 @@ async def test_outside_a_kernel_the_tools_say_there_is_no_notebook(tmp_path: Pat
     assert agent.services.cells is None
     with pytest.raises(ToolError, match="not running in a notebook kernel"):
         await call_tool(agent, "read_cells")
+
+
+def test_the_cards_say_what_each_cell_tool_did() -> None:
+    from agent_kernel.views.summaries import summarise
+
+    def line(tool: str, arguments: dict[str, Any], result: dict[str, Any]) -> str:
+        return summarise(tool, arguments, result, success=True, duration_ms=5)
+
+    assert line("insert_cell", {"source": "x"}, {"ok": True, "index": 2}) == \
+        "inserted cell 2 · 5 ms"
+    assert line("edit_cell", {"index": 1}, {"ok": True, "index": 1, "changed": True}) == \
+        "edited cell 1 · 5 ms"
+    assert line("run_cell", {"index": 3}, {"ok": True, "status": "error"}).startswith(
+        "ran cell 3 · it raised an error")
+    assert line("read_cells", {}, {"ok": True, "cells": [{}, {}]}) == "read 2 cells · 5 ms"
+    assert line("read_cells", {}, {"ok": True, "cells": [{}], "read_from": "input history"}
+                ).startswith("read 1 cell of the input history")
