@@ -78,6 +78,8 @@ class FrontendProbe:
         carry it out (or say why not)."""
         self._lock = threading.Lock()
         self._reply_handler: Callable[[Mapping[str, object]], None] | None = None
+        self.page: str | None = None
+        """The page that said hello last: the kernel's own requests are addressed to it."""
         self._closed = False
 
     @property
@@ -90,11 +92,12 @@ class FrontendProbe:
         self._reply_handler = handler
 
     def send_to_frontend(self, data: Mapping[str, object]) -> bool:
-        """Send the extension a request of the kernel's; False when there is no comm."""
+        """Send the extension a request of the kernel's, addressed to the page that said
+        hello last (every page on the kernel gets it); False when there is no comm."""
         if not self.connected:
             return False
         try:
-            self._comm.send(data)
+            self._comm.send({**data, "page": self.page} if self.page else dict(data))
         except Exception:
             return False
         return True
@@ -155,6 +158,8 @@ class FrontendProbe:
             return
         action = data.get("action")
         if action == "hello":
+            page = data.get("page")
+            self.page = page if isinstance(page, str) else None
             self.extension = True
             self.answered.set()
             return

@@ -33,6 +33,9 @@ export class KernelControls {
     this._watch(sessionContext.session?.kernel ?? null);
   }
 
+  /** This page's name on the comm, in its hello (one per notebook panel). */
+  readonly pageId = `p${Math.random().toString(36).slice(2, 12)}`;
+
   /** Whether the kernel's probe comm is known: only then can anything be answered. */
   get ready(): boolean {
     return !!this._comm;
@@ -128,7 +131,9 @@ export class KernelControls {
         this._comm = null;
       }
     };
-    comm.send({ action: 'hello', protocol: 1 });
+    // `page`: the kernel addresses its own requests (cells.ts) to the page that said hello
+    // last, so a notebook open in two browser tabs is not changed twice.
+    comm.send({ action: 'hello', protocol: 1, page: this.pageId });
   }
 
   /** The kernel's probe comm, found again after a page reload. */
@@ -194,7 +199,9 @@ export class KernelControls {
   private _onReply(msg: KernelMessage.ICommMsgMsg): void {
     const asked = msg.content.data as { [key: string]: unknown };
     if (typeof asked.cells === 'string') {
-      void this._answerKernel(asked);
+      if (asked.page === undefined || asked.page === this.pageId) {
+        void this._answerKernel(asked);
+      }
       return;
     }
     const data = msg.content.data as {

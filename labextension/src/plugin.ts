@@ -62,6 +62,9 @@ export function attachControls(panel: INotebookPanelLike): KernelControls {
   );
   const cells = new NotebookCells(panel.content, panel.sessionContext);
   controls.onKernelRequest = request => cells.handle(request);
+  // Find the kernel's comm now, not only when a run is drawn: after a page reload the
+  // agent may ask for cells before any run output of this page asks for controls.
+  void panel.sessionContext.ready.then(() => controls.connect());
   panel.disposed.connect(() => controls.dispose());
   return controls;
 }

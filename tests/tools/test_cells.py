@@ -275,3 +275,32 @@ def test_the_cards_say_what_each_cell_tool_did() -> None:
     assert line("read_cells", {}, {"ok": True, "cells": [{}, {}]}) == "read 2 cells · 5 ms"
     assert line("read_cells", {}, {"ok": True, "cells": [{}], "read_from": "input history"}
                 ).startswith("read 1 cell of the input history")
+
+
+async def test_the_real_probe_addresses_the_last_page_and_hands_replies_to_the_run(
+        ) -> None:
+    import asyncio
+
+    from agent_kernel.notebook.frontend import FrontendProbe
+
+    sent: list[dict[str, Any]] = []
+    probe = FrontendProbe()
+    probe._comm = SimpleNamespace(send=sent.append)
+    probe.sent_at = 1.0
+    channel = CellChannel(probe, shell())
+    for page in ("p_first_tab", "p_second_tab"):
+        probe._on_msg({"content": {"data": {"action": "hello", "protocol": 1, "page": page}}})
+    assert channel.unavailable() is None
+    asking = asyncio.ensure_future(channel.request("read", {"start": 0, "count": 1},
+                                                   timeout=5))
+    while not sent:
+        await asyncio.sleep(0.01)
+    (request,) = sent
+    assert request["cells"] == "read" and request["page"] == "p_second_tab"
+    reply = {"action": "cells_reply", "reply_to": request["request_id"], "ok": True,
+             "total": 0, "cells": []}
+    answering = threading.Thread(target=probe._on_msg, args=({"content": {"data": reply}},))
+    answering.start()
+    assert await asyncio.wait_for(asking, 5) == {"ok": True, "total": 0, "cells": []}
+    answering.join()
+    assert len(sent) == 1, "a reply to the kernel's own request is not answered"
