@@ -153,6 +153,8 @@ async function main() {
       prompt: await nb.prompt(2),
       images: await image.count(),
       output: (await text.allInnerTexts()).join("\n"),
+      bold: await nb.cell(2).locator(".jp-OutputArea-output b", { hasText: "squares" }).count(),
+      script_ran: await page.evaluate(() => window.aklScriptRan === true),
     };
     await nb.cell(2).scrollIntoViewIfNeeded();
     await shot(page, "ran-cell", nb.cell(2));

@@ -26,7 +26,9 @@ OUTPUT = Path(__file__).resolve().parents[2] / "test-output" / "browser"
 MODEL = "openai/test-model"
 AA = 4.5
 PLOT = ("import matplotlib.pyplot as plt\n"
+        "from IPython.display import HTML, display\n"
         "print('SQUARES', [n * n for n in range(1, 5)])\n"
+        "display(HTML('<b>squares</b><script>window.aklScriptRan = true</script>'))\n"
         "plt.plot([1, 4, 9, 16])\n"
         "plt.title('squares')\n"
         "plt.show()")
@@ -128,6 +130,8 @@ def test_run_cell_is_approved_from_its_source_and_the_plot_appears(
     assert ran["images"] == 1, ran
     assert "SQUARES [1, 4, 9, 16]" in ran["output"]
     assert ran["prompt"].startswith("[") and ran["prompt"] != "[*]:"
+    # what the agent's code displays is not trusted: its HTML is drawn, its script never runs
+    assert ran["bold"] == 1 and ran["script_ran"] is False
     # the model read the outputs back: the text, and the plot as a placeholder
     run_result = _last_tool_message(report, 2)
     assert "SQUARES [1, 4, 9, 16]" in run_result["content"]
