@@ -8,8 +8,9 @@ whose kernel sent it does the work and replies ``{"action": "cells_reply", "repl
 request_id, "ok", "message", ...}``. The reply resolves a future on the loop of the run
 that asked; it may arrive on a kernel subshell thread, so it is handed over with
 ``call_soon_threadsafe``. Requests are addressed to the page that said hello last
-(:attr:`FrontendProbe.page`), so two tabs of one notebook do not both act. The run awaits on that loop, so the kernel is free meanwhile to
-execute the cell the frontend runs for ``run``.
+(:attr:`FrontendProbe.page`), so two tabs of one notebook do not both act. The run awaits
+on that loop, so the kernel is free meanwhile to execute the cell the frontend runs for
+``run``.
 
 Without the extension (nbclient, papermill, terminal IPython, JupyterLab without it) there
 is nobody to ask: :meth:`CellChannel.unavailable` says so in words, and ``read_cells``

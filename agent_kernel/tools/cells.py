@@ -377,6 +377,10 @@ async def run_cell(
     if cell.get("kind", "code") != "code":
         raise ToolError(f"Cell {index} is a {cell.get('kind')} cell; only code cells run.",
                         summary=f"cell {index} is not code")
+    if cell.get("runs_agent"):
+        raise ToolError(f"Cell {index} is the cell running this agent: running it again would "
+                        "clear this run's output and start another.",
+                        summary=f"cell {index} is this run's own cell")
     source = cell.get("source", "")
     await _approve(ctx, "run_cell", {"index": index, "source": source,
                                      "timeout_seconds": timeout_seconds})

@@ -224,6 +224,8 @@ async def test_run_cell_refuses_markdown_and_times_out_in_words(tmp_path: Path) 
     agent = agent_with(tmp_path, FakeNotebook(notebook_cells()))
     with pytest.raises(ToolError, match="markdown cell; only code cells run"):
         await call_tool(agent, "run_cell", index=3)
+    with pytest.raises(ToolError, match="the cell running this agent"):
+        await call_tool(agent, "run_cell", index=0)
     silent = FakeNotebook(notebook_cells(), silent=True)
     agent = agent_with(tmp_path / "b", silent)
     answer_approvals(agent, APPROVE)
