@@ -11,7 +11,7 @@ records or an error), so the HTML fallback and the JupyterLab extension agree.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from agent_kernel.core.json_types import JsonObject
@@ -138,7 +138,7 @@ def _scheduled(_arguments: JsonObject, result: object) -> str | None:
 
 def _cell(verb: str) -> Summariser:
     """``inserted cell 2``, ``edited cell 2``, ``ran cell 2 · raised an error``."""
-    def summarise(arguments: JsonObject, result: object) -> str | None:
+    def summarise(arguments: Mapping[str, object], result: object) -> str | None:
         if not isinstance(result, dict):
             return None
         index = result.get("index", arguments.get("index"))
@@ -154,7 +154,7 @@ def _cell(verb: str) -> Summariser:
     return summarise
 
 
-def _read_cells(_arguments: JsonObject, result: object) -> str | None:
+def _read_cells(_arguments: Mapping[str, object], result: object) -> str | None:
     if not isinstance(result, dict) or not isinstance(result.get("cells"), list):
         return None
     where = " of the input history" if result.get("read_from") else ""
