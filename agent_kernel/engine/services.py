@@ -122,6 +122,73 @@ class PythonService(Protocol):
         ...
 
 
+class CellOutput(TypedDict, total=False):
+    """One output of a cell as the extension sends it: its type, its text (``text/plain``
+    or a stream's), its MIME types, an error's parts."""
+
+    output_type: str
+    text: str
+    mimes: list[str]
+    ename: str
+    evalue: str
+    traceback: list[str]
+
+
+class CellProvenance(TypedDict):
+    """``metadata["agent_kernel"]`` of a cell the agent inserted or edited."""
+
+    run_id: str
+    ledger_record: str
+    action: str
+    """``inserted`` or ``edited``."""
+    at: str
+
+
+class NotebookCell(TypedDict, total=False):
+    """One cell as the extension sends it (``read``)."""
+
+    index: int
+    kind: str
+    source: str
+    execution_count: int | None
+    outputs: list[CellOutput]
+    runs_agent: bool
+    """Its output holds the run that asked."""
+    agent_kernel: CellProvenance | None
+
+
+class CellRequest(TypedDict, total=False):
+    """What the kernel asks of the notebook, beside the op (``read``: start, count, full;
+    ``insert``: index, kind, source, provenance; ``edit``: index, source, expected,
+    provenance; ``run``: index, expected). ``run_id`` names the run that asks."""
+
+    run_id: str
+    start: int
+    count: int
+    full: bool
+    index: int | None
+    kind: str
+    source: str
+    expected: str
+    provenance: CellProvenance
+
+
+class CellReply(TypedDict, total=False):
+    """The notebook's reply: ``ok`` and, when not, ``message`` in words (``timed_out``:
+    no reply came); the rest depends on the op."""
+
+    ok: bool
+    message: str
+    timed_out: bool
+    total: int
+    agent_cell: int | None
+    cells: list[NotebookCell]
+    index: int
+    status: str
+    execution_count: int | None
+    outputs: list[CellOutput]
+
+
 class CellService(Protocol):
     """The notebook's cells through the JupyterLab extension (``notebook.cells_channel``)."""
 
@@ -129,8 +196,14 @@ class CellService(Protocol):
         """Why the cell tools cannot reach the notebook here, or None when they can."""
         ...
 
-    async def request(self, op: str, payload: JsonObject, *, timeout: float) -> JsonObject:
-        """Ask the notebook to do ``op`` (read, insert, edit, run) and wait for its reply."""
+    async def request(self, op: str, payload: CellRequest, *, timeout: float) -> CellReply:
+        """Ask the notebook to do ``op`` (read, insert, edit, run) and wait for its reply,
+        at most ``timeout`` s."""
+        ...
+
+    def history(self) -> list[tuple[int, str]]:
+        """The kernel's input history as (execution count, source), oldest first: what
+        ``read_cells`` shows when there is no notebook to ask."""
         ...
 
 

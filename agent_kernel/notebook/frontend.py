@@ -23,6 +23,9 @@ them), and ``{"action": "trigger", "op": "cancel" | "approve", "trigger_id"}`` f
 triggers panel's controls. Each is read as its typed request (:mod:`.requests`, pydantic)
 before anything acts on it; one that does not fit is refused in words. Replies are
 ``{"request_id", "ok", "message"}`` (plus ``rows`` for ``exact``).
+The kernel asks the extension too (:mod:`.cells_channel`: ``{"cells": op, "request_id"}``,
+:meth:`FrontendProbe.send_to_frontend`); the extension's ``{"action": "cells_reply",
+"reply_to"}`` goes to the handler given to :meth:`FrontendProbe.on_reply`, unanswered.
 A page reloaded while the kernel lives finds the same comm again through
 ``comm_info_request`` and says hello on it. Messages may arrive on a kernel
 subshell thread; answering and stopping are thread-safe.
@@ -33,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
@@ -74,6 +77,34 @@ class FrontendProbe:
         """What each registered action does with a message: read it as its request, then
         carry it out (or say why not)."""
         self._lock = threading.Lock()
+        self._reply_handler: Callable[[Mapping[str, object]], None] | None = None
+        self.page: str | None = None
+        """The page that said hello last: the kernel's own requests are addressed to it."""
+        self._closed = False
+
+    @property
+    def connected(self) -> bool:
+        """The probe comm is open (the kernel cannot tell a closed page: requests time out)."""
+        return self._comm is not None and not self._closed
+
+    def on_reply(self, handler: Callable[[Mapping[str, object]], None]) -> None:
+        """Hand the extension's replies to the kernel's own requests to ``handler``."""
+        self._reply_handler = handler
+
+    def send_to_frontend(self, data: Mapping[str, object]) -> bool:
+        """Send the extension a request of the kernel's, addressed to the page that said
+        hello last (every page on the kernel gets it); False when there is no comm."""
+        if not self.connected:
+            return False
+        try:
+            self._comm.send({**data, "page": self.page} if self.page else dict(data))
+        except Exception:
+            return False
+        return True
+
+    def _on_close(self) -> None:
+        self._closed = True
+        self.answered.set()
 
     def send(self) -> None:
         """Open the probe comm (does nothing outside a kernel)."""
@@ -82,7 +113,7 @@ class FrontendProbe:
 
             self._comm = create_comm(target_name=PROBE_TARGET,
                                      data={"probe": True, "protocol": PROTOCOL})
-            self._comm.on_close(lambda _msg: self.answered.set())
+            self._comm.on_close(lambda _msg: self._on_close())
             self._comm.on_msg(self._on_msg)
             self.sent_at = time.monotonic()
         except Exception:
@@ -127,8 +158,14 @@ class FrontendProbe:
             return
         action = data.get("action")
         if action == "hello":
+            page = data.get("page")
+            self.page = page if isinstance(page, str) else None
             self.extension = True
             self.answered.set()
+            return
+        if action == "cells_reply":
+            if self._reply_handler is not None:
+                self._reply_handler(data)
             return
         request_id = data.get("request_id")
         reply: dict[str, Any]

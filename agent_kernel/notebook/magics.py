@@ -38,6 +38,7 @@ from traitlets.config import Configurable
 from traitlets.utils.bunch import Bunch
 
 from agent_kernel.notebook import namespace as kernel_namespace
+from agent_kernel.notebook.cells_channel import CellChannel
 from agent_kernel.notebook.errors import NotebookErrors
 from agent_kernel.notebook.frontend import FrontendProbe
 
@@ -178,6 +179,7 @@ class AgentMagics(Magics, Configurable):
                                 settings=settings, user_tools=self.user_tools)
             self._agent.services.namespace = kernel_namespace.namespace_of(self.shell)
             self._agent.services.errors = self.errors
+            self._agent.services.cells = CellChannel(self.probe, self.shell)
         return self._agent
 
     def frontend_live(self) -> bool:

@@ -11,7 +11,7 @@ records or an error), so the HTML fallback and the JupyterLab extension agree.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from agent_kernel.core.json_types import JsonObject
@@ -136,6 +136,31 @@ def _scheduled(_arguments: JsonObject, result: object) -> str | None:
     return None
 
 
+def _cell(verb: str) -> Summariser:
+    """``inserted cell 2``, ``edited cell 2``, ``ran cell 2 · raised an error``."""
+    def summarise(arguments: Mapping[str, object], result: object) -> str | None:
+        if not isinstance(result, dict):
+            return None
+        index = result.get("index", arguments.get("index"))
+        said = f"{verb} cell {index}" if index is not None else f"{verb} a cell"
+        if result.get("changed") is False:
+            said = f"cell {index} unchanged"
+        status = result.get("status")
+        if status == "error":
+            said += " · it raised an error"
+        elif status == "timeout":
+            said += " · still running after its time"
+        return said
+    return summarise
+
+
+def _read_cells(_arguments: Mapping[str, object], result: object) -> str | None:
+    if not isinstance(result, dict) or not isinstance(result.get("cells"), list):
+        return None
+    where = " of the input history" if result.get("read_from") else ""
+    return f"read {_count(len(result['cells']), 'cell')}{where}"
+
+
 SUMMARISERS: dict[str, Summariser] = {
     "bash": _bash,
     "run_command": _bash,
@@ -156,6 +181,10 @@ SUMMARISERS: dict[str, Summariser] = {
     "schedule": _scheduled,
     "schedule_once": _scheduled,
     "schedule_cron": _scheduled,
+    "read_cells": _read_cells,
+    "insert_cell": _cell("inserted"),
+    "edit_cell": _cell("edited"),
+    "run_cell": _cell("ran"),
 }
 
 

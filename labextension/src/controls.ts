@@ -33,6 +33,9 @@ export class KernelControls {
     this._watch(sessionContext.session?.kernel ?? null);
   }
 
+  /** This page's name on the comm, in its hello (one per notebook panel). */
+  readonly pageId = `p${Math.random().toString(36).slice(2, 12)}`;
+
   /** Whether the kernel's probe comm is known: only then can anything be answered. */
   get ready(): boolean {
     return !!this._comm;
@@ -76,6 +79,13 @@ export class KernelControls {
   stop(runId: string): Promise<IReply> {
     return this._request({ action: 'stop', run_id: runId });
   }
+
+  /**
+   * Who carries out the kernel's own requests (`{cells: op, request_id}`: cells.ts);
+   * its answer goes back as `{action: "cells_reply", reply_to}`.
+   */
+  onKernelRequest: ((request: { [key: string]: unknown }) => Promise<{ [key: string]: unknown }>) | null =
+    null;
 
   dispose(): void {
     this._session.kernelChanged.disconnect(this._onKernelChanged, this);
@@ -121,7 +131,9 @@ export class KernelControls {
         this._comm = null;
       }
     };
-    comm.send({ action: 'hello', protocol: 1 });
+    // `page`: the kernel addresses its own requests (cells.ts) to the page that said hello
+    // last, so a notebook open in two browser tabs is not changed twice.
+    comm.send({ action: 'hello', protocol: 1, page: this.pageId });
   }
 
   /** The kernel's probe comm, found again after a page reload. */
@@ -185,6 +197,13 @@ export class KernelControls {
   }
 
   private _onReply(msg: KernelMessage.ICommMsgMsg): void {
+    const asked = msg.content.data as { [key: string]: unknown };
+    if (typeof asked.cells === 'string') {
+      if (asked.page === undefined || asked.page === this.pageId) {
+        void this._answerKernel(asked);
+      }
+      return;
+    }
     const data = msg.content.data as {
       request_id?: unknown;
       ok?: unknown;
@@ -200,6 +219,18 @@ export class KernelControls {
         message: typeof data.message === 'string' ? data.message : '',
         rows: data.rows
       });
+    }
+  }
+
+  private async _answerKernel(request: { [key: string]: unknown }): Promise<void> {
+    const handler = this.onKernelRequest;
+    const reply = handler
+      ? await handler(request)
+      : { ok: false, message: 'This notebook cannot answer cell requests.' };
+    const comm = this._comm;
+    if (comm && !comm.isDisposed) {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      comm.send({ ...reply, action: 'cells_reply', reply_to: String(request.request_id ?? '') } as any);
     }
   }
 

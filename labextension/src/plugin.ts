@@ -15,6 +15,7 @@ import type { ISessionContext } from '@jupyterlab/apputils';
 import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
+import { INotebookLike, NotebookCells } from './cells';
 import { KernelControls } from './controls';
 import { RANK, RunRenderer } from './index';
 import { CONTROLS_MIME, PanelControlsRenderer } from './panel';
@@ -26,7 +27,7 @@ interface IDisposableLike {
 }
 
 interface INotebookPanelLike {
-  readonly content: { readonly rendermime: IRenderMimeRegistry };
+  readonly content: INotebookLike & { readonly rendermime: IRenderMimeRegistry };
   readonly sessionContext: ISessionContext;
   readonly disposed: { connect(slot: () => void): boolean };
 }
@@ -59,6 +60,11 @@ export function attachControls(panel: INotebookPanelLike): KernelControls {
     },
     RANK
   );
+  const cells = new NotebookCells(panel.content, panel.sessionContext);
+  controls.onKernelRequest = request => cells.handle(request);
+  // Find the kernel's comm now, not only when a run is drawn: after a page reload the
+  // agent may ask for cells before any run output of this page asks for controls.
+  void panel.sessionContext.ready.then(() => controls.connect());
   panel.disposed.connect(() => controls.dispose());
   return controls;
 }

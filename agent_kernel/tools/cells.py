@@ -1,0 +1,412 @@
+"""``read_cells``, ``insert_cell``, ``edit_cell``, ``run_cell``: the notebook around the agent.
+
+The cells live in the frontend, so every tool here asks the notebook through the cell
+service (``ctx.agent.services.cells``, :mod:`agent_kernel.notebook.cells_channel`: the
+JupyterLab extension over the kernel's comm). Cells are addressed by their 0-based
+position, as ``read_cells`` lists them.
+
+What each may do, and why:
+
+- ``read_cells`` only looks. Outputs come back as text, an image as ``[image: PNG]``, an
+  error as its type, message and a trimmed traceback, each cell and the whole answer
+  bounded so a long notebook cannot flood the model. With no notebook to ask it falls back
+  to the kernel's input history and says so.
+- ``insert_cell`` adds a cell (below the agent's own ``%agent`` cell unless told where):
+  nothing runs and the person can delete it, so it is not approved.
+- ``edit_cell`` changes what a cell would run: the person approves it seeing a unified
+  diff of old -> new. ``run_cell`` executes a cell: the person approves it seeing the
+  cell's source. In both the approval's arguments carry the very source that will be
+  written or run, and the notebook refuses the change if the cell changed since it was
+  read, so what the person approved is what happens.
+- Cells the agent inserted or edited carry ``metadata["agent_kernel"] = {"run_id",
+  "ledger_record", "action", "at"}``: the ``cell_change`` ledger record is written before
+  the notebook is asked (the tool call's own record after it says how it ended), so the
+  cell can name it. The extension marks such cells quietly ("written by the agent").
+
+Every string from a cell is data: it reaches the model as text and the person as text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import hashlib
+import re
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Annotated, Literal, TypedDict
+
+from agent_kernel.core.events import LedgerRecorded
+from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
+from agent_kernel.engine.services import CellOutput, CellProvenance, CellReply, NotebookCell
+
+if TYPE_CHECKING:
+    from agent_kernel.engine.services import CellService
+
+RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
+MAX_SOURCE = 100_000
+SOURCE_SHOWN = 3000
+"""Characters of one cell's source ``read_cells`` gives the model."""
+OUTPUT_SHOWN = 2000
+"""Characters of one cell's outputs ``read_cells`` gives the model."""
+ANSWER_BUDGET = 24_000
+"""Characters of sources and outputs in one ``read_cells`` answer, all cells together."""
+TRACEBACK_LINES = 12
+REQUEST_TIMEOUT = 15.0
+"""Seconds the notebook has to answer a read, an insert or an edit."""
+MAX_RUN_SECONDS = 3600.0
+HISTORY_NOTE = ("No notebook page can be asked here ({why}), so these are the kernel's input "
+                "history instead: what was executed, in order, without outputs. Cell "
+                "positions are unknown, so insert_cell, edit_cell and run_cell cannot be used.")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class CellError(TypedDict):
+    """An error a cell raised, for the model: type, message, trimmed traceback."""
+
+    type: str
+    message: str
+    traceback: str
+
+
+class WrittenBy(TypedDict):
+    """How the agent changed a cell (its provenance, as the model reads it)."""
+
+    action: str
+    run_id: str
+
+
+class ShownCell(TypedDict, total=False):
+    """One cell as ``read_cells`` gives it to the model (from history: count and source)."""
+
+    index: int
+    kind: str
+    source: str
+    execution_count: int | None
+    outputs: str
+    error: CellError
+    runs_this_agent: bool
+    written_by_agent: WrittenBy
+
+
+class ReadAnswer(TypedDict, total=False):
+    """``read_cells``'s answer."""
+
+    ok: bool
+    error: str
+    total: int
+    start: int
+    shown: int
+    agent_cell: int | None
+    cells: list[ShownCell]
+    note: str
+    read_from: str
+    """``input history`` when there was no notebook to ask."""
+
+
+class ChangeAnswer(TypedDict, total=False):
+    """``insert_cell``'s and ``edit_cell``'s answer."""
+
+    ok: bool
+    index: int | None
+    kind: str
+    changed: bool
+    ledger_record: str
+    note: str
+
+
+class RunAnswer(TypedDict, total=False):
+    """``run_cell``'s answer (the agreed keys, and a note when it timed out)."""
+
+    ok: bool
+    status: str
+    outputs: list[str]
+    error: CellError | None
+    execution_count: int | None
+    note: str
+
+
+def _service(ctx: ToolContext) -> CellService:
+    """The cell service, or a ToolError saying in words why there is none."""
+    service = ctx.agent.services.cells
+    if service is None:
+        raise ToolError("The agent is not running in a notebook kernel, so there are no "
+                        "cells to see or change.",
+                        summary="no notebook here",
+                        guidance="Do not call the cell tools again in this run.")
+    return service
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n...[{len(text) - limit} more characters not shown]"
+
+
+def error_of(output: CellOutput) -> CellError:
+    """An error output as type, message and its last traceback lines, ANSI colours removed."""
+    lines = _ANSI.sub("", "\n".join(output.get("traceback") or [])).splitlines()
+    if len(lines) > TRACEBACK_LINES:
+        lines = ["...", *lines[-TRACEBACK_LINES:]]
+    return {"type": str(output.get("ename", "")), "message": str(output.get("evalue", "")),
+            "traceback": "\n".join(lines)}
+
+
+def output_text(output: CellOutput) -> str:
+    """One output as the model reads it: text, or a placeholder for what is not text."""
+    kind = output.get("output_type", "")
+    if kind == "stream":
+        return output.get("text", "")
+    if kind == "error":
+        error = error_of(output)
+        return f"{error['type']}: {error['message']}\n{error['traceback']}".rstrip()
+    mimes = output.get("mimes") or []
+    if RUN_MIME in mimes:
+        return "[an agent run's transcript]"
+    images = [m.split("/", 1)[1].split("+", 1)[0].upper() for m in mimes if m.startswith("image/")]
+    if images:
+        return f"[image: {images[0]}]"
+    if "text" in output:
+        return output["text"]
+    return f"[{mimes[0]} output]" if mimes else ""
+
+
+def shape_cell(cell: NotebookCell) -> ShownCell:
+    """One cell for the model: source and outputs as text, each bounded."""
+    outputs = [output_text(o) for o in cell.get("outputs") or []]
+    shaped: ShownCell = {"index": cell.get("index", 0), "kind": cell.get("kind", "code"),
+                         "source": _clip(cell.get("source", ""), SOURCE_SHOWN)}
+    if shaped["kind"] == "code":
+        shaped["execution_count"] = cell.get("execution_count")
+        shaped["outputs"] = _clip("\n".join(t for t in outputs if t), OUTPUT_SHOWN)
+        errors = [error_of(o) for o in cell.get("outputs") or [] if
+                  o.get("output_type") == "error"]
+        if errors:
+            shaped["error"] = errors[-1]
+    if cell.get("runs_agent"):
+        shaped["runs_this_agent"] = True
+    provenance = cell.get("agent_kernel")
+    if isinstance(provenance, dict) and provenance.get("action"):
+        shaped["written_by_agent"] = {"action": str(provenance.get("action")),
+                                      "run_id": str(provenance.get("run_id", ""))}
+    return shaped
+
+
+def fit(cells: list[ShownCell], budget: int = ANSWER_BUDGET) -> list[ShownCell]:
+    """As many cells as fit the answer's budget (always at least one)."""
+    kept: list[ShownCell] = []
+    used = 0
+    for cell in cells:
+        size = len(cell.get("source", "")) + len(cell.get("outputs", "") or "")
+        if kept and used + size > budget:
+            break
+        kept.append(cell)
+        used += size
+    return kept
+
+
+async def read_cells(
+    ctx: ToolContext,
+    start: Annotated[int, Field(ge=0)] = 0,
+    count: Annotated[int, Field(ge=1, le=50)] = 20,
+) -> ReadAnswer:
+    """Read the notebook's cells: sources, outputs as text, errors, execution counts, and
+    which cell is running this agent.
+
+    Args:
+        start: Position of the first cell to read (0 is the notebook's first cell).
+        count: How many cells to read (at most 50).
+    """
+    service = _service(ctx)
+    why = service.unavailable()
+    if why is not None:
+        return from_history(service, why, start, count)
+    reply = await service.request("read", {"start": start, "count": count, "run_id": ctx.run_id},
+                                  timeout=REQUEST_TIMEOUT)
+    if not reply.get("ok"):
+        return {"ok": False, "error": str(reply.get("message") or "The notebook did not say.")}
+    raw: list[NotebookCell] = reply.get("cells") or []
+    shown = fit([shape_cell(c) for c in raw])
+    total = int(reply.get("total") or 0)
+    answer: ReadAnswer = {"ok": True, "total": total, "start": start, "shown": len(shown),
+                          "agent_cell": reply.get("agent_cell"), "cells": shown}
+    end = start + len(shown)
+    if end < total:
+        answer["note"] = f"Cells {end} to {total - 1} are not shown: read_cells(start={end})."
+    return answer
+
+
+def from_history(service: CellService, why: str, start: int, count: int) -> ReadAnswer:
+    """``read_cells`` with no notebook: the kernel's input history, said to be that."""
+    history = service.history()
+    chosen = history[start:start + count]
+    cells = fit([{"execution_count": n, "source": _clip(source, SOURCE_SHOWN)}
+                 for n, source in chosen])
+    return {"ok": True, "read_from": "input history",
+            "note": HISTORY_NOTE.format(why=why.rstrip(".")), "total": len(history),
+            "start": start, "shown": len(cells), "cells": cells}
+
+
+def _available(service: CellService) -> None:
+    why = service.unavailable()
+    if why is not None:
+        raise ToolError(why, summary=why.rstrip("."),
+                        guidance="Do not call insert_cell, edit_cell or run_cell again in "
+                                 "this run; say what you would have done instead.")
+
+
+async def _one_cell(service: CellService, ctx: ToolContext, index: int) -> NotebookCell:
+    """The cell at ``index`` with its whole source, or a ToolError naming the range."""
+    reply = await service.request("read", {"start": index, "count": 1, "full": True,
+                                           "run_id": ctx.run_id}, timeout=REQUEST_TIMEOUT)
+    if not reply.get("ok"):
+        raise ToolError(str(reply.get("message") or "The notebook did not answer."))
+    cells: list[NotebookCell] = reply.get("cells") or []
+    if not cells:
+        total = int(reply.get("total") or 0)
+        raise ToolError(f"There is no cell at position {index}: the notebook has {total} "
+                        f"cells (0 to {total - 1}).", summary=f"no cell {index}")
+    return cells[0]
+
+
+async def _record(ctx: ToolContext, action: str, index: int | None, source: str
+                  ) -> CellProvenance:
+    """Write the ``cell_change`` ledger record; returns the provenance the cell will carry."""
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
+    record = await asyncio.to_thread(
+        ctx.agent.ledger.record_event, "cell_change", agent_id=ctx.agent_id,
+        run_id=ctx.run_id, call_id=ctx.call_id, action=action, index=index,
+        source_digest=digest)
+    ctx.emit(LedgerRecorded(ctx.run_id, record))
+    at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return {"run_id": ctx.run_id, "ledger_record": str(record.get("record_id")),
+            "action": action, "at": at}
+
+
+async def _approve(ctx: ToolContext, what: str, arguments: dict[str, object],
+                   notes: dict[str, str] | None = None) -> None:
+    """The person's approval of exactly ``arguments``; a ToolError when it is not given."""
+    refusal = await ctx.agent.approvals.request(ctx.run_id, what, arguments, notes=notes)
+    if refusal is not None:
+        raise ToolError(refusal.error, summary=refusal.summary, guidance=refusal.guidance)
+
+
+def _failed(reply: CellReply) -> ToolError:
+    return ToolError(str(reply.get("message") or "The notebook did not say why."))
+
+
+async def insert_cell(
+    source: Annotated[str, Field(max_length=MAX_SOURCE)],
+    ctx: ToolContext,
+    kind: Literal["code", "markdown"] = "code",
+    index: Annotated[int | None, Field(ge=0)] = None,
+) -> ChangeAnswer:
+    """Insert a new cell into the notebook (not run). It goes below the cell running this
+    agent unless index says where.
+
+    Args:
+        source: The cell's text (Python code, or Markdown).
+        kind: "code" or "markdown".
+        index: Position the new cell takes (0 is the top); omit it to put the cell below the
+            agent's own cell.
+    """
+    service = _service(ctx)
+    _available(service)
+    provenance = await _record(ctx, "inserted", index, source)
+    reply = await service.request("insert", {"index": index, "kind": kind, "source": source,
+                                             "run_id": ctx.run_id, "provenance": provenance},
+                                  timeout=REQUEST_TIMEOUT)
+    if not reply.get("ok"):
+        raise _failed(reply)
+    return {"ok": True, "index": reply.get("index"), "kind": kind,
+            "ledger_record": provenance["ledger_record"]}
+
+
+def diff_of(index: int, old: str, new: str) -> str:
+    """A unified diff of a cell's source, old -> new."""
+    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                 f"cell {index} (now)", f"cell {index} (edited)")
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+async def edit_cell(
+    index: Annotated[int, Field(ge=0)],
+    source: Annotated[str, Field(max_length=MAX_SOURCE)],
+    ctx: ToolContext,
+) -> ChangeAnswer:
+    """Replace a cell's source (the person approves it, seeing the change as a diff). The
+    cell is not run.
+
+    Args:
+        index: Position of the cell, as read_cells lists it.
+        source: The cell's whole new text.
+    """
+    service = _service(ctx)
+    _available(service)
+    cell = await _one_cell(service, ctx, index)
+    old = cell.get("source", "")
+    if old == source:
+        return {"ok": True, "index": index, "changed": False,
+                "note": "The cell already has exactly this source; nothing was changed."}
+    await _approve(ctx, "edit_cell", {"index": index, "source": source},
+                   notes={"diff": diff_of(index, old, source)})
+    provenance = await _record(ctx, "edited", index, source)
+    reply = await service.request("edit", {"index": index, "source": source, "expected": old,
+                                           "run_id": ctx.run_id, "provenance": provenance},
+                                  timeout=REQUEST_TIMEOUT)
+    if not reply.get("ok"):
+        raise _failed(reply)
+    return {"ok": True, "index": index, "changed": True,
+            "ledger_record": provenance["ledger_record"]}
+
+
+async def run_cell(
+    index: Annotated[int, Field(ge=0)],
+    ctx: ToolContext,
+    timeout_seconds: Annotated[float, Field(gt=0, le=MAX_RUN_SECONDS)] = 60.0,
+) -> RunAnswer:
+    """Run a code cell in the notebook (the person approves it, seeing its source) and wait
+    until it has finished; returns its outputs.
+
+    Args:
+        index: Position of the cell, as read_cells lists it.
+        timeout_seconds: How long to wait for the cell to finish (default 60).
+    """
+    service = _service(ctx)
+    _available(service)
+    cell = await _one_cell(service, ctx, index)
+    if cell.get("kind", "code") != "code":
+        raise ToolError(f"Cell {index} is a {cell.get('kind')} cell; only code cells run.",
+                        summary=f"cell {index} is not code")
+    if cell.get("runs_agent"):
+        raise ToolError(f"Cell {index} is the cell running this agent: running it again would "
+                        "clear this run's output and start another.",
+                        summary=f"cell {index} is this run's own cell")
+    source = cell.get("source", "")
+    await _approve(ctx, "run_cell", {"index": index, "source": source,
+                                     "timeout_seconds": timeout_seconds})
+    reply = await service.request("run", {"index": index, "expected": source,
+                                          "run_id": ctx.run_id},
+                                  timeout=timeout_seconds)
+    if reply.get("timed_out"):
+        return {"ok": True, "status": "timeout", "outputs": [], "error": None,
+                "execution_count": None,
+                "note": f"Cell {index} did not finish within {timeout_seconds:g} s; it may "
+                        "still be running in the notebook."}
+    if not reply.get("ok"):
+        raise _failed(reply)
+    outputs: list[CellOutput] = reply.get("outputs") or []
+    errors = [error_of(o) for o in outputs if o.get("output_type") == "error"]
+    texts = [_clip(output_text(o), OUTPUT_SHOWN) for o in outputs]
+    return {"ok": True, "status": "error" if errors else "done",
+            "outputs": [t for t in texts if t], "error": errors[-1] if errors else None,
+            "execution_count": reply.get("execution_count")}
+
+
+TOOLS = [
+    Tool(read_cells, source="builtin"),
+    Tool(insert_cell, source="builtin"),
+    # Both ask the person from inside the call (approvals.request), because what they show
+    # (the diff, the cell's source) must first be read from the notebook.
+    Tool(edit_cell, source="builtin"),
+    Tool(run_cell, source="builtin", timeout=MAX_RUN_SECONDS + 60),
+]

@@ -1,0 +1,308 @@
+"""The cell tools' own logic, in-process, over the real :class:`CellChannel`.
+
+The notebook here is a small in-memory stand-in for the extension (``FakeNotebook``): it
+gets the kernel's requests as the probe comm would carry them and answers from another
+thread, as ipykernel hands comm messages to a subshell thread, so the channel's handover
+to the run's loop is what is tested. The extension's real side is covered by
+tests/browser/test_cells_lab.py; the no-frontend fallback in a real kernel by
+tests/notebook/test_cells_kernel.py.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from tool_helpers import call_tool
+
+from agent_kernel import Agent
+from agent_kernel.core.events import Question
+from agent_kernel.engine.approvals import APPROVE, DENY
+from agent_kernel.engine.registry import ToolError
+from agent_kernel.notebook.cells_channel import HEADLESS, NO_EXTENSION, CellChannel
+from agent_kernel.tools.cells import RUN_MIME
+
+RUN_ID = "run_t"
+
+
+class FakeNotebook:
+    """The probe comm and the extension's side of it, for a list of cells in memory."""
+
+    def __init__(self, cells: list[dict[str, Any]], *, extension: bool = True,
+                 answered: bool = True, silent: bool = False) -> None:
+        self.cells = cells
+        self.sent_at = 1.0 if answered else None
+        self.answered = threading.Event()
+        if answered:
+            self.answered.set()
+        self.extension = extension
+        self.connected = extension
+        self.silent = silent
+        self.requests: list[dict[str, Any]] = []
+        self.reply_threads: set[str] = set()
+        self._handler: Any = None
+
+    def on_reply(self, handler: Any) -> None:
+        self._handler = handler
+
+    def send_to_frontend(self, data: dict[str, Any]) -> bool:
+        self.requests.append(data)
+        if not self.silent:
+            threading.Thread(target=self._answer, args=(data,)).start()
+        return True
+
+    def _answer(self, data: dict[str, Any]) -> None:
+        self.reply_threads.add(threading.current_thread().name)
+        reply = getattr(self, "do_" + data["cells"])(data)
+        self._handler({"action": "cells_reply", "reply_to": data["request_id"], **reply})
+
+    def do_read(self, data: dict[str, Any]) -> dict[str, Any]:
+        start, count = data["start"], data["count"]
+        chosen = [{"index": i, **cell} for i, cell in enumerate(self.cells)][start:start + count]
+        agent = next((i for i, c in enumerate(self.cells) if c.get("runs_agent")), None)
+        return {"ok": True, "total": len(self.cells), "agent_cell": agent, "cells": chosen}
+
+    def do_insert(self, data: dict[str, Any]) -> dict[str, Any]:
+        index = data["index"] if data["index"] is not None else 1
+        self.cells.insert(index, {"kind": data["kind"], "source": data["source"],
+                                  "outputs": [], "agent_kernel": data["provenance"]})
+        return {"ok": True, "index": index}
+
+    def do_edit(self, data: dict[str, Any]) -> dict[str, Any]:
+        cell = self.cells[data["index"]]
+        if cell["source"] != data["expected"]:
+            return {"ok": False, "message": "Cell changed after it was read."}
+        cell.update(source=data["source"], agent_kernel=data["provenance"])
+        return {"ok": True, "index": data["index"]}
+
+    def do_run(self, data: dict[str, Any]) -> dict[str, Any]:
+        cell = self.cells[data["index"]]
+        assert cell["source"] == data["expected"]
+        return {"ok": True, "status": "ok", "execution_count": 7,
+                "outputs": [{"output_type": "stream", "text": "ran\n"}]}
+
+
+def shell(history: list[str] | None = None) -> SimpleNamespace:
+    return SimpleNamespace(kernel=object(), user_ns={},
+                           history_manager=SimpleNamespace(input_hist_raw=["", *(history or [])]))
+
+
+def agent_with(tmp_path: Path, notebook: FakeNotebook, history: list[str] | None = None
+               ) -> Agent:
+    agent = Agent(workspace=tmp_path / "ws")
+    agent.services.cells = CellChannel(notebook, shell(history))  # type: ignore[arg-type]
+    return agent
+
+
+def answer_approvals(agent: Agent, answer: str) -> list[Question]:
+    """Answer every approval from another thread, as a click would."""
+    agent.questions.attach_answerer()
+    seen: list[Question] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, Question):
+            seen.append(event)
+            threading.Timer(0.02, agent.questions.answer,
+                            args=(event.question_id, answer)).start()
+
+    agent.bus.subscribe(on_event)
+    return seen
+
+
+def notebook_cells() -> list[dict[str, Any]]:
+    return [
+        {"kind": "code", "source": "%agent plot it", "execution_count": 1, "runs_agent": True,
+         "outputs": [{"output_type": "display_data", "mimes": [RUN_MIME, "text/html",
+                                                                "text/plain"]}]},
+        {"kind": "code", "source": "1/0", "execution_count": 2, "outputs": [
+            {"output_type": "error", "ename": "ZeroDivisionError", "evalue": "division by zero",
+             "traceback": ["\x1b[31mTraceback\x1b[0m", "  line 1", "ZeroDivisionError"]}]},
+        {"kind": "code", "source": "plt.plot([1, 2])", "execution_count": 3, "outputs": [
+            {"output_type": "execute_result", "mimes": ["text/plain"], "text": "[<Line2D>]"},
+            {"output_type": "display_data", "mimes": ["image/png", "text/plain"],
+             "text": "<Figure>"}]},
+        {"kind": "markdown", "source": "# Notes", "outputs": []},
+    ]
+
+
+async def test_read_cells_gives_text_placeholders_errors_and_the_agents_cell(
+        tmp_path: Path) -> None:
+    notebook = FakeNotebook(notebook_cells())
+    agent = agent_with(tmp_path, notebook)
+    read = await call_tool(agent, "read_cells")
+    assert read["ok"] and read["total"] == 4 and read["shown"] == 4 and read["agent_cell"] == 0
+    agent_cell, error_cell, plot_cell, notes = read["cells"]
+    assert agent_cell["runs_this_agent"] and agent_cell["outputs"] == "[an agent run's transcript]"
+    assert error_cell["error"]["type"] == "ZeroDivisionError"
+    assert "\x1b" not in error_cell["error"]["traceback"]
+    assert plot_cell["outputs"] == "[<Line2D>]\n[image: PNG]"
+    assert notes == {"index": 3, "kind": "markdown", "source": "# Notes"}
+    assert notebook.reply_threads and threading.current_thread().name not in \
+        notebook.reply_threads
+
+
+async def test_read_cells_is_bounded_for_the_model(tmp_path: Path) -> None:
+    cells = [{"kind": "code", "source": "x" * 10_000, "outputs": [
+        {"output_type": "stream", "text": "y" * 10_000}]} for _ in range(20)]
+    agent = agent_with(tmp_path, FakeNotebook(cells))
+    read = await call_tool(agent, "read_cells", start=2, count=20)
+    assert 1 <= read["shown"] < 18 and read["start"] == 2
+    assert read["note"].startswith(f"Cells {2 + read['shown']} to 19 are not shown")
+    first = read["cells"][0]
+    assert len(first["source"]) < 3100 and "more characters not shown" in first["source"]
+    assert len(first["outputs"]) < 2100
+
+
+async def test_insert_cell_needs_no_approval_and_carries_its_ledger_record(
+        tmp_path: Path) -> None:
+    notebook = FakeNotebook(notebook_cells())
+    agent = agent_with(tmp_path, notebook)
+    asked = answer_approvals(agent, DENY)
+    done = await call_tool(agent, "insert_cell", source="df.plot()")
+    assert done["ok"] and done["index"] == 1 and not asked
+    request = notebook.requests[-1]
+    assert request["cells"] == "insert" and request["index"] is None  # below the agent's cell
+    provenance = notebook.cells[1]["agent_kernel"]
+    assert provenance["run_id"] == RUN_ID and provenance["action"] == "inserted"
+    record = next(r for r in agent.ledger.records() if r["kind"] == "cell_change")
+    assert provenance["ledger_record"] == record["record_id"] == done["ledger_record"]
+    assert record["action"] == "inserted" and len(record["source_digest"]) == 64
+
+
+async def test_edit_cell_is_approved_from_a_diff_of_exactly_what_is_written(
+        tmp_path: Path) -> None:
+    notebook = FakeNotebook(notebook_cells())
+    agent = agent_with(tmp_path, notebook)
+    asked = answer_approvals(agent, APPROVE)
+    done = await call_tool(agent, "edit_cell", index=1, source="1/1")
+    assert done["ok"] and done["changed"] and notebook.cells[1]["source"] == "1/1"
+    (question,) = asked
+    assert question.kind == "approval" and question.details is not None
+    assert question.details["arguments"] == {"index": 1, "source": "1/1"}
+    assert question.details["diff"] == ("--- cell 1 (now)\n+++ cell 1 (edited)\n"
+                                        "@@ -1 +1 @@\n-1/0\n+1/1\n")
+    assert notebook.cells[1]["agent_kernel"]["action"] == "edited"
+    approval = next(r for r in agent.ledger.records() if r["kind"] == "approval")
+    assert approval["tool_name"] == "edit_cell" and approval["decision"] == "approved"
+
+
+async def test_a_denied_edit_changes_nothing(tmp_path: Path) -> None:
+    notebook = FakeNotebook(notebook_cells())
+    agent = agent_with(tmp_path, notebook)
+    answer_approvals(agent, DENY)
+    with pytest.raises(ToolError, match="denied"):
+        await call_tool(agent, "edit_cell", index=1, source="import os")
+    assert notebook.cells[1]["source"] == "1/0"
+    assert [r["cells"] for r in notebook.requests] == ["read"]
+    assert not any(r["kind"] == "cell_change" for r in agent.ledger.records())
+
+
+async def test_edit_of_a_cell_that_is_not_there_names_the_range(tmp_path: Path) -> None:
+    agent = agent_with(tmp_path, FakeNotebook(notebook_cells()))
+    with pytest.raises(ToolError, match=r"no cell at position 9: the notebook has 4 cells"):
+        await call_tool(agent, "edit_cell", index=9, source="x")
+
+
+async def test_run_cell_is_approved_showing_the_source_and_returns_outputs(
+        tmp_path: Path) -> None:
+    notebook = FakeNotebook(notebook_cells())
+    agent = agent_with(tmp_path, notebook)
+    asked = answer_approvals(agent, APPROVE)
+    done = await call_tool(agent, "run_cell", index=2, timeout_seconds=5)
+    assert done == {"ok": True, "status": "done", "outputs": ["ran\n"], "error": None,
+                    "execution_count": 7}
+    (question,) = asked
+    assert question.details["arguments"] == {"index": 2, "source": "plt.plot([1, 2])",
+                                             "timeout_seconds": 5.0}
+    assert notebook.requests[-1]["expected"] == "plt.plot([1, 2])"
+
+
+async def test_run_cell_refuses_markdown_and_times_out_in_words(tmp_path: Path) -> None:
+    agent = agent_with(tmp_path, FakeNotebook(notebook_cells()))
+    with pytest.raises(ToolError, match="markdown cell; only code cells run"):
+        await call_tool(agent, "run_cell", index=3)
+    with pytest.raises(ToolError, match="the cell running this agent"):
+        await call_tool(agent, "run_cell", index=0)
+    silent = FakeNotebook(notebook_cells(), silent=True)
+    agent = agent_with(tmp_path / "b", silent)
+    answer_approvals(agent, APPROVE)
+    channel = agent.services.cells
+    assert channel is not None
+    reply = await channel.request("read", {"start": 0, "count": 1}, timeout=0.2)
+    assert reply["ok"] is False and "did not answer within 0.2 s" in reply["message"]
+
+
+@pytest.mark.parametrize(("notebook", "why"), [
+    (FakeNotebook([], answered=False), HEADLESS),
+    (FakeNotebook([], extension=False), NO_EXTENSION)])
+async def test_without_the_extension_read_falls_back_to_history_and_writes_say_why(
+        tmp_path: Path, notebook: FakeNotebook, why: str) -> None:
+    agent = agent_with(tmp_path, notebook, history=["import pandas as pd", "%agent look"])
+    read = await call_tool(agent, "read_cells")
+    assert read["read_from"] == "input history" and read["total"] == 2
+    assert read["cells"] == [{"execution_count": 1, "source": "import pandas as pd"},
+                             {"execution_count": 2, "source": "%agent look"}]
+    assert why.rstrip(".") in read["note"] and "cannot be used" in read["note"]
+    for name, arguments in (("insert_cell", {"source": "x"}),
+                            ("edit_cell", {"index": 0, "source": "x"}),
+                            ("run_cell", {"index": 0})):
+        with pytest.raises(ToolError) as raised:
+            await call_tool(agent, name, **arguments)
+        assert str(raised.value) == why and raised.value.summary
+    assert notebook.requests == []
+
+
+async def test_outside_a_kernel_the_tools_say_there_is_no_notebook(tmp_path: Path) -> None:
+    agent = Agent(workspace=tmp_path / "ws")
+    assert agent.services.cells is None
+    with pytest.raises(ToolError, match="not running in a notebook kernel"):
+        await call_tool(agent, "read_cells")
+
+
+def test_the_cards_say_what_each_cell_tool_did() -> None:
+    from agent_kernel.views.summaries import summarise
+
+    def line(tool: str, arguments: dict[str, Any], result: dict[str, Any]) -> str:
+        return summarise(tool, arguments, result, success=True, duration_ms=5)
+
+    assert line("insert_cell", {"source": "x"}, {"ok": True, "index": 2}) == \
+        "inserted cell 2 · 5 ms"
+    assert line("edit_cell", {"index": 1}, {"ok": True, "index": 1, "changed": True}) == \
+        "edited cell 1 · 5 ms"
+    assert line("run_cell", {"index": 3}, {"ok": True, "status": "error"}).startswith(
+        "ran cell 3 · it raised an error")
+    assert line("read_cells", {}, {"ok": True, "cells": [{}, {}]}) == "read 2 cells · 5 ms"
+    assert line("read_cells", {}, {"ok": True, "cells": [{}], "read_from": "input history"}
+                ).startswith("read 1 cell of the input history")
+
+
+async def test_the_real_probe_addresses_the_last_page_and_hands_replies_to_the_run(
+        ) -> None:
+    import asyncio
+
+    from agent_kernel.notebook.frontend import FrontendProbe
+
+    sent: list[dict[str, Any]] = []
+    probe = FrontendProbe()
+    probe._comm = SimpleNamespace(send=sent.append)
+    probe.sent_at = 1.0
+    channel = CellChannel(probe, shell())
+    for page in ("p_first_tab", "p_second_tab"):
+        probe._on_msg({"content": {"data": {"action": "hello", "protocol": 1, "page": page}}})
+    assert channel.unavailable() is None
+    asking = asyncio.ensure_future(channel.request("read", {"start": 0, "count": 1},
+                                                   timeout=5))
+    while not sent:
+        await asyncio.sleep(0.01)
+    (request,) = sent
+    assert request["cells"] == "read" and request["page"] == "p_second_tab"
+    reply = {"action": "cells_reply", "reply_to": request["request_id"], "ok": True,
+             "total": 0, "cells": []}
+    answering = threading.Thread(target=probe._on_msg, args=({"content": {"data": reply}},))
+    answering.start()
+    assert await asyncio.wait_for(asking, 5) == {"ok": True, "total": 0, "cells": []}
+    answering.join()
+    assert len(sent) == 1, "a reply to the kernel's own request is not answered"
