@@ -165,12 +165,14 @@ class AgentMagics(Magics, Configurable):
         if self._agent is None:
             from agent_kernel.app import Agent
             from agent_kernel.core.config import Settings
+            from agent_kernel.notebook.python import KernelPython
 
             settings = Settings(tool_timeout=self.tool_timeout, max_tool_calls=self.max_tool_calls,
                                 headless_approval=self.headless_approval,
                                 api_base=self.api_base or None)
             self._agent = Agent(model=self.model, workspace=self.workspace or None,
                                 settings=settings, user_tools=self.user_tools)
+            self._agent.services.python = KernelPython(self.shell) if self.shell else None
         return self._agent
 
     def frontend_live(self) -> bool:

@@ -61,6 +61,8 @@ ASSIGNED: dict[str, frozenset[str]] = {
     "bash": _W, "run_command": _W,
     "url_fetch": _W, "web_search": _W, "http_request": _W,
     "run_javascript": _W, "console_print": _W,
+    # Code in the person's kernel: a Worker's, and always through the person's approval.
+    "run_python": _W,
 }
 """The tools spec 000's table does not name; see docs/team.md for why each group goes where."""
 
