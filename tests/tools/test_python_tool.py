@@ -181,3 +181,26 @@ def test_cut_keeps_both_ends() -> None:
     kept = cut(text, 1000)
     assert kept.startswith("a" * 100) and kept.endswith("END") and "left out" in kept
     assert cut("short", 1000) == "short"
+
+
+async def test_stop_reaches_code_that_holds_the_loop(tmp_path: Path,
+                                                     shell: InteractiveShell) -> None:
+    """Stop pressed while the code runs (the click arrives on another thread, as on a
+    kernel subshell): the code ends at once and the run ends as stopped."""
+    import time
+
+    agent, _ = _agent(tmp_path, shell, "import time\ntime.sleep(30)\nafter = 1")
+    asked = _answer(agent, APPROVE)
+
+    def press_stop() -> None:
+        while not asked:
+            time.sleep(0.02)
+        time.sleep(0.5)  # approved, and the code sleeps now
+        agent.stop()
+
+    threading.Thread(target=press_stop, daemon=True).start()
+    started = time.monotonic()
+    result = await agent.arun("sleep")
+    assert result.status == "cancelled" and time.monotonic() - started < 10
+    assert "after" not in shell.user_ns
+    assert any(r.get("kind") == "run_cancelled" for r in agent.ledger.records())
