@@ -38,8 +38,8 @@ CODE_CSS = (
     "#008000);font-weight:bold}"
     ".agent-kernel-run pre.ak-code .ak-py-string{color:var(--jp-mirror-editor-string-color,"
     "#ba2121)}"
-    ".agent-kernel-run pre.ak-code .ak-py-comment{color:var(--jp-mirror-editor-comment-color,"
-    "#408080);font-style:italic}"
+    ".agent-kernel-run pre.ak-code .ak-py-comment{font-style:italic}"  # the theme's own
+    # comment colour falls under 4.5:1 on the block's background
     ".agent-kernel-run pre.ak-code .ak-py-number{color:var(--jp-mirror-editor-number-color,"
     "#080)}"
     ".agent-kernel-run pre.ak-code .ak-py-builtin{color:var(--jp-mirror-editor-builtin-color,"
