@@ -172,7 +172,8 @@ class AgentMagics(Magics, Configurable):
                                 api_base=self.api_base or None)
             self._agent = Agent(model=self.model, workspace=self.workspace or None,
                                 settings=settings, user_tools=self.user_tools)
-            self._agent.services.python = KernelPython(self.shell) if self.shell else None
+            self._agent.services.python = (KernelPython(self.shell, lambda: self.views)
+                                           if self.shell else None)
         return self._agent
 
     def frontend_live(self) -> bool:

@@ -33,9 +33,10 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from IPython.core.displaypub import DisplayPublisher
 
@@ -46,6 +47,7 @@ from agent_kernel.engine.services import (
     PythonRun,
     PythonStatus,
 )
+from agent_kernel.notebook.blocking import route_to_named_subshells
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -60,6 +62,14 @@ _BARE_REPR = re.compile(r"^<[\w.]+ object( at 0x[0-9a-fA-F]+)?>$")
 """``object.__repr__``'s words: an HTML display says more."""
 _HIDDEN_FILES = tuple(str(Path(m.__file__).resolve().parent) for m in (
     sys.modules["IPython"], sys.modules["agent_kernel"]) if m.__file__)
+
+
+class RunView(Protocol):
+    """A run's live view, as far as this module draws it."""
+
+    run_id: str
+
+    def push(self, force: bool = False) -> None: ...
 
 
 class _TimedOut(BaseException):
@@ -86,6 +96,12 @@ class _Capture(io.TextIOBase):
     @property
     def encoding(self) -> str:  # type: ignore[override]
         return "utf-8"
+
+    def __getattr__(self, name: str) -> Any:
+        # What the kernel may ask of its stream meanwhile (``set_parent``...): the original's.
+        if name in ("original", "main", "parts", "kept", "total"):
+            raise AttributeError(name)
+        return getattr(self.original, name)
 
     def writable(self) -> bool:
         return True
@@ -134,6 +150,13 @@ class _Displays(DisplayPublisher):
             return
         if len(self.bundles) < MAX_OUTPUTS:
             self.bundles.append(dict(data))
+
+    def __getattr__(self, name: str) -> Any:
+        # The kernel keeps using its publisher meanwhile (``set_parent`` from a subshell
+        # that handles a click): whatever is not ours is the original's.
+        if name in ("original", "main", "bundles"):
+            raise AttributeError(name)
+        return getattr(self.original, name)
 
     def clear_output(self, wait: bool = False) -> None:
         if threading.get_ident() != self.main:
@@ -212,8 +235,12 @@ def trimmed_traceback(exc: BaseException, code_file: str) -> str:
 class KernelPython:
     """Runs approved code in a shell's user namespace on the main thread (see the module)."""
 
-    def __init__(self, shell: InteractiveShell) -> None:
+    def __init__(self, shell: InteractiveShell,
+                 views: Callable[[], Iterable[RunView]] | None = None) -> None:
         self.shell = shell
+        self.views = views
+        """The session's live run views (``AgentMagics.views``): the run's is drawn before
+        the code holds the loop, so the person sees it approved and running, with Stop."""
         self._lock = threading.Lock()
         self._active = False
         self._run_id: str | None = None
@@ -239,6 +266,9 @@ class KernelPython:
     # -- running ---------------------------------------------------------------------
     async def run(self, code: str, *, timeout: float, run_id: str) -> PythonRun:
         """Run ``code`` now (it holds the loop, as a cell does) and say what it did."""
+        for view in self.views() if self.views is not None else ():
+            if getattr(view, "run_id", None) == run_id:
+                view.push(force=True)
         return self.run_now(code, timeout=timeout, run_id=run_id)
 
     def run_now(self, code: str, *, timeout: float, run_id: str) -> PythonRun:
@@ -261,6 +291,8 @@ class KernelPython:
         value: list[dict[str, object]] = []
         code_file = CODE_NAME
         sys.stdout, sys.stderr, shell.display_pub = out, err, displays  # type: ignore[assignment]
+        # Stop must reach the main thread's code from a kernel subshell: see blocking.py
+        restore_routing = route_to_named_subshells()
         try:
             try:
                 self._arm(timeout, run_id)
@@ -281,6 +313,8 @@ class KernelPython:
                          "traceback": trimmed_traceback(exc, code_file)}
         finally:
             sys.stdout, sys.stderr, shell.display_pub = saved
+            if restore_routing is not None:
+                restore_routing()
         outputs = [o for o in map(as_output, displays.bundles) if o is not None]
         text_value: str | None = None
         for bundle in value:

@@ -607,4 +607,23 @@ async function codeScenario(page, nb) {
   await deny.click();
   step.status = await nb.waitStatus(index, ENDED);
   report.steps.code = step;
+  // Approved code that sleeps holds the kernel's main thread: Stop still ends it.
+  const slow = 2;
+  await nb.run(slow);
+  const approve = nb.button(slow, "agent-kernel-approval", "Approve");
+  await approve.waitFor({ timeout: STEP_TIMEOUT });
+  await approve.click();
+  await nb.cell(slow).locator(OUTCOME, { hasText: "Approved" }).first()
+    .waitFor({ state: "attached", timeout: STEP_TIMEOUT });
+  await page.waitForTimeout(1500); // the code sleeps now
+  const stop = { running_status: await nb.status(slow) };
+  const stopAt = Date.now();
+  await nb.button(slow, "agent-kernel-stop", "Stop").click();
+  stop.status = await nb.waitStatus(slow, ENDED, 20_000);
+  stop.stop_to_stopped_ms = Date.now() - stopAt;
+  await shot(page, `code-stopped-${step.dark ? "dark" : "light"}`, nb.cell(slow));
+  await nb.run(slow + 1);
+  await nb.waitIdle(slow + 1);
+  stop.after = await nb.text(slow + 1, ".jp-OutputArea-output");
+  report.steps.code_stop = stop;
 }

@@ -211,3 +211,31 @@ def test_matplotlib_is_not_imported_by_the_service() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60, check=True)
     assert done.stdout.split() == ["2", "False"]
+
+
+def test_the_kernel_still_reaches_its_publisher_and_streams(shell: InteractiveShell) -> None:
+    """While the code runs, the kernel's other threads use the publisher and streams it
+    knows (ipykernel calls ``set_parent`` on them from the subshell that takes a click)."""
+    shell.display_pub.kernel_only = "kept"  # type: ignore[attr-defined]
+    code = ("import threading, sys\nseen = []\n"
+            "t = threading.Thread(target=lambda: seen.append(\n"
+            "    (get_ipython().display_pub.kernel_only, sys.stdout.closed)))\n"
+            "t.start(); t.join()\nseen")
+    assert run(shell, code)["value"] == "[('kept', False)]"
+
+
+def test_the_runs_view_is_drawn_before_the_code_holds_the_loop(shell: InteractiveShell
+                                                                 ) -> None:
+    class View:
+        def __init__(self, run_id: str) -> None:
+            self.run_id = run_id
+            self.pushed: list[bool] = []
+
+        def push(self, force: bool = False) -> None:
+            self.pushed.append(force)
+
+    mine, other = View("run_1"), View("run_2")
+    service = KernelPython(shell, lambda: [mine, other])
+    shell.user_ns["mine"] = mine
+    assert run(shell, "list(mine.pushed)", service=service)["value"] == "[True]"
+    assert other.pushed == []
