@@ -138,7 +138,7 @@ def _scheduled(_arguments: JsonObject, result: object) -> str | None:
     return None
 
 
-def _python(arguments: JsonObject, result: object) -> str | None:
+def _python(arguments: dict[str, object], result: object) -> str | None:
     """run_python: how much code ran, and how it ended (or which names it made)."""
     if not isinstance(result, dict) or "status" not in result:
         return None
