@@ -295,8 +295,10 @@ class KernelPython:
         restore_routing = route_to_named_subshells()
         try:
             try:
-                self._arm(timeout, run_id)
+                self._saved_handlers = (signal.getsignal(signal.SIGALRM),
+                                        signal.getsignal(signal.SIGINT))
                 try:
+                    self._arm(timeout, run_id)  # inside: a 1 ms timer may fire at once
                     cell = shell.transform_cell(code)
                     code_file = shell.compile.cache(cell, shell.execution_count, raw_code=code)
                     value = self._execute(cell, code_file)
@@ -357,7 +359,6 @@ class KernelPython:
 
     def _arm(self, timeout: float, run_id: str) -> None:
         """Install the timer and the interrupt handler (main thread) and mark the run."""
-        self._saved_handlers = (signal.getsignal(signal.SIGALRM), signal.getsignal(signal.SIGINT))
         signal.signal(signal.SIGALRM, self._on_alarm)
         signal.signal(signal.SIGINT, self._on_interrupt)
         with self._lock:
@@ -365,13 +366,23 @@ class KernelPython:
         signal.setitimer(signal.ITIMER_REAL, max(timeout, 0.001))
 
     def _disarm(self) -> None:
-        """Unmark the run first (a late signal is then ignored), then restore the handlers."""
-        with self._lock:
-            self._active, self._run_id = False, None
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        alarm, interrupt = self._saved_handlers
-        signal.signal(signal.SIGALRM, alarm if alarm is not None else signal.SIG_DFL)
-        signal.signal(signal.SIGINT, interrupt if interrupt is not None else signal.SIG_DFL)
+        """Unmark the run first (a late signal is then ignored), then restore the handlers.
+
+        A signal may land while this runs, before the run is unmarked: its exception
+        starts this over (the code has ended anyway), so the handlers are always put back.
+        """
+        while True:
+            try:
+                with self._lock:
+                    self._active, self._run_id = False, None
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                alarm, interrupt = self._saved_handlers
+                signal.signal(signal.SIGALRM, alarm if alarm is not None else signal.SIG_DFL)
+                signal.signal(signal.SIGINT,
+                              interrupt if interrupt is not None else signal.SIG_DFL)
+                return
+            except (_TimedOut, _Stopped):
+                continue
 
 
 def _names_changed(before: dict[str, object], after: dict[str, object],

@@ -239,3 +239,16 @@ def test_the_runs_view_is_drawn_before_the_code_holds_the_loop(shell: Interactiv
     shell.user_ns["mine"] = mine
     assert run(shell, "list(mine.pushed)", service=service)["value"] == "[True]"
     assert other.pushed == []
+
+
+def test_a_timer_at_the_edge_never_leaks(shell: InteractiveShell) -> None:
+    """Timers that fire as the code starts or ends: every run ends in words, and the
+    person's handlers are back each time."""
+    service = KernelPython(shell)
+    seen = set()
+    for n in range(150):
+        got = service.run_now("x = 1" if n % 2 else "while True: pass", timeout=0.001,
+                              run_id="run_1")
+        seen.add(got["status"])
+        assert signal_handlers_restored()
+    assert seen <= {"done", "timeout"} and "timeout" in seen
