@@ -254,6 +254,8 @@ class Agent:
     def stop(self, run_id: str | None = None) -> int:
         """Cancel one run (or all); safe from any thread. Returns how many were asked."""
         targets = [t for r, t in self._runs.items() if run_id is None or r == run_id]
+        if targets and self.services.python is not None:  # code it runs now holds the loop
+            self.services.python.interrupt(run_id)
         for task in targets:
             task.get_loop().call_soon_threadsafe(task.cancel)
         return len(targets)

@@ -62,6 +62,22 @@ class Refusal:
 
 
 @dataclass(frozen=True)
+class ApprovalTerms:
+    """How one call is approved, when its tool says more than "ask" (``Tool.approval_terms``).
+
+    ``digest`` names exactly the code approved (recorded and signed). ``standing`` False:
+    a standing "Always allow" does not let this call through (the person is asked anyway);
+    ``policy`` False: with nobody to click, the headless policy does not decide, the call
+    is refused, and ``why`` says why in the person's words.
+    """
+
+    digest: str | None = None
+    standing: bool = True
+    policy: bool = True
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class StandingPermission:
     """One "Always allow this tool": ``tool`` runs without asking since ``since``."""
 
@@ -148,19 +164,25 @@ class Approvals:
         """None when the call may run, else why it may not (``notes``: see :meth:`request`)."""
         if not tool.needs_approval(arguments):
             return None
-        return await self.request(ctx.run_id, tool.name, arguments, notes=notes)
+        terms = tool.approval_terms(ctx, arguments) if tool.approval_terms else ApprovalTerms()
+        return await self.request(ctx.run_id, tool.name, arguments, notes=notes, terms=terms)
 
     async def request(self, run_id: str, what: str, arguments: JsonObject, *,
                       digest: str | None = None,
-                      notes: JsonObject | None = None) -> Refusal | None:
+                      notes: JsonObject | None = None,
+                      terms: ApprovalTerms | None = None) -> Refusal | None:
         """Ask for approval of ``what`` with ``arguments``; None means approved.
 
         ``digest`` names exactly the code being approved; an approval (also an "always"
         one) is then recorded with it and signed, so it can be checked after a restart.
         ``notes`` are facts the person should see beside the arguments (a command's
         ``sandbox``: whether it runs sandboxed); they go into the question's ``details``.
+        ``terms`` may name the digest too, and keep a standing permission or the headless
+        policy from deciding (:class:`ApprovalTerms`).
         """
-        if (held := self._standing.get(what)) is not None:
+        terms = terms or ApprovalTerms()
+        digest = digest if digest is not None else terms.digest
+        if terms.standing and (held := self._standing.get(what)) is not None:
             await self._record(run_id, what, arguments, True, ALWAYS, "always", digest,
                                standing=held)
             return None
@@ -176,6 +198,8 @@ class Approvals:
                 details={**(notes or {}), "tool": what, "arguments": arguments},
             )
             answer, source = reply["answer"], reply["source"]
+        elif not terms.policy:
+            answer, source = DENY, "policy"
         else:
             policy = self.host.settings.headless_approval
             answer, source = (APPROVE if policy == "allow" else DENY), "policy"
@@ -188,6 +212,9 @@ class Approvals:
             return None
         if source == "user":
             why, reason = "the user denied it", "you denied it"
+        elif source == "policy" and not terms.policy:
+            why = f"no one could approve it ({terms.why or 'it is never approved by a policy'})"
+            reason = f"no one was there to approve it ({terms.why or 'never approved by a policy'})"
         elif source == "policy":
             why = "no one could approve it (headless policy: deny)"
             reason = "no one was there to approve it (headless policy: deny)"

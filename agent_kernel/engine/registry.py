@@ -35,7 +35,7 @@ if typing.TYPE_CHECKING:
     from agent_kernel.core.events import Event, EventBus
     from agent_kernel.core.ledger import Ledger
     from agent_kernel.core.workspace import Workspace
-    from agent_kernel.engine.approvals import Approvals
+    from agent_kernel.engine.approvals import Approvals, ApprovalTerms
     from agent_kernel.engine.context import ContextWindow
     from agent_kernel.engine.questions import QuestionChannel
     from agent_kernel.engine.services import AgentServices, SchedulerService
@@ -235,6 +235,16 @@ Precheck = Callable[[JsonObject], JsonObject | None]
 question (``{"sandbox": "not sandboxed: ..."}``), or None."""
 
 
+ApprovalRule = Callable[["ToolContext", "dict[str, object]"], "ApprovalTerms"]
+"""How a call of a tool is approved, from its run and its arguments (``run_python``: the
+code's digest, and no standing permission or headless policy for a trigger's run)."""
+
+
+ForModel = Callable[[Any], object]
+"""What the model reads of a tool's result, when that is less than the views show (an
+image drawn in the run, given to the model as a line of words)."""
+
+
 SideEffects = Callable[[JsonObject], bool]
 """Decides per call whether a tool's validated arguments need an approval (``url_fetch``:
 a GET does not, a POST does)."""
@@ -257,8 +267,12 @@ class Tool:
         timeout: float | None = None,
         source: str | None = None,
         precheck: Precheck | None = None,
+        approval_terms: ApprovalRule | None = None,
+        for_model: ForModel | None = None,
     ) -> None:
         self.func = func
+        self.approval_terms = approval_terms
+        self.for_model = for_model
         self.name = name or func.__name__
         self.side_effects = side_effects
         self.timeout = timeout

@@ -11,7 +11,7 @@ A field that does not exist is a mypy error, not a ``None`` from a misspelt key.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TypedDict
+from typing import TYPE_CHECKING, Literal, Protocol, TypedDict
 
 from agent_kernel.core.events import Event
 from agent_kernel.core.json_types import JsonObject
@@ -113,12 +113,62 @@ class NamespaceService(Protocol):
         ...
 
 
+class PythonOutput(TypedDict, total=False):
+    """One rich output of code run in the kernel: ``mime`` is ``text/plain``,
+    ``text/html`` (``text``) or ``image/png`` (``data``: base64; ``width``, ``height``)."""
+
+    mime: str
+    text: str
+    data: str
+    width: int
+    height: int
+
+
+class PythonError(TypedDict):
+    """An exception the code raised: its type, message and the traceback through the
+    person's code only (bounded)."""
+
+    type: str
+    message: str
+    traceback: str
+
+
+class PythonNames(TypedDict):
+    """Names of the user namespace the code created, rebound to another object, deleted."""
+
+    created: list[str]
+    changed: list[str]
+    deleted: list[str]
+
+
+PythonStatus = Literal["done", "error", "timeout", "stopped"]
+
+
+class PythonRun(TypedDict):
+    """What running code in the kernel gave: everything ``run_python`` reports, unbounded
+    but for the capture limits (the tool cuts it for the model)."""
+
+    status: PythonStatus
+    stdout: str
+    stderr: str
+    value: str | None
+    outputs: list[PythonOutput]
+    error: PythonError | None
+    names: PythonNames
+    seconds: float
+
+
 class PythonService(Protocol):
     """Runs approved code in the kernel's user namespace as a cell would
     (``notebook.python``); ``run_python`` asks for the approval before it calls this."""
 
-    async def run(self, code: str, *, timeout: float, run_id: str) -> JsonObject:
+    async def run(self, code: str, *, timeout: float, run_id: str) -> PythonRun:
         """Run ``code``; stdout, stderr, value, rich outputs, error, names changed."""
+        ...
+
+    def interrupt(self, run_id: str | None = None) -> bool:
+        """Stop the code ``run_id`` (None: any run) is running now, from any thread; False
+        when none runs."""
         ...
 
 

@@ -68,6 +68,8 @@ class ToolCallRecord:
     """What the person is shown for a failed call (None: the error itself)."""
     guidance: str | None = None
     """Said to the model after the error, never shown to the person."""
+    for_model: Any = None
+    """What the model reads instead of ``result`` (the tool's ``for_model``), or None."""
 
 
 class LedgerUnavailable(RuntimeError):
@@ -132,10 +134,19 @@ async def execute(
             raise
         check_envelope(call, value, started)
     except CallRefused as refused:
-        return await finish(agent, call, run_id, arguments, refused.result, refused.error,
+        made = await finish(agent, call, run_id, arguments, refused.result, refused.error,
                             refused.duration_ms, summary=refused.summary,
                             guidance=refused.guidance)
-    return await finish(agent, call, run_id, arguments, value, None, monotonic_ms(started))
+        return _read_for_model(made, agent.registry.get(call.name))
+    made = await finish(agent, call, run_id, arguments, value, None, monotonic_ms(started))
+    return _read_for_model(made, tool_obj)
+
+
+def _read_for_model(record: ToolCallRecord, tool_obj: Tool | None) -> ToolCallRecord:
+    """Give the record what the model reads of its result, when the tool says."""
+    if tool_obj is not None and tool_obj.for_model is not None and record.result is not None:
+        record.for_model = tool_obj.for_model(record.result)
+    return record
 
 
 def parse(call: ToolCallRequest) -> Any:
@@ -239,7 +250,10 @@ async def run(agent: CallHost, call: ToolCallRequest, tool_obj: Tool, values: Js
 def check_envelope(call: ToolCallRequest, value: Any, started: float) -> None:
     """A spec 004 envelope (``{ok: false, error}``) is a failed call; the model reads it."""
     if isinstance(value, dict) and value.get("ok") is False:
-        said = str(value.get("error") or "") or "no reason given"
+        error = value.get("error")
+        if isinstance(error, dict):  # {type, message}: an error the tool ran into, in words
+            error = ": ".join(str(error[k]) for k in ("type", "message") if error.get(k))
+        said = str(error or "") or "no reason given"
         raise CallRefused(f"Tool '{call.name}' failed: {said}", result=value,
                           duration_ms=monotonic_ms(started), summary=said)
 
@@ -292,7 +306,8 @@ def answer_pending(messages: list[ChatMessage], call_ids: list[str], why: str) -
 
 def tool_message(record: ToolCallRecord, limit: int) -> ChatMessage:
     """The tool message the model reads: the result, or the error and what to do next."""
-    content = (to_text(record.result) if record.success or record.result is not None
+    result = record.for_model if record.for_model is not None else record.result
+    content = (to_text(result) if record.success or result is not None
                else f"Error: {record.error}")
     if not record.success and record.guidance:
         content += f"\n\n{record.guidance}"

@@ -81,8 +81,10 @@ class _Gate:
         return why
 
 
-def _route_to_named_subshells() -> Any:
-    """Let comm messages that name a subshell go there (see the module docstring)."""
+def route_to_named_subshells() -> Any:
+    """Let comm messages that name a subshell go there (see the module docstring); returns
+    what undoes it, or None. Also used while ``run_python``'s code holds the main thread,
+    so the run's Stop reaches it."""
     comm_module = sys.modules.get("ipykernel.comm.comm")
     base = getattr(comm_module, "BaseComm", None)
     original = getattr(base, "_reply_subshell_for", None)
@@ -117,7 +119,7 @@ def wait_blocking(awaitable: Awaitable[T]) -> T:
     future = asyncio.ensure_future(awaitable, loop=loop)
     previous = QuestionChannel.click_gate
     QuestionChannel.click_gate = _Gate()
-    restore = _route_to_named_subshells()
+    restore = route_to_named_subshells()
     try:
         return loop.run_until_complete(future)
     except KeyboardInterrupt:

@@ -171,6 +171,7 @@ class AgentMagics(Magics, Configurable):
         if self._agent is None:
             from agent_kernel.app import Agent
             from agent_kernel.core.config import Settings
+            from agent_kernel.notebook.python import KernelPython
 
             settings = Settings(tool_timeout=self.tool_timeout, max_tool_calls=self.max_tool_calls,
                                 headless_approval=self.headless_approval,
@@ -180,6 +181,8 @@ class AgentMagics(Magics, Configurable):
             self._agent.services.namespace = kernel_namespace.namespace_of(self.shell)
             self._agent.services.errors = self.errors
             self._agent.services.cells = CellChannel(self.probe, self.shell)
+            self._agent.services.python = (KernelPython(self.shell, lambda: self.views)
+                                           if self.shell else None)
         return self._agent
 
     def frontend_live(self) -> bool:

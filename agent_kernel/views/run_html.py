@@ -21,6 +21,12 @@ import re
 from agent_kernel.core.json_types import JsonObject
 from agent_kernel.core.statuses import run_status_words
 from agent_kernel.core.times import parse_iso
+from agent_kernel.views.code_html import (
+    CODE_CSS,
+    argument_html,
+    diff_html,
+    python_result_html,
+)
 from agent_kernel.views.run_record import (
     AgentData,
     EntryData,
@@ -64,7 +70,7 @@ padding:1px 6px;text-align:left;vertical-align:top}
 [data-jp-theme-light='false'] .agent-kernel-run .ak-ok{color:var(--jp-success-color2)}
 [data-jp-theme-light='false'] .agent-kernel-run .ak-failed{color:var(--jp-error-color2)}
 [data-jp-theme-light='false'] .agent-kernel-run .ak-warn{color:var(--jp-warn-color2)}
-</style>"""
+</style>""".replace("</style>", f"{CODE_CSS}\n</style>")
 
 
 def clock(stamp: str | None) -> str:
@@ -156,10 +162,12 @@ def _compact(value: object, limit: int = CELL_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _arguments(arguments: object) -> str:
+def _arguments(arguments: object, tool: object = None) -> str:
     if not isinstance(arguments, dict):
         return f"<pre>{esc(_compact(arguments, 4000))}</pre>"
-    rows = "".join(f"<tr><th>{esc(k)}</th><td>{_value_html(v)}</td></tr>"
+    named = tool if isinstance(tool, str) else None
+    rows = "".join(f"<tr><th>{esc(k)}</th><td>"
+                   f"{argument_html(named, str(k), v) or _value_html(v)}</td></tr>"
                    for k, v in arguments.items() if v is not None)
     return f"<table class='ak-args'>{rows}</table>" if rows else ""
 
@@ -223,7 +231,8 @@ def _shown(kind: str | None, result: object) -> str:
         notes = [n for n in ("truncated", "timed_out") if result.get(n)]
         if notes:
             parts.append(f"<div class='ak-muted'>{esc(', '.join(notes).replace('_', ' '))}</div>")
-        if not parts:
+        parts.append(python_result_html(result))  # run_python: value, outputs, traceback
+        if not any(parts):
             parts.append("<div class='ak-muted'>no output</div>")
         if result.get("sandbox"):
             parts.append(f"<div class='ak-muted'>sandbox: {esc(result['sandbox'])}</div>")
@@ -255,14 +264,21 @@ def _ledger(ledger: LedgerLineData | None) -> str:
             f"{esc(clock(ledger.get('timestamp')))} · in ledger ✓ · {esc(digest)}</div>")
 
 
+def _diff(details: object) -> str:
+    """An approval's ``diff`` note (an edit's unified diff), lines marked; else nothing."""
+    diff = details.get("diff") if isinstance(details, dict) else None
+    return diff_html(diff) if isinstance(diff, str) and diff else ""
+
+
 def tool_html(entry: ToolData) -> str:
     """One tool call: a ``<details>`` card whose summary line says what it did."""
     state = entry["state"]
     mark_class = {"ok": "ak-ok", "failed": "ak-failed", "waiting": "ak-warn"}.get(state, "")
     head = (f"<span class='{mark_class}'>{MARKS.get(state, '')}</span> <b>{esc(entry['tool'])}"
             f"</b> · <span class='ak-summary'>{_code_spans(entry['summary'])}</span>")
-    body = [_arguments(entry["arguments"])]
+    body = [_arguments(entry["arguments"], entry["tool"])]
     if (approval := entry.get("approval")) is not None:
+        body.append(_diff(approval.get("details")))
         sandbox = (approval.get("details") or {}).get("sandbox")
         if sandbox and approval.get("source") is None:
             body.append(f"<div class='ak-muted'>sandbox: {esc(sandbox)}</div>")
@@ -282,7 +298,8 @@ def question_html(q: QuestionData) -> str:
         if choices and not q["approval"] else ""
     details = ""
     if q["approval"] and q.get("details"):
-        details = _arguments((q["details"] or {}).get("arguments"))
+        noted = q["details"] or {}
+        details = _arguments(noted.get("arguments"), noted.get("tool")) + _diff(noted)
     return (f"<div class='agent-kernel-question'><b>{esc(title)}:</b> "
             f"{question_text(q['question'])}{options}{details}"
             f"<div class='agent-kernel-answered'>{esc(outcome(q))}</div></div>")

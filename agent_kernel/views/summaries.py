@@ -20,6 +20,8 @@ Summariser = Callable[[JsonObject, Any], str | None]
 
 CMD_CHARS = 60
 COMMAND_TOOLS = ("bash", "run_command")
+STREAM_TOOLS = (*COMMAND_TOOLS, "run_python")
+"""Tools whose result is drawn as its streams (``text``), with what more it holds."""
 PAGE_TOOLS = ("url_fetch", "http_request")
 
 ResultKind = Literal["text", "page", "json", "table", "error"]
@@ -159,6 +161,22 @@ def _read_cells(_arguments: Mapping[str, object], result: object) -> str | None:
         return None
     where = " of the input history" if result.get("read_from") else ""
     return f"read {_count(len(result['cells']), 'cell')}{where}"
+def _python(arguments: dict[str, object], result: object) -> str | None:
+    """run_python: how much code ran, and how it ended (or which names it made)."""
+    if not isinstance(result, dict) or "status" not in result:
+        return None
+    ran = f"ran {_count(len(str(arguments.get('code') or '').splitlines()), 'line')} of Python"
+    error = result.get("error")
+    if result["status"] == "error" and isinstance(error, dict):
+        said = f"{error.get('type')}: {error.get('message')}"
+        return f"{ran} · {_short(said, 90)}"
+    if result["status"] in ("timeout", "stopped"):
+        return f"{ran} · {'timed out' if result['status'] == 'timeout' else 'stopped'}"
+    names = result.get("names")
+    made = names.get("created") if isinstance(names, dict) else None
+    if isinstance(made, list) and made:
+        return f"{ran} · made {_short(', '.join(map(str, made)), 60)}"
+    return ran
 
 
 SUMMARISERS: dict[str, Summariser] = {
@@ -168,6 +186,7 @@ SUMMARISERS: dict[str, Summariser] = {
     "http_request": _fetched,
     "web_search": _searched,
     "run_javascript": _javascript,
+    "run_python": _python,
     "write_file": _write_file,
     "read_file": _read_file,
     "list_files": _list_files,
@@ -267,7 +286,7 @@ def result_kind(tool: str, result: Any, success: bool | None) -> ResultKind | No
         return "error"
     if result is None:
         return None
-    if isinstance(result, dict) and tool in COMMAND_TOOLS:
+    if isinstance(result, dict) and tool in STREAM_TOOLS:
         return "text"
     if isinstance(result, dict) and tool in PAGE_TOOLS and "status" in result:
         return "page"

@@ -9,6 +9,7 @@
  * instead of the saved, redacted ones; Approve waits until they are shown.
  */
 
+import { CODE_TOOLS, appendClassed, codeBlock, diffView, pythonClasses, pythonResult } from './code';
 import {
   Entry,
   ExactState,
@@ -122,8 +123,9 @@ function block(text: string, extra = ''): HTMLPreElement {
   return el('pre', `akl-block ${extra}`.trim(), text);
 }
 
-/** Arguments as key/value rows; keys whose value is null are left out. */
-export function argumentsTable(args: unknown): HTMLElement | null {
+/** Arguments as key/value rows; keys whose value is null are left out; a tool's code
+ * (run_python's `code`) highlighted. */
+export function argumentsTable(args: unknown, tool?: string): HTMLElement | null {
   if (!isRecord(args)) {
     return args === null || args === undefined ? null : block(compact(args, 4000));
   }
@@ -136,7 +138,9 @@ export function argumentsTable(args: unknown): HTMLElement | null {
     const row = table.insertRow();
     row.appendChild(el('th', '', key));
     const cell = row.insertCell();
-    if (typeof value === 'string' && value.includes('\n')) {
+    if (typeof value === 'string' && tool && CODE_TOOLS[tool] === key) {
+      cell.appendChild(codeBlock(value));
+    } else if (typeof value === 'string' && value.includes('\n')) {
       cell.appendChild(block(value));
     } else {
       cell.textContent = compact(value, 4000);
@@ -145,11 +149,22 @@ export function argumentsTable(args: unknown): HTMLElement | null {
   return table;
 }
 
-/** Exact text in parts: plain, a marked secret, an invisible character as a token. */
-function exactParts(parent: HTMLElement, parts: IExactPart[]): HTMLElement {
+/** Exact text in parts: plain, a marked secret, an invisible character as a token;
+ * `code`: highlighted as Python under the marks (every character kept). */
+function exactParts(parent: HTMLElement, parts: IExactPart[], code = false): HTMLElement {
+  const classes = code ? pythonClasses(parts.map(part => part.text).join('')) : null;
+  let at = 0;
+  const add = (holder: HTMLElement, text: string): void => {
+    if (classes) {
+      appendClassed(holder, text, classes.slice(at, at + text.length));
+    } else {
+      holder.appendChild(document.createTextNode(text));
+    }
+  };
   for (const part of parts) {
     if (part.mark === 'secret') {
-      const mark = el('mark', 'akl-secret', part.text);
+      const mark = el('mark', 'akl-secret');
+      add(mark, part.text);
       mark.title = SECRET_NOTE;
       parent.appendChild(mark);
     } else if (part.mark === 'invisible') {
@@ -157,14 +172,16 @@ function exactParts(parent: HTMLElement, parts: IExactPart[]): HTMLElement {
       token.title = INVISIBLE_NOTE;
       parent.appendChild(token);
     } else {
-      parent.appendChild(document.createTextNode(part.text));
+      add(parent, part.text);
     }
+    at += part.text.length;
   }
   return parent;
 }
 
-/** A waiting approval's arguments exactly as the tool gets them, or why they are not here. */
-export function exactView(exact: ExactState): HTMLElement {
+/** A waiting approval's arguments exactly as the tool gets them, or why they are not here;
+ * the tool's code (run_python's `code`) highlighted. */
+export function exactView(exact: ExactState, tool?: string): HTMLElement {
   const box = el('div', 'akl-exact');
   if ('loading' in exact) {
     box.appendChild(el('div', 'akl-quiet', EXACT_LOADING));
@@ -183,7 +200,9 @@ export function exactView(exact: ExactState): HTMLElement {
       line.appendChild(exactParts(el('th'), [{ text: row.name, mark: null }]));
     }
     const cell = line.insertCell();
-    cell.appendChild(exactParts(row.block ? block('') : el('code', 'akl-exact-value'), row.parts));
+    const code = !!tool && row.name !== null && CODE_TOOLS[tool] === row.name;
+    const holder = code ? block('', 'akl-py') : row.block ? block('') : el('code', 'akl-exact-value');
+    cell.appendChild(exactParts(holder, row.parts, code));
     row.parts.forEach(part => part.mark && marks.add(part.mark));
   }
   if (table.rows.length) {
@@ -286,11 +305,12 @@ export function resultView(entry: IToolEntry): HTMLElement | null {
             box.appendChild(block(text));
           }
         }
+        pythonResult(box, result); // run_python: its value, outputs and traceback
         const notes = ['truncated', 'timed_out'].filter(n => result[n]);
         if (notes.length) {
           box.appendChild(el('div', 'akl-quiet', notes.join(', ').replace('_', ' ')));
         }
-        if (!box.querySelector('pre')) {
+        if (!box.querySelector('pre, img')) {
           box.appendChild(el('div', 'akl-quiet', 'no output'));
         }
         if (typeof result['sandbox'] === 'string' && result['sandbox']) {
@@ -465,9 +485,15 @@ export function toolCard(
   const waiting = !!question && (question.source === null || question.source === undefined);
   // Live and waiting: the exact arguments instead of the saved, redacted ones.
   const args =
-    live && question && waiting ? exactView(live.exact(question.question_id)) : argumentsTable(entry.arguments);
+    live && question && waiting
+      ? exactView(live.exact(question.question_id), entry.tool)
+      : argumentsTable(entry.arguments, entry.tool);
   if (args) {
     body.appendChild(args);
+  }
+  const diff = question?.details?.['diff'];
+  if (typeof diff === 'string' && diff) {
+    body.appendChild(diffView(diff));
   }
   if (entry.approval) {
     const approval = el('div', 'akl-approval');
@@ -528,13 +554,18 @@ export function questionView(
   }
   const details = question.details;
   const waiting = question.source === null || question.source === undefined;
+  const tool = typeof details?.['tool'] === 'string' ? details['tool'] : undefined;
   if (question.approval && live && waiting) {
-    box.appendChild(exactView(live.exact(question.question_id)));
+    box.appendChild(exactView(live.exact(question.question_id), tool));
   } else if (question.approval && details && 'arguments' in details) {
-    const args = argumentsTable(details['arguments']);
+    const args = argumentsTable(details['arguments'], tool);
     if (args) {
       box.appendChild(args);
     }
+  }
+  const diff = question.approval ? details?.['diff'] : undefined;
+  if (typeof diff === 'string' && diff) {
+    box.appendChild(diffView(diff));
   }
   box.appendChild(outcomeLine(question, running, !!live));
   if (live && waiting) {

@@ -55,6 +55,7 @@ async function main() {
     else if (config.scenario === "team") await teamScenario(page, notebook);
     else if (config.scenario === "latency") await latencyScenario(page, notebook);
     else if (config.scenario === "exact") await exactScenario(page, notebook);
+    else if (config.scenario === "code") await codeScenario(page, notebook);
     else throw new Error(`unknown scenario ${config.scenario}`);
     report.news_popup = await page.getByText("official Jupyter news").count();
     await page.keyboard.press("Control+s"); // the saved file keeps the static transcripts
@@ -581,4 +582,48 @@ async function exactScenario(page, nb) {
   step.card_after = await nb.allText(index, EXT ? ".akl-run" : ".jp-OutputArea");
   await shot(page, `exact-denied-${step.dark ? "dark" : "light"}`, nb.cell(index));
   report.steps.exact = step;
+}
+
+// run_python waits for approval: the live card shows its code highlighted as Python,
+// character for character, with a secret-looking part still marked. Denied: nothing runs.
+async function codeScenario(page, nb) {
+  const index = 1;
+  const step = { dark: await page.evaluate(() => document.body.dataset.jpThemeLight === "false") };
+  await nb.run(index);
+  const deny = nb.button(index, "agent-kernel-approval", "Deny");
+  await deny.waitFor({ timeout: STEP_TIMEOUT });
+  const code = ".akl-exact-args pre.akl-py";
+  await nb.cell(index).locator(code).first().waitFor({ timeout: STEP_TIMEOUT });
+  await nb.button(index, "agent-kernel-approval", "Approve").waitFor({ timeout: STEP_TIMEOUT });
+  step.code = await page.evaluate(
+    (selector) => document.querySelector(selector)?.textContent ?? "", code);
+  const classed = async (name) => nb.cell(index).locator(`${code} .akl-py-${name}`).allInnerTexts();
+  step.keywords = await classed("keyword");
+  step.strings = await classed("string");
+  step.comments = await classed("comment");
+  step.secret_marks = await nb.cell(index).locator(`${code} mark.akl-secret`).allInnerTexts();
+  step.contrast = await page.evaluate(textContrast, ".akl-exact");
+  await shot(page, `code-waiting-${step.dark ? "dark" : "light"}`, nb.cell(index));
+  await deny.click();
+  step.status = await nb.waitStatus(index, ENDED);
+  report.steps.code = step;
+  // Approved code that sleeps holds the kernel's main thread: Stop still ends it.
+  const slow = 2;
+  await nb.run(slow);
+  const approve = nb.button(slow, "agent-kernel-approval", "Approve");
+  await approve.waitFor({ timeout: STEP_TIMEOUT });
+  await approve.click();
+  await nb.cell(slow).locator(OUTCOME, { hasText: "Approved" }).first()
+    .waitFor({ state: "attached", timeout: STEP_TIMEOUT });
+  await page.waitForTimeout(1500); // the code sleeps now
+  const stop = { running_status: await nb.status(slow) };
+  const stopAt = Date.now();
+  await nb.button(slow, "agent-kernel-stop", "Stop").click();
+  stop.status = await nb.waitStatus(slow, ENDED, 20_000);
+  stop.stop_to_stopped_ms = Date.now() - stopAt;
+  await shot(page, `code-stopped-${step.dark ? "dark" : "light"}`, nb.cell(slow));
+  await nb.run(slow + 1);
+  await nb.waitIdle(slow + 1);
+  stop.after = await nb.text(slow + 1, ".jp-OutputArea-output");
+  report.steps.code_stop = stop;
 }

@@ -33,7 +33,7 @@ SPEC_000 = {
     "cancel_task": {TELLER, PLANNER},
 }
 DOERS = {"read_file", "write_file", "list_files", "get_workspace_info", "bash", "run_command",
-         "url_fetch", "web_search", "http_request", "run_javascript"}
+         "url_fetch", "web_search", "http_request", "run_javascript", "run_python"}
 # Spec 004's agents and messages, as docs/team.md assigns them.
 SOCIETY = {
     "spawn_agent": {PLANNER},
