@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, TypedDict
 
 from agent_kernel.core.events import Event
-from agent_kernel.core.json_types import JsonObject
 
 if TYPE_CHECKING:
     from agent_kernel.engine.agent import Agent
