@@ -17,6 +17,7 @@ one would pick it up.
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import sys
@@ -123,7 +124,17 @@ def _cell(value: object) -> object:
         return value if math.isfinite(value) else str(value)  # type: ignore[arg-type]
     if kind is str:
         return clip(value, CELL_CHARS)  # type: ignore[arg-type]
+    if _date_like(kind):  # a date as people write it, not Timestamp('2025-01-01 00:00:00')
+        return clip(str(value).removesuffix(" 00:00:00"), CELL_CHARS)
     return short_repr(value, CELL_CHARS)
+
+
+def _date_like(kind: type) -> bool:
+    """A standard-library date or time, or a subclass from pandas (its Timestamp): their
+    ``str`` is library code, never the person's."""
+    return (kind.__module__.split(".")[0] in ("datetime", "pandas")
+            and any(base in (datetime.date, datetime.time, datetime.timedelta)
+                    for base in kind.__mro__))
 
 
 def _number(value: object) -> object:

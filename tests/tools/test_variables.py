@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +200,15 @@ async def test_inspect_a_dataframe_series_and_polars(tmp_path: Path) -> None:
     assert polars["head"] == {"columns": ["a", "b"], "rows": [[1, "x"]]}
     assert polars["nulls"] == {"a": 1, "b": 0} and polars["describe"]["a"]["mean"] == 2
     assert "b" not in polars["describe"]
+
+
+async def test_dates_in_a_head_read_as_people_write_them(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"day": pd.to_datetime(["2025-01-01 00:00", "2025-01-02 10:30"])})
+    agent = agent_on({"df": frame,
+                      "pf": pl.DataFrame({"d": [date(2025, 3, 4)]})}, tmp_path)
+    found = await inspected_(agent, "df")
+    assert found["head"]["rows"] == [["2025-01-01"], ["2025-01-02 10:30:00"]]
+    assert (await inspected_(agent, "pf"))["head"]["rows"] == [["2025-03-04"]]
 
 
 async def test_inspect_arrays_functions_objects_and_containers(tmp_path: Path) -> None:
