@@ -36,6 +36,9 @@ class Settings:
     context_window: int | None = None
     # Compact the conversation before a model call that would fill the window.
     auto_compact: bool = True
+    # Send the model the images tools made (run_python's figures, inspect_variable's):
+    # None asks litellm whether the model reads images; True or False decides.
+    model_images: bool | None = None
 
     def __post_init__(self) -> None:
         if self.tool_timeout <= 0:

@@ -338,6 +338,10 @@ class Agent:
                     messages.append(tool_calls.tool_message(record, limit))
                     if record.call_id in pending_ids:
                         pending_ids.remove(record.call_id)
+                if not pending_ids and model.accepts_images(self.settings):
+                    shown = tool_calls.images_message(records)
+                    if shown is not None:  # after every tool result, as providers require
+                        messages.append(shown)
                 failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
                 if failure is not None:
                     raise failure

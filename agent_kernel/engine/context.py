@@ -35,6 +35,7 @@ from agent_kernel.engine.models.base import (
     DEFAULT_WINDOW,
     ChatMessage,
     ToolSchema,
+    content_text,
     estimate_tokens,
 )
 
@@ -166,7 +167,7 @@ def transcript(messages: list[ChatMessage], max_chars: int, per_message: int = 1
     lines: list[str] = []
     for message in messages:
         role = message.get("role")
-        content = message.get("content")
+        content = content_text(message.get("content"))  # an image: "[image]", never base64
         if role == "tool":
             lines.append(f"  result: {_clip(content, per_message)}")
             continue

@@ -245,6 +245,11 @@ ForModel = Callable[[Any], object]
 image drawn in the run, given to the model as a line of words)."""
 
 
+ImagesOf = Callable[[Any], list[str]]
+"""The PNG images in a tool's result, each as base64: shown to a model that reads images
+in a message after the tool results (:meth:`Model.accepts_images`)."""
+
+
 SideEffects = Callable[[JsonObject], bool]
 """Decides per call whether a tool's validated arguments need an approval (``url_fetch``:
 a GET does not, a POST does)."""
@@ -269,8 +274,10 @@ class Tool:
         precheck: Precheck | None = None,
         approval_terms: ApprovalRule | None = None,
         for_model: ForModel | None = None,
+        images: ImagesOf | None = None,
     ) -> None:
         self.func = func
+        self.images = images
         self.approval_terms = approval_terms
         self.for_model = for_model
         self.name = name or func.__name__

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agent_kernel.core.events import (
@@ -31,7 +31,7 @@ from agent_kernel.core.events import (
 )
 from agent_kernel.core.ledger import LedgerError
 from agent_kernel.core.redaction import to_text
-from agent_kernel.engine.models.base import ChatMessage, JsonObject
+from agent_kernel.engine.models.base import ChatMessage, ContentPart, JsonObject
 from agent_kernel.engine.models.llm import ToolCallRequest
 from agent_kernel.engine.registry import (
     Tool,
@@ -70,6 +70,9 @@ class ToolCallRecord:
     """Said to the model after the error, never shown to the person."""
     for_model: Any = None
     """What the model reads instead of ``result`` (the tool's ``for_model``), or None."""
+    images: list[str] = field(default_factory=list)
+    """The result's PNG images as base64 (the tool's ``images``), for a model that reads
+    images."""
 
 
 class LedgerUnavailable(RuntimeError):
@@ -146,7 +149,31 @@ def _read_for_model(record: ToolCallRecord, tool_obj: Tool | None) -> ToolCallRe
     """Give the record what the model reads of its result, when the tool says."""
     if tool_obj is not None and tool_obj.for_model is not None and record.result is not None:
         record.for_model = tool_obj.for_model(record.result)
+    if tool_obj is not None and tool_obj.images is not None and record.result is not None:
+        record.images = tool_obj.images(record.result)[:MAX_IMAGES_SHOWN]
     return record
+
+
+MAX_IMAGES_SHOWN = 4
+"""Images one tool call may show the model (each costs ~800 tokens and more)."""
+
+
+def images_message(records: list[ToolCallRecord]) -> ChatMessage | None:
+    """The message that shows a model the images of this response's tool calls (a tool
+    message holds only text), or None when they made none. It says where they came from:
+    the tools, not the person."""
+    parts: list[ContentPart] = []
+    for record in records:
+        for number, image in enumerate(record.images, 1):
+            parts.append({"type": "text", "text": f"Image {number} of {record.tool_name} "
+                                                  f"(call {record.call_id}):"})
+            parts.append({"type": "image_url",
+                          "image_url": {"url": f"data:image/png;base64,{image}"}})
+    if not parts:
+        return None
+    return {"role": "user", "content": [
+        {"type": "text", "text": "The images the tool calls above made (data from the tools, "
+                                 "not words of the person):"}, *parts]}
 
 
 def parse(call: ToolCallRequest) -> Any:

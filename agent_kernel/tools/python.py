@@ -122,6 +122,15 @@ def for_model(result: object) -> object:
     return {**result, "outputs": shown}
 
 
+def images(result: object) -> list[str]:
+    """The PNGs the code drew, as base64, for a model that reads images."""
+    if not isinstance(result, dict) or not isinstance(result.get("outputs"), list):
+        return []
+    return [output["data"] for output in result["outputs"]
+            if isinstance(output, dict) and output.get("mime") == "image/png"
+            and isinstance(output.get("data"), str)]
+
+
 async def run_python(
     code: Annotated[str, Field(min_length=1, max_length=100_000)],
     ctx: ToolContext,
@@ -151,5 +160,5 @@ async def run_python(
 
 TOOLS = [
     Tool(run_python, source="builtin", side_effects=True, approval_terms=approval_terms,
-         for_model=for_model, timeout=MAX_TIMEOUT_SECONDS + 60.0),
+         for_model=for_model, images=images, timeout=MAX_TIMEOUT_SECONDS + 60.0),
 ]

@@ -125,4 +125,28 @@ def inspect_variable(ctx: ToolContext, name: str, rows: int = 5) -> Inspection |
     return inspect_value(name, value, max(1, min(int(rows), 20)))
 
 
-TOOLS = [Tool(f, source="builtin") for f in (list_variables, inspect_variable)]
+PNG_URL = "data:image/png;base64,"
+
+
+def figure_for_model(result: object) -> object:
+    """What the model reads of an inspection: a figure's PNG as a line of words (the image
+    itself reaches a model that reads images through :func:`figure_images`)."""
+    image = result.get("image") if isinstance(result, dict) else None
+    if not isinstance(result, dict) or not isinstance(image, dict) or "data_url" not in image:
+        return result
+    said = {k: v for k, v in image.items() if k != "data_url"}
+    said["image"] = (f"[image: {image.get('width', 0)}×{image.get('height', 0)} PNG of the "
+                     f"figure]")
+    return {**result, "image": said}
+
+
+def figure_images(result: object) -> list[str]:
+    """A figure's PNG as base64, for a model that reads images."""
+    image = result.get("image") if isinstance(result, dict) else None
+    url = image.get("data_url") if isinstance(image, dict) else None
+    return [url[len(PNG_URL):]] if isinstance(url, str) and url.startswith(PNG_URL) else []
+
+
+TOOLS = [Tool(list_variables, source="builtin"),
+         Tool(inspect_variable, source="builtin", for_model=figure_for_model,
+              images=figure_images)]

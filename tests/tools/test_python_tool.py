@@ -164,6 +164,24 @@ async def test_the_model_reads_images_as_words_and_cut_text(tmp_path: Path,
     assert "characters left out" in told and len(told) < TEXT_LIMIT + 2000
 
 
+async def test_a_model_that_reads_images_sees_the_figure(tmp_path: Path,
+                                                        shell: InteractiveShell) -> None:
+    """The tool message says it in words; the next message shows the PNG itself."""
+    import matplotlib
+
+    matplotlib.use("agg")
+    code = "import matplotlib.pyplot as plt\nplt.figure()\nplt.plot([1, 2])"
+    agent, model = _agent(tmp_path, shell, code, model_images=True)
+    _answer(agent, APPROVE)
+    result = await agent.arun("plot")
+    image = next(o for o in result.tool_calls[0].result["outputs"] if o["mime"] == "image/png")
+    sent = model.requests[1]["messages"]
+    assert sent[-2]["role"] == "tool" and image["data"] not in sent[-2]["content"]
+    parts = sent[-1]["content"]
+    assert sent[-1]["role"] == "user" and parts[-1]["type"] == "image_url"
+    assert parts[-1]["image_url"]["url"] == f"data:image/png;base64,{image['data']}"
+
+
 async def test_a_raising_call_is_a_failed_call_in_words(tmp_path: Path,
                                                        shell: InteractiveShell) -> None:
     agent, model = _agent(tmp_path, shell, "int('nope')")

@@ -66,12 +66,27 @@ class _Spoken(TypedDict):
     role: Role
 
 
+class ImageURL(TypedDict):
+    """Where an image part's picture is: a ``data:image/png;base64,...`` URL here."""
+
+    url: str
+
+
+class ContentPart(TypedDict, total=False):
+    """One part of a message made of parts (OpenAI format): text, or an image."""
+
+    type: Literal["text", "image_url"]
+    text: str
+    image_url: ImageURL
+
+
 class ChatMessage(_Spoken, total=False):
     """One OpenAI-format chat message: the shape the loop, the models, compaction and
     the team pass around (``content`` is None in an assistant turn of only calls;
     ``tool_call_id`` and ``name`` are on tool results)."""
 
-    content: str | None
+    content: str | list[ContentPart] | None
+    """Text; a list of parts only in the message that shows a model the tools' images."""
     tool_calls: list[ToolCallItem]
     tool_call_id: str
     name: str
@@ -144,9 +159,23 @@ def _valid_json(arguments: str) -> str:
     return arguments
 
 
+IMAGE_TOKENS = 800
+"""What one image is counted as, without a tokenizer (a 640×480 PNG: ~765 on OpenAI's
+scale); an image part's base64 is never counted as text."""
+
+
+def content_text(content: str | list[ContentPart] | None) -> str:
+    """A message's content as text: parts joined, each image as a short placeholder."""
+    if isinstance(content, list):
+        return "\n".join(part.get("text", "") if part.get("type") == "text" else "[image]"
+                         for part in content)
+    return content or ""
+
+
 def _text(message: ChatMessage) -> str:
-    """Everything of a message that becomes tokens, as one string."""
-    parts = [str(message.get("content") or "")]
+    """Everything of a message that becomes tokens, as one string (images: see
+    :data:`IMAGE_TOKENS`)."""
+    parts = [content_text(message.get("content"))]
     for call in message.get("tool_calls") or ():
         function = call.get("function")
         name, arguments = (function.get("name", ""), function.get("arguments", "")) \
@@ -156,11 +185,14 @@ def _text(message: ChatMessage) -> str:
 
 
 def estimate_tokens(messages: list[ChatMessage], tools: list[ToolSchema] | None = None) -> int:
-    """Four characters a token, plus four a message for its framing (no tokenizer)."""
+    """Four characters a token, plus four a message for its framing, and
+    :data:`IMAGE_TOKENS` an image (no tokenizer)."""
     chars = sum(len(_text(m)) for m in messages)
     if tools:
         chars += len(json.dumps(tools))
-    return math.ceil(chars / CHARS_PER_TOKEN) + 4 * len(messages)
+    images = sum(1 for m in messages if isinstance(content := m.get("content"), list)
+                 for part in content if part.get("type") == "image_url")
+    return math.ceil(chars / CHARS_PER_TOKEN) + 4 * len(messages) + IMAGE_TOKENS * images
 
 
 def _ignore(*_args: object) -> None:
@@ -208,6 +240,11 @@ class Model(ABC):
     def needs_loading(self) -> bool:
         """True when the next turn would first wait for a slow import."""
         return False
+
+    def accepts_images(self, settings: Settings) -> bool:
+        """Whether the images tools make are shown to this model (``settings.model_images``
+        decides when set; by default a model reads none)."""
+        return bool(settings.model_images)
 
     async def load(self) -> float:
         """Do that import off the event loop; the seconds waited."""

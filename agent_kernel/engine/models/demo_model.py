@@ -34,6 +34,10 @@ class DemoModel(Model):
     name = DEMO_MODEL
     writes_summaries = False
 
+    def accepts_images(self, settings: Settings) -> bool:
+        """The demo reads words only, whatever ``settings.model_images`` says."""
+        return False
+
     async def complete(
         self,
         messages: list[ChatMessage],

@@ -225,6 +225,16 @@ class LitellmModel(Model):
         return await complete(self.name, messages, tools, settings, on_text=on_text,
                               on_retry=on_retry)
 
+    def accepts_images(self, settings: Settings) -> bool:
+        """``settings.model_images`` when set, else litellm's model data says (a model it
+        does not know reads none)."""
+        if settings.model_images is not None:
+            return settings.model_images
+        try:
+            return bool(load_litellm().supports_vision(model=self.name))
+        except Exception:  # litellm raises for a model it has no data on
+            return False
+
     def count_tokens(self, messages: list[ChatMessage], tools: list[ToolSchema] | None = None
                      ) -> int:
         """litellm's tokenizer for this model."""
