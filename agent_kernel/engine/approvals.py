@@ -191,7 +191,9 @@ class Approvals:
             reply = await channel.ask(
                 run_id=run_id,
                 question=f"Allow `{what}` to run with these arguments?",
-                options=[APPROVE, DENY, ALWAYS],
+                # "Always allow" only where a standing permission would count: a trigger's
+                # card must not grant the person's own runs one in passing.
+                options=[APPROVE, DENY, ALWAYS] if terms.standing else [APPROVE, DENY],
                 timeout=self.timeout,
                 default=DENY,
                 kind="approval",
@@ -205,7 +207,7 @@ class Approvals:
             answer, source = (APPROVE if policy == "allow" else DENY), "policy"
         approved = answer in (APPROVE, ALWAYS)
         await self._record(run_id, what, arguments, approved, answer, source, digest)
-        if answer == ALWAYS and what not in self._standing:
+        if answer == ALWAYS and terms.standing and what not in self._standing:
             record = await asyncio.to_thread(self._write_grant, what, run_id)
             self._granted(what, run_id, record)
         if approved:

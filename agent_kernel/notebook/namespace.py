@@ -42,12 +42,18 @@ def _snapshot(namespace: Mapping[str, object]) -> list[tuple[str, object]]:
     return list(dict(namespace).items())
 
 
+_CLASS_DICT = type.__dict__["__dict__"].__get__
+"""A class's own namespace, read the way ``type`` reads it (no metaclass is asked)."""
+
+
 def _type_excluded(kind: type) -> bool:
     """A module, or an object of our magics' machinery."""
     if issubclass(kind, ModuleType):
         return True
-    module = kind.__dict__.get("__module__")
-    return isinstance(module, str) and module.startswith(_OURS)
+    # Read past any metaclass: a class's own __getattribute__, __eq__ or __hash__ is the
+    # person's code, and this runs on the main thread after every cell.
+    module = _CLASS_DICT(kind).get("__module__")
+    return type(module) is str and module.startswith(_OURS)
 
 
 class KernelNamespace:
@@ -85,7 +91,7 @@ class KernelNamespace:
         person's variables in namespace order."""
         now = self.clock() if stamp is None else stamp
         hidden = self.hidden
-        verdicts: dict[type, bool] = {}  # one per type: a namespace holds few types
+        verdicts: dict[int, bool] = {}  # one per type, by identity: a namespace holds few
         found = []
         for name, value in _snapshot(self.namespace):
             if not isinstance(name, str) or name[:1] == "_":
@@ -93,9 +99,9 @@ class KernelNamespace:
             if name in hidden and hidden.get(name) is value:
                 continue
             kind = type(value)
-            excluded = verdicts.get(kind)
+            excluded = verdicts.get(id(kind))
             if excluded is None:
-                excluded = verdicts[kind] = _type_excluded(kind)
+                excluded = verdicts[id(kind)] = _type_excluded(kind)
             if not excluded:
                 found.append((name, value))
         with self._lock:
@@ -110,7 +116,10 @@ class KernelNamespace:
     def post_run_cell(self, result: ExecutionResult) -> None:
         """IPython's ``post_run_cell`` event: stamp what the cell created or rebound."""
         count = getattr(result, "execution_count", None)
-        self.rescan(count if isinstance(count, int) else None)
+        try:
+            self.rescan(count if isinstance(count, int) else None)
+        except Exception:  # never an error under the person's cell; the next look rescans
+            pass
 
     def user_variables(self) -> list[tuple[str, object]]:
         """The person's variables, newest first (within one cell, the later-made first)."""

@@ -72,6 +72,10 @@ class RunView(Protocol):
     def push(self, force: bool = False) -> None: ...
 
 
+RETIMEOUT = 0.1
+"""Seconds between timeouts once code has run past its time (see ``KernelPython._arm``)."""
+
+
 class _TimedOut(BaseException):
     """Raised in the code by the timer: not an ``Exception``, so the code cannot catch it
     with ``except Exception``."""
@@ -245,6 +249,9 @@ class KernelPython:
         self._active = False
         self._run_id: str | None = None
         self._thread = 0
+        self._saved_timer: tuple[float, float] = (0.0, 0.0)
+        self._timed_out = False
+        self._armed_at = 0.0
 
     # -- Stop, from any thread ---------------------------------------------------------
     def interrupt(self, run_id: str | None = None) -> bool:
@@ -257,6 +264,7 @@ class KernelPython:
 
     def _on_alarm(self, _signum: int, _frame: object) -> None:
         if self._active:
+            self._timed_out = True
             raise _TimedOut
 
     def _on_interrupt(self, _signum: int, _frame: object) -> None:
@@ -313,6 +321,8 @@ class KernelPython:
                 error = {"type": type(exc).__name__,
                          "message": str(exc).replace(code_file, CODE_NAME),
                          "traceback": trimmed_traceback(exc, code_file)}
+            if self._timed_out and status != "stopped":  # past its time, even if a bare
+                status, error = "timeout", None           # except swallowed the timeout
         finally:
             sys.stdout, sys.stderr, shell.display_pub = saved
             if restore_routing is not None:
@@ -363,7 +373,13 @@ class KernelPython:
         signal.signal(signal.SIGINT, self._on_interrupt)
         with self._lock:
             self._active, self._run_id, self._thread = True, run_id, threading.get_ident()
-        signal.setitimer(signal.ITIMER_REAL, max(timeout, 0.001))
+        self._timed_out = False
+        self._armed_at = time.monotonic()
+        # Past the deadline it fires again every 0.1 s: code whose bare ``except:``
+        # swallowed one timeout (in a loop, say) meets the next. The person's own timer
+        # is put back by _disarm.
+        self._saved_timer = signal.setitimer(signal.ITIMER_REAL, max(timeout, 0.001),
+                                             RETIMEOUT)
 
     def _disarm(self) -> None:
         """Unmark the run first (a late signal is then ignored), then restore the handlers.
@@ -380,6 +396,10 @@ class KernelPython:
                 signal.signal(signal.SIGALRM, alarm if alarm is not None else signal.SIG_DFL)
                 signal.signal(signal.SIGINT,
                               interrupt if interrupt is not None else signal.SIG_DFL)
+                left, every = self._saved_timer
+                if left > 0:  # the person's own timer, as far on as it would be
+                    spent = time.monotonic() - self._armed_at
+                    signal.setitimer(signal.ITIMER_REAL, max(left - spent, 0.001), every)
                 return
             except (_TimedOut, _Stopped):
                 continue

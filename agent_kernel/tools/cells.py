@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, TypedDict
 from agent_kernel.core.events import LedgerRecorded
 from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
 from agent_kernel.engine.services import CellOutput, CellProvenance, CellReply, NotebookCell
+from agent_kernel.tools.python import code_terms
 
 if TYPE_CHECKING:
     from agent_kernel.engine.services import CellService
@@ -268,6 +269,12 @@ async def _one_cell(service: CellService, ctx: ToolContext, index: int) -> Noteb
     return cells[0]
 
 
+_REMOTE_IMAGE = re.compile(r"!\[[^\]]*\]\(\s*<?\s*(?:https?:)?//|<img\b|!\[[^\]]*\]\[",
+                           re.IGNORECASE)
+"""A Markdown or HTML image the notebook would fetch from the web when drawn (inline, or a
+reference-style one, whose URL sits elsewhere in the cell)."""
+
+
 async def _record(ctx: ToolContext, action: str, index: int | None, source: str
                   ) -> CellProvenance:
     """Write the ``cell_change`` ledger record; returns the provenance the cell will carry."""
@@ -282,10 +289,13 @@ async def _record(ctx: ToolContext, action: str, index: int | None, source: str
             "action": action, "at": at}
 
 
-async def _approve(ctx: ToolContext, what: str, arguments: dict[str, object],
+async def _approve(ctx: ToolContext, what: str, arguments: dict[str, object], source: str,
                    notes: dict[str, str] | None = None) -> None:
-    """The person's approval of exactly ``arguments``; a ToolError when it is not given."""
-    refusal = await ctx.agent.approvals.request(ctx.run_id, what, arguments, notes=notes)
+    """The person's approval of exactly ``arguments``; a ToolError when it is not given.
+    ``source`` is approved on the terms of code for the kernel (:func:`code_terms`): an
+    inserted cell followed by ``run_cell`` is ``run_python`` by another door."""
+    refusal = await ctx.agent.approvals.request(ctx.run_id, what, arguments, notes=notes,
+                                                terms=code_terms(ctx, source))
     if refusal is not None:
         raise ToolError(refusal.error, summary=refusal.summary, guidance=refusal.guidance)
 
@@ -311,6 +321,11 @@ async def insert_cell(
     """
     service = _service(ctx)
     _available(service)
+    if index is not None or (kind == "markdown" and _REMOTE_IMAGE.search(source)):
+        # Anywhere but below the agent's cell, a cell could be run by "Run All" before it is
+        # read; a Markdown image from the web loads for everyone who opens the notebook.
+        await _approve(ctx, "insert_cell", {"source": source, "kind": kind, "index": index},
+                       source)
     provenance = await _record(ctx, "inserted", index, source)
     reply = await service.request("insert", {"index": index, "kind": kind, "source": source,
                                              "run_id": ctx.run_id, "provenance": provenance},
@@ -347,7 +362,11 @@ async def edit_cell(
     if old == source:
         return {"ok": True, "index": index, "changed": False,
                 "note": "The cell already has exactly this source; nothing was changed."}
-    await _approve(ctx, "edit_cell", {"index": index, "source": source},
+    if cell.get("runs_agent"):
+        raise ToolError(f"Cell {index} is the cell running this agent: it is the person's "
+                        "prompt, and editing it would change what runs when they run it "
+                        "again.", summary=f"cell {index} is this run's own cell")
+    await _approve(ctx, "edit_cell", {"index": index, "source": source}, source,
                    notes={"diff": diff_of(index, old, source)})
     provenance = await _record(ctx, "edited", index, source)
     reply = await service.request("edit", {"index": index, "source": source, "expected": old,
@@ -383,7 +402,7 @@ async def run_cell(
                         summary=f"cell {index} is this run's own cell")
     source = cell.get("source", "")
     await _approve(ctx, "run_cell", {"index": index, "source": source,
-                                     "timeout_seconds": timeout_seconds})
+                                     "timeout_seconds": timeout_seconds}, source)
     reply = await service.request("run", {"index": index, "expected": source,
                                           "run_id": ctx.run_id},
                                   timeout=timeout_seconds)

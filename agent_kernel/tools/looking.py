@@ -72,7 +72,7 @@ def _exception_words(exc: BaseException) -> str:
     name = type(exc).__name__
     try:
         message = " ".join(str(exc).split())
-    except Exception:
+    except BaseException:  # its __str__ is the person's too, and may raise even SystemExit
         message = ""
     return f"{name}: {clip(message, 80)}" if message else name
 
@@ -103,10 +103,15 @@ class _Worker:
             try:
                 job.value = job.fn()
             except BaseException as exc:  # the person's code may raise anything, even exit
-                job.error = _exception_words(exc)
-            job.done.set()
+                try:
+                    job.error = _exception_words(exc)
+                except BaseException:
+                    job.error = "it raised an error that cannot be described"
+            finally:  # whatever happened, the look is over and an overrun is counted back
+                job.done.set()
+                if self.abandoned:
+                    _stuck_add(-1)
             if self.abandoned:
-                _stuck_add(-1)
                 return
 
     def abandon(self) -> None:

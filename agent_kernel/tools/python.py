@@ -66,14 +66,20 @@ def cut(text: str, limit: int = TEXT_LIMIT) -> str:
             f"{len(text):,} ...]\n{text[-tail:]}")
 
 
-def approval_terms(ctx: ToolContext, arguments: dict[str, object]) -> ApprovalTerms:
-    """The code's digest; no standing permission for a trigger's run, a team member or
-    nobody to click; never the headless policy."""
-    code = arguments.get("code")
+def code_terms(ctx: ToolContext, code: str) -> ApprovalTerms:
+    """How code for the kernel is approved (``run_python``, and a cell's ``edit_cell`` and
+    ``run_cell``): the code's digest; no standing permission for a trigger's run, a team
+    member or nobody to click; never the headless policy."""
     trusted_asker = (ctx.trigger is None and ctx.agent.role is None
                      and ctx.agent.questions.interactive)
-    return ApprovalTerms(digest=code_digest(code if isinstance(code, str) else ""),
-                         standing=trusted_asker, policy=False, why=NEVER_BY_POLICY)
+    return ApprovalTerms(digest=code_digest(code), standing=trusted_asker, policy=False,
+                         why=NEVER_BY_POLICY)
+
+
+def approval_terms(ctx: ToolContext, arguments: dict[str, object]) -> ApprovalTerms:
+    """``run_python``'s terms: see :func:`code_terms`."""
+    code = arguments.get("code")
+    return code_terms(ctx, code if isinstance(code, str) else "")
 
 
 def bounded(run: PythonRun) -> RunPythonResult:

