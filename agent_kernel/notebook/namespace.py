@@ -17,6 +17,7 @@ already there at ``%load_ext`` have no stamp and come last, the later-made first
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 from collections.abc import Callable, Mapping
@@ -116,10 +117,9 @@ class KernelNamespace:
     def post_run_cell(self, result: ExecutionResult) -> None:
         """IPython's ``post_run_cell`` event: stamp what the cell created or rebound."""
         count = getattr(result, "execution_count", None)
-        try:
+        # Never an error under the person's cell: the next look rescans.
+        with contextlib.suppress(Exception):
             self.rescan(count if isinstance(count, int) else None)
-        except Exception:  # never an error under the person's cell; the next look rescans
-            pass
 
     def user_variables(self) -> list[tuple[str, object]]:
         """The person's variables, newest first (within one cell, the later-made first)."""
