@@ -497,3 +497,69 @@ async def test_while_too_many_looks_are_stuck_none_starts(tmp_path: Path) -> Non
     while looking.stuck_looks() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert by_name(await listed(agent))["df2"]["size"] == "1 row × 1 column"
+
+
+def test_a_class_with_a_hostile_metaclass_is_read_past_it(tmp_path: Path) -> None:
+    """The after-cell rescan runs on the main thread: a metaclass's __hash__, __eq__ or
+    __getattribute__ is the person's code and is never asked."""
+    from agent_kernel.notebook.namespace import KernelNamespace
+
+    asked: list[str] = []
+
+    class Meta(type):
+        def __hash__(cls) -> int:
+            asked.append("hash")
+            time.sleep(1)
+            return 1
+
+        def __eq__(cls, other: object) -> bool:
+            asked.append("eq")
+            return False
+
+        def __getattribute__(cls, name: str) -> Any:
+            if name == "__dict__":
+                asked.append("dict")
+            return super().__getattribute__(name)
+
+    class Odd(metaclass=Meta):
+        pass
+
+    class Unhashable(type):
+        __hash__ = None  # type: ignore[assignment]
+
+    class Plain(metaclass=Unhashable):
+        pass
+
+    started = time.monotonic()
+    found = KernelNamespace({"a": Odd(), "b": Plain(), "c": 3}).user_variables()
+    assert sorted(name for name, _ in found) == ["a", "b", "c"]
+    assert time.monotonic() - started < 0.5 and asked == []
+
+
+def test_a_look_whose_error_cannot_be_described_is_still_counted_back() -> None:
+    """An error whose __str__ raises SystemExit ends the look in words, and an overrun look
+    that ends so frees its place among the stuck ones."""
+    from agent_kernel.tools import looking
+
+    class Loud(Exception):
+        def __str__(self) -> str:
+            raise SystemExit("no")
+
+    def raises() -> None:
+        raise Loud
+
+    said = looking.Looker(per_look=1.0).look("its repr", raises)
+    assert isinstance(said, looking.Failed) and "Loud" in said.words
+
+    before = looking.stuck_looks()
+
+    def slow_then_raise() -> None:
+        time.sleep(0.3)
+        raise Loud
+
+    late = looking.Looker(per_look=0.05).look("its repr", slow_then_raise)
+    assert isinstance(late, looking.Failed) and looking.stuck_looks() == before + 1
+    deadline = time.monotonic() + 3
+    while looking.stuck_looks() != before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert looking.stuck_looks() == before
