@@ -39,7 +39,11 @@ import asyncio, json, time
 from pathlib import Path
 from agent_kernel.engine.registry import ToolContext
 agent = m.current().agent
-agent.approvals.grant("run_cell")  # the click is a person's time, not the extension's
+# The click is a person's time, not the extension's: a standing permission, which counts
+# only where a person could click (the page is open: its answerer is attached).
+agent.questions.attach_answerer()
+agent.approvals.grant("run_cell")
+agent.approvals.grant("insert_cell")  # index=2 is away from the agent's cell: it asks
 CODE = {code!r}
 
 async def call(name, **arguments):
