@@ -8,7 +8,8 @@ roles and artifacts under ``<workspace>/team/``, messages when the supervisor
 keeps any) into JSON-ready dicts, redacted; :func:`board_html` and
 :func:`board_text` draw those dicts and nothing else. Colours come from
 JupyterLab's theme variables with fallbacks, with the lighter ``…-color2``
-shades on dark themes, as in the triggers panel. No widget, no script.
+shades on dark themes, as in the triggers panel; warning text is our own
+darker orange in light themes (the theme's is 3.79:1 on white). No widget, no script.
 """
 
 from __future__ import annotations
@@ -52,10 +53,10 @@ div.agent-kernel-team-board table .ak-time{white-space:nowrap}
 font-family:var(--jp-code-font-family,monospace)}
 .agent-kernel-team-board .ak-ok{color:var(--jp-success-color0,#1b5e20)}
 .agent-kernel-team-board .ak-failed{color:var(--jp-error-color0,#a4161a)}
-.agent-kernel-team-board .ak-warn{color:var(--jp-warn-color0,#7a4100)}
+.agent-kernel-team-board .ak-warn{color:#9a4600}
 [data-jp-theme-light='false'] .agent-kernel-team-board .ak-ok{color:var(--jp-success-color2)}
 [data-jp-theme-light='false'] .agent-kernel-team-board .ak-failed{color:var(--jp-error-color2)}
-[data-jp-theme-light='false'] .agent-kernel-team-board .ak-warn{color:var(--jp-warn-color2)}
+[data-jp-theme-light='false'] .agent-kernel-team-board .ak-warn{color:var(--jp-warn-color2,#ffb74d)}
 </style>"""
 _LEFT = "style='text-align:left'"
 _RIGHT = "style='text-align:right'"

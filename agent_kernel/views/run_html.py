@@ -44,7 +44,9 @@ CELL_CHARS = 200
 TEXT_RESULT_CHARS = 200
 
 # JupyterLab marks its dark themes with data-jp-theme-light="false" on <body>: there the
-# darker status shades fall under 4.5:1, so the lighter ones (…-color2) are used.
+# darker status shades fall under 4.5:1, so the lighter ones (…-color2) are used. Warning
+# text is our own darker orange in light themes: the theme's --jp-warn-color0 (#e65100) is
+# 3.79:1 on white; #9a4600 is 6.5:1 on white and 4.9:1 on --jp-layout-color3.
 _CSS = """<style>
 .agent-kernel-run{font-size:13px;line-height:1.45;color:var(--jp-ui-font-color1,#1f1f1f);
 font-family:var(--jp-ui-font-family,system-ui,sans-serif)}
@@ -66,10 +68,10 @@ color:var(--jp-content-font-color1,#1f1f1f);border-radius:3px}
 padding:1px 6px;text-align:left;vertical-align:top}
 .agent-kernel-run .ak-failed{color:var(--jp-error-color0,#a4161a)}
 .agent-kernel-run .ak-ok{color:var(--jp-success-color0,#1b5e20)}
-.agent-kernel-run .ak-warn{color:var(--jp-warn-color0,#7a4100)}
+.agent-kernel-run .ak-warn{color:#9a4600}
 [data-jp-theme-light='false'] .agent-kernel-run .ak-ok{color:var(--jp-success-color2)}
 [data-jp-theme-light='false'] .agent-kernel-run .ak-failed{color:var(--jp-error-color2)}
-[data-jp-theme-light='false'] .agent-kernel-run .ak-warn{color:var(--jp-warn-color2)}
+[data-jp-theme-light='false'] .agent-kernel-run .ak-warn{color:var(--jp-warn-color2,#ffb74d)}
 </style>""".replace("</style>", f"{CODE_CSS}\n</style>")
 
 
