@@ -235,7 +235,7 @@ class WidgetView:
         self._handle = display(self.bundle(), raw=True, display_id=True)
         self._last_push = time.monotonic()
         if self.interactive and self.channel is None:
-            self._stop_handle = display(self.stop_button, display_id=True)
+            self._stop_handle = self._display_stop()
         try:
             self._ticker = asyncio.get_running_loop().create_task(self._tick())
         except RuntimeError:
@@ -282,17 +282,48 @@ class WidgetView:
         if (isinstance(event, Question) and self.interactive and self.channel is None
                 and not self.done):
             qid = event.question_id
-            control = QuestionControl(event, lambda text: self.answer(qid, text), exact)
+            control = QuestionControl(event, lambda text: self.answer(qid, text),
+                                      self._as_in_card(qid, exact))
             self.questions[qid] = control
             if self._handle is not None:
                 with in_cell(self._parent):
                     control.show()
+                    self._stop_last()
         elif isinstance(event, QuestionAnswered):
             self.exact.pop(event.question_id, None)
             self._settle(event.question_id)
         elif isinstance(event, RunFinished):
             self._end()
         self.push()
+
+    def _as_in_card(self, question_id: str, exact: object) -> object:
+        """The exact arguments of the names the call's card shows, in its order.
+
+        The card (the run output) shows the call as the model made it; the approval
+        holds the arguments after the tool filled its defaults. Shown side by side they
+        read as two different calls, so the control shows the card's names, exactly."""
+        card = next((c for c in self.transcript.tools.values()
+                     if c.approval is not None and c.approval.question_id == question_id),
+                    None)
+        if card is None or not isinstance(card.arguments, dict) or not isinstance(exact, dict):
+            return exact
+        shown = {k: exact[k] for k in card.arguments if k in exact}
+        return shown or exact
+
+    def _stop_last(self) -> None:
+        """Keep Stop below every question, so outcomes read top to bottom in order.
+
+        Outputs cannot move: Stop's old output is emptied and Stop shown again below."""
+        if self._stop_handle is None or self.done:
+            return
+        self._stop_handle.update(static_bundle(""), raw=True)
+        self._stop_handle = self._display_stop()
+
+    def _display_stop(self) -> DisplayHandle | None:
+        """Stop, as an output of its own below the last one of the cell."""
+        from IPython.display import display
+
+        return display(self.stop_button, display_id=True)
 
     def _settle(self, question_id: str) -> None:
         control = self.questions.get(question_id)

@@ -220,6 +220,8 @@ async def test_widget_view_stop_shows_stopped_and_leaves_text(agent):
     run_id = "run_widget_stop"
     view = live_view(agent, run_id, stop=lambda: agent.stop(run_id))
     view._stop_handle = stop_handle = Handle()
+    moved: list[Handle] = []
+    view._display_stop = lambda: moved.append(Handle()) or moved[-1]
     handles = shown_controls(view)
     agent.questions.attach_answerer()
     loop = asyncio.get_running_loop()
@@ -233,11 +235,66 @@ async def test_widget_view_stop_shows_stopped_and_leaves_text(agent):
     agent.questions.detach_answerer()
     view.finish()
     assert result.status == "cancelled" and view.status == "stopped"
-    assert stop_handle.updates[-1]["text/plain"].startswith("Stopped · ")
+    # Stop moved below the question when it was asked: its first output emptied
+    assert stop_handle.updates[-1]["text/plain"] == "" and len(moved) == 1
+    assert moved[0].updates[-1]["text/plain"].startswith("Stopped · ")
     [static] = next(iter(handles.values())).updates
     assert WIDGET_MIME not in static and static["text/plain"]
     assert view._handle.updates[-1][RUN_MIME]["status"] == "stopped"
     assert agent.ledger.records()[-1]["kind"] == "run_cancelled"
+
+
+async def test_widget_outcomes_read_in_order_and_the_approval_shows_the_cards_arguments(
+        agent, monkeypatch):
+    """Approve, then Stop: the outputs read top to bottom in the order things happened, and
+    the approval lists the arguments the card shows (not the tool's filled-in defaults)."""
+    run_id = "run_widget_order"
+    view = live_view(agent, run_id, stop=lambda: agent.stop(run_id))
+    outputs: list[tuple[str, Handle]] = []
+    view._stop_handle = Handle()
+    outputs.append(("stop", view._stop_handle))
+
+    def display_stop() -> Handle:
+        outputs.append(("stop", Handle()))
+        return outputs[-1][1]
+
+    view._display_stop = display_stop
+
+    def show(control) -> None:  # each output goes below the last, as in a cell
+        control.handle = Handle()
+        outputs.append(("question", control.handle))
+
+    from agent_kernel.notebook.widgets import QuestionControl
+    monkeypatch.setattr(QuestionControl, "show", show)
+    agent.questions.attach_answerer()
+    loop = asyncio.get_running_loop()
+    seen: dict = {}
+
+    def on_event(event: Event) -> None:
+        if type(event).__name__ == "Question" and event.question_id in view.questions:
+            control = view.questions[event.question_id]
+            seen["control"] = control.text.value
+            seen["card"] = render_html(view.transcript)
+            loop.call_later(0.05, control.buttons[0].click)  # Approve
+        elif type(event).__name__ == "QuestionAnswered":
+            loop.call_later(0.5, view.stop_button.click)  # while `sleep 30` runs
+
+    agent.bus.subscribe(on_event)
+    result = await agent.arun("run command sleep 30", run_id=run_id)
+    agent.questions.detach_answerer()
+    view.finish()
+    assert view.status == "stopped", result.status
+    lines = [h.updates[-1]["text/plain"] for _, h in outputs if h.updates]
+    shown = [line for line in lines if line]
+    assert len(shown) == 2, lines
+    assert shown[0].startswith("bash: Approved · "), shown
+    assert shown[1].startswith("Stopped · "), shown
+    assert [k for k, _ in outputs][-1] == "stop"
+    # the approval's arguments are the card's: the same names, the same values
+    control_names = re.findall(r"<th[^>]*>([^<]+)</th>", seen["control"])
+    card_names = re.findall(r"<tr><th>([^<]+)</th>", seen["card"])
+    assert control_names and control_names == card_names, (control_names, card_names)
+    assert "sleep 30" in seen["control"]
 
 
 async def test_widget_view_approval_sits_in_the_card_it_gates(agent):
