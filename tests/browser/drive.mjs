@@ -228,6 +228,8 @@ async function testScenario(page, nb) {
       countdown: await nb.text(index, ".akl-countdown, .agent-kernel-countdown"),
     };
     if (EXT) step.contrast = await page.evaluate(textContrast, ".akl-approval-live, .akl-header");
+    // the HTML fallback's warning text (the waiting mark), measured while it shows
+    else step.fallback_contrast = await page.evaluate(textContrast, `.jp-Cell:nth-child(${index + 1}) .agent-kernel-run`);
     step.dark = await page.evaluate(() => document.body.dataset.jpThemeLight === "false");
     await shot(page, "approval-question", nb.cell(index));
     await deny.click();
@@ -237,6 +239,10 @@ async function testScenario(page, nb) {
     step.card = await nb.allText(index, ".agent-kernel-tool, .akl-tool");
     step.outcome = await nb.allText(index, OUTCOME);
     step.widget_outputs = await nb.widgetOutputs(index);
+    if (!EXT) {  // and its status word "denied", a warning colour too
+      step.fallback_contrast.push(...await page.evaluate(textContrast,
+        `.jp-Cell:nth-child(${index + 1}) .agent-kernel-run`));
+    }
     await shot(page, "approval-denied", nb.cell(index));
     report.steps.deny = step;
   }
@@ -445,6 +451,8 @@ async function teamScenario(page, nb) {
     await waiting.first().waitFor({ timeout: STEP_TIMEOUT });
     step.board_waiting = await waiting.first().innerText();
     step.board_waiting_row = await nb.text(4, `${BOARD} tr[data-status='running']`);
+    // the board's warning text ("waiting for your approval"), measured while it shows
+    step.board_waiting_contrast = await page.evaluate(textContrast, `.jp-Cell:nth-child(5) ${BOARD}`);
     await shot(page, "team-board-waiting", nb.cell(4));
     await approve.click();
     await nb.cell(2).locator(OUTCOME, { hasText: "Approved" }).first()

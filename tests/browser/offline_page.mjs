@@ -8,6 +8,7 @@
 import { chromium } from "playwright-core";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import { textContrast } from "./contrast.mjs";
 
 const config = JSON.parse(process.argv[2]);
 const report = { attempted: [], errors: [], page_errors: [], shots: [] };
@@ -39,6 +40,8 @@ async function main() {
       document.querySelectorAll(".agent-kernel-run details").forEach((d) => { d.open = true; });
     });
     report.cards_opened = await page.evaluate(inspect);
+    // every text of the runs, cards open (warning words included), against its background
+    report.contrast = await page.evaluate(textContrast, ".agent-kernel-run");
     await shot(page, `${config.name}-cards-opened`);
   } catch (err) {
     report.errors.push(String(err && err.stack ? err.stack : err));

@@ -120,6 +120,12 @@ def test_approval_denied_shows_arguments_and_the_model_goes_on(report: dict[str,
     else:
         assert step["approval_in_card"] == 0
         assert step["outcome"].startswith("write_file: Denied · ")
+        # the HTML fallback's warning colour: the waiting mark, then the status "denied"
+        measured = step["fallback_contrast"]
+        warnings = {m["text"] for m in measured if "ak-warn" in m["element"]}
+        assert {"?", "denied"} <= warnings, warnings
+        low = [m for m in measured if m["ratio"] < AA]
+        assert not low, json.dumps(low, indent=1, ensure_ascii=False)
 
 
 def test_stop_cancels_and_the_conversation_goes_on(report: dict[str, Any]) -> None:

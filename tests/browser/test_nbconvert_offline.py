@@ -179,3 +179,13 @@ def test_the_page_reads_with_nothing_loaded(exported: dict[str, Any]) -> None:
     assert len(re.findall(r"class=[\"']agent-kernel-run[\"']", page)) == len(CELLS)
     assert len(report["shots"]) == 2 and all(Path(p).stat().st_size > 10_000
                                              for p in report["shots"])
+
+
+def test_every_text_of_the_runs_is_aa_warnings_included(exported: dict[str, Any]) -> None:
+    """WCAG AA (4.5:1) for each text against its background; the denied run's status is a
+    warning word, drawn in the warning colour, so that colour is measured too."""
+    measured = exported["report"]["contrast"]
+    warnings = [m for m in measured if "ak-warn" in m["element"]]
+    assert any(m["text"] == "denied" for m in warnings), json.dumps(measured, indent=1)
+    low = [m for m in measured if m["ratio"] < 4.5]
+    assert not low, json.dumps(low, indent=1, ensure_ascii=False)

@@ -90,6 +90,10 @@ def test_a_workers_approval_is_asked_in_the_tellers_output_naming_it(
     assert step["board_waiting"] == "waiting for your approval"
     assert "sleep 30" in step["board_waiting_row"]
     assert step["board_waiting_after"] == 0
+    warnings = [m for m in step["board_waiting_contrast"] if "ak-warn" in m["element"]]
+    assert any(m["text"] == "waiting for your approval" for m in warnings), warnings
+    assert not _low(step["board_waiting_contrast"]), json.dumps(
+        _low(step["board_waiting_contrast"]), indent=1)
     assert not _low(step["contrast"]), json.dumps(_low(step["contrast"]), indent=1)
 
 
