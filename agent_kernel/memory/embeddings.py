@@ -90,6 +90,11 @@ class MiniLMEmbedder:
         self._tokenizer: Any = None
         self._inputs: tuple[str, ...] = ()
 
+    @property
+    def loaded(self) -> bool:
+        """Whether :meth:`load` has run (onnxruntime imported, the session made)."""
+        return self._session is not None
+
     def load(self) -> None:
         """Load the tokenizer and the ONNX session (once; about half a second)."""
         if self._session is not None:

@@ -115,6 +115,20 @@ class MemoryStore:
         return self.tables.notice
 
     @property
+    def loaded(self) -> bool:
+        """Whether the first use's loading (LanceDB, the table, the embedding model) is done."""
+        return self.tables.opened and getattr(self.tables.embedder, "loaded", True)
+
+    def load(self) -> None:
+        """Do the first use's loading now (seconds, the first time in a process), so a
+        caller can say so before and after: importing LanceDB, opening the table, and
+        loading the embedding model when it is a local one."""
+        self.tables.memories()
+        load = getattr(self.tables.embedder, "load", None)
+        if callable(load):
+            load()
+
+    @property
     def embedder_name(self) -> str:
         """The embedding model in use, or ``none (keyword search)``."""
         self.tables.memories()

@@ -161,6 +161,11 @@ class LanceTables:
             self._async_memories = await db.open_table(MEMORIES)
         return self._async_memories
 
+    @property
+    def opened(self) -> bool:
+        """Whether :meth:`memories` has opened the table (LanceDB imported, embedder chosen)."""
+        return self._memories is not None
+
     def memories(self) -> Table:
         """The ``memories`` table, created on first use with the configured embedder."""
         if self._memories is not None:

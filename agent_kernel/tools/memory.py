@@ -22,10 +22,11 @@ its own words first, leaves them to the tool.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict, TypeVar
 
-from agent_kernel.core.events import Notice
+from agent_kernel.core.events import Loading, Notice
 from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolHost
 from agent_kernel.memory.filters import MAX_CHARS, check_content
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from agent_kernel.memory.service import MemoryStore
 
 T = TypeVar("T")
+MEMORY_LOADING = "the memory index (first use)"
 SNIPPET_CHARS = 300
 HISTORY_CAP = 1000
 RECALL_LIMIT = (1, 20)
@@ -54,8 +56,23 @@ def _open_store(ctx: ToolContext) -> tuple[MemoryStore, str | None]:
     return store, None
 
 
+async def _loaded(ctx: ToolContext) -> None:
+    """The first memory call of a process loads LanceDB and the embedding model (seconds):
+    say so before and after, as a run says it loads the model library."""
+    from agent_kernel.memory.service import store_of
+
+    store = await asyncio.to_thread(store_of, ctx.agent)  # made on first use: no loop wait
+    if store.loaded:
+        return
+    started = time.perf_counter()
+    ctx.emit(Loading(ctx.run_id, MEMORY_LOADING))
+    await asyncio.to_thread(store.load)
+    ctx.emit(Loading(ctx.run_id, MEMORY_LOADING, seconds=time.perf_counter() - started))
+
+
 async def _with_store(ctx: ToolContext, work: Callable[[MemoryStore], T]) -> T:
     """Run ``work(store)`` in a worker thread; say on the loop when search is keyword-only."""
+    await _loaded(ctx)
     store, notice = await asyncio.to_thread(_open_store, ctx)
     if notice:
         ctx.emit(Notice(ctx.run_id, f"Memory: {notice}.", level="warning"))

@@ -292,7 +292,7 @@ class Transcript:
         elif isinstance(event, Notice):
             self.entries.append(("notice", (event.level, event.text)))
         elif isinstance(event, Loading):
-            self.loading = {"what": event.what, "seconds": event.seconds}
+            self._on_loading(event)
         elif isinstance(event, RunError):
             if event.kind in ("cancelled", "limit"):
                 self.entries.append(("notice", ("warning", event.message)))
@@ -331,6 +331,21 @@ class Transcript:
                 continue
             kept.append((kind, value))
         self.entries = kept
+
+    def _on_loading(self, event: Loading) -> None:
+        """The model library's load is the run's ``loading`` line; a later load (the memory
+        index on first use) is a line in the transcript where it happened, then says how
+        long it took."""
+        if self.loading is None or self.loading["what"] == event.what:
+            self.loading = {"what": event.what, "seconds": event.seconds}
+            return
+        line = ("notice", ("info", event.shown))
+        for i in range(len(self.entries) - 1, -1, -1):
+            kind, value = self.entries[i]
+            if kind == "notice" and value == ("info", Loading(event.run_id, event.what).shown):
+                self.entries[i] = line
+                return
+        self.entries.append(line)
 
     def _gated(self, tool: str | None) -> ToolCard | None:
         """The running card an approval of ``tool`` gates (else the last running card)."""

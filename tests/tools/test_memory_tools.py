@@ -249,3 +249,48 @@ def test_import_and_a_new_agent_load_no_heavy_memory_libraries(tmp_path: Path) -
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "ws")],
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+async def test_the_first_memory_call_says_it_loads_the_index(tmp_path: Path) -> None:
+    """LanceDB and the embedding model take seconds on first use: the run says so at once,
+    then how long it took, as it does for the model library; later calls say nothing."""
+    from agent_kernel.core.events import Loading
+    from agent_kernel.views.mime import Transcript
+
+    agent = Agent(workspace=tmp_path / "ws")
+    seen: list[Loading] = []
+    agent.bus.subscribe(lambda e: seen.append(e) if isinstance(e, Loading) else None)
+    transcript = Transcript(run_id="run_first")
+    agent.bus.subscribe(lambda e: transcript.feed(e) if e.run_id == "run_first" else None)
+    result = await agent.arun("remember that the standup is in the Oak room",
+                              run_id="run_first")
+    assert result.ok
+    memory = [e for e in seen if e.what == "the memory index (first use)"]
+    assert [e.seconds is None for e in memory] == [True, False], seen
+    assert memory[0].shown == "loading the memory index (first use)…"
+    assert memory[1].shown.startswith("loaded the memory index (first use) in ")
+    loading = transcript.state()["loading"]  # the demo model loads no library: the run's line
+    assert loading and loading["what"] == "the memory index (first use)", loading
+    assert loading["seconds"] is not None
+    seen.clear()
+    await agent.arun("what do you remember about the standup?", run_id="run_second")
+    assert not [e for e in seen if e.what == "the memory index (first use)"], seen
+
+
+def test_a_memory_load_after_the_model_librarys_is_a_line_where_it_happened() -> None:
+    """The model library keeps the run's loading line; the memory index's load, later in
+    the run, is one line in the transcript, first "loading…", then how long it took."""
+    from agent_kernel.core.events import Loading
+    from agent_kernel.views.mime import Transcript
+
+    transcript = Transcript(run_id="r")
+    transcript.feed(Loading("r", "the model library (first run)"))
+    transcript.feed(Loading("r", "the model library (first run)", seconds=2.0))
+    transcript.feed(Loading("r", "the memory index (first use)"))
+    notices = [e for e in transcript.state()["entries"] if e["kind"] == "notice"]
+    assert [n["text"] for n in notices] == ["loading the memory index (first use)…"]
+    transcript.feed(Loading("r", "the memory index (first use)", seconds=8.25))
+    state = transcript.state()
+    assert state["loading"] == {"what": "the model library (first run)", "seconds": 2.0}
+    notices = [e for e in state["entries"] if e["kind"] == "notice"]
+    assert [n["text"] for n in notices] == ["loaded the memory index (first use) in 8.2 s"]
