@@ -105,6 +105,26 @@ def check_text(name: str, value: str) -> str:
     return value.strip()
 
 
+def _local(moment: str | None) -> str:
+    """An ISO time as local ``2026-11-23 17:19 CET``; anything else as it is."""
+    try:
+        parsed = parse_iso(str(moment))
+    except (ValueError, TypeError):
+        parsed = None
+    return parsed.astimezone().strftime("%Y-%m-%d %H:%M %Z") if parsed else str(moment)
+
+
+def every(seconds: float | None) -> str:
+    """An interval as people say it: ``every 2 s``, ``every 10 min``, ``every hour``."""
+    if seconds is None:
+        return "every ? s"
+    for size, unit, one in ((86400, "days", "day"), (3600, "h", "hour"), (60, "min", "minute")):
+        if seconds >= size and seconds % size == 0:
+            n = int(seconds // size)
+            return f"every {one}" if n == 1 else f"every {n} {unit}"
+    return f"every {seconds:g} s"
+
+
 @dataclass
 class Trigger:
     """One trigger, as saved, listed and handed to the runs it fires."""
@@ -187,9 +207,9 @@ class Trigger:
     def schedule_text(self) -> str:
         """When it runs, in a few words."""
         if self.kind == "recurring":
-            return f"every {self.interval:g} s"
+            return every(self.interval)
         if self.kind in ONE_SHOT:
-            return f"once at {self.run_at}"
+            return f"once at {_local(self.run_at)}"
         if self.kind == "cron":
             return f"cron {self.cron}"
         from agent_kernel.triggers.conditions import Condition, ConditionError

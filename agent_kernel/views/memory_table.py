@@ -1,4 +1,4 @@
-"""Memories as a table: HTML in a notebook, text in a terminal (``%agent_memory`` and
+"""Memories as a short list: HTML in a notebook, text in a terminal (``%agent_memory`` and
 ``python -m agent_kernel memory``). Every value is escaped (:mod:`.safe_html`)."""
 
 from __future__ import annotations
@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from agent_kernel.views.safe_html import esc
-
-COLUMNS = ("timestamp", "content", "tags", "long_term", "score", "memory_id")
 
 
 def local_time(value: object) -> str:
@@ -21,51 +19,64 @@ def local_time(value: object) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M %Z") if moment else str(value)
 
 
+def memory_line(row: Mapping[str, object]) -> str:
+    """The quiet line under a memory's text: its local date, tags, and kind."""
+    parts = [local_time(row["timestamp"])] if row.get("timestamp") else []
+    tags = row.get("tags")
+    if isinstance(tags, list) and tags:
+        parts.append("tags: " + ", ".join(str(t) for t in tags))
+    if row.get("long_term"):
+        parts.append("long-term")
+    return " · ".join(parts)
+
+
+def secondary(row: Mapping[str, object]) -> str:
+    """What a person rarely needs (to forget one, to see why it matched): id and score."""
+    parts = [str(row["memory_id"])] if row.get("memory_id") else []
+    if isinstance(row.get("score"), float):
+        parts.append(f"match {row['score']:.2f}")
+    return " · ".join(parts)
+
+
+_QUIET = "color:var(--jp-ui-font-color2,#4a4a4a);font-size:12px"
+
+
 class MemoryTable:
-    """Rows of memories shown as an HTML table in a notebook and as text elsewhere."""
+    """Memories as a short list (text, then date and tags), in a notebook and elsewhere.
+
+    The text leads; its local date with the zone, its tags and whether it is long-term
+    follow in a quiet line. Ids and match scores are secondary: folded under "ids and
+    scores" in HTML (``%agent_memory forget`` takes an id), at the end of the quiet line
+    in text."""
 
     def __init__(self, rows: Sequence[Mapping[str, object]], title: str) -> None:
         self.rows = rows
         self.title = title
-        self.columns = [c for c in COLUMNS if any(c in r for r in rows)] or list(COLUMNS[:3])
-
-    @staticmethod
-    def _cell(row: Mapping[str, object], column: str, width: int | None = None) -> str:
-        value = row.get(column, "")
-        if column == "tags":
-            value = ", ".join(str(t) for t in value) if isinstance(value, list) else ""
-        elif column == "long_term":
-            value = "long-term" if value else "short-term"
-        elif column == "score":
-            value = f"{value:.2f}" if isinstance(value, float) else ""
-        elif column == "timestamp" and value:
-            value = local_time(value)
-        text = str(value).replace("\n", " ")
-        if width and len(text) > width:
-            text = text[: width - 1] + "…"
-        return text
 
     def __repr__(self) -> str:
         if not self.rows:
             return f"{self.title}: none."
         lines = [f"{self.title}:"]
-        for row in self.rows:
-            lines.append("  " + " | ".join(self._cell(row, c, 80) for c in self.columns))
+        for n, row in enumerate(self.rows, 1):
+            text = str(row.get("content", "")).replace("\n", " ")
+            lines.append(f"  {n}. {text[:119] + '…' if len(text) > 120 else text}")
+            quiet = " · ".join(p for p in (memory_line(row), secondary(row)) if p)
+            if quiet:
+                lines.append(f"     {quiet}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        # Ids are secondary (quiet, last); numbers align right; text aligns left at the top.
-        def style(column: str) -> str:
-            align = "right" if column == "score" else "left"
-            quiet = ";color:var(--jp-ui-font-color2,#4a4a4a);font-size:11px" if (
-                column == "memory_id") else ""
-            return f"text-align:{align};vertical-align:top{quiet}"
-
-        head = "".join(f"<th style='{style(c)}'>{esc(c)}</th>" for c in self.columns)
-        body = "".join(
-            "<tr>" + "".join(f"<td style='{style(c)}'>{esc(self._cell(r, c))}</td>"
-                             for c in self.columns) + "</tr>" for r in self.rows)
-        empty = "" if self.rows else "<p><em>none</em></p>"
-        return (f"<div class='agent-kernel-memory'><strong>{esc(self.title)}</strong>"
-                f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{empty}"
-                "</div>")
+        items = "".join(
+            f"<li style='margin:0 0 6px'><div style='white-space:pre-wrap'>"
+            f"{esc(row.get('content', ''))}</div>"
+            f"<div class='ak-memory-line' style='{_QUIET}'>{esc(memory_line(row))}</div></li>"
+            for row in self.rows)
+        listed = (f"<ol style='margin:4px 0;padding-left:1.8em'>{items}</ol>" if self.rows
+                  else "<p><em>none</em></p>")
+        ids = "".join(f"<li>{esc(secondary(row))}</li>" for row in self.rows
+                      if secondary(row))
+        folded = (f"<details style='{_QUIET}'><summary>ids and scores</summary>"
+                  f"<ol style='margin:2px 0;padding-left:1.8em'>{ids}</ol></details>"
+                  if ids else "")
+        return (f"<div class='agent-kernel-memory' style='font-size:13px;line-height:1.45'>"
+                f"<strong>{esc(self.title)}</strong>{listed}{folded}</div>")

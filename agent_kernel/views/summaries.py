@@ -86,7 +86,7 @@ def _javascript(_arguments: JsonObject, result: object) -> str | None:
 def _write_file(arguments: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict):
         return None
-    verb = "appended to" if result.get("mode") == "append" else "wrote"
+    verb = "added to" if result.get("mode") == "append" else "saved"
     path = result.get("path", arguments.get("path"))
     return f"{verb} {path} · {_count(result.get('bytes', 0), 'byte')}"
 
@@ -121,6 +121,40 @@ def _listing(key: str, one: str, many: str | None = None) -> Summariser:
             return _count(len(result[key]), one, many)
         return None
     return summarise
+
+
+def _quoted(texts: list[str], room: int = 90) -> str:
+    """The first texts, quoted and cut to fit one line: ``“a”, “b” and 2 more``."""
+    shown: list[str] = []
+    for text in texts:
+        one = " ".join(str(text).split())
+        if shown and sum(len(s) + 4 for s in shown) + min(len(one), 30) > room:
+            break
+        shown.append(_short(one, max(30, room - sum(len(s) + 4 for s in shown))))
+    more = len(texts) - len(shown)
+    quoted = ", ".join(f"“{s}”" for s in shown)
+    return f"{quoted} and {more} more" if more else quoted
+
+
+def _memories(key: str, verb: str, one: str = "memory", many: str = "memories") -> Summariser:
+    """``recalled 2 memories: “the standup is in the Oak room”, “deploys on Tuesday”``."""
+    def summarise(_arguments: JsonObject, result: object) -> str | None:
+        found = result.get(key) if isinstance(result, dict) else None
+        if not isinstance(found, list):
+            return None
+        if not found:
+            return f"{verb} no {many}"
+        texts = [r.get("content") or r.get("summary") or "" for r in found
+                 if isinstance(r, dict)]
+        return f"{verb} {_count(len(found), one, many)}: {_quoted(texts)}"
+    return summarise
+
+
+def _remembered(arguments: JsonObject, result: object) -> str | None:
+    content = arguments.get("content")
+    if not isinstance(result, dict) or not isinstance(content, str):
+        return None
+    return f"remembered “{_short(' '.join(content.split()), 80)}”"
 
 
 def _ask_user(_arguments: JsonObject, result: object) -> str | None:
@@ -191,9 +225,10 @@ SUMMARISERS: dict[str, Summariser] = {
     "read_file": _read_file,
     "list_files": _list_files,
     "get_workspace_info": _workspace_info,
-    "recall": _listing("memories", "memory", "memories"),
-    "search_memory": _listing("hits", "hit"),
-    "memory_recently": _listing("items", "memory", "memories"),
+    "remember": _remembered,
+    "recall": _memories("memories", "recalled"),
+    "search_memory": _memories("hits", "found"),
+    "memory_recently": _memories("items", "listed", "recent memory", "recent memories"),
     "history": _listing("messages", "message"),
     "list_tasks": _listing("tasks", "task"),
     "ask_user": _ask_user,

@@ -189,7 +189,7 @@ def test_reopened_without_a_kernel_every_run_reads_in_full(report: dict[str, Any
     assert "standup is in the Oak room" in reopened["memory"]
     if report["mode"] == "extension":  # saved while its trigger was live: text, no button
         live = reopened["live_panel_controls"]
-        assert "every 600 s · remind me to drink water" in live
+        assert "every 10 min · remind me to drink water" in live
         assert "%agent_triggers cancel trg_" in live
         assert reopened["live_panel_buttons"] == 0
         assert report["steps"]["live_trigger"]["buttons"] == 1  # Cancel, while it ran

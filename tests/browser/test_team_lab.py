@@ -112,8 +112,8 @@ def test_the_board_shows_the_running_worker_and_stop_ends_it(report: dict[str, A
     assert re.search(r"Stopped task_\w+", step["stopped"]), step["stopped"]
     trigger = report["steps"]["approval"]["trigger"].removeprefix("TRIGGER ").strip()
     assert step["cancel_buttons"] == 1 and step["cancels_left"] == 1  # the trigger's
-    assert re.search(rf"Cancel\s*{trigger}\s*trigger · every 600 s", step["controls"])
-    assert re.search(rf"Cancelled {trigger} \(trigger · every 600 s", step["outcome"])
+    assert re.search(rf"Cancel\s*{trigger}\s*trigger · every 10 min", step["controls"])
+    assert re.search(rf"Cancelled {trigger} \(trigger · every 10 min", step["outcome"])
     assert step["buttons_after"] == 0
     assert step["run_status"] in ("done", "done_with_failures", "stopped")
     assert "Nothing is running." in step["board_after"]

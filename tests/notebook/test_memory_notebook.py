@@ -41,7 +41,8 @@ def test_memory_notebook_runs_and_memory_survives_a_restart(run_notebook, output
     assert first.index("standup happens in the Oak room") < first.index("deploy to production")
     table = next(c for c in cells if c.source == "%agent_memory")
     html = output_text(table, "text/html")
-    assert "<table>" in html and "memory_id" in html and "standup happens in the Oak room" in html
+    assert "<ol" in html and "standup happens in the Oak room" in html
+    assert "<summary>ids and scores</summary>" in html and "mem_" in html  # folded
     search = _text(next(c for c in cells if c.source.startswith("%agent_memory search")),
                    output_text)
     assert search.index("deploy to production") < search.index("standup")

@@ -440,7 +440,7 @@ async def test_errors_reach_the_model_as_tool_results(agent: Agent) -> None:
 def test_summaries_of_the_file_answers() -> None:
     assert summarise("write_file", {"path": "notes.txt"},
                      {"ok": True, "path": "files/notes.txt", "bytes": 27, "mode": "overwrite"},
-                     success=True, duration_ms=3) == "wrote files/notes.txt · 27 bytes · 3 ms"
+                     success=True, duration_ms=3) == "saved files/notes.txt · 27 bytes · 3 ms"
     assert summarise("read_file", {"path": "a.txt"}, {"ok": True, "content": "héllo"},
                      success=True, duration_ms=None) == "read a.txt · 6 bytes"
     assert summarise("list_files", {}, {"ok": True, "path": "files", "truncated": True,

@@ -225,7 +225,7 @@ async def test_panel_is_a_static_table_and_its_cancel_button_cancels(tmp_path: P
     bundle = panel.bundle()
     assert set(bundle) == {"text/html", "text/plain"}  # never a widget
     html = bundle["text/html"]
-    assert "every 3600 s" in html and "not run yet" in html and "data-status='active'" in html
+    assert "every hour" in html and "not run yet" in html and "data-status='active'" in html
     assert re.search(r"\d\d:\d\d:\d\d \S+<br><span class='ak-muted'>in (59|60) min", html)
     shown_id = trigger.id.replace("_", "_<wbr>")  # wraps at its underscores in a narrow cell
     assert html.index("echo from the panel") < html.index(f"class='ak-id'>{shown_id}")
@@ -242,7 +242,7 @@ async def test_panel_is_a_static_table_and_its_cancel_button_cancels(tmp_path: P
     assert controls.settled and "moved to a newer triggers panel" in controls.outcomes[0]
     newer.controls.rows[trigger.id].buttons["cancel"].click()
     assert not trigger.active and newer.controls.settled
-    assert newer.controls.outcomes[0].startswith(f"Cancelled {trigger.id} (every 3600 s) · ")
+    assert newer.controls.outcomes[0].startswith(f"Cancelled {trigger.id} (every hour) · ")
     assert "data-status='cancelled'" in panel.bundle()["text/html"]
     await scheduler.close()
 
@@ -273,7 +273,7 @@ async def test_extension_draws_the_panel_controls_and_its_clicks_come_over_the_c
     bundle = controls.bundle()
     state = bundle[CONTROLS_MIME]
     assert [r["trigger_id"] for r in state["rows"]] == [trigger.id, other.id]
-    assert state["rows"][0]["label"].startswith("every 3600 s · echo from the extension")
+    assert state["rows"][0]["label"].startswith("every hour · echo from the extension")
     assert f"%agent_triggers cancel {trigger.id}" in bundle["text/plain"]
     assert "<script" not in bundle["text/html"]
     assert probe.handle({"action": "trigger", "op": "cancel", "trigger_id": "trg_nope"}) == (
@@ -284,7 +284,7 @@ async def test_extension_draws_the_panel_controls_and_its_clicks_come_over_the_c
     assert not trigger.active and other.active
     live = controls.handle.bundles[-1]
     assert [r["trigger_id"] for r in live[CONTROLS_MIME]["rows"]] == [other.id]
-    assert live[CONTROLS_MIME]["outcomes"][0].startswith(f"Cancelled {trigger.id} (every 3600 s)")
+    assert live[CONTROLS_MIME]["outcomes"][0].startswith(f"Cancelled {trigger.id} (every hour)")
     scheduler.cancel(other.id)  # cancelled elsewhere (the magic): the controls settle to text
     final = controls.handle.bundles[-1]
     assert controls.settled and set(final) == {"text/plain", "text/html"}

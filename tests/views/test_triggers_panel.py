@@ -50,6 +50,6 @@ def test_saved_panels_show_the_runs_with_local_times(run_notebook, tmp_path) -> 
     assert [sorted(out["data"]) for out in memory] == [["text/html", "text/plain"]]
     table = memory[0]["data"]["text/html"]
     assert "standup is in the Oak room" in table and re.search(r"\d\d:\d\d CES?T", table)
-    heads = re.findall(r"<th style='([^']*)'>", table)
-    cells = re.findall(r"<td style='([^']*)'>", table)
-    assert heads and cells[: len(heads)] == heads  # each column aligned as its header
+    # a short list: the text, then its date; the id folded away
+    shown, folded = table.split("<details", 1)
+    assert "<ol" in shown and "mem_" not in shown and "mem_" in folded
