@@ -117,12 +117,12 @@ class TeamBoard:
         previous, _LIVE = _LIVE, self
         if previous is not None and previous is not self:
             previous.retire()
-        self.output.show()
-        if controls:
+        if controls:  # above the board: Stop sits next to the Running section it acts on
             made: BoardControls = (ExtensionBoardControls(self, channel) if channel is not None
                                    else WidgetBoardControls(self))
             self.controls = made
             made.show()
+        self.output.show()
         self._schedule_refresh()
 
     # -- updates --------------------------------------------------------------------
@@ -226,7 +226,8 @@ class BoardControls:
         sup = self.board.supervisor
         rows: dict[str, tuple[str, str]] = {}
         for task in list(sup.running.values()):
-            rows[task.id] = ("stop", f"{task.agent_id} · running: {one_line(task.prompt, 60)}")
+            rows[task.id] = ("stop", f"{str(task.role).capitalize()} · running: "
+                                     f"{one_line(task.prompt, 60)}")
         for role, queue in sup.queues.items():
             for task in queue.waiting():
                 rows[task.id] = ("cancel", f"{role} · priority {task.priority} · queued: "

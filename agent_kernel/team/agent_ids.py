@@ -3,7 +3,9 @@
 Agent ids go on across kernels, so a role made by an earlier kernel's ``planner-1`` is
 never a new kernel's ``planner-1``'s: a team starts counting one past the highest id its
 workspace's team files name, believing only ids it can parse and a number no file could
-have pushed past the id grammar.
+have pushed past the id grammar. Two teams on one workspace at once (two kernels, or two
+teams in one) draw their numbers from one counter file under a cross-process lock
+(:func:`reserve_agent_number`), so no two agents of a workspace share a name.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agent_kernel.core.safe_open import LockTimeout, WorkspaceLock, read_capped, write_atomic
 from agent_kernel.core.safe_open import names as file_names
-from agent_kernel.core.safe_open import read_capped
 from agent_kernel.team.members import AGENTS_FOLDER
 from agent_kernel.team.queue import FOLDER, INTERRUPTED
 from agent_kernel.team.roles import agent_number, looks_numbered
@@ -27,6 +29,10 @@ ID_FIELDS = {ROLES_FOLDER: ("createdBy",), FOLDER: ("agent_id", "parent_agent_id
 """The fields of each team folder's files that name a built-in agent."""
 MAX_ID_FILES = 10_000
 MAX_ID_FILE_BYTES = 1024 * 1024
+COUNTER = "team/agent-numbers"
+"""The last agent number handed out on this workspace (a decimal number, no ``.json``: the
+scan above reads every ``.json`` file of the team folders as a team record)."""
+COUNTER_LOCK = "team/agent-numbers.lock"
 
 
 def first_agent_number(root: Path) -> tuple[int, list[str]]:
@@ -71,4 +77,24 @@ def first_agent_number(root: Path) -> tuple[int, list[str]]:
     return highest + 1, problems
 
 
-__all__ = ["TRUSTED_AGENT_NUMBER", "first_agent_number"]
+def reserve_agent_number(root: Path, at_least: int) -> int:
+    """The next planner/worker number of the workspace at ``root``, never below
+    ``at_least``: each number is handed out once across every team of every kernel on the
+    workspace (the counter file, under a cross-process lock). A counter that does not read
+    as a number a workspace may have named counts as none; a lock held past a few seconds
+    (a stuck process) gives ``at_least``, as before the counter."""
+    try:
+        with WorkspaceLock(root, COUNTER_LOCK, timeout=5.0):
+            try:
+                text = read_capped(root, COUNTER, 64).decode("ascii", "replace").strip()
+            except (OSError, ValueError):
+                text = ""
+            last = int(text) if text.isdigit() and len(text) <= 12 else 0
+            number = max(at_least, last + 1 if last <= TRUSTED_AGENT_NUMBER else 0)
+            write_atomic(root, COUNTER, f"{number}\n".encode())
+            return number
+    except (LockTimeout, OSError):
+        return at_least
+
+
+__all__ = ["TRUSTED_AGENT_NUMBER", "first_agent_number", "reserve_agent_number"]

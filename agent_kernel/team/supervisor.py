@@ -36,7 +36,11 @@ from agent_kernel.engine.agent import Agent, RunResult
 from agent_kernel.engine.models import Model
 from agent_kernel.engine.registry import Tool, ToolContext, ToolError, Toolset
 from agent_kernel.engine.services import AgentServices, TaskSummary, share_kernel
-from agent_kernel.team.agent_ids import TRUSTED_AGENT_NUMBER, first_agent_number
+from agent_kernel.team.agent_ids import (
+    TRUSTED_AGENT_NUMBER,
+    first_agent_number,
+    reserve_agent_number,
+)
 from agent_kernel.team.asking import NamedQuestions, PendingQuestion, QuestionStore
 from agent_kernel.team.board import TaskBoard, TaskLife
 from agent_kernel.team.budget import TeamBudget
@@ -190,8 +194,10 @@ class Supervisor:
         return agent
 
     def next_agent_id(self, role: str) -> str:
-        """A new ``planner-N`` / ``worker-N`` (:meth:`dispatch` checks there is one left)."""
-        number, self._next_number = self._next_number, self._next_number + 1
+        """A new ``planner-N`` / ``worker-N`` (:meth:`dispatch` checks there is one left),
+        unique on the workspace: another team there (another kernel's) takes numbers too."""
+        number = reserve_agent_number(self.workspace.root, self._next_number)
+        self._next_number = number + 1
         return f"{role}-{number}"
 
     def label(self, agent: Agent, task: Task) -> None:

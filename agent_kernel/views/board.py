@@ -62,12 +62,27 @@ _LEFT = "style='text-align:left'"
 _RIGHT = "style='text-align:right'"
 
 
+WORK_WORDS = 4
+"""How many words of its task name an agent (``run command sleep 30 · Worker``)."""
+
+
 def one_line(text: object, limit: int = PROMPT_CHARS) -> str:
     """``text`` on one line, redacted, cut at ``limit`` characters."""
     from agent_kernel.core.redaction import redact_text
 
     line = " ".join(redact_text(str(text or "")).split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def work_name(task: object, role: object) -> str:
+    """An agent named by its work, as a person would: ``research Lisbon for a… · Worker``
+    (its id, ``worker-6``, goes in a tooltip); a role alone when it works on nothing."""
+    words = one_line(task, 200).split()
+    role_word = str(role or "agent").replace("_", " ").capitalize()
+    if not words:
+        return role_word
+    short = " ".join(words[:WORK_WORDS]).rstrip(".,:;")
+    return f"{short}{'…' if len(words) > WORK_WORDS else ''} · {role_word}"
 
 
 # -- the snapshot -----------------------------------------------------------------------
@@ -366,21 +381,40 @@ def _section(title: str, count: int | None, body: str) -> str:
     return f"<div class='ak-section'>{esc(title)}{number}</div>{body}"
 
 
+def _work_of(row: AgentRow) -> str:
+    """The task an agent's name comes from: a delegated task's prompt, not a spawned
+    agent's "spawned by" line nor the desk's trigger count."""
+    task = row["task"]
+    return task if row["task_id"] and not task.startswith("spawned by") else ""
+
+
+def _folded(title: str, count: int, body: str) -> str:
+    """A section a person opens when they want it (roles, artifacts): the work comes first."""
+    return (f"<details class='ak-fold'><summary class='ak-section'>{esc(title)} · {count}"
+            f"</summary>{body}</details>")
+
+
+def _who(agent_id: object) -> str:
+    """Who asked, in a word (``Planner`` for ``planner-3``; the id is the cell's tooltip)."""
+    text = str(agent_id or "").strip()
+    if not text:
+        return "-"
+    head, _, number = text.rpartition("-")
+    return (head if head and number.isdigit() else text).replace("_", " ").capitalize()
+
+
 def _none(text: str) -> str:
     return f"<div class='ak-muted'>{esc(text)}</div>"
 
 
-def _id(text: str | None) -> str:
-    return f"<td {_LEFT} class='ak-id'>{esc(text or '').replace('_', '_<wbr>')}</td>"
-
-
 def _queue_rows(rows: list[TaskRow], now: datetime) -> list[str]:
     return [f"<tr class='agent-kernel-team-task' data-task-id='{esc(r['id'])}' "
-            f"data-status='{esc(r['status'])}'>"
+            f"data-status='{esc(r['status'])}' title='{esc(r['id'])}'>"
             f"<td {_RIGHT} class='ak-num'>{esc(r['priority'])}</td>"
             f"<td {_LEFT}>{esc(r['role'])}<br><span class='ak-muted'>{esc(r['status'])}</span></td>"
             f"<td {_LEFT} class='ak-prompt'>{esc(r['prompt'])}</td>"
-            f"<td {_LEFT}>{esc(r['by'] or '-')}</td>{_when_html(r['created'], now)}{_id(r['id'])}"
+            f"<td {_LEFT} title='{esc(r['by'] or '')}'>{esc(_who(r['by']))}</td>"
+            f"{_when_html(r['created'], now)}"
             "</tr>" for r in rows]
 
 
@@ -394,15 +428,16 @@ def board_html(state: Mapping[str, Any]) -> str:
     parts = [header]
     running = state["running"]
     parts.append(_section("Running", len(running), _table(
-        ("Agent", "Priority", "Prompt", "Started", "Task"),
+        ("Agent", "Priority", "Prompt", "Started"),
         (f"<tr class='agent-kernel-team-task' data-task-id='{esc(r['id'])}' "
-         f"data-status='running'><td {_LEFT}>{esc(r['agent'] or '-')}<br>"
-         f"<span class='ak-muted'>{esc(r['role'])}</span>"
+         f"data-status='running' title='{esc(r['id'])}'><td {_LEFT} "
+         f"title='{esc(r['agent'] or '')}'>"
+         f"{esc(str(r['role']).capitalize())}"
          + (f"<br><span class='ak-warn agent-kernel-team-waiting'>{esc(r['waiting'])}</span>"
             if r.get("waiting") else "") + "</td>"
          f"<td {_RIGHT} class='ak-num'>{esc(r['priority'])}</td>"
          f"<td {_LEFT} class='ak-prompt'>{esc(r['prompt'])}</td>"
-         f"{_when_html(r['started'], now)}{_id(r['id'])}</tr>" for r in running))
+         f"{_when_html(r['started'], now)}</tr>" for r in running))
         if running else _none("Nothing is running.")))
     queues = state["queues"]
     limits = state.get("limits", {})
@@ -411,7 +446,7 @@ def board_html(state: Mapping[str, Any]) -> str:
               "worker": f"Worker queue · at most {limits.get('max_workers', '?')} run at once, "
                         "in the order they start",
               "held": "Held · a Planner's delegations, queued when its run ends"}
-    head = ("Priority", "Role", "Prompt", "From", "Created", "Task")
+    head = ("Priority", "Role", "Prompt", "From", "Created")
     for name in ("planner", "worker", "held"):
         rows = queues.get(name, [])
         if rows or name != "held":
@@ -420,25 +455,27 @@ def board_html(state: Mapping[str, Any]) -> str:
     triggers = state["triggers"]
     if triggers:
         parts.append(_section("Triggers", len(triggers), _table(
-            ("Status", "Schedule", "Priority", "Prompt", "Trigger"),
-            (f"<tr class='agent-kernel-team-trigger' data-trigger-id='{esc(r['id'])}'>"
+            ("Status", "Schedule", "Priority", "Prompt"),
+            (f"<tr class='agent-kernel-team-trigger' data-trigger-id='{esc(r['id'])}' "
+             f"title='{esc(r['id'])}'>"
              f"<td {_LEFT}><span class='{'ak-ok' if r['status'] == 'active' else 'ak-warn'}'>"
              f"{esc(r['status'])}</span></td><td {_LEFT}>{esc(r['schedule'])}<br>"
              f"<span class='ak-muted'>{esc(r['type'])}</span></td>"
              f"<td {_RIGHT} class='ak-num'>{esc(r['priority'])}</td>"
-             f"<td {_LEFT} class='ak-prompt'>{esc(r['prompt'])}</td>{_id(r['id'])}</tr>"
+             f"<td {_LEFT} class='ak-prompt'>{esc(r['prompt'])}</td></tr>"
              for r in triggers))))
     agents = state["agents"]
     parts.append(_section("Agents", len(agents), _table(
-        ("Agent", "Role", "Working on"),
+        ("Agent", "Working on"),
         (f"<tr class='agent-kernel-team-agent' data-agent-id='{esc(r['id'])}'>"
-         f"<td {_LEFT}><code>{esc(r['id'])}</code></td><td {_LEFT}>{esc(r['role'])}</td>"
+         f"<td {_LEFT} title='{esc(r['id'])}'>"
+         f"{esc(work_name(_work_of(r), r['role']))}</td>"
          f"<td {_LEFT} class='ak-prompt'>{esc(r['task']) or '<span class=ak-muted>idle</span>'}"
          "</td></tr>" for r in agents))))
     roles = state["roles"]
     made = [r for r in roles if not r["builtin"]]
     shown_roles = [r for r in roles if r["builtin"]] + made[-LIST_LIMIT:]
-    parts.append(_section("Roles", len(roles), _table(
+    parts.append(_folded("Roles", len(roles), _table(
         ("Role", "Made by", "Tools"),
         (f"<tr class='agent-kernel-team-role' data-builtin='{str(r['builtin']).lower()}'>"
          f"<td {_LEFT}><b>{esc(r['name'])}</b></td><td {_LEFT}>"
@@ -459,7 +496,7 @@ def board_html(state: Mapping[str, Any]) -> str:
     artifacts, count = state["artifacts"], state.get("artifact_count", len(state["artifacts"]))
     more = (f"<div class='ak-muted'>and {count - len(artifacts)} older</div>"
             if count > len(artifacts) else "")
-    parts.append(_section("Artifacts", count, _table(
+    parts.append(_folded("Artifacts", count, _table(
         ("Type", "Made by", "Created", "Reference"),
         (f"<tr class='agent-kernel-team-artifact'><td {_LEFT}>{esc(r['type'])}</td>"
          f"<td {_LEFT}>{esc(r['createdBy'])}</td>{_when_html(r['createdAt'], now)}"

@@ -68,7 +68,7 @@ from agent_kernel.views.run_record import (
     Usage,
 )
 from agent_kernel.views.run_record import Loading as LoadingLine
-from agent_kernel.views.summaries import is_envelope, result_kind, summarise
+from agent_kernel.views.summaries import is_envelope, result_kind, summarise, task_words
 
 RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
 APPROVE, DENY, ALWAYS = "Approve", "Deny", "Always allow this tool"
@@ -307,7 +307,7 @@ class Transcript:
         found = self.agents.get(event.task_id)
         if found is None:
             who = {"agent_id": event.agent_id, "role": event.role, "task_id": event.task_id,
-                   "prompt": redact_text(event.prompt)}
+                   "prompt": redact_text(task_words(event.prompt))}
             found = self.agents[event.task_id] = (who, Transcript(run_id=event.inner.run_id))
             self._order[event.task_id] = event.order
             parent = self.agents.get(event.parent_task_id or "")

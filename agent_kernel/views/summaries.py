@@ -242,6 +242,16 @@ SUMMARISERS: dict[str, Summariser] = {
 }
 
 
+def task_words(prompt: str) -> str:
+    """A team agent's task as a person reads it: a spawned agent's first message is its
+    instructions (who it is, its brief, how to report: ``team.members.brief_text``), of
+    which the objective is the task; any other prompt is the task itself."""
+    for line in prompt.splitlines():
+        if line.startswith("Objective: ") and prompt.startswith("You are "):
+            return line.removeprefix("Objective: ").strip() or prompt
+    return prompt
+
+
 def asked_by(details: JsonObject | None) -> str | None:
     """Who asks, for a question a team agent put to the person (``worker-3 (Worker)``)."""
     agent = (details or {}).get("asked_by")

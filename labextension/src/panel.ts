@@ -157,7 +157,8 @@ export class PanelControlsRenderer extends Widget implements IRenderMime.IRender
           this._button(label, `${look} agent-kernel-team-${row.op}`, row.id, row.op, 'team')
         );
       }
-      line.appendChild(el('code', 'akl-code', row.id));
+      // the words lead; the task's id is a tooltip (the saved text still names it, to type)
+      line.title = row.id;
       line.appendChild(el('span', '', row.label));
       if (!live) {
         line.appendChild(

@@ -477,6 +477,12 @@ async function teamScenario(page, nb) {
       stop_buttons: await cell.locator("button.agent-kernel-team-stop").count(),
       cancel_buttons: await cell.locator("button.agent-kernel-team-cancel").count(),
       controls: await nb.allText(4, TEAM_CONTROLS),
+      controls_above_board: await cell.evaluate((c) => {
+        const stop = c.querySelector("button.agent-kernel-team-stop");
+        const board = c.querySelector(".agent-kernel-team-board");
+        return Boolean(stop && board &&
+          (stop.compareDocumentPosition(board) & Node.DOCUMENT_POSITION_FOLLOWING));
+      }),
       contrast: await page.evaluate(textContrast,
         `.jp-Cell:nth-child(5) ${BOARD}, .jp-Cell:nth-child(5) .akl-panel-controls`),
     };

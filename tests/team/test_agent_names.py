@@ -1,0 +1,105 @@
+"""No two agents of one workspace share a name, whichever team or kernel made them.
+
+Each team used to count ``worker-N`` from the workspace's files when it was made, so two
+teams at once (two kernels on one workspace, or two teams in one) both made a
+``worker-6``. Numbers now come from one counter file under a cross-process lock.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from agent_kernel import Team
+from agent_kernel.team.agent_ids import COUNTER, reserve_agent_number
+
+
+def test_two_teams_on_one_workspace_never_share_an_agent_name(tmp_path: Path) -> None:
+    first, second = Team(workspace=tmp_path / "ws"), Team(workspace=tmp_path / "ws")
+    names = []
+    for _ in range(5):
+        names.append(first.supervisor.next_agent_id("worker"))
+        names.append(second.supervisor.next_agent_id("worker"))
+        names.append(second.supervisor.next_agent_id("planner"))
+    assert len(set(names)) == len(names), names
+    assert names[:3] == ["worker-1", "worker-2", "planner-3"]
+    # a team made later, after a restart, goes on from there too
+    assert Team(workspace=tmp_path / "ws").supervisor.next_agent_id("worker") == "worker-16"
+
+
+def test_kernels_reserving_at_once_get_distinct_numbers(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    code = ("import sys; from pathlib import Path\n"
+            "from agent_kernel.team.agent_ids import reserve_agent_number\n"
+            "print(*[reserve_agent_number(Path(sys.argv[1]), 1) for _ in range(40)])")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE,
+                              text=True) for _ in range(3)]
+    numbers = [int(n) for p in procs for n in p.communicate(timeout=60)[0].split()]
+    assert sorted(numbers) == list(range(1, 121))
+
+
+def test_a_planted_counter_moves_nothing_past_what_a_workspace_may_name(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "team").mkdir(parents=True)
+    (root / COUNTER).write_text("99999999999999999999\n")
+    assert reserve_agent_number(root, 4) == 4
+    (root / COUNTER).write_text("not a number")
+    assert reserve_agent_number(root, 2) == 2
+    assert reserve_agent_number(root, 1) == 3
+    (root / COUNTER).unlink()
+    (root / COUNTER).symlink_to(tmp_path / "elsewhere")  # never followed, never written
+    assert reserve_agent_number(root, 7) == 7
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_the_board_names_agents_by_their_work_and_folds_roles_and_artifacts() -> None:
+    from html_payloads import board_state
+
+    from agent_kernel.views.board import board_html, work_name
+
+    state = board_state("x")
+    state["running"][0].update(agent="worker-6", role="worker",
+                               prompt="research Lisbon for a weekend trip", id="task_abc")
+    state["agents"] = [
+        {"id": "teller", "role": "teller", "task": "", "task_id": None},
+        {"id": "worker-6", "role": "worker", "task": "research Lisbon for a weekend trip",
+         "task_id": "task_abc"},
+        {"id": "helper-2", "role": "Helper", "task": "spawned by planner-1, running",
+         "task_id": "task_def"},
+        {"id": "team-desk", "role": "trigger desk", "task": "holds 1 trigger(s)",
+         "task_id": None}]
+    html = board_html(state)
+    agents = html.split(">Agents", 1)[1].split("</table>", 1)[0]
+    names = re.findall(r"<td[^>]*title='([^']*)'>([^<]*)</td>", agents)
+    assert names == [("teller", "Teller"), ("worker-6", "research Lisbon for a… · Worker"),
+                     ("helper-2", "Helper"), ("team-desk", "Trigger desk")], names
+    visible = re.sub(r"<[^>]+>", " ", re.sub(r"title='[^']*'|data-[\w-]+='[^']*'", "", agents))
+    assert "worker-6" not in visible and "team-desk" not in visible
+    running = html.split(">Running", 1)[1].split("</table>", 1)[0]
+    assert "title='worker-6'>Worker" in running
+    for folded in ("Roles", "Artifacts"):
+        assert re.search(rf"<details class='ak-fold'><summary class='ak-section'>{folded} · 1",
+                         html), folded
+    assert html.index(">Running") < html.index(">Planner queue") < html.index(">Roles")
+    assert work_name("run command sleep 30", "worker") == "run command sleep 30 · Worker"
+    assert work_name("", "teller") == "Teller"
+
+
+def test_a_spawned_agents_task_is_its_objective_not_its_instructions() -> None:
+    from agent_kernel.team.members import AgentRecord, brief_text
+    from agent_kernel.views.summaries import task_words
+
+    record = AgentRecord.__new__(AgentRecord)
+    for name, value in {"id": "helper-2", "roleName": "Helper", "parentAgentId": "planner-1",
+                        "taskId": "task_x"}.items():
+        object.__setattr__(record, name, value)
+    brief = {"objective": "Write Lisbon notes", "constraints": ["short"], "inputs": "none",
+             "outputs": "notes.md", "completion_criteria": "saved"}
+    prompt = brief_text(record, brief)
+    assert prompt.startswith("You are helper-2") and "send_message" in prompt
+    assert task_words(prompt) == "Write Lisbon notes"
+    assert task_words("research Lisbon for a trip") == "research Lisbon for a trip"
+    assert task_words("Objective: not a brief") == "Objective: not a brief"
