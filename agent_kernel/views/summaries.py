@@ -138,7 +138,7 @@ def _quoted(texts: list[str], room: int = 90) -> str:
 
 def _memories(key: str, verb: str, one: str = "memory", many: str = "memories") -> Summariser:
     """``recalled 2 memories: “the standup is in the Oak room”, “deploys on Tuesday”``."""
-    def summarise(_arguments: JsonObject, result: object) -> str | None:
+    def summarise(_arguments: Mapping[str, object], result: object) -> str | None:
         found = result.get(key) if isinstance(result, dict) else None
         if not isinstance(found, list):
             return None
@@ -150,7 +150,7 @@ def _memories(key: str, verb: str, one: str = "memory", many: str = "memories") 
     return summarise
 
 
-def _remembered(arguments: JsonObject, result: object) -> str | None:
+def _remembered(arguments: Mapping[str, object], result: object) -> str | None:
     content = arguments.get("content")
     if not isinstance(result, dict) or not isinstance(content, str):
         return None
