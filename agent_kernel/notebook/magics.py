@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import Bool, Enum, Float, Int, List, Unicode
+from traitlets import Bool, Dict, Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
 from traitlets.utils.bunch import Bunch
 
@@ -58,7 +58,8 @@ MAGIC_MODULES = ("agent_kernel.notebook.memory_magics", "agent_kernel.notebook.t
 
 # Traits that are the session agent's Settings (trait name -> Settings field).
 _SETTINGS = {"tool_timeout": "tool_timeout", "max_tool_calls": "max_tool_calls",
-             "headless_approval": "headless_approval", "api_base": "api_base"}
+             "headless_approval": "headless_approval", "api_base": "api_base",
+             "ask_before": "ask_before"}
 _NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _LEADING_OPTIONS = re.compile(
     r"^\s*((?:--(?:wait|new|team|single)\b\s*|--model(?:=|\s+)\S+\s*)*)(.*)$", re.S)
@@ -106,6 +107,10 @@ class AgentMagics(Magics, Configurable):
                        ).tag(config=True)
     team = Bool(False, help="Send %agent prompts to the team (Teller, Planner, Workers); "
                 "%agent_config --team on|off.").tag(config=True)
+    ask_before = Dict(value_trait=Bool(), help="Your changes to which tools ask before they "
+                      "run (tool name -> True/False), e.g. {'run_javascript': True}; code "
+                      "for the kernel, writes and commands always ask "
+                      "(%agent_config --asking).").tag(config=True)
     redact_patterns = List(Unicode(), help="More regular expressions whose matches are "
                            "redacted from the ledger, memory and saved outputs.").tag(config=True)
 
@@ -140,6 +145,12 @@ class AgentMagics(Magics, Configurable):
         name = _SETTINGS[change["name"]]
         changed: dict[str, Any] = {name: change["new"] if change["name"] != "api_base"
                                    else (change["new"] or None)}
+        if name == "ask_before":
+            changed[name] = dict(change["new"])
+            old = change["old"] or {}
+            for tool, asks in change["new"].items():
+                if old.get(tool) != asks:
+                    self._agent.approvals.record_asking(tool, asks)
         self._agent.settings = dataclasses.replace(self._agent.settings, **changed)
 
     @staticmethod
@@ -175,9 +186,12 @@ class AgentMagics(Magics, Configurable):
 
             settings = Settings(tool_timeout=self.tool_timeout, max_tool_calls=self.max_tool_calls,
                                 headless_approval=self.headless_approval,
-                                api_base=self.api_base or None)
+                                api_base=self.api_base or None,
+                                ask_before=dict(self.ask_before))
             self._agent = Agent(model=self.model, workspace=self.workspace or None,
                                 settings=settings, user_tools=self.user_tools)
+            for tool, asks in self.ask_before.items():  # from ipython_config.py or %config
+                self._agent.approvals.record_asking(tool, asks, by="configuration")
             self._agent.services.namespace = kernel_namespace.namespace_of(self.shell)
             self._agent.services.errors = self.errors
             self._agent.services.cells = CellChannel(self.probe, self.shell)
@@ -357,6 +371,11 @@ class AgentMagics(Magics, Configurable):
               help="Team mode: %agent prompts go to the team (off: the single agent).")
     @argument("--revoke", default=None, metavar="TOOL",
               help="Revoke the standing permission of TOOL (or all of them: --revoke all).")
+    @argument("--asking", action="store_true",
+              help="List which tools ask before they run, and why.")
+    @argument("--ask", default=None, metavar="TOOL", help="Make TOOL ask before it runs.")
+    @argument("--no-ask", default=None, metavar="TOOL", dest="no_ask",
+              help="Let TOOL run without asking (only tools whose effect stays in a sandbox).")
     @line_magic
     def agent_config(self, line: str) -> None:
         """Show the configuration, set ``--model`` / ``--workspace``, or list (``--permissions``)
@@ -367,6 +386,9 @@ class AgentMagics(Magics, Configurable):
             args = parse_argstring(self.agent_config, line)
         except Exception as exc:
             print(f"agent-kernel: {exc}", file=sys.stderr)
+            return
+        if args.ask or args.no_ask or args.asking:
+            print(self.choose_asking(args.ask, args.no_ask))
             return
         if args.permissions or args.revoke:
             approvals = self._agent.approvals if self._agent is not None else None
@@ -391,6 +413,22 @@ class AgentMagics(Magics, Configurable):
         if args.team:
             self.team = args.team == "on"
         print(self.describe())
+
+    def choose_asking(self, ask: str | None, no_ask: str | None) -> str:
+        """Apply ``--ask TOOL`` / ``--no-ask TOOL`` (recorded in the ledger) and say the table."""
+        from agent_kernel.engine import ask_policy
+
+        if no_ask and (refused := ask_policy.refusal_to_skip(no_ask)):
+            return f"agent-kernel: nothing changed. {refused}"
+        chosen = dict(self.ask_before)
+        if ask:
+            chosen[ask] = True
+        if no_ask:
+            chosen[no_ask] = False
+        if chosen != self.ask_before:
+            _ = self.agent  # made first, so the change below is recorded in its ledger
+            self.ask_before = chosen
+        return ask_policy.describe(self.ask_before)
 
     def describe(self) -> str:
         """The current configuration as text."""
