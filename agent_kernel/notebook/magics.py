@@ -62,7 +62,25 @@ _SETTINGS = {"tool_timeout": "tool_timeout", "max_tool_calls": "max_tool_calls",
              "ask_before": "ask_before"}
 _NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _LEADING_OPTIONS = re.compile(
-    r"^\s*((?:--(?:wait|new|team|single)\b\s*|--model(?:=|\s+)\S+\s*)*)(.*)$", re.S)
+    r"^\s*((?:--(?:wait|new|team|single)(?![\w=-])\s*|--model(?:=|\s+)(?!-)\S+\s*)*)(.*)$",
+    re.S)
+_FLAG_LIKE = re.compile(r"^(--?[A-Za-z][\w-]*)(=?)")
+AGENT_USAGE = ("Usage: %agent [--model MODEL] [--wait] [--new] [--team | --single] PROMPT "
+               "(put -- before a prompt that starts with a dash)")
+
+
+def usage_error(prompt: str) -> str | None:
+    """Why a line's leading options cannot be read (an unknown flag, ``--model`` without
+    its model), so it never reaches the model as the prompt; None when they can."""
+    flag = _FLAG_LIKE.match(prompt)
+    if flag is None:
+        return None
+    name = flag.group(1)
+    if name == "--model":
+        return f"--model needs a model, as in %agent --model ollama/llama3.2 PROMPT. {AGENT_USAGE}"
+    if name in ("--wait", "--new", "--team", "--single"):
+        return f"{name} takes no value. {AGENT_USAGE}"
+    return f"unknown option {name}. {AGENT_USAGE}"
 _QUESTION_LINE = re.compile(r"^([ \t]*)%agent[ \t]+(.*\?)[ \t]*(\r?\n)?$")
 
 
@@ -231,6 +249,11 @@ class AgentMagics(Magics, Configurable):
         if cell is None:
             match = _LEADING_OPTIONS.match(line)
             options, prompt = (match.group(1), match.group(2)) if match else ("", line)
+            if (problem := usage_error(prompt)) is not None:
+                print(f"agent-kernel: {problem}", file=sys.stderr)
+                return
+            if prompt.startswith("--") and prompt[2:3].isspace() or prompt == "--":
+                prompt = prompt[2:]  # "--": what follows is the prompt, dashes and all
         else:
             options, prompt = line, cell
         args = parse_argstring(self.agent_magic, options)
