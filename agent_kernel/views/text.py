@@ -57,6 +57,8 @@ class TextView:
         self._at_line_start = True
         self._reader_gone = False
         self._streamed = StreamRedactor()
+        self._turn_text = False
+        """Text of the model's answer was written since its last call began (a retry voids it)."""
         self.bus = getattr(bus, "bus", bus)
         self._unsubscribe = self.bus.subscribe(self.on_event)
 
@@ -128,10 +130,15 @@ class TextView:
             origin = f" (trigger {event.trigger.get('trigger_id', '')})" if event.trigger else ""
             self.line(f">>> [{event.model}] {event.prompt}{origin}")
         elif isinstance(event, TextDelta):
+            self._turn_text = self._turn_text or bool(event.text)
             self._write(self._streamed.feed(event.text))
         elif isinstance(event, StreamReset):
-            self.line(f"[stream reset: {event.reason}]")
+            # The notice that follows says why; the reset matters only for text shown.
+            if self._turn_text:
+                self.line("[the answer above was cut off; the model is asked again]")
+            self._turn_text = False
         elif isinstance(event, ToolCallStarted):
+            self._turn_text = False
             self.line(f"[tool] {event.tool_name} {_short(event.arguments)} ...")
         elif isinstance(event, LedgerRecorded):
             if event.record.get("source") == "always" and event.record.get("kind") == "approval":

@@ -66,7 +66,7 @@ def test_text_view_shows_questions_and_errors(agent, monkeypatch):
     text = out.getvalue()
     assert "[question] Which do you choose: tea, coffee? [tea / coffee]" in text
     assert "[answer] (no answer) (timeout)" in text
-    assert "[provider] The model provider failed" in text
+    assert "[provider] The model provider was not called: no API key for openai" in text
     assert "[error ·" in text
 
 
@@ -313,3 +313,20 @@ def test_widget_view_says_what_it_loads_then_how_long_it_took(agent):
     text = mime_bundle(view.transcript)["text/plain"]
     assert "loaded the model library (first run) in 1.2 s" in text and "…" not in text
     view.finish()
+
+
+def test_text_view_says_a_retry_once_and_only_over_text_it_showed() -> None:
+    from agent_kernel.core.events import EventBus, Notice, StreamReset
+
+    bus, out = EventBus(), io.StringIO()
+    TextView(bus, stream=out)
+    why = "server error (503): busy"
+    bus.emit(StreamReset("r", reason=why))  # nothing was shown: the notice says it all
+    bus.emit(Notice("r", f"Provider problem ({why}); retry 1 in 0.5 s", level="warning"))
+    bus.emit(TextDelta("r", "Half an ans"))
+    bus.emit(StreamReset("r", reason=why))
+    bus.emit(Notice("r", f"Provider problem ({why}); retry 2 in 1.0 s", level="warning"))
+    text = out.getvalue()
+    assert text.count(why) == 2  # once per retry, in its notice
+    assert text.count("[the answer above was cut off; the model is asked again]") == 1
+    assert "stream reset" not in text
