@@ -85,6 +85,10 @@ def main(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    from agent_kernel.triggers import scheduler_for
+
+    # A one-shot prompt saves the triggers it makes, and runs, skips or cancels none.
+    scheduler = scheduler_for(agent, fires=False)
     view = TextView(agent.bus)
     answerer = TerminalAnswerer(agent, view).attach() if can_answer_on(sys.stdin) else None
     try:
@@ -96,6 +100,12 @@ def main(args: argparse.Namespace) -> int:
         if answerer is not None:
             answerer.close()
         view.close()
+    if scheduler.triggers:
+        count = len(scheduler.triggers)
+        print(f"Saved {count} trigger{'s' if count > 1 else ''} in "
+              f"{agent.workspace.root / 'triggers'}; none runs from this command: "
+              "`python -m agent_kernel triggers`, or a notebook using this workspace, runs "
+              f"{'them' if count > 1 else 'it'} when due.")
     if result.ok:
         return 0
     why = "" if said_already() or not result.error else f": {result.error}"
