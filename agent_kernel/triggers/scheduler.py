@@ -128,14 +128,18 @@ class TriggerScheduler(TriggerMaker):
                 f"saved triggers are not restored: {exc}"])
         else:
             self.restore_report = restore(self) if claimed else RestoreReport(problems=[
-                "another kernel or `python -m agent_kernel triggers` already runs this "
-                f"workspace's triggers for agent {self.agent.agent_id!r}; they are not "
-                "restored here"])
+                f"{self.store.holder(self.agent.agent_id)} already runs this workspace's "
+                f"triggers for agent {self.agent.agent_id!r}; they are not restored here"])
         if self.restore_report.has_news:
             self.agent.bus.emit(Notice("triggers", self.restore_report.text()))
         if pump:
             self._pump = self._loop.create_task(self._pump_forever(), name="agent-triggers")
         return self.restore_report
+
+    @property
+    def runs_here(self) -> bool:
+        """This scheduler holds the workspace's runner lock: its saved triggers fire here."""
+        return self._runner_lock is not None
 
     def ensure_started(self) -> None:
         """Start if not started yet (called by the tools, which run on a loop)."""

@@ -41,3 +41,38 @@ def test_a_one_shot_run_leaves_the_saved_triggers_alone(tmp_path: Path,
     for kind in ("trigger_missed", "trigger_fired", "trigger_cancelled", "trigger_skipped"):
         assert kind not in kinds, kind
     assert json.loads(before)["status"] == "active"
+
+
+@pytest.mark.timeout(60)
+def test_the_triggers_command_names_the_process_that_holds_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    import subprocess
+    import sys
+
+    ws = tmp_path / "ws"
+    assert cli(["run", "in 60 seconds remind me to stretch", "--workspace", str(ws)]) == 0
+    capsys.readouterr()
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\n"
+         "sys.argv = ['/usr/lib/ipykernel_launcher.py', '-f', 'kernel-1.json']\n"
+         "from agent_kernel.core.workspace import Workspace\n"
+         "from agent_kernel.triggers.store import TriggerStore\n"
+         f"lock = TriggerStore(Workspace({str(ws)!r})).claim('agent')\n"
+         "print('held' if lock else 'not held', flush=True)\n"
+         "time.sleep(60)\n"],
+        stdout=subprocess.PIPE, text=True, env={**os.environ})
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        code = cli(["triggers", "--workspace", str(ws), "--duration", "0.1"])
+        out = capsys.readouterr().out
+        assert code == 1, out
+        assert (f"Not running the triggers of agent 'agent': a Jupyter kernel (process "
+                f"{holder.pid}, since ") in out
+        assert "Running the triggers" not in out and "Restored" not in out
+    finally:
+        holder.kill()
+        holder.wait()
+    assert cli(["triggers", "--workspace", str(ws), "--duration", "0.1"]) == 0
+    assert "Restored 1 trigger(s)" in capsys.readouterr().out  # free again: it runs here
