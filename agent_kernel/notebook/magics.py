@@ -360,14 +360,19 @@ class AgentMagics(Magics, Configurable):
                          run_id: str) -> None:
         """Run with the text view; in terminal IPython questions are asked on stdin."""
         from agent_kernel.notebook.blocking import wait_blocking
+        from agent_kernel.notebook.terminal_loop import run_on, terminal_loop
         from agent_kernel.views.terminal import TerminalAnswerer
         from agent_kernel.views.text import TextView
 
         view = TextView(agent.bus, run_id=run_id)
         answerer = TerminalAnswerer(agent, view).attach() if self.terminal_live() else None
+        # In terminal IPython the run goes on the loop that also runs between prompts, so
+        # a trigger it makes keeps firing after it (terminal_loop.py).
+        loop = terminal_loop(self.shell)
         try:
-            self.last_result = wait_blocking(agent.arun(prompt, new=new, model=model,
-                                                        run_id=run_id))
+            running = agent.arun(prompt, new=new, model=model, run_id=run_id)
+            self.last_result = (run_on(loop, running) if loop is not None
+                                else wait_blocking(running))
         except Exception as exc:
             print(f"agent-kernel: the run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         finally:
