@@ -330,3 +330,43 @@ def test_text_view_says_a_retry_once_and_only_over_text_it_showed() -> None:
     assert text.count(why) == 2  # once per retry, in its notice
     assert text.count("[the answer above was cut off; the model is asked again]") == 1
     assert "stream reset" not in text
+
+
+def test_text_view_holds_team_lines_until_the_answer_ends_its_line() -> None:
+    from agent_kernel.core.events import AgentActivity, EventBus, Notice, RunStarted
+
+    bus, out = EventBus(), io.StringIO()
+    TextView(bus, stream=out)
+    bus.emit(TextDelta("r", "I handed your ask to "))
+    bus.emit(AgentActivity("r", agent_id="planner-1", role="planner", task_id="t1",
+                           parent_task_id=None, prompt="plan it",
+                           inner=RunStarted("p", prompt="plan it", model="demo",
+                                            agent_id="planner-1")))
+    bus.emit(TextDelta("r", "the Planner.\nWhen they are back I answer."))
+    bus.emit(Notice("r", "next", level="info"))
+    lines = out.getvalue().splitlines()
+    assert lines[:4] == ["I handed your ask to the Planner.",  # each line of it stays whole
+                         "When they are back I answer.",
+                         "[planner-1] planner starts: plan it", "[info] next"]
+
+
+def test_list_tasks_reads_as_lines_and_no_json_is_cut(agent) -> None:
+    from agent_kernel.core.events import EventBus, ToolCallFinished
+    from agent_kernel.views.text import gist
+
+    bus, out = EventBus(), io.StringIO()
+    TextView(bus, stream=out)
+    tasks = {"tasks": [{"id": "sch_1", "type": "once", "prompt": "remind me to stretch",
+                        "priority": 5, "status": "trigger",
+                        "createdAt": "2026-11-26T03:37:47.000Z"}]}
+    bus.emit(ToolCallFinished("r", "c1", "list_tasks", {}, tasks, True, None, 4))
+    big = {"id": "x" * 40, "content": {"notes": "y" * 400}}
+    bus.emit(ToolCallFinished("r", "c2", "get_artifact", {}, big, True, None, 3))
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("[tool] list_tasks ok in 4 ms -> 1 task")
+    assert re.fullmatch(r"  remind me to stretch · scheduled · once · since \d\d:\d\d \S+ "
+                        r"\(sch_1\)", lines[1]), lines[1]
+    assert lines[2].endswith("characters of result (in the ledger)") and "{" not in lines[2]
+    said = gist("One whole sentence here. " * 20, 100)
+    assert said.startswith("One whole sentence here. One whole sentence here.")
+    assert said.split(" … ")[0].endswith(".") and said.endswith("more characters)")
