@@ -303,7 +303,7 @@ def _scheduled(_args: JsonObject, result: object) -> str | None:
             "runs it when it is due.")
 
 
-def _tasks(_args: JsonObject, result: object) -> str | None:
+def _tasks(_args: dict[str, object], result: object) -> str | None:
     """list_tasks as lines: what each is and its state, not the rows' JSON."""
     if not isinstance(result, dict) or not isinstance(result.get("tasks"), list):
         return None
