@@ -7,7 +7,8 @@ quarantine file and removes partial blob files of writes that died, and says
 what it did; it never removes a blob. ``--anchor HASH`` also fails unless a
 record with that hash is in the chain: the chain alone cannot show that the
 whole file was emptied or replaced, a hash kept somewhere else can.
-Exit code 0 when the ledger verifies, 1 when it does not.
+Exit code 0 when the ledger verifies, 1 when it does not, when the anchor is not found
+("anchor not found": the chain itself verified) or when the folder holds no ledger.
 """
 
 from __future__ import annotations
@@ -48,7 +49,14 @@ def main(args: argparse.Namespace) -> int:
     )
     from agent_kernel.core.workspace import Workspace
 
-    ledger = Ledger(Workspace(args.workspace).root / LEDGER_FILE)
+    root = Workspace(args.workspace).root
+    ledger = Ledger(root / LEDGER_FILE)
+    if not ledger.path.exists():
+        where = "does not exist" if not root.exists() else "holds no ledger (ledger.jsonl)"
+        print(f"no workspace to verify: {root} {where}. Name the workspace folder with "
+              "--workspace DIR (by default .agent/ in this folder, or "
+              "$AGENT_KERNEL_WORKSPACE).")
+        return 1
     if args.repair:
         try:
             print(ledger.repair())
@@ -58,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
     print(verdict)
     if verdict.head == GENESIS:
         print("head: none (no record verified)")
-    elif verdict.ok:
+    elif verdict.ok or verdict.anchor_missing:
         print(f"head: {verdict.head} (record {verdict.count}); keep it elsewhere and check "
               "later with --anchor")
     else:

@@ -55,6 +55,20 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+def said_already() -> bool:
+    """Did the transcript (stdout) already say why where the person reads stderr? On one
+    terminal, or both streams into one pipe or file (``2>&1``): yes. A log or a pipe of
+    its own gets the reason too."""
+    import os
+
+    try:
+        if sys.stdout.isatty() and sys.stderr.isatty():
+            return True
+        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno()))
+    except (OSError, ValueError, AttributeError):  # a stream with no file behind it
+        return False
+
+
 def main(args: argparse.Namespace) -> int:
     """Run the prompt; 0 on success, 1 on an error."""
     from agent_kernel.app import Agent
@@ -71,6 +85,10 @@ def main(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    from agent_kernel.triggers import scheduler_for
+
+    # A one-shot prompt saves the triggers it makes, and runs, skips or cancels none.
+    scheduler = scheduler_for(agent, fires=False)
     view = TextView(agent.bus)
     answerer = TerminalAnswerer(agent, view).attach() if can_answer_on(sys.stdin) else None
     try:
@@ -82,11 +100,15 @@ def main(args: argparse.Namespace) -> int:
         if answerer is not None:
             answerer.close()
         view.close()
+    if scheduler.triggers:
+        count = len(scheduler.triggers)
+        print(f"Saved {count} trigger{'s' if count > 1 else ''} in "
+              f"{agent.workspace.root / 'triggers'}; none runs from this command: "
+              "`python -m agent_kernel triggers`, or a notebook using this workspace, runs "
+              f"{'them' if count > 1 else 'it'} when due.")
     if result.ok:
         return 0
-    # On one terminal the transcript just said why; a log or a pipe gets the reason too.
-    shown = sys.stdout.isatty() and sys.stderr.isatty()
-    why = "" if shown or not result.error else f": {result.error}"
+    why = "" if said_already() or not result.error else f": {result.error}"
     print(f"error: the run ended with status '{result.status}'{why}", file=sys.stderr)
     return 1
 
@@ -124,7 +146,6 @@ def run_team(args: argparse.Namespace, settings: Settings) -> int:
     print(tree_text(result.tree))
     if result.ok:
         return 0
-    shown = sys.stdout.isatty() and sys.stderr.isatty()
-    why = "" if shown or not result.error else f": {result.error}"
+    why = "" if said_already() or not result.error else f": {result.error}"
     print(f"error: the team's run ended with status '{result.status}'{why}", file=sys.stderr)
     return 1

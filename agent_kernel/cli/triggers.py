@@ -122,8 +122,18 @@ async def serve(args: argparse.Namespace) -> int:
                       settings=Settings(headless_approval=args.headless_approval))
         agent.bus.subscribe(_printer(prompts))
         scheduler = scheduler_for(agent, missed=args.missed, namespace={})
-        print(scheduler.start().text(), flush=True)
+        report = scheduler.start()
         schedulers.append(scheduler)
+        if not scheduler.runs_here:  # a kernel holds them: say who, do not pretend to run
+            print(f"Not running the triggers of agent {agent_id!r}: "
+                  f"{scheduler.store.holder(agent_id)} runs them. Stop it first (or leave "
+                  "them to it).", flush=True)
+            continue
+        print(report.text(), flush=True)
+    if not any(scheduler.runs_here for scheduler in schedulers):
+        for scheduler in schedulers:
+            await scheduler.close()
+        return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -139,7 +149,8 @@ async def serve(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run until stopped; exit 0 (1 for a model litellm cannot route)."""
+    """Run until stopped; exit 0 (1 for a model litellm cannot route, or when another
+    process runs every one of the workspace's triggers)."""
     from agent_kernel.engine.models.names import check_model
 
     if args.model is not None:

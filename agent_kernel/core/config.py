@@ -39,6 +39,9 @@ class Settings:
     # Send the model the images tools made (run_python's figures, inspect_variable's):
     # None asks litellm whether the model reads images; True or False decides.
     model_images: bool | None = None
+    # The person's changes to which tools ask before they run (tool name -> asks); the
+    # table and its limits: agent_kernel.engine.ask_policy.
+    ask_before: dict[str, bool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.tool_timeout <= 0:

@@ -104,6 +104,8 @@ class VerifyResult:
     reason: str | None = None
     head: str = GENESIS
     repairable: bool = False
+    anchor_missing: bool = False
+    """The chain verifies but the anchor given is not in it (not a broken ledger)."""
 
     def __bool__(self) -> bool:
         return self.ok
@@ -116,6 +118,8 @@ class VerifyResult:
     def __str__(self) -> str:
         if self.ok:
             return f"ledger ok: {self.count} records verify"
+        if self.anchor_missing:
+            return f"anchor not found: {self.reason}"
         if self.bad_index is None:
             return f"ledger broken: {self.reason}"
         return (f"ledger broken at line {self.line} "
@@ -451,9 +455,10 @@ class Ledger:
         if wanted is None or found:
             return result
         return VerifyResult(
-            False, result.count, head=result.head,
-            reason=f"the anchor {wanted[:16]}… is not in the ledger's chain: the ledger was "
-                   "emptied, replaced or rewritten since that hash was kept")
+            False, result.count, head=result.head, anchor_missing=True,
+            reason=f"{wanted[:16]}… is not in the ledger's chain of {result.count} records, "
+                   "which verify on their own: the ledger was emptied, replaced or rewritten "
+                   "since that hash was kept, or the hash is another workspace's")
 
     @staticmethod
     def _broken(handle: IO[bytes], size: int, index: int, offset: int, raw: bytes,

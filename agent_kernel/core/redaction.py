@@ -462,6 +462,11 @@ class StreamRedactor:
     def __init__(self) -> None:
         self._buffer = ""
 
+    @property
+    def holding(self) -> bool:
+        """Text fed is held back (a secret may be starting): the line is not done."""
+        return bool(self._buffer)
+
     def feed(self, text: str) -> str:
         """Take the next piece; return the redacted text that is safe to show now."""
         self._buffer += text

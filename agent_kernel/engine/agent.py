@@ -43,6 +43,8 @@ from agent_kernel.engine.approvals import Approvals
 from agent_kernel.engine.context import ContextWindow
 from agent_kernel.engine.models import Model, resolve
 from agent_kernel.engine.models.base import ChatMessage
+from agent_kernel.engine.models.litellm_loader import LIBRARY
+from agent_kernel.engine.models.names import missing_key
 from agent_kernel.engine.models.provider_errors import ProviderError
 from agent_kernel.engine.questions import QuestionChannel
 from agent_kernel.engine.registry import (
@@ -286,6 +288,9 @@ class Agent:
         pending_ids: list[str] = []
         budget: Budget | None = self.services.budget
         try:
+            if model.library == LIBRARY and (missing := missing_key(
+                    model.name, self.settings.api_key, self.settings.api_base)):
+                raise ProviderError(f"The model provider was not called: {missing}")
             if model.needs_loading():  # say so at once: the import takes seconds
                 emit(Loading(run_id, model.library))
                 emit(Loading(run_id, model.library, seconds=await model.load()))

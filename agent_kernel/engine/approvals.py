@@ -1,10 +1,11 @@
 """Approvals: a side-effecting tool call asks the person before it runs.
 
-Tools marked ``side_effects=True`` (writing files, shell commands, non-GET
-HTTP, code execution, conditions that evaluate code) pass through
-:meth:`Approvals.check`. In a notebook the person sees the exact arguments
-with Approve / Deny / Always allow buttons. With nobody to ask, the configured
-headless policy decides (deny by default). Every decision is a ledger record.
+Tool calls pass through :meth:`Approvals.check`, which asks when the policy table
+(:mod:`agent_kernel.engine.ask_policy`: writing files, shell commands, non-GET HTTP, code
+execution; not the sandboxed ``run_javascript``) and the person's changes to it say so.
+In a notebook the person sees the exact arguments with Approve / Deny / Always allow
+buttons. With nobody to ask, the configured headless policy decides (deny by default).
+Every decision is a ledger record.
 
 "Always allow this tool" gives a *standing permission*: the tool runs without
 asking until the person revokes it (:meth:`Approvals.revoke`, ``%agent_config
@@ -162,7 +163,9 @@ class Approvals:
     async def check(self, ctx: ToolContext, tool: Tool, arguments: JsonObject,
                     notes: JsonObject | None = None) -> Refusal | None:
         """None when the call may run, else why it may not (``notes``: see :meth:`request`)."""
-        if not tool.needs_approval(arguments):
+        from agent_kernel.engine.ask_policy import asks
+
+        if not asks(tool, arguments, self.host.settings.ask_before):
             return None
         terms = tool.approval_terms(ctx, arguments) if tool.approval_terms else ApprovalTerms()
         return await self.request(ctx.run_id, tool.name, arguments, notes=notes, terms=terms)
@@ -224,6 +227,14 @@ class Approvals:
             why, reason = "the approval timed out", "no one answered the approval in time"
         summary = f"You denied {what}" if source == "user" else f"{what} was not run: {reason}"
         return Refusal(f"Tool '{what}' was not run: {why}.", summary, reason)
+
+    def record_asking(self, tool: str, asks: bool, by: str = "user") -> None:
+        """Record a change to whether ``tool`` asks before it runs (``ask_policy_changed``);
+        ``by`` says who changed it ("user", "configuration")."""
+        record = self.host.ledger.record_event(
+            "ask_policy_changed", agent_id=self.host.agent_id, run_id="person",
+            tool_name=tool, asks=asks, by=by)
+        self._announce("person", record, None)
 
     def record_person(self, what: str, arguments: JsonObject, digest: str,
                       run_id: str = "person") -> JsonObject:

@@ -229,8 +229,9 @@ def _format_validation_error(tool_name: str, error: ValidationError) -> str:
     return f"Invalid arguments for tool '{tool_name}': " + "; ".join(parts)
 
 
-Precheck = Callable[[JsonObject], JsonObject | None]
-"""Looks at a call's validated arguments before anyone is asked to approve it: raises
+Precheck = Callable[[JsonObject, "ToolContext"], JsonObject | None]
+"""Looks at a call's validated arguments (and its context: the workspace) before anyone is
+asked to approve it, so a refusal that does not depend on the person is said first: raises
 :class:`ToolError` to refuse the call outright, or returns notes for the approval
 question (``{"sandbox": "not sandboxed: ..."}``), or None."""
 

@@ -126,7 +126,7 @@ async def execute(
         values = validate(call, tool_obj, arguments)
         clock = ToolClock(tool_obj.timeout or agent.settings.tool_timeout)
         ctx = tool_context(agent, call, run_id, turn if turn is not None else TurnState(), clock)
-        notes = precheck(call, tool_obj, values)
+        notes = precheck(call, tool_obj, ctx, values)
         await approve(agent, ctx, tool_obj, values, notes)
         started = time.perf_counter()
         try:
@@ -224,11 +224,13 @@ def tool_context(agent: CallHost, call: ToolCallRequest, run_id: str,
                        call_id=call.id, clock=clock, turn=turn)
 
 
-def precheck(call: ToolCallRequest, tool_obj: Tool,
+def precheck(call: ToolCallRequest, tool_obj: Tool, ctx: ToolContext,
              values: JsonObject) -> JsonObject | None:
-    """The tool's own check, before anyone is asked to approve; its notes go to the person."""
+    """The tool's own check, before anyone is asked to approve: a refusal that does not
+    depend on the person (a protected path, a limit) is said here, and never asked for.
+    Its notes go to the person."""
     try:
-        return tool_obj.precheck(values) if tool_obj.precheck is not None else None
+        return tool_obj.precheck(values, ctx) if tool_obj.precheck is not None else None
     except ToolError as exc:  # refused before anyone is asked to approve it
         raise CallRefused(f"Tool '{call.name}' was not run: {exc}", summary=exc.summary,
                           guidance=exc.guidance) from exc

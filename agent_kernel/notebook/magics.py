@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import Bool, Enum, Float, Int, List, Unicode
+from traitlets import Bool, Dict, Enum, Float, Int, List, Unicode
 from traitlets.config import Configurable
 from traitlets.utils.bunch import Bunch
 
@@ -58,10 +58,29 @@ MAGIC_MODULES = ("agent_kernel.notebook.memory_magics", "agent_kernel.notebook.t
 
 # Traits that are the session agent's Settings (trait name -> Settings field).
 _SETTINGS = {"tool_timeout": "tool_timeout", "max_tool_calls": "max_tool_calls",
-             "headless_approval": "headless_approval", "api_base": "api_base"}
+             "headless_approval": "headless_approval", "api_base": "api_base",
+             "ask_before": "ask_before"}
 _NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _LEADING_OPTIONS = re.compile(
-    r"^\s*((?:--(?:wait|new|team|single)\b\s*|--model(?:=|\s+)\S+\s*)*)(.*)$", re.S)
+    r"^\s*((?:--(?:wait|new|team|single)(?![\w=-])\s*|--model(?:=|\s+)(?!-)\S+\s*)*)(.*)$",
+    re.S)
+_FLAG_LIKE = re.compile(r"^(--?[A-Za-z][\w-]*)(=?)")
+AGENT_USAGE = ("Usage: %agent [--model MODEL] [--wait] [--new] [--team | --single] PROMPT "
+               "(put -- before a prompt that starts with a dash)")
+
+
+def usage_error(prompt: str) -> str | None:
+    """Why a line's leading options cannot be read (an unknown flag, ``--model`` without
+    its model), so it never reaches the model as the prompt; None when they can."""
+    flag = _FLAG_LIKE.match(prompt)
+    if flag is None:
+        return None
+    name = flag.group(1)
+    if name == "--model":
+        return f"--model needs a model, as in %agent --model ollama/llama3.2 PROMPT. {AGENT_USAGE}"
+    if name in ("--wait", "--new", "--team", "--single"):
+        return f"{name} takes no value. {AGENT_USAGE}"
+    return f"unknown option {name}. {AGENT_USAGE}"
 _QUESTION_LINE = re.compile(r"^([ \t]*)%agent[ \t]+(.*\?)[ \t]*(\r?\n)?$")
 
 
@@ -106,6 +125,10 @@ class AgentMagics(Magics, Configurable):
                        ).tag(config=True)
     team = Bool(False, help="Send %agent prompts to the team (Teller, Planner, Workers); "
                 "%agent_config --team on|off.").tag(config=True)
+    ask_before = Dict(value_trait=Bool(), help="Your changes to which tools ask before they "
+                      "run (tool name -> True/False), e.g. {'run_javascript': True}; code "
+                      "for the kernel, writes and commands always ask "
+                      "(%agent_config --asking).").tag(config=True)
     redact_patterns = List(Unicode(), help="More regular expressions whose matches are "
                            "redacted from the ledger, memory and saved outputs.").tag(config=True)
 
@@ -140,6 +163,12 @@ class AgentMagics(Magics, Configurable):
         name = _SETTINGS[change["name"]]
         changed: dict[str, Any] = {name: change["new"] if change["name"] != "api_base"
                                    else (change["new"] or None)}
+        if name == "ask_before":
+            changed[name] = dict(change["new"])
+            old = change["old"] or {}
+            for tool, asks in change["new"].items():
+                if old.get(tool) != asks:
+                    self._agent.approvals.record_asking(tool, asks)
         self._agent.settings = dataclasses.replace(self._agent.settings, **changed)
 
     @staticmethod
@@ -175,9 +204,12 @@ class AgentMagics(Magics, Configurable):
 
             settings = Settings(tool_timeout=self.tool_timeout, max_tool_calls=self.max_tool_calls,
                                 headless_approval=self.headless_approval,
-                                api_base=self.api_base or None)
+                                api_base=self.api_base or None,
+                                ask_before=dict(self.ask_before))
             self._agent = Agent(model=self.model, workspace=self.workspace or None,
                                 settings=settings, user_tools=self.user_tools)
+            for tool, asks in self.ask_before.items():  # from ipython_config.py or %config
+                self._agent.approvals.record_asking(tool, asks, by="configuration")
             self._agent.services.namespace = kernel_namespace.namespace_of(self.shell)
             self._agent.services.errors = self.errors
             self._agent.services.cells = CellChannel(self.probe, self.shell)
@@ -217,6 +249,11 @@ class AgentMagics(Magics, Configurable):
         if cell is None:
             match = _LEADING_OPTIONS.match(line)
             options, prompt = (match.group(1), match.group(2)) if match else ("", line)
+            if (problem := usage_error(prompt)) is not None:
+                print(f"agent-kernel: {problem}", file=sys.stderr)
+                return
+            if prompt.startswith("--") and prompt[2:3].isspace() or prompt == "--":
+                prompt = prompt[2:]  # "--": what follows is the prompt, dashes and all
         else:
             options, prompt = line, cell
         args = parse_argstring(self.agent_magic, options)
@@ -323,14 +360,19 @@ class AgentMagics(Magics, Configurable):
                          run_id: str) -> None:
         """Run with the text view; in terminal IPython questions are asked on stdin."""
         from agent_kernel.notebook.blocking import wait_blocking
+        from agent_kernel.notebook.terminal_loop import run_on, terminal_loop
         from agent_kernel.views.terminal import TerminalAnswerer
         from agent_kernel.views.text import TextView
 
         view = TextView(agent.bus, run_id=run_id)
         answerer = TerminalAnswerer(agent, view).attach() if self.terminal_live() else None
+        # In terminal IPython the run goes on the loop that also runs between prompts, so
+        # a trigger it makes keeps firing after it (terminal_loop.py).
+        loop = terminal_loop(self.shell)
         try:
-            self.last_result = wait_blocking(agent.arun(prompt, new=new, model=model,
-                                                        run_id=run_id))
+            running = agent.arun(prompt, new=new, model=model, run_id=run_id)
+            self.last_result = (run_on(loop, running) if loop is not None
+                                else wait_blocking(running))
         except Exception as exc:
             print(f"agent-kernel: the run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         finally:
@@ -357,6 +399,11 @@ class AgentMagics(Magics, Configurable):
               help="Team mode: %agent prompts go to the team (off: the single agent).")
     @argument("--revoke", default=None, metavar="TOOL",
               help="Revoke the standing permission of TOOL (or all of them: --revoke all).")
+    @argument("--asking", action="store_true",
+              help="List which tools ask before they run, and why.")
+    @argument("--ask", default=None, metavar="TOOL", help="Make TOOL ask before it runs.")
+    @argument("--no-ask", default=None, metavar="TOOL", dest="no_ask",
+              help="Let TOOL run without asking (only tools whose effect stays in a sandbox).")
     @line_magic
     def agent_config(self, line: str) -> None:
         """Show the configuration, set ``--model`` / ``--workspace``, or list (``--permissions``)
@@ -367,6 +414,9 @@ class AgentMagics(Magics, Configurable):
             args = parse_argstring(self.agent_config, line)
         except Exception as exc:
             print(f"agent-kernel: {exc}", file=sys.stderr)
+            return
+        if args.ask or args.no_ask or args.asking:
+            print(self.choose_asking(args.ask, args.no_ask))
             return
         if args.permissions or args.revoke:
             approvals = self._agent.approvals if self._agent is not None else None
@@ -391,6 +441,22 @@ class AgentMagics(Magics, Configurable):
         if args.team:
             self.team = args.team == "on"
         print(self.describe())
+
+    def choose_asking(self, ask: str | None, no_ask: str | None) -> str:
+        """Apply ``--ask TOOL`` / ``--no-ask TOOL`` (recorded in the ledger) and say the table."""
+        from agent_kernel.engine import ask_policy
+
+        if no_ask and (refused := ask_policy.refusal_to_skip(no_ask)):
+            return f"agent-kernel: nothing changed. {refused}"
+        chosen = dict(self.ask_before)
+        if ask:
+            chosen[ask] = True
+        if no_ask:
+            chosen[no_ask] = False
+        if chosen != self.ask_before:
+            _ = self.agent  # made first, so the change below is recorded in its ledger
+            self.ask_before = chosen
+        return ask_policy.describe(self.ask_before)
 
     def describe(self) -> str:
         """The current configuration as text."""

@@ -62,7 +62,14 @@ def _wiring(ipython: InteractiveShell,
             raise TypeError(f"a {type(service).__name__} is not a TriggerScheduler")
         if service.namespace is None:
             service.namespace = ipython.user_ns
-        if not any(getattr(h, "_agent_kernel_card", False) for h in service.on_created):
+        from agent_kernel.notebook.terminal_loop import is_terminal, print_fired_runs
+
+        if is_terminal(ipython) and not getattr(service, "_agent_kernel_printed", False):
+            print_fired_runs(service.agent.bus)  # no cell to draw in: the terminal
+            service._agent_kernel_printed = True  # type: ignore[attr-defined]
+        if not is_terminal(ipython) and not any(
+                getattr(h, "_agent_kernel_card", False) for h in service.on_created):
+            # a live panel: in a terminal, each update would print the table anew
             service.on_created.append(_card_hook(service, agent_magics))
 
     return wire
@@ -87,11 +94,16 @@ def session_scheduler(ipython: InteractiveShell, agent_magics: AgentMagics, *,
     scheduler = scheduler_for(agent_magics.agent)
     _wiring(ipython, agent_magics)(scheduler)
     if not scheduler.started:
+        from agent_kernel.notebook.terminal_loop import start_on, terminal_loop
+
         try:
             report = scheduler.start()
         except RuntimeError:
-            _start_later(ipython, agent_magics)
-            return scheduler
+            loop = terminal_loop(ipython)  # terminal IPython: the loop between prompts
+            if loop is None:
+                _start_later(ipython, agent_magics)
+                return scheduler
+            report = start_on(loop, scheduler.start)
         if announce and report.has_news:
             print(report.text())
     return scheduler

@@ -388,11 +388,19 @@ async def run_command(
     return result
 
 
-def _bash_precheck(values: dict[str, Any]) -> dict[str, Any]:
-    return precheck(values["cmd"], "bash", values.get("timeout_seconds"), "timeout_seconds")
+def _bash_precheck(values: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    notes = precheck(values["cmd"], "bash", values.get("timeout_seconds"), "timeout_seconds")
+    if values.get("cwd"):  # a folder the command may never work in is refused unasked
+        try:
+            files._writable_parts(ctx.workspace, files.resolve(ctx.workspace, values["cwd"]),
+                                  values["cwd"])
+        except (ValueError, PermissionError) as exc:
+            raise ToolError(f"cwd: {exc}", summary=f"Refused without asking you: {exc}.",
+                            guidance=files.PATH_GUIDANCE) from None
+    return notes
 
 
-def _run_command_precheck(values: dict[str, Any]) -> dict[str, Any]:
+def _run_command_precheck(values: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return precheck(values["command"], "run_command", values["timeoutMs"] / 1000, "timeoutMs",
                     1000)
 

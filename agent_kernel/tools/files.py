@@ -18,7 +18,9 @@ only, without deny-listed names, and stop after ``LIMITS.list_max_entries`` /
 fully resolved path and opened without following a symlink. Reads and listings
 never open anything but regular files and folders, so a FIFO cannot hang the
 kernel. ``write_file`` is marked ``side_effects=True``: every call asks the
-person first (see :mod:`agent_kernel.engine.approvals`). ``bash`` and ``run_command``
+person first (see :mod:`agent_kernel.engine.ask_policy`), except one no approval could
+allow (a protected name, a path outside the writable folders, too much text, the tool
+turned off): its precheck refuses it in words before anyone is asked. ``bash`` and ``run_command``
 (commands.py, with their own ``LIMITS``) share the path helpers.
 """
 
@@ -37,7 +39,7 @@ from typing import Annotated, Any, Literal
 
 from agent_kernel.core.safe_open import folder_fd
 from agent_kernel.core.workspace import Workspace, WorkspaceError
-from agent_kernel.engine.registry import Field, Tool, ToolContext
+from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
 
 CACHE_ALIAS, STATE_ALIAS = "file_cache_dir", "file_state_dir"
 CACHE_DIR, STATE_DIR = "files", "state"
@@ -113,7 +115,24 @@ def resolve(workspace: Workspace, user_path: str) -> Path:
 def _check_denied(workspace: Workspace, resolved: Path, user_path: str) -> None:
     pattern = _denied(resolved.relative_to(workspace.root).as_posix())
     if pattern:
-        raise PermissionError(f"path {user_path!r} is denied (deny_paths pattern {pattern!r})")
+        kind = _PROTECTED_KIND.get(pattern) or (
+            f"its name matches {pattern!r} in files.LIMITS.deny_paths")
+        raise PermissionError(f"{user_path!r} is a protected file ({kind}); the agent may "
+                              "not read or write it")
+
+
+_PROTECTED_KIND = {
+    ".env": "it holds secrets", "*.pem": "a key or certificate", "*.key": "a key",
+    "id_rsa*": "an SSH key", "ledger.jsonl": "the ledger, the record of what the agent did",
+    "ledger.quarantine.jsonl": "the ledger's quarantine",
+    "pending_question.json": "the question the agent is waiting on",
+    "ledger-blobs": "the ledger's large fields", "ledger-blobs/*": "the ledger's large fields",
+}
+"""Why each default protected name is protected, in words (the refusal says it)."""
+
+PATH_GUIDANCE = ("Do not retry with another spelling of the path: the refusal is by where it "
+                 "leads. Use a relative path (it goes to file_cache_dir) or "
+                 "file_state_dir/<path>.")
 
 
 def _writable_parts(workspace: Workspace, resolved: Path, user_path: str,
@@ -480,9 +499,28 @@ def get_workspace_info(ctx: ToolContext) -> Result:
     return _answer("get_workspace_info", lambda: _info(ctx.workspace))
 
 
+def _write_precheck(values: dict[str, object], ctx: ToolContext) -> None:
+    """Refuse, before anyone is asked, a write no approval could allow: the tool turned off,
+    too much text, a path outside the files the agent may write or a protected one."""
+    if not LIMITS.write_file_enabled:
+        raise ToolError("write_file tool is disabled (LIMITS.write_file_enabled is false)",
+                        summary="Refused without asking you: writing files is turned off.")
+    path, content = str(values["path"]), str(values["content"])
+    try:
+        size = len(content.encode("utf-8", errors="surrogatepass"))
+        if size > LIMITS.write_max_bytes:
+            raise ValueError(f"the text is {size} bytes; write_file writes at most "
+                             f"{LIMITS.write_max_bytes} (files.LIMITS.write_max_bytes)")
+        _writable_parts(ctx.workspace, resolve(ctx.workspace, path), path)
+    except (ValueError, PermissionError) as exc:
+        raise ToolError(f"{exc}. Nothing was written.",
+                        summary=f"Refused without asking you: {exc}.",
+                        guidance=PATH_GUIDANCE) from None
+
+
 TOOLS = [
     Tool(read_file, source="builtin", side_effects=False),
-    Tool(write_file, source="builtin", side_effects=True),
+    Tool(write_file, source="builtin", side_effects=True, precheck=_write_precheck),
     Tool(list_files, source="builtin", side_effects=False),
     Tool(get_workspace_info, source="builtin", side_effects=False),
 ]

@@ -18,8 +18,10 @@ Python costs about 100 ms, so one spare child is started after each call and
 waits for the next; it serves one call and exits, so no state passes between
 calls.
 
-The tool is ``side_effects=True``: the model writes the code, so every call
-is approved by the person (or a standing "Always allow") before it runs.
+The tool is ``side_effects=True`` (the model writes the code), but by the policy table
+(:mod:`agent_kernel.engine.ask_policy`) it runs without asking: its effect stays inside
+that sandbox, so an approval would protect nothing. A person who wants to be asked says
+``%agent_config --ask run_javascript``.
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ class TriggerScheduler(TriggerMaker):
     def __init__(self, agent: Any, *, namespace: dict[str, Any] | None = None,
                  clock: Clock = system_clock, condition_interval: float = 1.0,
                  max_active: int = MAX_ACTIVE, max_concurrent_runs: int = 8,
-                 missed: str = "skip") -> None:
+                 missed: str = "skip", fires: bool = True) -> None:
         if missed not in ("skip", "run_once"):
             raise ValueError(f"missed must be 'skip' or 'run_once', got {missed!r}")
         self.agent = agent
@@ -73,6 +73,10 @@ class TriggerScheduler(TriggerMaker):
         self.max_active = max_active
         self.max_concurrent_runs = max_concurrent_runs
         self.missed = missed
+        self.fires = fires
+        """False: triggers made here are saved, but none fires in this process and the
+        saved ones are neither restored nor skipped (``python -m agent_kernel run``: a
+        one-shot prompt must not run, skip or cancel the workspace's triggers)."""
         self.store = TriggerStore(agent.workspace)
         self.triggers: dict[str, Trigger] = {}
         self.queue: list[Firing] = []
@@ -111,6 +115,9 @@ class TriggerScheduler(TriggerMaker):
         self._next_check = self.clock()
         from agent_kernel.triggers.restore import RestoreReport, restore
 
+        if not self.fires:  # saves what is made here; leaves the saved ones as they are
+            self.restore_report = RestoreReport()
+            return self.restore_report
         if self.agent.chat_model.needs_loading():  # the first firing should not wait for it
             self.agent.chat_model.warm_up()
 
@@ -121,14 +128,18 @@ class TriggerScheduler(TriggerMaker):
                 f"saved triggers are not restored: {exc}"])
         else:
             self.restore_report = restore(self) if claimed else RestoreReport(problems=[
-                "another kernel or `python -m agent_kernel triggers` already runs this "
-                f"workspace's triggers for agent {self.agent.agent_id!r}; they are not "
-                "restored here"])
+                f"{self.store.holder(self.agent.agent_id)} already runs this workspace's "
+                f"triggers for agent {self.agent.agent_id!r}; they are not restored here"])
         if self.restore_report.has_news:
             self.agent.bus.emit(Notice("triggers", self.restore_report.text()))
         if pump:
             self._pump = self._loop.create_task(self._pump_forever(), name="agent-triggers")
         return self.restore_report
+
+    @property
+    def runs_here(self) -> bool:
+        """This scheduler holds the workspace's runner lock: its saved triggers fire here."""
+        return self._runner_lock is not None
 
     def ensure_started(self) -> None:
         """Start if not started yet (called by the tools, which run on a loop)."""

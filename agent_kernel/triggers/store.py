@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,18 @@ from agent_kernel.core.workspace import Workspace
 FOLDER = "triggers"
 MAX_FILES = 1000
 MAX_FILE_BYTES = 256 * 1024
+
+
+def _this_process() -> str:
+    """What this process is, as a person would name it (for :meth:`TriggerStore.holder`)."""
+    argv = " ".join(sys.argv)
+    if "ipykernel" in argv:
+        return "a Jupyter kernel"
+    if "agent_kernel" in argv and "triggers" in argv:
+        return "`python -m agent_kernel triggers`"
+    if "ipython" in os.path.basename(sys.argv[0] if sys.argv else "").lower():
+        return "terminal IPython"
+    return f"Python ({os.path.basename(sys.argv[0]) if sys.argv else 'python'})"[:80]
 
 
 class TriggerStore:
@@ -79,7 +94,24 @@ class TriggerStore:
             lock.acquire()
         except LockTimeout:
             return None
+        with contextlib.suppress(OSError):  # only words for the next claimant: never fatal
+            write_atomic(self.workspace.root, f"{FOLDER}/.runner-{agent_id}.holder",
+                         json.dumps({"pid": os.getpid(), "what": _this_process(),
+                                     "since": time.time()}).encode("utf-8"))
         return lock
+
+    def holder(self, agent_id: str) -> str:
+        """Who holds ``agent_id``'s runner lock, in words ("a Jupyter kernel (process 4242,
+        since 09:12:03)"), as the holder wrote it when it claimed the lock."""
+        try:
+            said = json.loads(read_capped(self.workspace.root,
+                                          f"{FOLDER}/.runner-{agent_id}.holder", 4096))
+            pid, what, since = int(said["pid"]), str(said["what"])[:80], float(said["since"])
+        except (OSError, ValueError, TypeError, KeyError, TooLarge, UnsafeWorkspacePath):
+            return "another process (a Jupyter kernel, terminal IPython or `python -m " \
+                   "agent_kernel triggers`)"
+        when = time.strftime("%H:%M:%S", time.localtime(since))
+        return f"{what} (process {pid}, since {when})"
 
     def load_all(self) -> tuple[list[dict[str, Any]], list[str]]:
         """Every saved trigger, oldest first, and a problem line for each unreadable file."""

@@ -34,10 +34,24 @@ from agent_kernel.core.events import (
 )
 from agent_kernel.core.redaction import StreamRedactor
 from agent_kernel.views.mime import usage_line
-from agent_kernel.views.summaries import question_label
+from agent_kernel.views.summaries import question_label, summarise
 
 if TYPE_CHECKING:
     from agent_kernel.core.events import EventBus
+
+
+def gist(text: str, limit: int = 240) -> str:
+    """``text`` on one line, cut (when it must be) after its last whole sentence or clause
+    that fits, else at a word, never inside one: "… (N more characters)"."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    end = max(head.rfind(". "), head.rfind("; "), head.rfind("! "), head.rfind("? "))
+    if end < limit // 2:
+        end = head.rfind(" ")
+    kept = head[: end + 1].rstrip(" ;") if end > 0 else head
+    return f"{kept} … ({len(text) - len(kept)} more characters)"
 
 
 def _short(value: object, limit: int = 200) -> str:
@@ -45,6 +59,30 @@ def _short(value: object, limit: int = 200) -> str:
                                                            default=repr)
     text = text.replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def task_rows(tool: str, result: object) -> list[str]:
+    """``list_tasks``'s rows as lines a person reads: what, its state and kind, since when,
+    and its id last (what ``cancel_task`` and ``%agent_triggers cancel`` take)."""
+    if tool != "list_tasks" or not isinstance(result, dict):
+        return []
+    from agent_kernel.core.times import parse_iso
+
+    rows = []
+    for task in result.get("tasks") or []:
+        if not isinstance(task, dict):
+            continue
+        since = ""
+        try:
+            when = parse_iso(str(task.get("createdAt")))
+            since = f" · since {when.astimezone():%H:%M %Z}" if when else ""
+        except ValueError:
+            pass
+        state = {"trigger": "scheduled", "needs_approval": "waits for your approval"}.get(
+            str(task.get("status")), str(task.get("status")))
+        rows.append(f"{gist(str(task.get('prompt', '')), 100)} · {state} · "
+                    f"{task.get('type')}{since} ({task.get('id')})")
+    return rows or ["no tasks"]
 
 
 class TextView:
@@ -57,6 +95,11 @@ class TextView:
         self._at_line_start = True
         self._reader_gone = False
         self._streamed = StreamRedactor()
+        self._held: list[str] = []
+        """Team lines that came while the answer streamed mid-line: written after the line,
+        so a sentence of the answer is never split by them."""
+        self._turn_text = False
+        """Text of the model's answer was written since its last call began (a retry voids it)."""
         self.bus = getattr(bus, "bus", bus)
         self._unsubscribe = self.bus.subscribe(self.on_event)
 
@@ -75,6 +118,10 @@ class TextView:
             return
         if text:
             self._at_line_start = text.endswith("\n")
+        if text.endswith("\n") and self._held:  # the answer's line is done: their turn
+            held, self._held = self._held, []
+            for line in held:
+                self._write(line + "\n")
 
     def line(self, text: str) -> None:
         """Write ``text`` on a line of its own."""
@@ -82,6 +129,13 @@ class TextView:
         if not self._at_line_start:
             self._write("\n")
         self._write(text + "\n")
+
+    def _team_line(self, text: str) -> None:
+        """A team agent's line: now, or after the answer's line that is streaming."""
+        if self._at_line_start and not self._streamed.holding:
+            self._write(text + "\n")
+        else:
+            self._held.append(text)
 
     def prompt(self, text: str) -> None:
         """Write ``text`` on a line of its own and leave the line open for the person's typing."""
@@ -107,14 +161,26 @@ class TextView:
         agents working at once would interleave)."""
         inner, who = for_display(event.inner), f"[{event.agent_id}]"
         if isinstance(inner, RunStarted):
-            self.line(f"{who} {event.role} starts: {_short(event.prompt)}")
+            self._team_line(f"{who} {event.role} starts: {gist(event.prompt)}")
         elif isinstance(inner, ToolCallFinished):
-            outcome = "ok" if inner.success else f"FAILED: {_short(inner.shown)}"
-            self.line(f"{who} [tool] {inner.tool_name} {outcome}")
+            outcome = "ok" if inner.success else f"FAILED: {gist(str(inner.shown))}"
+            self._team_line(f"{who} [tool] {inner.tool_name} {outcome}")
         elif isinstance(inner, RunFinished) and inner.result is not None:
             result = inner.result
             said = result.reply if result.status == "ok" else (result.error or result.status)
-            self.line(f"{who} {result.status}: {_short(said or '(no text)')}")
+            self._team_line(f"{who} {result.status}: {gist(said or '(no text)')}")
+
+    @staticmethod
+    def _result_words(event: ToolCallFinished) -> str:
+        """The result itself when it is short text, else its one line in words (never a
+        cut JSON object)."""
+        whole = _short(event.result, 10_000)
+        rows = event.tool_name == "list_tasks"  # its rows follow, one a line
+        if isinstance(event.result, str) or (len(whole) <= 200 and not rows):
+            return _short(event.result)
+        said = summarise(event.tool_name, event.arguments, event.result, success=True,
+                         duration_ms=None)
+        return said if said != "ok" else f"{len(whole):,} characters of result (in the ledger)"
 
     def on_event(self, event: Event) -> None:
         """Render one event."""
@@ -128,10 +194,15 @@ class TextView:
             origin = f" (trigger {event.trigger.get('trigger_id', '')})" if event.trigger else ""
             self.line(f">>> [{event.model}] {event.prompt}{origin}")
         elif isinstance(event, TextDelta):
+            self._turn_text = self._turn_text or bool(event.text)
             self._write(self._streamed.feed(event.text))
         elif isinstance(event, StreamReset):
-            self.line(f"[stream reset: {event.reason}]")
+            # The notice that follows says why; the reset matters only for text shown.
+            if self._turn_text:
+                self.line("[the answer above was cut off; the model is asked again]")
+            self._turn_text = False
         elif isinstance(event, ToolCallStarted):
+            self._turn_text = False
             self.line(f"[tool] {event.tool_name} {_short(event.arguments)} ...")
         elif isinstance(event, LedgerRecorded):
             if event.record.get("source") == "always" and event.record.get("kind") == "approval":
@@ -144,7 +215,9 @@ class TextView:
             ledger = f" · ledger {record.get('record_id')}" if record else ""
             if event.success:
                 self.line(f"[tool] {event.tool_name} ok in {event.duration_ms} ms{ledger} -> "
-                          f"{_short(event.result)}")
+                          f"{self._result_words(event)}")
+                for row in task_rows(event.tool_name, event.result):
+                    self.line(f"  {row}")
             else:
                 self.line(f"[tool] {event.tool_name} FAILED in {event.duration_ms} ms{ledger}: "
                           f"{_short(event.shown)}")

@@ -123,8 +123,8 @@ async def test_the_model_cannot_read_the_blobs_back(tmp_path: Path) -> None:
     for path in (f"../ledger-blobs/{blob}", str(agent.ledger.blob_folder / blob),
                  "../ledger-blobs"):
         answer = await call_tool(agent, "read_file", path=path)
-        assert answer["ok"] is False and "denied" in answer["error"], (path, answer)
+        assert answer["ok"] is False and "is a protected file" in answer["error"], (path, answer)
     (agent.workspace.root / "files").mkdir(exist_ok=True)
     (agent.workspace.root / "files" / "link").symlink_to(agent.ledger.blob_folder / blob)
     answer = await call_tool(agent, "read_file", path="link")
-    assert answer["ok"] is False and "denied" in answer["error"], answer
+    assert answer["ok"] is False and "is a protected file" in answer["error"], answer

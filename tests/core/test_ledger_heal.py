@@ -335,11 +335,25 @@ def test_cli_anchor_catches_an_emptied_or_replaced_ledger(tmp_path, capsys):
     ledger.path.write_bytes(b"")  # emptied: the chain alone still verifies
     assert ledger.verify().ok
     assert cli(["verify", "--workspace", str(tmp_path), "--anchor", head]) == 1
-    assert "is not in the ledger's chain" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.startswith("anchor not found: ") and "is not in the ledger's chain" in out
+    assert "ledger broken" not in out  # the chain itself verifies (issue 25)
     fill(ledger, 5)  # replaced by a fresh, perfectly valid chain
     assert ledger.verify().ok and not ledger.verify(anchor=head).ok
     assert cli(["verify", "--workspace", str(tmp_path), "--anchor", "abc"]) == 1
     assert "not a record hash" in capsys.readouterr().out
+
+
+def test_cli_verify_on_a_folder_without_a_workspace_says_so(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli(["verify", "--workspace", str(empty)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"no workspace to verify: {empty} holds no ledger (ledger.jsonl).")
+    assert "ledger ok" not in out and not (empty / LEDGER_FILE).exists()
+    assert cli(["verify", "--workspace", str(tmp_path / "nowhere"), "--repair"]) == 1
+    assert "nowhere does not exist" in capsys.readouterr().out
+    assert not (tmp_path / "nowhere").exists()
 
 
 # --- fuzzing ----------------------------------------------------------------------------------

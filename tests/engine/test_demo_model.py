@@ -359,7 +359,8 @@ async def test_a_real_run_says_what_really_happened(tmp_path):
                                 "`files/notes.txt`).")
     outside = await agent.arun("write file ../../outside.txt with nope")
     assert not outside.tool_calls[0].success
-    assert "I wrote" not in outside.reply and "refused to write" in outside.reply
+    assert "I wrote" not in outside.reply and "did not go through" in outside.reply
+    assert "Nothing was written" in outside.reply
     assert not (tmp_path.parent / "outside.txt").exists()
     listed = await agent.arun("list files")
     assert listed.reply.endswith("`files` holds 1 entry: `notes.txt`.")

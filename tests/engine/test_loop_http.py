@@ -333,7 +333,9 @@ async def test_unreachable_server_does_not_raise(tmp_path):
     with ScriptedServer() as srv:
         agent = make_agent(srv, tmp_path, max_retries=1)
     result = await agent.arun("hi")  # the server is gone now
-    assert result.status == "error" and "attempts" in result.error
+    # a refused connection is said at once, not retried (issue 25)
+    assert result.status == "error" and "nothing is listening at" in result.error
+    assert "attempts" not in result.error
 
 
 async def test_tool_call_limit(server, tmp_path):

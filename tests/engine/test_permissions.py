@@ -136,9 +136,10 @@ async def test_a_call_that_fails_under_a_standing_permission_is_not_called_denie
     agent = _agent(tmp_path)
     _answer(agent, [ALWAYS])
     runs = _watch(agent)
-    await agent.arun("write file a.txt with one")
-    # allowed without asking, then refused by the tool itself (outside the workspace)
-    failed = await agent.arun("write file ../../outside.txt with nope")
+    await agent.arun("write file sub/a.txt with one")
+    # allowed without asking, then refused by the tool itself (sub is a folder: a path
+    # outside the workspace is refused before any approval, standing or not)
+    failed = await agent.arun("write file sub with nope")
     state = runs[failed.run_id].state()
     [card] = [e for e in state["entries"] if e["kind"] == "tool"]
     assert card["state"] == "failed" and card["approval"]["source"] == "standing"

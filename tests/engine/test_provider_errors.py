@@ -109,3 +109,86 @@ def test_a_refused_key_shows_once_in_the_cell_and_once_in_the_ledger(server, run
     assert errors[0]["error_kind"] == "provider" and errors[0]["status"] == 401
     assert errors[0]["error"].count("Incorrect API key provided") == 1
     assert "OPENAI_API_KEY" in errors[0]["error"]
+
+
+# A model server that is not running, and a key that is not there (issue 25, item 10).
+
+def _dead_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (bound, then closed)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("model", "server"), [("ollama/llama3.2", "Ollama"),
+                                               ("openai/test-model", "the model server")])
+async def test_a_server_that_is_not_running_is_one_sentence_said_once(tmp_path, model, server):
+    port = _dead_port()
+    agent = Agent(model=model, workspace=tmp_path,
+                  settings=Settings(api_base=f"http://127.0.0.1:{port}", api_key="sk-x-01234567",
+                                    retry_base_delay=0.01))
+    notices: list[Notice] = []
+    agent.bus.subscribe(lambda e: notices.append(e) if isinstance(e, Notice) else None)
+    result = await agent.arun("hello")
+    assert result.status == "error"
+    assert result.error == (f"The model provider failed: nothing is listening at "
+                            f"http://127.0.0.1:{port} — is {server} running?")
+    assert not [n for n in notices if "retry" in n.text]  # a refused connection: no retries
+
+
+def test_the_words_for_a_refused_connection_carry_no_object_address() -> None:
+    from agent_kernel.engine.models.provider_errors import classify, said_once
+
+    class APIConnectionError(Exception):
+        pass
+
+    inner = ConnectionRefusedError(111, "Connect call failed ('127.0.0.1', 11434)")
+    outer = APIConnectionError("OllamaException - Cannot connect to host localhost:11434 "
+                               "ssl:<ssl.SSLContext object at 0x7fa272bd28d0> [Connect call "
+                               "failed ('127.0.0.1', 11434)]")
+    outer.__cause__ = inner
+    assert classify(outer, "ollama/llama3.2") == (
+        False, None, "nothing is listening at http://localhost:11434 — is Ollama running?")
+    assert classify(outer, "hosted_vllm/m") == (
+        False, None, "nothing is listening at localhost:11434 — is the vLLM server running?")
+    said = said_once("Cannot connect to host x:1 ssl:<ssl.SSLContext object at 0x7f00> [boom] "
+                     "<aiohttp.Foo object at 0xdeadbeef>")
+    assert "0x" not in said and said == "Cannot connect to host x:1 [boom] aiohttp.Foo"
+
+
+async def test_a_missing_key_is_said_before_the_model_library_loads(tmp_path, monkeypatch):
+    from agent_kernel.core.events import Loading
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    agent = Agent(model="openai/gpt-4o-mini", workspace=tmp_path)
+    seen: list[object] = []
+    agent.bus.subscribe(seen.append)
+    result = await agent.arun("hello")
+    assert result.status == "error"
+    assert result.error is not None and result.error.startswith(
+        "The model provider was not called: no API key for openai: set OPENAI_API_KEY")
+    assert not [e for e in seen if isinstance(e, Loading)]  # said before litellm's import
+    assert result.duration_ms < 1000
+
+
+@pytest.mark.timeout(60)
+def test_the_cli_says_the_reason_once_when_both_streams_go_to_one_place(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    done = subprocess.run([sys.executable, "-m", "agent_kernel", "run", "hello", "--model",
+                           "openai/gpt-4o-mini", "--workspace", str(tmp_path / "ws")],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=env, timeout=50)
+    assert done.returncode == 1
+    assert done.stdout.count("no API key for openai") == 1, done.stdout
+    assert "error: the run ended with status 'error'" in done.stdout
+    apart = subprocess.run([sys.executable, "-m", "agent_kernel", "run", "hello", "--model",
+                            "openai/gpt-4o-mini", "--workspace", str(tmp_path / "ws")],
+                           capture_output=True, text=True, env=env, timeout=50)
+    assert "no API key for openai" in apart.stderr  # a log of its own gets the reason

@@ -105,8 +105,9 @@ def test_tools_notebook_runs(run_notebook: Any, tmp_path: Path) -> None:
     assert "hold 1 file in 0 folders, 40 bytes in all" in _reply(cells["%agent workspace info"])
     forged = cells["%agent write file ../ledger.jsonl with nothing happened"]
     assert _tool(forged)["state"] == "failed"
-    assert ("`write_file` refused to write `../ledger.jsonl`: path '../ledger.jsonl' is denied "
-            "(deny_paths pattern 'ledger.jsonl'). Nothing was written.") in _reply(forged)
+    assert _tool(forged).get("approval") is None  # refused before anyone was asked
+    assert ("'../ledger.jsonl' is a protected file (the ledger, the record of what the agent "
+            "did); the agent may not read or write it. Nothing was written.") in _reply(forged)
     records = [json.loads(line) for line in (workspace / "ledger.jsonl").read_text().splitlines()]
     assert all(r.get("record_id") and r.get("hash") for r in records)  # nothing forged in it
 

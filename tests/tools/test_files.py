@@ -118,12 +118,13 @@ async def test_bad_input_is_a_readable_refusal(agent: Agent) -> None:
 
 async def test_deny_paths(agent: Agent) -> None:
     assert refused(await call(agent, "write_file", path="secrets/.env", content="KEY=1"),
-                   "denied", "'.env'")
+                   "'secrets/.env' is a protected file (it holds secrets)")
     assert not (agent.workspace.root / "files/secrets/.env").exists()
     agent.workspace.ensure()
     (agent.workspace.root / "ledger.jsonl").write_text("{}\n")
     assert refused(await call(agent, "read_file",
-                              path="/" + str(agent.workspace.root / "ledger.jsonl")), "denied")
+                              path="/" + str(agent.workspace.root / "ledger.jsonl")),
+                   "is a protected file (the ledger")
 
 
 async def test_missing_file_and_folder(agent: Agent) -> None:
@@ -203,7 +204,7 @@ async def test_write_file_refuses_the_runtime_files(
     path = path.replace("/ABS", str(agent.workspace.root)).replace(
         "ABS", str(agent.workspace.root))
     result = await call(agent, "write_file", path=path, content="pwned")
-    assert refused(result, "denied") or refused(
+    assert refused(result, "is a protected file") or refused(
         result, "belongs to the runtime", "files/ (file_cache_dir) or state/ (file_state_dir)")
     assert unchanged(agent, runtime_files)
     assert not (agent.workspace.root / "new_file.txt").exists()
@@ -240,7 +241,7 @@ async def test_a_symlink_at_the_ledger_is_not_read_or_listed(
     for path in ("led", "viaproc", "parent/ledger.jsonl", f"/proc/self/root{root}/ledger.jsonl",
                  "parent/files/led"):
         result = await call(agent, "read_file", path=path)
-        assert refused(result, "denied"), path
+        assert refused(result, "is a protected file"), path
         assert "seq" not in json.dumps(result)
     for path in ("parent", "parent/triggers", "trig/../.."):
         assert refused(await call(agent, "list_files", path=path), "belongs to the runtime")
@@ -294,7 +295,7 @@ async def test_reads_stay_workspace_wide_with_deny_paths(
         "ok": True, "content": '{"condition": "True"}'}
     (agent.workspace.root / "files" / "led").symlink_to("../ledger.jsonl")
     for path in ("../ledger.jsonl", "led", "../pending_question.json"):
-        assert refused(await call(agent, "read_file", path=path), "denied"), path
+        assert refused(await call(agent, "read_file", path=path), "is a protected file"), path
 
 
 # Reads, writes and listings refuse FIFOs, sockets and devices without blocking.
@@ -377,7 +378,7 @@ async def test_deny_listed_names_never_leak(
     info = (await call(agent, "get_workspace_info"))["info"]
     assert info["fileCount"] == 3  # the three ok.txt
     assert info["totalSize"] == 3 * len("SECRET=hunter2hunter2")
-    assert refused(await call(agent, "list_files", path="x/.env"), "denied")
+    assert refused(await call(agent, "list_files", path="x/.env"), "is a protected file")
 
 
 async def test_workspace_info_counts_the_file_folders(
@@ -431,7 +432,12 @@ async def test_errors_reach_the_model_as_tool_results(agent: Agent) -> None:
     agent.settings.headless_approval = "allow"
     result = await agent.arun("write file ../../outside.txt with nope")
     [record] = result.tool_calls
-    assert refused(record.result, "path '../../outside.txt' is outside the workspace")
+    # refused before anyone is asked (issue 25), and the model reads why
+    from agent_kernel.engine.tool_calls import tool_message
+
+    assert not record.success and record.result is None
+    assert "path '../../outside.txt' is outside the workspace" in str(
+        tool_message(record, 10_000)["content"])
     assert result.ok and not (agent.workspace.root.parent.parent / "outside.txt").exists()
 
 
@@ -478,10 +484,13 @@ async def test_a_run_reads_the_envelopes(tmp_path: Path) -> None:
             Message(text="done"))
         result = await agent.arun("take notes")
     assert result.ok and result.reply == "done"
-    told = [json.loads(m["content"]) for m in server.tool_messages(1)]
-    assert told[0] == {"ok": True, "path": "files/notes.txt", "bytes": 25, "mode": "overwrite"}
-    assert refused(told[1], "belongs to the runtime")
-    told = [json.loads(m["content"]) for m in server.tool_messages(2)][-3:]
+    first, second = (m["content"] for m in server.tool_messages(1))
+    assert json.loads(first) == {"ok": True, "path": "files/notes.txt", "bytes": 25,
+                                 "mode": "overwrite"}
+    # refused before anyone was asked (issue 25): the model reads the error and what to do
+    assert second.startswith("Error: Tool 'write_file' was not run: ")
+    assert "belongs to the runtime" in second and "Use a relative path" in second
+    told = [json.loads(m["content"]) for m in server.tool_messages(2)[-3:]]
     assert {e["name"] for e in told[0]["entries"]} == {"notes.txt", "pipe"}
     assert refused(told[1], "is a FIFO (named pipe)")
     assert told[2]["info"]["fileCount"] == 1 and told[2]["info"]["totalSize"] == 25
@@ -495,4 +504,4 @@ async def test_a_run_reads_the_envelopes(tmp_path: Path) -> None:
         and r.get("kind") == "tool_call"]
     assert len(calls) == 5
     [evil] = [r for r in calls if r["arguments"].get("path") == "../triggers/evil.json"]
-    assert refused(evil["result"], "belongs to the runtime")
+    assert evil["success"] is False and "belongs to the runtime" in evil["error"]

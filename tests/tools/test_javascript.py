@@ -367,13 +367,15 @@ async def test_the_spare_serves_one_call_only(agent: Agent) -> None:
 
 # Through a real run: approvals first, the model reads the envelope, the ledger keeps it.
 
-def run_agent(tmp_path: Path, policy: str, code: str, data: Any) -> tuple[Any, Any, Agent]:
+def run_agent(tmp_path: Path, policy: str, code: str, data: Any,
+              ask: bool = False) -> tuple[Any, Any, Agent]:
     from scripted_server import Call, Message, ScriptedServer
 
     with ScriptedServer() as server:
         agent = Agent(model="openai/test-model", workspace=tmp_path / "ws",
                       settings=Settings(api_base=server.base_url, api_key="sk-test-0123456789ab",
-                                        headless_approval=policy))
+                                        headless_approval=policy,
+                                        ask_before={"run_javascript": True} if ask else {}))
         server.script(Message(calls=[Call("run_javascript",
                                           json.dumps({"code": code, "input": data}))]),
                       Message(text="done"))
@@ -384,8 +386,14 @@ def run_agent(tmp_path: Path, policy: str, code: str, data: Any) -> tuple[Any, A
 
 @pytest.mark.timeout(60)
 def test_a_run_asks_first_then_the_model_reads_the_result(tmp_path: Path) -> None:
-    result, told, agent = run_agent(tmp_path / "yes", "allow", "return input.a + input.b",
+    # By default the sandbox protects, so nothing asks (issue 25: approvals by effect) ...
+    result, told, agent = run_agent(tmp_path / "free", "deny", "return input.a + input.b",
                                     {"a": 123, "b": 456})
+    assert json.loads(told[0]["content"]) == {"ok": True, "result": 579}
+    assert "approval" not in [r.get("kind") for r in agent.ledger.records()]
+    # ... and a person who chose to be asked is.
+    result, told, agent = run_agent(tmp_path / "yes", "allow", "return input.a + input.b",
+                                    {"a": 123, "b": 456}, ask=True)
     assert result.ok and result.reply == "done"
     assert json.loads(told[0]["content"]) == {"ok": True, "result": 579}
     kinds = [r.get("kind") for r in agent.ledger.records()]
@@ -394,7 +402,7 @@ def test_a_run_asks_first_then_the_model_reads_the_result(tmp_path: Path) -> Non
     assert record["tool_name"] == "run_javascript" and record["result"] == {"ok": True,
                                                                              "result": 579}
 
-    result, told, agent = run_agent(tmp_path / "no", "deny", "return 1", None)
+    result, told, agent = run_agent(tmp_path / "no", "deny", "return 1", None, ask=True)
     assert result.ok and result.reply == "done"
     assert told[0]["content"].startswith("Error: ") and "579" not in told[0]["content"]
     [record] = [r for r in agent.ledger.records() if r.get("kind") == "tool_call"]

@@ -66,7 +66,7 @@ def test_text_view_shows_questions_and_errors(agent, monkeypatch):
     text = out.getvalue()
     assert "[question] Which do you choose: tea, coffee? [tea / coffee]" in text
     assert "[answer] (no answer) (timeout)" in text
-    assert "[provider] The model provider failed" in text
+    assert "[provider] The model provider was not called: no API key for openai" in text
     assert "[error ·" in text
 
 
@@ -370,3 +370,60 @@ def test_widget_view_says_what_it_loads_then_how_long_it_took(agent):
     text = mime_bundle(view.transcript)["text/plain"]
     assert "loaded the model library (first run) in 1.2 s" in text and "…" not in text
     view.finish()
+
+
+def test_text_view_says_a_retry_once_and_only_over_text_it_showed() -> None:
+    from agent_kernel.core.events import EventBus, Notice, StreamReset
+
+    bus, out = EventBus(), io.StringIO()
+    TextView(bus, stream=out)
+    why = "server error (503): busy"
+    bus.emit(StreamReset("r", reason=why))  # nothing was shown: the notice says it all
+    bus.emit(Notice("r", f"Provider problem ({why}); retry 1 in 0.5 s", level="warning"))
+    bus.emit(TextDelta("r", "Half an ans"))
+    bus.emit(StreamReset("r", reason=why))
+    bus.emit(Notice("r", f"Provider problem ({why}); retry 2 in 1.0 s", level="warning"))
+    text = out.getvalue()
+    assert text.count(why) == 2  # once per retry, in its notice
+    assert text.count("[the answer above was cut off; the model is asked again]") == 1
+    assert "stream reset" not in text
+
+
+def test_text_view_holds_team_lines_until_the_answer_ends_its_line() -> None:
+    from agent_kernel.core.events import AgentActivity, EventBus, Notice, RunStarted
+
+    bus, out = EventBus(), io.StringIO()
+    TextView(bus, stream=out)
+    bus.emit(TextDelta("r", "I handed your ask to "))
+    bus.emit(AgentActivity("r", agent_id="planner-1", role="planner", task_id="t1",
+                           parent_task_id=None, prompt="plan it",
+                           inner=RunStarted("p", prompt="plan it", model="demo",
+                                            agent_id="planner-1")))
+    bus.emit(TextDelta("r", "the Planner.\nWhen they are back I answer."))
+    bus.emit(Notice("r", "next", level="info"))
+    lines = out.getvalue().splitlines()
+    assert lines[:4] == ["I handed your ask to the Planner.",  # each line of it stays whole
+                         "When they are back I answer.",
+                         "[planner-1] planner starts: plan it", "[info] next"]
+
+
+def test_list_tasks_reads_as_lines_and_no_json_is_cut(agent) -> None:
+    from agent_kernel.core.events import EventBus, ToolCallFinished
+    from agent_kernel.views.text import gist
+
+    bus, out = EventBus(), io.StringIO()
+    TextView(bus, stream=out)
+    tasks = {"tasks": [{"id": "sch_1", "type": "once", "prompt": "remind me to stretch",
+                        "priority": 5, "status": "trigger",
+                        "createdAt": "2026-11-26T03:37:47.000Z"}]}
+    bus.emit(ToolCallFinished("r", "c1", "list_tasks", {}, tasks, True, None, 4))
+    big = {"id": "x" * 40, "content": {"notes": "y" * 400}}
+    bus.emit(ToolCallFinished("r", "c2", "get_artifact", {}, big, True, None, 3))
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("[tool] list_tasks ok in 4 ms -> 1 task")
+    assert re.fullmatch(r"  remind me to stretch · scheduled · once · since \d\d:\d\d \S+ "
+                        r"\(sch_1\)", lines[1]), lines[1]
+    assert lines[2].endswith("characters of result (in the ledger)") and "{" not in lines[2]
+    said = gist("One whole sentence here. " * 20, 100)
+    assert said.startswith("One whole sentence here. One whole sentence here.")
+    assert said.split(" … ")[0].endswith(".") and said.endswith("more characters)")

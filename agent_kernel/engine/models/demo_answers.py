@@ -303,13 +303,28 @@ def _scheduled(_args: JsonObject, result: object) -> str | None:
             "runs it when it is due.")
 
 
+def _tasks(_args: dict[str, object], result: object) -> str | None:
+    """list_tasks as lines: what each is and its state, not the rows' JSON."""
+    if not isinstance(result, dict) or not isinstance(result.get("tasks"), list):
+        return None
+    own = [t for t in result["tasks"] if isinstance(t, dict)]
+    others = [t for t in own if t.get("status") != "running" or t.get("type") != "run"]
+    if not others:
+        return "Nothing is scheduled or queued: only this run is going."
+    states = {"trigger": "scheduled", "needs_approval": "waits for your approval"}
+    lines = [f"- {t.get('prompt')} ({states.get(str(t.get('status')), t.get('status'))}, "
+             f"{t.get('type')}, `{t.get('id')}`)" for t in others]
+    return f"{len(others)} task{'s' if len(others) > 1 else ''} besides this run:\n" + \
+        "\n".join(lines)
+
+
 WORDS: dict[str, Words] = {
     "write_file": _write_file, "read_file": _read_file, "list_files": _list_files,
     "get_workspace_info": _workspace_info, "bash": _command, "run_command": _command,
     "url_fetch": _url_fetch, "http_request": _http_request, "web_search": _web_search,
     "run_javascript": _javascript, "ask_user": _ask_user, "remember": _remembered,
     "recall": _recalled, "search_memory": _recalled, "schedule": _scheduled,
-    "schedule_once": _scheduled, "schedule_cron": _scheduled,
+    "schedule_once": _scheduled, "schedule_cron": _scheduled, "list_tasks": _tasks,
     "echo": lambda _a, result: f"The echo tool returned: {result}",
     "console_print": lambda _a, _r: "I printed that to the console.",
     "reply": lambda _a, _r: "I sent that reply.",

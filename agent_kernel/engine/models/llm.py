@@ -184,7 +184,8 @@ async def complete(
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            retryable, status, message = classify(exc, model, bool(settings.api_key))
+            retryable, status, message = classify(exc, model, bool(settings.api_key),
+                                                  settings.api_base)
             if not retryable or attempt == attempts:
                 tried = f" after {attempt} attempts" if attempt > 1 else ""
                 raise ProviderError(

@@ -173,3 +173,28 @@ def _unknown_bare(model: str, providers: frozenset[str]) -> str:
     if shown:
         how = f"did you mean {_one_of(shown)}? Otherwise {how}"
     return f"unknown model '{model}': litellm cannot tell which provider serves it; {how}"
+
+
+KEY_OF_PROVIDER = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
+                   "groq": "GROQ_API_KEY", "mistral": "MISTRAL_API_KEY",
+                   "deepseek": "DEEPSEEK_API_KEY", "openrouter": "OPENROUTER_API_KEY",
+                   "xai": "XAI_API_KEY"}
+"""Providers whose one key the model string already names (litellm reads no other), so a
+missing key is said before litellm's seconds-long import."""
+
+
+def missing_key(model: str, api_key: str | None, api_base: str | None) -> str | None:
+    """Which variable to set when ``model``'s provider needs a key that is not there, or
+    None (a key given, a base URL of the person's own, or a provider we do not name)."""
+    import os
+
+    if api_key or api_base:
+        return None
+    prefix, slash, _rest = model.partition("/")
+    provider = prefix if slash else known_models().get(model, ("", ""))[0]
+    variable = KEY_OF_PROVIDER.get(provider)
+    if variable is None or os.environ.get(variable):
+        return None
+    return (f"no API key for {provider}: set {variable} in the environment (or pass "
+            "api_key), or switch to the offline demo model (`%agent_config --model demo` in "
+            "a notebook, `--model demo` on the command line)")

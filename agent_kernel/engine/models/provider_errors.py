@@ -39,11 +39,50 @@ _MISSING_KEY = re.compile(r"(?i)missing credentials|api_key client option must b
                           r"no api key|api[_ ]key (?:is )?(?:not set|missing|required)")
 
 
-def classify(exc: BaseException, model: str = "", key_given: bool = False
-              ) -> tuple[bool, int | None, str]:
+_REFUSED = re.compile(r"(?i)connection refused|connect call failed|ECONNREFUSED|errno 111\b")
+_HOST_PORT = re.compile(r"\bhost ([\w.\-]+:\d+)|\('([\d.:a-f]+)', (\d+)\)")
+_OBJECT_AT = re.compile(r"\s*\bssl:<[^<>]*>|<([\w.]+) object at 0x[0-9a-fA-F]+>")
+# Servers people run themselves: where each listens unless api_base says otherwise.
+_LOCAL_SERVERS = {"ollama": ("Ollama", "http://localhost:11434"),
+                  "ollama_chat": ("Ollama", "http://localhost:11434"),
+                  "lm_studio": ("LM Studio", "http://localhost:1234/v1"),
+                  "hosted_vllm": ("the vLLM server", None), "llamafile": ("llamafile", None)}
+
+
+def _refused(exc: BaseException) -> bool:
+    """The connection was refused: nothing listens there, and retrying will not help."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError) or _REFUSED.search(str(current)):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def nothing_listening(exc: BaseException, model: str, api_base: str | None) -> str | None:
+    """One sentence for a model server that is not running ("nothing is listening at
+    http://localhost:11434 — is Ollama running?"), or None when that is not the failure."""
+    if not _refused(exc):
+        return None
+    provider = model.split("/", 1)[0] if "/" in model else ""
+    server, default = _LOCAL_SERVERS.get(provider, ("the model server", None))
+    where = api_base or default
+    if where is None:
+        found = _HOST_PORT.search(str(exc))
+        where = (found.group(1) or f"{found.group(2)}:{found.group(3)}") if found else None
+    return (f"nothing is listening at {where} — is {server} running?" if where else
+            f"the connection was refused — is {server} running?")
+
+
+def classify(exc: BaseException, model: str = "", key_given: bool = False,
+             api_base: str | None = None) -> tuple[bool, int | None, str]:
     """(retryable, status, short message) for an exception from litellm."""
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
+    if (refused := nothing_listening(exc, model, api_base)) is not None:
+        return False, None, refused  # a refused connection is refused again at once
     text = said_once(str(exc))
     if len(text) > 300:
         text = text[:297] + "..."
@@ -86,6 +125,7 @@ def said_once(text: str) -> str:
     a chain of class names keeps its last, and a restated tail or sentence goes.
     """
     text = re.sub(r"\blitellm\.(?=[A-Z])", "", text).strip()  # its URLs stay whole
+    text = _OBJECT_AT.sub(lambda m: m.group(1) or "", text)  # no object addresses
     parts = _RESTATED.split(text)
     text = parts[0]
     for part in parts[1:]:
