@@ -214,6 +214,8 @@ class Transcript:
     """How the run ended when it could not finish normally (``stopped``/``failed``)."""
     controls: str | None = None
     """``extension`` while our JupyterLab extension draws this run's live controls."""
+    queued: bool = False
+    """The run waits for the run before it (set by the view, cleared when it starts)."""
     agents: dict[str, tuple[dict[str, str], Transcript]] = field(default_factory=dict)
     """The team agents whose runs this run shows nested, by task id: who, and their run."""
     _turn_mark: tuple[int, int] = (0, 0)
@@ -260,6 +262,7 @@ class Transcript:
             self.entries += self._floating
             self._floating = []
         if isinstance(event, RunStarted):
+            self.queued = False
             self.prompt, self.model = event.prompt, event.model
             self.started_at = self.started_at or event.at
         elif isinstance(event, ModelCallStarted):
@@ -423,6 +426,8 @@ class Transcript:
             cost=getattr(result, "cost", None),
             loading=LoadingLine(**self.loading) if self.loading else None,
             entries=self._entries(self.agents))
+        if self.queued and self.status == "running":
+            run.queued = True
         self._live(run)
         return run
 

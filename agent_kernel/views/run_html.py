@@ -133,6 +133,8 @@ def model_words(state: RunData) -> str:
 
 def phase(state: RunData) -> str:
     """What a running run is doing, from its entries."""
+    if state.get("queued"):
+        return "waiting for the run above to finish"
     loading = state.get("loading")
     if loading and loading.get("seconds") is None:
         return f"loading {loading['what']}"

@@ -73,6 +73,9 @@ function runningSeconds(state: IRunState): number {
 
 /** What a running run is doing, from its entries. */
 export function phase(state: IRunState): string {
+  if (state.queued) {
+    return 'waiting for the run above to finish';
+  }
   const loading = state.loading;
   if (loading && (loading.seconds === null || loading.seconds === undefined)) {
     return `loading ${loading.what}… ${runningSeconds(state)} s`;

@@ -41,6 +41,10 @@ class Run:
         self.stopped = True
         return True
 
+    def bundle(self) -> dict[str, Any]:
+        status = "stopped" if self.stopped else "running"
+        return {RUN_MIME: {"run_id": self.run_id, "status": status}, "text/plain": status}
+
 
 def _probe_with(run: Run | None = None) -> tuple[FrontendProbe, FakeComm]:
     probe, comm = FrontendProbe(), FakeComm()
@@ -143,6 +147,27 @@ def test_stop_once_then_the_run_is_gone() -> None:
     assert [m["ok"] for m in comm.sent] == [True, False, False]
     assert comm.sent[1]["message"] == "The run has already ended."
     assert comm.sent[2]["message"] == "This run is no longer live in the kernel."
+
+
+def test_a_reloaded_page_gets_the_live_run_and_then_its_final_form() -> None:
+    """``state`` answers a page that lost its updates: while the run lives, and once it
+    ended (its final form); a run the kernel never had is refused in words."""
+    run = Run("run_1", {"q1"})
+    probe, comm = _probe_with(run)
+    probe._on_msg(_msg({"action": "state", "run_id": "run_1", "request_id": "a1"}))
+    assert comm.sent[-1]["ok"] and comm.sent[-1]["state"]["status"] == "running"
+    assert comm.sent[-1]["bundle"]["text/plain"] == "running"
+    run.request_stop()
+    probe.drop_run("run_1")
+    probe._on_msg(_msg({"action": "state", "run_id": "run_1", "request_id": "a2"}))
+    assert comm.sent[-1]["ok"] and comm.sent[-1]["state"]["status"] == "stopped"
+    probe._on_msg(_msg({"action": "answer", "run_id": "run_1", "question_id": "q1",
+                        "answer": "Approve", "request_id": "a3"}))
+    assert not comm.sent[-1]["ok"] and run.answers == []  # ended: nothing is answered
+    for request in ({"run_id": "run_9"}, {"run_id": 9}, {}):
+        probe._on_msg(_msg({"action": "state", **request, "request_id": "a4"}))
+        assert comm.sent[-1] == {"request_id": "a4", "ok": False,
+                                 "message": "This run is no longer live in the kernel."}
 
 
 # -- a real kernel, played the way the extension talks to it ---------------------------
