@@ -459,7 +459,16 @@ export function answerControls(question: IQuestionEntry, live: ILiveControls): H
     words = `answer within ${countdown(left)}${then}`;
   }
   if (words) {
-    box.appendChild(el('div', 'akl-countdown akl-quiet', words));
+    const line = el('div', 'akl-countdown akl-quiet', words);
+    // Near the end the time left changes colour (a fifth of the wait, 10 s to 1 min).
+    const late =
+      live.connected &&
+      !live.sending.has(qid) &&
+      left !== undefined &&
+      left !== null &&
+      left <= Math.max(10, Math.min(60, question.timeout / 5));
+    line.classList.toggle('akl-countdown-late', late);
+    box.appendChild(line);
   }
   if (note) {
     box.appendChild(el('div', 'akl-note', note));
@@ -494,13 +503,28 @@ export function toolCard(
   const summary = el('summary', 'akl-tool-summary');
   const mark = el('span', `akl-mark akl-mark-${entry.state}`, MARKS[entry.state] ?? '');
   mark.setAttribute('role', 'img');
-  mark.setAttribute('aria-label', MARK_LABELS[entry.state] ?? entry.state);
+  const asks = !!entry.approval && !entry.approval.approval;
+  mark.setAttribute(
+    'aria-label',
+    asks && entry.state === 'waiting' ? 'waiting for your answer' : (MARK_LABELS[entry.state] ?? entry.state)
+  );
   summary.appendChild(mark);
   summary.appendChild(el('span', 'akl-tool-name', entry.tool));
   summary.appendChild(document.createTextNode(' · '));
   summary.appendChild(withCode(el('span', 'akl-summary'), entry.summary));
   card.appendChild(summary);
   const body = el('div', 'akl-tool-body');
+  if (asks && entry.approval) {
+    // ask_user's question inside its card: the question, its options (live) or its
+    // answer, once each; no arguments or result that would say them again.
+    body.appendChild(questionView(entry.approval, running, live, true));
+    const ledger = ledgerLine(entry);
+    if (ledger) {
+      body.appendChild(ledger);
+    }
+    card.appendChild(body);
+    return card;
+  }
   const question = entry.approval;
   const waiting = !!question && (question.source === null || question.source === undefined);
   // Live and waiting: the exact arguments instead of the saved, redacted ones.
@@ -562,15 +586,18 @@ function questionLabel(question: IQuestionEntry): string {
 export function questionView(
   question: IQuestionEntry,
   running: boolean,
-  live: ILiveControls | null = null
+  live: ILiveControls | null = null,
+  inCard = false
 ): HTMLElement {
-  const box = el('div', 'akl-question');
+  const box = el('div', inCard ? 'akl-question akl-in-card' : 'akl-question');
   box.dataset.key = `question:${question.question_id}`;
   const line = el('div', 'akl-question-text');
   line.appendChild(el('span', 'akl-label', `${questionLabel(question)}: `));
   withCode(line, question.question);
   box.appendChild(line);
-  if (question.options && !question.approval) {
+  const waitingNow = question.source === null || question.source === undefined;
+  // The options once: as buttons while live, else as words until answered.
+  if (question.options && !question.approval && waitingNow && !live) {
     box.appendChild(el('div', 'akl-quiet', `options: ${question.options.join(' · ')}`));
   }
   const details = question.details;

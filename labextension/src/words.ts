@@ -86,7 +86,9 @@ export function phase(state: IRunState): string {
       return entry.approval ? 'waiting for your approval' : 'waiting for your answer';
     }
     if (entry.kind === 'tool' && entry.state === 'waiting') {
-      return 'waiting for your approval';
+      return entry.approval && !entry.approval.approval
+        ? 'waiting for your answer'
+        : 'waiting for your approval';
     }
     if (entry.kind === 'tool' && entry.state === 'running') {
       return `running ${entry.tool}`;
@@ -122,7 +124,7 @@ export function outcome(question: IQuestionEntry, running: boolean): string {
     if (source === 'headless') {
       text = approved(question)
         ? 'Allowed by the headless policy'
-        : 'Not run: no one could approve it (headless policy: deny)';
+        : 'Not run: no one could approve it';
     } else if (source === 'standing') {
       text = 'Allowed by your standing permission';
     } else if (source === 'user') {
@@ -135,12 +137,12 @@ export function outcome(question: IQuestionEntry, running: boolean): string {
               ? 'Always allowed for this session'
               : `Answered ${answer}`;
     } else {
-      text = 'No one answered in time: not run';
+      text = 'No answer in time: not run';
     }
   } else if (source === 'user') {
     text = question.options ? `You chose ${answer}` : `You answered “${answer}”`;
   } else if (source === 'timeout') {
-    text = 'No one answered in time';
+    text = 'No answer in time';
   } else if (source === 'headless') {
     text = answer ? `No one to ask (headless run): went on with ${answer}` : 'No one to ask';
   } else {

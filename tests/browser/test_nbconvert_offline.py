@@ -160,7 +160,7 @@ def test_cards_fold_only_their_details(exported: dict[str, Any]) -> None:
     assert "one\ntwo" in runs["bash"]["blocks"], "stdout keeps its line breaks"
     assert runs["bash"]["answered"] == ["allowed by the headless policy"]
     assert runs["denied"]["answered"] == [
-        "not run: no one could approve it (headless policy: deny)"]
+        "not run: no one could approve it"]
     assert "hello" in runs["tool_ok"]["blocks"]
     assert all("in ledger ✓" in run["text"] for key, run in runs.items() if key != "answer")
 
