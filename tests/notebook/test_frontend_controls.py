@@ -257,3 +257,39 @@ def test_the_extension_answers_an_approval_in_a_real_kernel(
     assert widgets == []  # no ipywidgets model: nothing in the file can need one
     assert not any("application/vnd.jupyter.widget-view+json" in m["content"].get("data", {})
                    for m in seen if m["msg_type"] in ("display_data", "update_display_data"))
+
+
+def test_a_queued_run_says_it_waits_then_starts() -> None:
+    from agent_kernel.core.events import RunStarted
+    from agent_kernel.views.mime import Transcript
+    from agent_kernel.views.run_html import html_of
+
+    t = Transcript(run_id="run_2")
+    t.queued = True
+    assert t.state()["queued"] is True
+    assert "waiting for the run above to finish" in html_of(t.state())
+    t.feed(RunStarted("run_2", prompt="go", model="m", agent_id="a"))
+    assert "queued" not in t.state()
+    assert "waiting for the run above" not in html_of(t.state())
+
+
+def test_agent_stop_stops_every_live_run_of_the_session(capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    from types import SimpleNamespace
+
+    from agent_kernel.notebook.magics import AgentMagics
+
+    class View:
+        def __init__(self, done: bool) -> None:
+            self.done, self.stopped = done, False
+
+        def request_stop(self) -> bool:
+            self.stopped = True
+            return True
+
+    views = [View(True), View(False), View(False)]
+    AgentMagics.agent_stop(SimpleNamespace(views=views), "")  # type: ignore[arg-type]
+    assert [v.stopped for v in views] == [False, True, True]
+    assert capsys.readouterr().out.strip() == "Stopping 2 runs."
+    AgentMagics.agent_stop(SimpleNamespace(views=[View(True)]), "")  # type: ignore[arg-type]
+    assert capsys.readouterr().out.strip() == "No run of this session is live."
