@@ -218,6 +218,8 @@ class Transcript:
     controls: str | None = None
     """``extension`` while our JupyterLab extension draws this run's live controls."""
     queued: bool = False
+    stopped_by_person: bool = False
+    """A person stopped the run (the view sets it): its status reads "stopped by you"."""
     """The run waits for the run before it (set by the view, cleared when it starts)."""
     agents: dict[str, tuple[dict[str, str], Transcript]] = field(default_factory=dict)
     """The team agents whose runs this run shows nested, by task id: who, and their run."""
@@ -439,6 +441,8 @@ class Transcript:
             entries=self._entries(self.agents))
         if self.queued and self.status == "running":
             run.queued = True
+        if self.stopped_by_person and self.status == "stopped":
+            run.stopped_by_person = True
         self._live(run)
         return run
 

@@ -285,7 +285,7 @@ def tool_html(entry: ToolData) -> str:
         # ask_user's question in its card: the question and its answer, once each.
         choices = asked["options"]
         options = f" <span class='ak-muted'>({esc(' / '.join(choices))})</span>" \
-            if choices and asked.get("source") is None else ""
+            if choices else ""
         body = [f"<div class='agent-kernel-question'><b>Question:</b> "
                 f"{question_text(asked['question'])}{options}"
                 f"<div class='agent-kernel-answered'>{esc(outcome(asked))}</div></div>",
@@ -368,6 +368,8 @@ def html_of(state: RunData) -> str:
     words = run_status_words(status)
     if status == "running":
         words = f"running · {phase(state)}"
+    elif status == "stopped" and state.get("stopped_by_person"):
+        words = "stopped by you"
     status_class = {"done": "ak-ok", "failed": "ak-failed", "stopped": "ak-warn",
                     "done_with_failures": "ak-warn", "denied": "ak-warn",
                     "limit": "ak-warn"}.get(status, "")

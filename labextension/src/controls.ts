@@ -106,6 +106,9 @@ export class KernelControls {
    * Who carries out the kernel's own requests (`{cells: op, request_id}`: cells.ts);
    * its answer goes back as `{action: "cells_reply", reply_to}`.
    */
+  /** Put a code cell holding `source` below the run's cell (the person's click; cells.ts). */
+  insertCell: ((runId: string, source: string) => boolean) | null = null;
+
   onKernelRequest: ((request: { [key: string]: unknown }) => Promise<{ [key: string]: unknown }>) | null =
     null;
 

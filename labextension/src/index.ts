@@ -15,6 +15,7 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
 import type { IReply, KernelControls } from './controls';
+import { answerCodeTools } from './answer_code';
 import { holdingImages, showOnClick } from './images';
 import { patch } from './patch';
 import { ILiveControls, ILostRun, runView } from './render';
@@ -319,6 +320,10 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
         translator: options.translator
       });
       showOnClick(host, this._shownImages);
+      const controls = this._controls;
+      const runId = this._state?.run_id;
+      const insert = controls?.insertCell;
+      answerCodeTools(host, insert && runId ? source => insert(runId, source) : null);
     } catch (reason) {
       console.warn('agent-kernel: could not render Markdown', reason);
       showAsText();

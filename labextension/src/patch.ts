@@ -33,6 +33,8 @@ function sameKind(a: Node, b: Node): boolean {
 }
 
 function patchAttributes(old: HTMLElement, fresh: HTMLElement): void {
+  // What the card's drawn default was, read before the attributes are brought up to date.
+  const before = old.dataset.defaultOpen === 'true';
   for (const name of Array.from(old.getAttributeNames())) {
     if (name !== 'open' && !fresh.hasAttribute(name)) {
       old.removeAttribute(name);
@@ -56,10 +58,8 @@ function patchAttributes(old: HTMLElement, fresh: HTMLElement): void {
   if (old instanceof HTMLDetailsElement && fresh instanceof HTMLDetailsElement) {
     // The drawn default changes (a card stops waiting): follow it unless the person
     // unfolded or folded the card themselves.
-    const before = old.dataset.defaultOpen === 'true';
     const now = fresh.dataset.defaultOpen === 'true';
     const toggled = old.open !== before;
-    old.dataset.defaultOpen = String(now);
     const open = toggled ? !now : now;
     if (old.open !== open) {
       old.open = open;

@@ -597,7 +597,7 @@ export function questionView(
   box.appendChild(line);
   const waitingNow = question.source === null || question.source === undefined;
   // The options once: as buttons while live, else as words until answered.
-  if (question.options && !question.approval && waitingNow && !live) {
+  if (question.options && !question.approval && !(waitingNow && live)) {
     box.appendChild(el('div', 'akl-quiet', `options: ${question.options.join(' · ')}`));
   }
   const details = question.details;

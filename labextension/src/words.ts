@@ -99,6 +99,9 @@ export function phase(state: IRunState): string {
 
 /** The header's status words: `done`, `done with failures`, `running · loading …`. */
 export function statusWords(state: IRunState): string {
+  if (state.status === 'stopped' && state.stopped_by_person) {
+    return 'stopped by you';
+  }
   const words = STATUS_TEXT[state.status] ?? String(state.status);
   return state.status === 'running' ? `${words} · ${phase(state)}` : words;
 }

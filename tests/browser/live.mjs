@@ -175,6 +175,23 @@ async function reattach(page) {
   await page.waitForTimeout(1500);
   await shot(page, "after-reload-done", page);
   report.steps.reattach = step;
+  // A code block of the answer: the tool cards' look, Copy, and Insert as a cell below.
+  const code = { cells_before: await page.locator(".jp-Notebook .jp-Cell").count() };
+  const frame = cell(page, 1).locator(".akl-answer-code").first();
+  await frame.waitFor({ timeout: STEP });
+  code.block = (await frame.locator("pre.akl-block").innerText()).trim();
+  code.buttons = await frame.locator("button.akl-code-tool").allInnerTexts();
+  await frame.locator("button", { hasText: "Copy" }).click();
+  code.copy_said = await frame.locator("button.akl-code-tool").first().innerText();
+  code.clipboard = await page.evaluate(() => navigator.clipboard.readText()).catch((e) => `error: ${e}`);
+  await frame.locator("button", { hasText: "Insert as a cell below" }).click();
+  await page.waitForTimeout(500);
+  code.cells_after = await page.locator(".jp-Notebook .jp-Cell").count();
+  code.inserted = (await cell(page, 2).locator(".jp-InputArea-editor").innerText()).trim();
+  code.inserted_prompt = await prompt(page, 2);
+  await shot(page, "code-inserted", page);
+  report.steps.code = code;
+  log("code", JSON.stringify(code));
   log("reattach", JSON.stringify(step));
 }
 
@@ -187,6 +204,7 @@ async function main() {
     args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
       "--disable-component-update", "--disable-sync", "--no-first-run"],
   });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"]);
   const page = context.pages()[0] ?? (await context.newPage());
   page.on("pageerror", (err) => report.errors.push(`pageerror: ${err.message}`));
   try {

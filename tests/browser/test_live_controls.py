@@ -7,7 +7,8 @@ arrive (each folds or unfolds the card). The marks have labels and the run's pol
 region says "waiting for your approval", then "done". Then a second run waits behind the
 first and says so; the page is reloaded while the approval waits; the reloaded page
 finds the run in the kernel, Enter on its Approve approves, the queued run asks and is
-approved, and the next cell runs. Screenshots go to ``test-output/browser/live/<mode>/``.
+approved, and the next cell runs. A code block of an answer looks like the cards' blocks
+and has Copy and "Insert as a cell below" (a new cell that does not run). Screenshots go to ``test-output/browser/live/<mode>/``.
 """
 
 from __future__ import annotations
@@ -66,3 +67,15 @@ def test_a_reloaded_page_finds_the_run_and_approves_it(run: tuple[str, dict[str,
     assert step["next"] == "NEXT"
     saved = result["saved"]
     assert '"status": "running"' not in saved  # the ended runs, not running ones, are kept
+
+
+def test_an_answers_code_block_can_be_copied_and_inserted_below(
+        run: tuple[str, dict[str, Any]]) -> None:
+    _, result = run
+    code = result["steps"]["code"]
+    assert code["block"] == "one"
+    assert code["buttons"] == ["Copy", "Insert as a cell below"]
+    assert code["copy_said"] == "Copied" and code["clipboard"] == "one"
+    assert code["cells_after"] == code["cells_before"] + 1
+    assert code["inserted"] == "one"
+    assert code["inserted_prompt"] == "[ ]:"  # inserted, not run

@@ -145,7 +145,7 @@ def test_answers_and_outcomes_read_in_full(exported: dict[str, Any]) -> None:
     assert "I can use these tools:" in runs["answer"]["text"]
     question = runs["question"]
     [outcome] = question["answered"]
-    assert re.fullmatch(r"No answer \(timed out\) · \d\d:\d\d:\d\d", outcome), outcome
+    assert re.fullmatch(r"No answer in time · \d\d:\d\d:\d\d", outcome), outcome
     assert "Which do you choose: tea, coffee? (tea / coffee)" in flat(question["text"])
     assert "will not assume one" in question["text"]
     assert "no one could approve it (headless policy: deny)" in runs["denied"]["replies"][0]

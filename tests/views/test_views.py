@@ -241,6 +241,9 @@ async def test_widget_view_stop_shows_stopped_and_leaves_text(agent):
     [static] = next(iter(handles.values())).updates
     assert WIDGET_MIME not in static and static["text/plain"]
     assert view._handle.updates[-1][RUN_MIME]["status"] == "stopped"
+    # the person stopped it: it reads so, as no failure
+    assert view._handle.updates[-1][RUN_MIME]["stopped_by_person"] is True
+    assert ">stopped by you<" in view._handle.updates[-1]["text/html"]
     assert agent.ledger.records()[-1]["kind"] == "run_cancelled"
 
 
