@@ -8,7 +8,8 @@ region says "waiting for your approval", then "done". Then a second run waits be
 first and says so; the page is reloaded while the approval waits; the reloaded page
 finds the run in the kernel, Enter on its Approve approves, the queued run asks and is
 approved, and the next cell runs. A code block of an answer looks like the cards' blocks
-and has Copy and "Insert as a cell below" (a new cell that does not run). Screenshots go to ``test-output/browser/live/<mode>/``.
+and has Copy and "Insert as a cell below" (a new cell that does not run). Screenshots go
+to ``test-output/browser/live/<mode>/``.
 """
 
 from __future__ import annotations
