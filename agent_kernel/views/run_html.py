@@ -290,7 +290,7 @@ def tool_html(entry: ToolData) -> str:
                 f"{question_text(asked['question'])}{options}"
                 f"<div class='agent-kernel-answered'>{esc(outcome(asked))}</div></div>",
                 _ledger(entry.get("ledger"))]
-        opened = " open" if state == "waiting" else ""
+        opened = " open"  # a question and its answer stay in view, as a question block did
         return (f"<details class='agent-kernel-tool' data-state='{esc(state)}'{opened}>"
                 f"<summary>{head}</summary>{''.join(body)}</details>")
     body = [_arguments(entry["arguments"], entry["tool"])]

@@ -498,7 +498,8 @@ export function toolCard(
   card.dataset.state = entry.state;
   card.dataset.callId = entry.call_id;
   card.dataset.key = `call:${entry.call_id}`;
-  card.open = entry.state === 'waiting';
+  // A question and its answer stay in view; other cards open only while they wait.
+  card.open = entry.state === 'waiting' || (!!entry.approval && !entry.approval.approval);
   card.dataset.defaultOpen = String(card.open);
   const summary = el('summary', 'akl-tool-summary');
   const mark = el('span', `akl-mark akl-mark-${entry.state}`, MARKS[entry.state] ?? '');

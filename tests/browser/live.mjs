@@ -181,6 +181,12 @@ async function reattach(page) {
   await frame.waitFor({ timeout: STEP });
   code.block = (await frame.locator("pre.akl-block").innerText()).trim();
   code.buttons = await frame.locator("button.akl-code-tool").allInnerTexts();
+  code.look = await frame.evaluate((node) => {
+    const pre = node.querySelector("pre");
+    const style = getComputedStyle(pre);
+    return { padding: style.padding,
+      border: style.borderTopWidth + " " + style.borderTopStyle, background: style.backgroundColor };
+  });
   await frame.locator("button", { hasText: "Copy" }).click();
   code.copy_said = await frame.locator("button.akl-code-tool").first().innerText();
   code.clipboard = await page.evaluate(() => navigator.clipboard.readText()).catch((e) => `error: ${e}`);

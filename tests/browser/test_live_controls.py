@@ -75,6 +75,8 @@ def test_an_answers_code_block_can_be_copied_and_inserted_below(
     _, result = run
     code = result["steps"]["code"]
     assert code["block"] == "one"
+    look = code["look"]  # the tool cards' block: padded, framed
+    assert look["padding"] == "4px 8px" and look["border"] == "1px solid", look
     assert code["buttons"] == ["Copy", "Insert as a cell below"]
     assert code["copy_said"] == "Copied" and code["clipboard"] == "one"
     assert code["cells_after"] == code["cells_before"] + 1

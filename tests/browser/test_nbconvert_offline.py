@@ -154,7 +154,10 @@ def test_answers_and_outcomes_read_in_full(exported: dict[str, Any]) -> None:
 def test_cards_fold_only_their_details(exported: dict[str, Any]) -> None:
     closed, opened = (exported["report"][view] for view in ("as_opened", "cards_opened"))
     assert closed["hidden"] == [], json.dumps(closed["hidden"], ensure_ascii=False, indent=1)
-    assert all(not any(run["cards_open"]) for run in closed["runs"])
+    # every card is folded but ask_user's, whose question and answer stay in view (issue 25)
+    folded = runs_by_cell(closed)
+    assert all(not any(run["cards_open"]) for key, run in folded.items() if key != "question")
+    assert folded["question"]["cards_open"] == [True]
     assert opened["hidden"] == [], json.dumps(opened["hidden"], ensure_ascii=False, indent=1)
     runs = runs_by_cell(opened)
     assert "one\ntwo" in runs["bash"]["blocks"], "stdout keeps its line breaks"
