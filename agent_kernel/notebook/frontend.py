@@ -16,7 +16,11 @@
 
 Messages from the extension, each with a ``request_id`` the reply repeats:
 ``{"action": "answer", "run_id", "question_id", "answer"}`` and
-``{"action": "stop", "run_id"}``, ``{"action": "exact", "run_id", "question_id"}`` (a
+``{"action": "stop", "run_id"}``, ``{"action": "state", "run_id"}`` (the run's current
+state and MIME bundle, as ``state`` and ``bundle``: a page reloaded while the run lives, or a
+second tab, gets no display updates and draws the run, controls and all, from these; a run
+that ended lately still answers with its final form), ``{"action": "exact", "run_id",
+"question_id"}`` (a
 waiting approval's exact arguments, which the reply carries as ``rows``: see
 :mod:`.exact`; they travel only on this comm, never in an output, so nothing saved holds
 them), and ``{"action": "trigger", "op": "cancel" | "approve", "trigger_id"}`` from a
@@ -47,6 +51,7 @@ if TYPE_CHECKING:
 PROBE_TARGET = "agent_kernel.frontend_probe"
 PROTOCOL = 1
 _MAX_ANSWER = 20000
+_ENDED_KEPT = 20
 
 
 class LiveRun(Protocol):
@@ -63,6 +68,9 @@ class LiveRun(Protocol):
     def exact_rows(self, question_id: str) -> list[dict[str, Any]] | None:
         """A waiting approval's exact arguments as marked rows; None once it no longer waits."""
 
+    def bundle(self) -> Mapping[str, object]:
+        """The run's MIME bundle now (its state, ``text/html``, ``text/plain``)."""
+
 
 class FrontendProbe:
     """Finds out who is connected to this kernel and carries the extension's controls."""
@@ -73,6 +81,8 @@ class FrontendProbe:
         self.sent_at: float | None = None
         self._comm: Any = None
         self._runs: dict[str, LiveRun] = {}
+        self._ended: dict[str, LiveRun] = {}
+        """Runs ended lately: a reloaded page still gets their final form (``state``)."""
         self._actions: dict[str, Callable[[dict[str, Any]], tuple[bool, str]]] = {}
         """What each registered action does with a message: read it as its request, then
         carry it out (or say why not)."""
@@ -138,7 +148,11 @@ class FrontendProbe:
     def drop_run(self, run_id: str) -> None:
         """The run ended: answers for it are refused from now on."""
         with self._lock:
-            self._runs.pop(run_id, None)
+            run = self._runs.pop(run_id, None)
+            if run is not None:
+                self._ended[run_id] = run
+                while len(self._ended) > _ENDED_KEPT:
+                    self._ended.pop(next(iter(self._ended)))
 
     def on_action(self, action: str, kind: type[R], handler: Callable[[R], tuple[bool, str]]
                   ) -> None:
@@ -168,9 +182,11 @@ class FrontendProbe:
                 self._reply_handler(data)
             return
         request_id = data.get("request_id")
-        reply: dict[str, Any]
+        reply: dict[str, object]
         if action == "exact":
             reply = self.exact(data)
+        elif action == "state":
+            reply = self.state(data)
         else:
             ok, message = self.handle(data)
             reply = {"ok": ok, "message": message}
@@ -189,6 +205,21 @@ class FrontendProbe:
         if rows is None:
             return {"ok": False, "message": ExactRequest.refusal}
         return {"ok": True, "message": "", "rows": rows}
+
+    def state(self, data: dict[str, Any]) -> dict[str, object]:
+        """The reply to ``state``: a live (or lately ended) run's state and MIME bundle."""
+        from agent_kernel.notebook.requests import NOT_LIVE, StateRequest, read
+        from agent_kernel.views.mime import RUN_MIME
+
+        request = read(StateRequest, data)
+        if isinstance(request, str):
+            return {"ok": False, "message": request}
+        with self._lock:
+            run = self._runs.get(request.run_id) or self._ended.get(request.run_id)
+        if run is None:
+            return {"ok": False, "message": NOT_LIVE}
+        bundle = run.bundle()
+        return {"ok": True, "message": "", "state": bundle.get(RUN_MIME), "bundle": bundle}
 
     def _live_run(self, data: dict[str, Any]) -> LiveRun | str:
         """The live run a request names, or the words saying it names none."""

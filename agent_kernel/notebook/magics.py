@@ -1,5 +1,5 @@
 """The IPython magics: ``%agent``, ``%%agent``, ``%agent_config``, ``%agent_fix`` (the
-notebook's last error, :mod:`agent_kernel.notebook.errors`), ``%agent_wait``,
+notebook's last error, :mod:`agent_kernel.notebook.errors`), ``%agent_wait``, ``%agent_stop``,
 ``%agent_team`` (the team board, :mod:`agent_kernel.notebook.board`, imported on first use).
 
 One :class:`AgentMagics` per IPython session holds one :class:`Agent` (made
@@ -324,6 +324,8 @@ class AgentMagics(Magics, Configurable):
         if live and self.probe.extension:  # the extension draws the controls in the run
             view.channel = self.probe
         view.transcript.prompt, view.transcript.model = prompt, model or agent.model
+        # One conversation runs one prompt at a time: say so while this one waits.
+        view.transcript.queued = any(not earlier.done for earlier in self.views)
         self.views = [*self.views[-20:], view]
         view.show()
         task = loop.create_task(self._guarded(agent, view, prompt, model, new, run_id))
@@ -492,6 +494,17 @@ class AgentMagics(Magics, Configurable):
             print("No error to fix yet.")
             return
         self.start(fix_prompt(found, line.strip()))
+
+    @line_magic
+    def agent_stop(self, line: str = "") -> None:
+        """Stop every live ``%agent`` run of this session (for a page that lost its Stop)."""
+        live = [view for view in self.views if not view.done]
+        for view in live:
+            view.request_stop()
+        if not live:
+            print("No run of this session is live.")
+        else:
+            print(f"Stopping {len(live)} run{'s' if len(live) > 1 else ''}.")
 
     @line_magic
     def agent_wait(self, line: str = "") -> None:

@@ -3,7 +3,7 @@
 A message from the frontend is data anyone with the page could have written, so each
 action is a pydantic model (``action`` tells them apart) and a message that does not
 fit is refused in the words its model carries (``refusal``), never handled half-read.
-:class:`.frontend.FrontendProbe` reads ``answer``, ``stop`` and ``exact``; the triggers
+:class:`.frontend.FrontendProbe` reads ``answer``, ``stop``, ``exact`` and ``state``; the triggers
 panel and the team board register ``trigger`` and ``team`` with theirs. Extra keys
 (``request_id``, ``protocol``) are left to the channel. Imported only when a request
 comes (pydantic is not loaded by ``%load_ext``).
@@ -45,6 +45,12 @@ class StopRequest(RunRequest):
     """Stop a run."""
 
     action: Literal["stop"]
+
+
+class StateRequest(RunRequest):
+    """A run's current state, asked by a page that lost its updates (a reload, a second tab)."""
+
+    action: Literal["state"]
 
 
 class ExactRequest(RunRequest):

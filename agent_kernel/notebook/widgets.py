@@ -355,7 +355,7 @@ class WidgetView:
         """Stop pressed (a widget or the extension's header; any thread)."""
         if self.done:
             return False
-        self.stopped_by_person = True
+        self.stopped_by_person = self.transcript.stopped_by_person = True
         if self._stop is not None:
             self._stop()
         return True

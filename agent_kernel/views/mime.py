@@ -71,6 +71,9 @@ from agent_kernel.views.run_record import Loading as LoadingLine
 from agent_kernel.views.summaries import is_envelope, result_kind, summarise, task_words
 
 RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
+ASK_TOOL = "ask_user"
+"""The tool whose question is drawn inside its own card (the card's ``approval`` slot holds
+it, as a question: ``approval: false``), so a question reads once, in one place."""
 APPROVE, DENY, ALWAYS = "Approve", "Deny", "Always allow this tool"
 SAVED_VALUE_CHARS = 64_000
 """The most of one call's arguments or result a saved run keeps, as JSON text (the ledger
@@ -162,7 +165,7 @@ class ToolCard:
     def denied(self) -> bool:
         """The call did not run because its approval was not given."""
         return (self.success is False and self.approval is not None
-                and not self.approval.approved)
+                and self.approval.kind == "approval" and not self.approval.approved)
 
     def entry(self) -> ToolEntry:
         """The tool entry of the saved form."""
@@ -214,6 +217,10 @@ class Transcript:
     """How the run ended when it could not finish normally (``stopped``/``failed``)."""
     controls: str | None = None
     """``extension`` while our JupyterLab extension draws this run's live controls."""
+    queued: bool = False
+    stopped_by_person: bool = False
+    """A person stopped the run (the view sets it): its status reads "stopped by you"."""
+    """The run waits for the run before it (set by the view, cleared when it starts)."""
     agents: dict[str, tuple[dict[str, str], Transcript]] = field(default_factory=dict)
     """The team agents whose runs this run shows nested, by task id: who, and their run."""
     _turn_mark: tuple[int, int] = (0, 0)
@@ -238,8 +245,9 @@ class Transcript:
         if status != "ok":
             return shown_status(status)
         failed = [c for c in self.tools.values() if c.success is False]
-        if any(run.status not in ("done", "running") for _who, run in self.agents.values()):
-            return "done_with_failures"  # a team agent of the prompt was stopped or failed
+        if any(run.status not in ("done", "running", "stopped")
+               for _who, run in self.agents.values()):
+            return "done_with_failures"  # a team agent failed (one stopped is no failure)
         if not failed:
             return "done"
         return "denied" if all(c.denied for c in failed) else "done_with_failures"
@@ -260,6 +268,7 @@ class Transcript:
             self.entries += self._floating
             self._floating = []
         if isinstance(event, RunStarted):
+            self.queued = False
             self.prompt, self.model = event.prompt, event.model
             self.started_at = self.started_at or event.at
         elif isinstance(event, ModelCallStarted):
@@ -358,8 +367,15 @@ class Transcript:
         qcard = QuestionCard(event.question_id, event.question, event.options, event.kind,
                              event.timeout, event.default, event.details, asked_at=event.at)
         self.questions[event.question_id] = qcard
-        card = self._gated((event.details or {}).get("tool")) if (
-            event.kind == "approval" and not (event.details or {}).get("asked_by")) else None
+        asked_by = (event.details or {}).get("asked_by")
+        if asked_by:
+            card = None
+        elif event.kind == "approval":
+            card = self._gated((event.details or {}).get("tool"))
+        else:  # ask_user's question: in the card of the call that asks it
+            asking = [c for c in self.tools.values()
+                      if c.success is None and c.tool_name == ASK_TOOL and c.approval is None]
+            card = asking[-1] if asking else None
         if card is not None:
             card.approval = qcard
         elif _named(event):  # a Worker's (or Planner's) question: with the work it belongs to
@@ -438,6 +454,10 @@ class Transcript:
             cost=getattr(result, "cost", None),
             loading=LoadingLine(**self.loading) if self.loading else None,
             entries=self._entries(self.agents))
+        if self.queued and self.status == "running":
+            run.queued = True
+        if self.stopped_by_person and self.status == "stopped":
+            run.stopped_by_person = True
         self._live(run)
         return run
 

@@ -101,7 +101,7 @@ def outcome(q: QuestionData) -> str:
     if q.get("approval"):
         if source == "headless":
             text = ("allowed by the headless policy" if answer == "Approve" else
-                    "not run: no one could approve it (headless policy: deny)")
+                    "not run: no one could approve it")
         elif source == "standing":
             text = "allowed by your standing permission"
         elif source == "user":
@@ -113,7 +113,7 @@ def outcome(q: QuestionData) -> str:
     elif source == "user":
         text = f"You chose {answer}" if q.get("options") else f"You answered “{answer}”"
     elif source == "timeout":
-        text = "No answer (timed out)"
+        text = "No answer in time"
     else:
         text = f"No answer: used the default, {answer}"
     at = clock(q.get("answered_at"))
@@ -135,6 +135,8 @@ def model_words(state: RunData) -> str:
 
 def phase(state: RunData) -> str:
     """What a running run is doing, from its entries."""
+    if state.get("queued"):
+        return "waiting for the run above to finish"
     loading = state.get("loading")
     if loading and loading.get("seconds") is None:
         return f"loading {loading['what']}"
@@ -142,7 +144,9 @@ def phase(state: RunData) -> str:
         if entry["kind"] == "question" and entry["source"] is None:
             return "waiting for your answer"
         if entry["kind"] == "tool" and entry["state"] == "waiting":
-            return "waiting for your approval"
+            asked = entry["approval"]
+            return ("waiting for your answer" if asked and not asked["approval"]
+                    else "waiting for your approval")
         if entry["kind"] == "tool" and entry["state"] == "running":
             return f"running {entry['tool']}"
     return "working"
@@ -278,6 +282,19 @@ def tool_html(entry: ToolData) -> str:
     mark_class = {"ok": "ak-ok", "failed": "ak-failed", "waiting": "ak-warn"}.get(state, "")
     head = (f"<span class='{mark_class}'>{MARKS.get(state, '')}</span> <b>{esc(entry['tool'])}"
             f"</b> · <span class='ak-summary'>{_code_spans(entry['summary'])}</span>")
+    asked = entry.get("approval")
+    if asked is not None and not asked["approval"]:
+        # ask_user's question in its card: the question and its answer, once each.
+        choices = asked["options"]
+        options = f" <span class='ak-muted'>({esc(' / '.join(choices))})</span>" \
+            if choices else ""
+        body = [f"<div class='agent-kernel-question'><b>Question:</b> "
+                f"{question_text(asked['question'])}{options}"
+                f"<div class='agent-kernel-answered'>{esc(outcome(asked))}</div></div>",
+                _ledger(entry.get("ledger"))]
+        opened = " open"  # a question and its answer stay in view, as a question block did
+        return (f"<details class='agent-kernel-tool' data-state='{esc(state)}'{opened}>"
+                f"<summary>{head}</summary>{''.join(body)}</details>")
     body = [_arguments(entry["arguments"], entry["tool"])]
     if (approval := entry.get("approval")) is not None:
         body.append(_diff(approval.get("details")))
@@ -353,6 +370,8 @@ def html_of(state: RunData) -> str:
     words = run_status_words(status)
     if status == "running":
         words = f"running · {phase(state)}"
+    elif status == "stopped" and state.get("stopped_by_person"):
+        words = "stopped by you"
     status_class = {"done": "ak-ok", "failed": "ak-failed", "stopped": "ak-warn",
                     "done_with_failures": "ak-warn", "denied": "ak-warn",
                     "limit": "ak-warn"}.get(status, "")
@@ -383,7 +402,10 @@ def _entries_text(entries: list[EntryData]) -> list[str]:
             line = entry["ledger"]
             ledger = f" [ledger {line['record_id']}]" if line else ""
             lines.append(f"- {entry['tool']}: {entry['summary']}{ledger}")
-            if approval := entry["approval"]:
+            if (approval := entry["approval"]) and not approval["approval"]:
+                lines.append(f"    ? {approval['question']} -> {outcome(approval)}")
+                continue
+            if approval:
                 lines.append(f"    approval: {outcome(approval)}")
             if entry["result_kind"] in ("text", "page"):
                 result = entry["result"]

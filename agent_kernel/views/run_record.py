@@ -166,6 +166,10 @@ class RunState(_Record):
     entries: list[Entry]
     controls: Literal["extension"] | None = None
     """Only while the run is live and the extension draws its controls."""
+    stopped_by_person: bool | None = None
+    """Only when a person stopped the run (Stop, ``%agent_stop``): it reads "stopped by you"."""
+    queued: bool | None = None
+    """Only while the run waits for the run before it (one conversation, one run at a time)."""
 
     def saved(self) -> RunData:
         """The JSON data the notebook keeps (fields set only while live left out)."""
@@ -307,6 +311,8 @@ class RunData(_RunFields, total=False):
     """:class:`RunState` as saved: the ``application/vnd.agent-kernel.run.v1+json`` data."""
 
     controls: Literal["extension"] | None
+    stopped_by_person: bool | None
+    queued: bool | None
 
 
 class NotARun(ValueError):

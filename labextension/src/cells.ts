@@ -225,6 +225,18 @@ export class NotebookCells {
     return -1;
   }
 
+  /** A person's click on "Insert as a cell below" in an answer: a code cell holding
+   * `source` below the run's cell, unmarked (the person put it there); false if no cell. */
+  insertBelowRun(runId: string, source: string): boolean {
+    const model = this._notebook.model;
+    const agent = this.agentCell(runId);
+    if (!model || agent < 0) {
+      return false;
+    }
+    model.sharedModel.insertCell(agent + 1, { cell_type: 'code', source, metadata: {} });
+    return true;
+  }
+
   private _cellAt(index: unknown): ICellWidgetLike | string {
     const cells = this._notebook.widgets;
     if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= cells.length) {

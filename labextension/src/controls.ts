@@ -24,6 +24,10 @@ export interface IReply {
   message: string;
   /** The reply to `exact`: the approval's arguments as marked rows (checked by the caller). */
   rows?: unknown;
+  /** The reply to `state`: the run's current state (checked by the caller). */
+  state?: unknown;
+  /** With `state`: the run's whole MIME bundle (kept in the notebook once it ended). */
+  bundle?: unknown;
 }
 
 export class KernelControls {
@@ -75,6 +79,24 @@ export class KernelControls {
     return this._request({ action: 'exact', run_id: runId, question_id: questionId });
   }
 
+  /** A live run's current state: a page reloaded while it runs draws it from this. */
+  state(runId: string): Promise<IReply> {
+    return this._request({ action: 'state', run_id: runId });
+  }
+
+  /** Whether there is a kernel to send a magic to. */
+  get hasKernel(): boolean {
+    return !!this._kernel && !this._kernel.isDisposed;
+  }
+
+  /** Run `code` (a magic such as `%agent_stop`) in the kernel, as a cell would. */
+  execute(code: string): void {
+    const kernel = this._kernel;
+    if (kernel && !kernel.isDisposed) {
+      kernel.requestExecute({ code, silent: false, store_history: false });
+    }
+  }
+
   /** Stop a run. */
   stop(runId: string): Promise<IReply> {
     return this._request({ action: 'stop', run_id: runId });
@@ -84,6 +106,9 @@ export class KernelControls {
    * Who carries out the kernel's own requests (`{cells: op, request_id}`: cells.ts);
    * its answer goes back as `{action: "cells_reply", reply_to}`.
    */
+  /** Put a code cell holding `source` below the run's cell (the person's click; cells.ts). */
+  insertCell: ((runId: string, source: string) => boolean) | null = null;
+
   onKernelRequest: ((request: { [key: string]: unknown }) => Promise<{ [key: string]: unknown }>) | null =
     null;
 
@@ -209,6 +234,8 @@ export class KernelControls {
       ok?: unknown;
       message?: unknown;
       rows?: unknown;
+      state?: unknown;
+      bundle?: unknown;
     };
     const id = typeof data.request_id === 'string' ? data.request_id : '';
     const done = this._waiting.get(id);
@@ -217,7 +244,9 @@ export class KernelControls {
       done({
         ok: data.ok === true,
         message: typeof data.message === 'string' ? data.message : '',
-        rows: data.rows
+        rows: data.rows,
+        state: data.state,
+        bundle: data.bundle
       });
     }
   }

@@ -14,11 +14,14 @@ import { renderMarkdown } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
-import type { KernelControls } from './controls';
+import type { IReply, KernelControls } from './controls';
+import { answerCodeTools } from './answer_code';
 import { holdingImages, showOnClick } from './images';
-import { ILiveControls, runView } from './render';
+import { patch } from './patch';
+import { ILiveControls, ILostRun, runView } from './render';
 import { panelControlsFactory } from './panel';
 import { ExactState, IRunState, RUN_MIME, isExactRows } from './state';
+import { phase, statusWords } from './words';
 
 /** The class of the renderer's node (the kernel's HTML fallback uses `agent-kernel-run`). */
 export const CLASS_NAME = 'agent-kernel-lab-run';
@@ -28,6 +31,15 @@ export const RANK = 10;
 
 const VERSION = 1;
 const EXACT_RETRY_MS = 5000;
+/** The kernel pushes a live run's state at least once a second: this long without one,
+ * the page has lost the run's updates (a reload, a second tab) and asks for its state. */
+const STALE_MS = 2500;
+const POLL_MS = 1000;
+const STOP_MAGIC = '%agent_stop';
+const UNREACHABLE =
+  'This run may still be live in the kernel, but this page cannot reach it. ' +
+  `To stop it, run \`${STOP_MAGIC}\` in a cell (or press Stop); ` +
+  'its question keeps waiting until it is answered or its time runs out.';
 
 function isRunState(data: unknown): data is IRunState {
   if (typeof data !== 'object' || data === null) {
@@ -44,6 +56,20 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
     this._options = options;
     this._controls = controls;
     this.addClass(CLASS_NAME);
+    // Enter and Space on our buttons press them, and go no further (JupyterLab would
+    // take Enter as "edit the cell"). Escape is left to JupyterLab: it leaves the output,
+    // and answers nothing (an approval is a decision, never a side effect of leaving).
+    this.node.addEventListener('keydown', event => {
+      const target = event.target as HTMLElement | null;
+      if (target?.tagName === 'BUTTON' && (event.key === 'Enter' || event.key === ' ')) {
+        event.stopPropagation();
+      }
+    });
+  }
+
+  dispose(): void {
+    this._watch(false);
+    super.dispose();
   }
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
@@ -63,10 +89,103 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
       return;
     }
     this._state = data;
-    if (data.status !== 'running' || data.controls !== 'extension') {
+    this._modelAt = Date.now();
+    this._models++;
+    this._model = model;
+    this._lost = null;
+    this._takeState(data);
+    await this._draw();
+  }
+
+  /** A state from the output or from the kernel: what follows from it. */
+  private _takeState(data: IRunState): void {
+    const live = data.status === 'running' && data.controls === 'extension';
+    if (data.status === 'running') {
+      this._sawRunning = true;
+    }
+    if (!live) {
       this._exact.clear(); // nothing waits any more: let the exact arguments go
     }
-    await this._draw();
+    this._watch(live && !!this._controls);
+  }
+
+  /** While the run lives, notice when its updates stop reaching this page. */
+  private _watch(on: boolean): void {
+    if (on && this._timer === null) {
+      this._timer = window.setInterval(() => void this._poll(), POLL_MS);
+    } else if (!on && this._timer !== null) {
+      window.clearInterval(this._timer);
+      this._timer = null;
+    }
+  }
+
+  /**
+   * Updates stopped coming (a page reloaded, a second tab): ask the kernel for the
+   * run's state over the probe comm and draw it with its controls; when the kernel
+   * cannot be reached, say so and how to stop the run.
+   */
+  private async _poll(): Promise<void> {
+    const controls = this._controls;
+    const data = this._state;
+    if (!controls || !data || this._polling || Date.now() - this._modelAt < STALE_MS) {
+      return;
+    }
+    this._polling = true;
+    try {
+      const reply = (await controls.connect())
+        ? await controls.state(data.run_id)
+        : { ok: false, message: '' };
+      if (this._state !== data && Date.now() - this._modelAt < STALE_MS) {
+        return; // the output's own update came meanwhile
+      }
+      if (reply.ok && isRunState(reply.state) && reply.state.run_id === data.run_id) {
+        this._lost = null;
+        this._state = reply.state;
+        this._takeState(reply.state);
+        if (reply.state.status !== 'running') {
+          this._keepEnd(reply);
+        }
+      } else if (this._models > 1) {
+        return; // updates did reach this page: the kernel is only busy (code running)
+      } else {
+        this._lost = {
+          message: reply.ok || !reply.message ? UNREACHABLE : `${reply.message} ${UNREACHABLE}`,
+          stop: controls.hasKernel ? () => controls.execute(STOP_MAGIC) : null
+        };
+      }
+      await this._draw();
+    } finally {
+      this._polling = false;
+    }
+  }
+
+  /** The run ended while only the kernel's replies reached this page: keep its final
+   * form in the notebook, so a save holds the ended run, not a running one. */
+  private _keepEnd(reply: IReply): void {
+    const bundle = reply.bundle;
+    const model = this._model;
+    if (!model || typeof bundle !== 'object' || bundle === null) {
+      return;
+    }
+    const data: { [mime: string]: string | object } = {};
+    for (const [mime, value] of Object.entries(bundle as { [mime: string]: unknown })) {
+      if (typeof value === 'string' || (typeof value === 'object' && value !== null)) {
+        data[mime] = value as string | object;
+      }
+    }
+    if (isRunState(data[RUN_MIME])) {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      model.setData({ data: data as any });
+    }
+  }
+
+  /** What the run's polite live region says: only what a person waits to hear. */
+  private _announce(data: IRunState): string {
+    if (data.status === 'running') {
+      const now = phase(data);
+      return now.startsWith('waiting for your') ? now : '';
+    }
+    return this._sawRunning ? statusWords(data) : '';
   }
 
   /** Draw the last state again (live: also after a click, keeping what the person typed). */
@@ -76,30 +195,29 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
       return;
     }
     const pending: Promise<void>[] = [];
+    const old = this.node.firstElementChild as HTMLElement | null;
+    const patching = !!old && this.node.childElementCount === 1 && old.dataset.runId === data.run_id;
+    const drawn = new Set(
+      patching
+        ? Array.from(old!.querySelectorAll<HTMLElement>('[data-opaque]')).map(n => n.dataset.key)
+        : []
+    );
     const markdown = (host: HTMLElement, source: string): Promise<void> => {
+      if (drawn.has(host.dataset.key)) {
+        return Promise.resolve(); // drawn already: the patch keeps the page's copy
+      }
       const done = this._markdown(host, source);
       pending.push(done);
       return done;
     };
-    const live = this._live(data);
-    const focused = this.node.querySelector<HTMLInputElement>('input.akl-answer-input:focus');
-    const opened = new Set(
-      Array.from(this.node.querySelectorAll<HTMLDetailsElement>('details.akl-tool'))
-        .filter(card => card.open !== (card.dataset.state === 'waiting'))
-        .map(card => card.dataset.callId ?? '')
-    );
-    this.node.replaceChildren(runView(data, markdown, live));
-    // A person's own unfolding of a card survives the once-a-second redraw.
-    for (const card of Array.from(this.node.querySelectorAll<HTMLDetailsElement>('details.akl-tool'))) {
-      if (opened.has(card.dataset.callId ?? '')) {
-        card.open = !card.open;
-      }
-    }
-    if (focused) {
-      const again = this.node.querySelector<HTMLInputElement>(
-        `input.akl-answer-input[data-question-id="${CSS.escape(focused.dataset.questionId ?? '')}"]`
-      );
-      again?.focus();
+    const live = this._lost ? null : this._live(data);
+    const fresh = runView(data, markdown, live, this._announce(data), this._lost);
+    // The same run drawn already: patch it in place (patch.ts), so buttons, focus,
+    // selections and unfolded cards survive every update; else draw it anew.
+    if (patching) {
+      patch(old!, fresh);
+    } else {
+      this.node.replaceChildren(fresh);
     }
     await Promise.all(pending);
   }
@@ -202,12 +320,23 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
         translator: options.translator
       });
       showOnClick(host, this._shownImages);
+      const controls = this._controls;
+      const runId = this._state?.run_id;
+      const insert = controls?.insertCell;
+      answerCodeTools(host, insert && runId ? source => insert(runId, source) : null);
     } catch (reason) {
       console.warn('agent-kernel: could not render Markdown', reason);
       showAsText();
     }
   }
 
+  private _modelAt = 0;
+  private _models = 0;
+  private _model: IRenderMime.IMimeModel | null = null;
+  private _timer: number | null = null;
+  private _polling = false;
+  private _lost: ILostRun | null = null;
+  private _sawRunning = false;
   private _options: IRenderMime.IRendererOptions;
   private _controls: KernelControls | null;
   private _state: IRunState | null = null;

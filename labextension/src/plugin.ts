@@ -62,6 +62,7 @@ export function attachControls(panel: INotebookPanelLike): KernelControls {
   );
   const cells = new NotebookCells(panel.content, panel.sessionContext);
   controls.onKernelRequest = request => cells.handle(request);
+  controls.insertCell = (runId, source) => cells.insertBelowRun(runId, source);
   // Find the kernel's comm now, not only when a run is drawn: after a page reload the
   // agent may ask for cells before any run output of this page asks for controls.
   void panel.sessionContext.ready.then(() => controls.connect());

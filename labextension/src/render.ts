@@ -64,6 +64,13 @@ const APPROVAL_BUTTONS: { [option: string]: string } = {
 };
 
 const MARKS: { [state: string]: string } = { running: '◌', waiting: '?', ok: '✓', failed: '✗' };
+/** What each mark says to a screen reader. */
+const MARK_LABELS: { [state: string]: string } = {
+  running: 'running',
+  waiting: 'waiting for your approval',
+  ok: 'done',
+  failed: 'failed'
+};
 const TABLE_COLUMNS = 8;
 const CELL_CHARS = 200;
 
@@ -362,9 +369,16 @@ function ledgerLine(entry: IToolEntry): HTMLElement | null {
   return line;
 }
 
-function button(label: string, classes: string, title: string, onClick: () => void): HTMLButtonElement {
+function button(
+  label: string,
+  classes: string,
+  title: string,
+  onClick: () => void,
+  key?: string
+): HTMLButtonElement {
   const node = el('button', `jp-Button jp-mod-styled ${classes}`, label);
   node.type = 'button';
+  node.dataset.key = key ?? label;
   node.title = title;
   node.addEventListener('click', event => {
     event.preventDefault();
@@ -386,6 +400,7 @@ function countdown(left: number): string {
 export function answerControls(question: IQuestionEntry, live: ILiveControls): HTMLElement {
   const box = el('div', 'akl-controls');
   box.dataset.questionId = question.question_id;
+  box.dataset.key = question.question_id;
   const qid = question.question_id;
   const busy = live.sending.has(qid) || !live.connected;
   // Nothing is approved unseen: Approve and Always wait for the exact arguments.
@@ -400,7 +415,7 @@ export function answerControls(question: IQuestionEntry, live: ILiveControls): H
         question.approval && option === ALWAYS
           ? 'Allow this tool for the rest of the session (revoke with %agent_config --revoke)'
           : option;
-      const node = button(option, classes, title, () => live.answer(qid, option));
+      const node = button(option, classes, title, () => live.answer(qid, option), `option:${option}`);
       node.disabled = busy || (unseen && (option === APPROVE || option === ALWAYS));
       row.appendChild(node);
     }
@@ -444,7 +459,16 @@ export function answerControls(question: IQuestionEntry, live: ILiveControls): H
     words = `answer within ${countdown(left)}${then}`;
   }
   if (words) {
-    box.appendChild(el('div', 'akl-countdown akl-quiet', words));
+    const line = el('div', 'akl-countdown akl-quiet', words);
+    // Near the end the time left changes colour (a fifth of the wait, 10 s to 1 min).
+    const late =
+      live.connected &&
+      !live.sending.has(qid) &&
+      left !== undefined &&
+      left !== null &&
+      left <= Math.max(10, Math.min(60, question.timeout / 5));
+    line.classList.toggle('akl-countdown-late', late);
+    box.appendChild(line);
   }
   if (note) {
     box.appendChild(el('div', 'akl-note', note));
@@ -473,14 +497,35 @@ export function toolCard(
   const card = el('details', 'akl-tool');
   card.dataset.state = entry.state;
   card.dataset.callId = entry.call_id;
-  card.open = entry.state === 'waiting';
+  card.dataset.key = `call:${entry.call_id}`;
+  // A question and its answer stay in view; other cards open only while they wait.
+  card.open = entry.state === 'waiting' || (!!entry.approval && !entry.approval.approval);
+  card.dataset.defaultOpen = String(card.open);
   const summary = el('summary', 'akl-tool-summary');
-  summary.appendChild(el('span', `akl-mark akl-mark-${entry.state}`, MARKS[entry.state] ?? ''));
+  const mark = el('span', `akl-mark akl-mark-${entry.state}`, MARKS[entry.state] ?? '');
+  mark.setAttribute('role', 'img');
+  const asks = !!entry.approval && !entry.approval.approval;
+  mark.setAttribute(
+    'aria-label',
+    asks && entry.state === 'waiting' ? 'waiting for your answer' : (MARK_LABELS[entry.state] ?? entry.state)
+  );
+  summary.appendChild(mark);
   summary.appendChild(el('span', 'akl-tool-name', entry.tool));
   summary.appendChild(document.createTextNode(' · '));
   summary.appendChild(withCode(el('span', 'akl-summary'), entry.summary));
   card.appendChild(summary);
   const body = el('div', 'akl-tool-body');
+  if (asks && entry.approval) {
+    // ask_user's question inside its card: the question, its options (live) or its
+    // answer, once each; no arguments or result that would say them again.
+    body.appendChild(questionView(entry.approval, running, live, true));
+    const ledger = ledgerLine(entry);
+    if (ledger) {
+      body.appendChild(ledger);
+    }
+    card.appendChild(body);
+    return card;
+  }
   const question = entry.approval;
   const waiting = !!question && (question.source === null || question.source === undefined);
   // Live and waiting: the exact arguments instead of the saved, redacted ones.
@@ -542,14 +587,18 @@ function questionLabel(question: IQuestionEntry): string {
 export function questionView(
   question: IQuestionEntry,
   running: boolean,
-  live: ILiveControls | null = null
+  live: ILiveControls | null = null,
+  inCard = false
 ): HTMLElement {
-  const box = el('div', 'akl-question');
+  const box = el('div', inCard ? 'akl-question akl-in-card' : 'akl-question');
+  box.dataset.key = `question:${question.question_id}`;
   const line = el('div', 'akl-question-text');
   line.appendChild(el('span', 'akl-label', `${questionLabel(question)}: `));
   withCode(line, question.question);
   box.appendChild(line);
-  if (question.options && !question.approval) {
+  const waitingNow = question.source === null || question.source === undefined;
+  // The options once: as buttons while live, else as words until answered.
+  if (question.options && !question.approval && !(waitingNow && live)) {
     box.appendChild(el('div', 'akl-quiet', `options: ${question.options.join(' · ')}`));
   }
   const details = question.details;
@@ -589,7 +638,8 @@ function header(state: IRunState, live: ILiveControls | null): HTMLElement {
       stopping ? 'Stopping…' : 'Stop',
       'jp-mod-warn agent-kernel-stop akl-stop',
       'Stop this run',
-      () => live.stop()
+      () => live.stop(),
+      'stop'
     );
     stop.disabled = stopping || !live.connected;
     head.appendChild(stop);
@@ -601,16 +651,29 @@ function header(state: IRunState, live: ILiveControls | null): HTMLElement {
   return head;
 }
 
+/** A short fingerprint of a text (to tell one answer's text from another's). */
+export function textKey(text: string): string {
+  let hash = 0;
+  for (let i = 0; i < text.length; i++) {
+    hash = (Math.imul(hash, 31) + text.charCodeAt(i)) | 0;
+  }
+  return `${text.length}.${(hash >>> 0).toString(36)}`;
+}
+
 function entryView(
   entry: Entry,
   state: IRunState,
   markdown: MarkdownRenderer,
-  live: ILiveControls | null
+  live: ILiveControls | null,
+  index = 0
 ): HTMLElement {
   const running = state.status === 'running';
   switch (entry.kind) {
     case 'text': {
       const host = el('div', 'akl-text jp-RenderedHTMLCommon jp-RenderedMarkdown');
+      // Rendered Markdown is kept as it is while its text is the same (patch.ts).
+      host.dataset.opaque = '';
+      host.dataset.key = `text:${index}:${textKey(entry.text)}`;
       void markdown(host, entry.text);
       return host;
     }
@@ -648,7 +711,9 @@ function agentView(
   const box = el('details', 'akl-agent');
   box.dataset.agentRole = entry.role;
   box.dataset.state = entry.status;
+  box.dataset.key = `agent:${entry.agent_id}:${entry.task_id}`;
   box.open = entry.status === 'running';
+  box.dataset.defaultOpen = String(box.open);
   const summary = el('summary', 'akl-agent-summary');
   const role = entry.role ? entry.role[0].toUpperCase() + entry.role.slice(1) : '';
   const parts = [`${entry.agent_id} (${role})`, STATUS_TEXT[entry.status] ?? String(entry.status)];
@@ -659,22 +724,55 @@ function agentView(
   summary.appendChild(document.createTextNode(' '));
   summary.appendChild(el('span', 'akl-quiet', compact(entry.prompt)));
   box.appendChild(summary);
-  for (const inner of entry.entries ?? []) {
-    box.appendChild(entryView(inner, state, markdown, live));
+  (entry.entries ?? []).forEach((inner, i) => {
+    box.appendChild(entryView(inner, state, markdown, live, i));
+  });
+  return box;
+}
+
+/** A live run this page cannot reach (reloaded, the kernel gone): what a person can do. */
+export interface ILostRun {
+  /** Why, in words. */
+  message: string;
+  /** Run `%agent_stop` in the kernel; null when there is no kernel to send it to. */
+  stop: (() => void) | null;
+}
+
+/** The words for a run this page cannot reach, and the Stop that sends `%agent_stop`. */
+function lostView(lost: ILostRun): HTMLElement {
+  const box = el('div', 'akl-lost akl-note');
+  box.dataset.key = 'lost';
+  withCode(box, lost.message);
+  if (lost.stop) {
+    const stop = lost.stop;
+    box.appendChild(document.createTextNode(' '));
+    box.appendChild(
+      button('Stop', 'jp-mod-warn akl-lost-stop', 'Run %agent_stop in the kernel', stop, 'lost-stop')
+    );
   }
   return box;
 }
 
-/** The whole run, as one element. */
+/** The whole run, as one element; `announce`: what the run's polite live region says. */
 export function runView(
   state: IRunState,
   markdown: MarkdownRenderer,
-  live: ILiveControls | null = null
+  live: ILiveControls | null = null,
+  announce = '',
+  lost: ILostRun | null = null
 ): HTMLElement {
   const root = el('div', 'akl-run');
   root.dataset.status = state.status;
   root.dataset.runId = state.run_id;
+  const region = el('div', 'akl-live-region', announce);
+  region.dataset.key = 'live-region';
+  region.setAttribute('role', 'status');
+  region.setAttribute('aria-live', 'polite');
+  root.appendChild(region);
   root.appendChild(header(state, live));
+  if (lost) {
+    root.appendChild(lostView(lost));
+  }
   const prompt = el('div', 'akl-prompt');
   prompt.appendChild(el('span', 'akl-label', 'Prompt: '));
   prompt.appendChild(document.createTextNode(state.prompt));
@@ -685,8 +783,8 @@ export function runView(
       el('div', 'akl-quiet', `loaded ${loading.what} in ${loading.seconds.toFixed(1)} s`)
     );
   }
-  for (const entry of state.entries ?? []) {
-    root.appendChild(entryView(entry, state, markdown, live));
-  }
+  (state.entries ?? []).forEach((entry, i) => {
+    root.appendChild(entryView(entry, state, markdown, live, i));
+  });
   return root;
 }

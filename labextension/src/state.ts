@@ -128,6 +128,10 @@ export interface IRunState {
   entries: Entry[];
   /** `extension` while the run is live and this extension draws its controls. */
   controls?: 'extension' | null;
+  /** A person stopped the run (Stop, `%agent_stop`): it reads "stopped by you". */
+  stopped_by_person?: boolean | null;
+  /** While the run waits for the run before it (the conversation is one at a time). */
+  queued?: boolean | null;
 }
 
 /**

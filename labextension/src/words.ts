@@ -73,6 +73,9 @@ function runningSeconds(state: IRunState): number {
 
 /** What a running run is doing, from its entries. */
 export function phase(state: IRunState): string {
+  if (state.queued) {
+    return 'waiting for the run above to finish';
+  }
   const loading = state.loading;
   if (loading && (loading.seconds === null || loading.seconds === undefined)) {
     return `loading ${loading.what}… ${runningSeconds(state)} s`;
@@ -83,7 +86,9 @@ export function phase(state: IRunState): string {
       return entry.approval ? 'waiting for your approval' : 'waiting for your answer';
     }
     if (entry.kind === 'tool' && entry.state === 'waiting') {
-      return 'waiting for your approval';
+      return entry.approval && !entry.approval.approval
+        ? 'waiting for your answer'
+        : 'waiting for your approval';
     }
     if (entry.kind === 'tool' && entry.state === 'running') {
       return `running ${entry.tool}`;
@@ -94,6 +99,9 @@ export function phase(state: IRunState): string {
 
 /** The header's status words: `done`, `done with failures`, `running · loading …`. */
 export function statusWords(state: IRunState): string {
+  if (state.status === 'stopped' && state.stopped_by_person) {
+    return 'stopped by you';
+  }
   const words = STATUS_TEXT[state.status] ?? String(state.status);
   return state.status === 'running' ? `${words} · ${phase(state)}` : words;
 }
@@ -119,7 +127,7 @@ export function outcome(question: IQuestionEntry, running: boolean): string {
     if (source === 'headless') {
       text = approved(question)
         ? 'Allowed by the headless policy'
-        : 'Not run: no one could approve it (headless policy: deny)';
+        : 'Not run: no one could approve it';
     } else if (source === 'standing') {
       text = 'Allowed by your standing permission';
     } else if (source === 'user') {
@@ -132,12 +140,12 @@ export function outcome(question: IQuestionEntry, running: boolean): string {
               ? 'Always allowed for this session'
               : `Answered ${answer}`;
     } else {
-      text = 'No one answered in time: not run';
+      text = 'No answer in time: not run';
     }
   } else if (source === 'user') {
     text = question.options ? `You chose ${answer}` : `You answered “${answer}”`;
   } else if (source === 'timeout') {
-    text = 'No one answered in time';
+    text = 'No answer in time';
   } else if (source === 'headless') {
     text = answer ? `No one to ask (headless run): went on with ${answer}` : 'No one to ask';
   } else {

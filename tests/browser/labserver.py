@@ -181,18 +181,18 @@ def write_notebook(lab: Lab, name: str, cells: list[str]) -> Path:
 
 
 def drive(lab: Lab, notebook: str, scenario: str, shots: Path, timeout: float = 300.0,
-          **options: Any) -> dict[str, Any]:
-    """Run ``drive.mjs`` for ``scenario`` against ``notebook``; returns its JSON report."""
+          script: str = "drive.mjs", **options: Any) -> dict[str, Any]:
+    """Run ``script`` (drive.mjs) for ``scenario`` against ``notebook``; its JSON report."""
     shots.mkdir(parents=True, exist_ok=True)
     config = {"url": lab.notebook_url(notebook), "scenario": scenario, "shots": str(shots),
               "chromium": str(CHROMIUM), "profile": str(lab.base / "chromium-profile"),
               **options}
-    done = subprocess.run(["node", str(HERE / "drive.mjs"), json.dumps(config)],
+    done = subprocess.run(["node", str(HERE / script), json.dumps(config)],
                           capture_output=True, text=True, timeout=timeout, cwd=HERE)
     report_line = next((line for line in reversed(done.stdout.splitlines())
                         if line.startswith("REPORT ")), None)
     if report_line is None:
-        raise RuntimeError(f"drive.mjs gave no report (exit {done.returncode}).\nstdout:\n"
+        raise RuntimeError(f"{script} gave no report (exit {done.returncode}).\nstdout:\n"
                            f"{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}\n"
                            f"server log:\n{lab.log()}")
     report: dict[str, Any] = json.loads(report_line[len("REPORT "):])

@@ -174,11 +174,11 @@ def test_a_team_agents_runs_are_nested_and_folded(report: dict[str, Any]) -> Non
 def test_questions_and_approvals_read_as_their_outcome(report: dict[str, Any]) -> None:
     done, live = report["runs"]
     assert done["outcomes"] == [
-        "Approved · 12:04:31", "Denied · 12:04:40", "No one answered in time: not run · 12:09:41",
+        "Approved · 12:04:31", "Denied · 12:04:40", "No answer in time: not run · 12:09:41",
         "Allowed by your standing permission · 12:04:43",
         "You chose staging · 12:04:51", "You answered “Ada Lovelace” · 12:04:58",
-        "No one answered in time · 12:06:00",
-        "Not run: no one could approve it (headless policy: deny)",
+        "No answer in time · 12:06:00",
+        "Not run: no one could approve it",
         "No answer: used the default, no · 12:06:32"]
     assert live["outcomes"] == ["Waiting for your approval (no answer after 300 s ends it)"]
     assert "button" not in json.dumps(report["runs"]).lower()

@@ -41,6 +41,10 @@ class Run:
         self.stopped = True
         return True
 
+    def bundle(self) -> dict[str, Any]:
+        status = "stopped" if self.stopped else "running"
+        return {RUN_MIME: {"run_id": self.run_id, "status": status}, "text/plain": status}
+
 
 def _probe_with(run: Run | None = None) -> tuple[FrontendProbe, FakeComm]:
     probe, comm = FrontendProbe(), FakeComm()
@@ -145,6 +149,27 @@ def test_stop_once_then_the_run_is_gone() -> None:
     assert comm.sent[2]["message"] == "This run is no longer live in the kernel."
 
 
+def test_a_reloaded_page_gets_the_live_run_and_then_its_final_form() -> None:
+    """``state`` answers a page that lost its updates: while the run lives, and once it
+    ended (its final form); a run the kernel never had is refused in words."""
+    run = Run("run_1", {"q1"})
+    probe, comm = _probe_with(run)
+    probe._on_msg(_msg({"action": "state", "run_id": "run_1", "request_id": "a1"}))
+    assert comm.sent[-1]["ok"] and comm.sent[-1]["state"]["status"] == "running"
+    assert comm.sent[-1]["bundle"]["text/plain"] == "running"
+    run.request_stop()
+    probe.drop_run("run_1")
+    probe._on_msg(_msg({"action": "state", "run_id": "run_1", "request_id": "a2"}))
+    assert comm.sent[-1]["ok"] and comm.sent[-1]["state"]["status"] == "stopped"
+    probe._on_msg(_msg({"action": "answer", "run_id": "run_1", "question_id": "q1",
+                        "answer": "Approve", "request_id": "a3"}))
+    assert not comm.sent[-1]["ok"] and run.answers == []  # ended: nothing is answered
+    for request in ({"run_id": "run_9"}, {"run_id": 9}, {}):
+        probe._on_msg(_msg({"action": "state", **request, "request_id": "a4"}))
+        assert comm.sent[-1] == {"request_id": "a4", "ok": False,
+                                 "message": "This run is no longer live in the kernel."}
+
+
 # -- a real kernel, played the way the extension talks to it ---------------------------
 
 def _wait_for(client: Any, want: Any, timeout: float = 60.0) -> dict[str, Any]:
@@ -232,3 +257,39 @@ def test_the_extension_answers_an_approval_in_a_real_kernel(
     assert widgets == []  # no ipywidgets model: nothing in the file can need one
     assert not any("application/vnd.jupyter.widget-view+json" in m["content"].get("data", {})
                    for m in seen if m["msg_type"] in ("display_data", "update_display_data"))
+
+
+def test_a_queued_run_says_it_waits_then_starts() -> None:
+    from agent_kernel.core.events import RunStarted
+    from agent_kernel.views.mime import Transcript
+    from agent_kernel.views.run_html import html_of
+
+    t = Transcript(run_id="run_2")
+    t.queued = True
+    assert t.state()["queued"] is True
+    assert "waiting for the run above to finish" in html_of(t.state())
+    t.feed(RunStarted("run_2", prompt="go", model="m", agent_id="a"))
+    assert "queued" not in t.state()
+    assert "waiting for the run above" not in html_of(t.state())
+
+
+def test_agent_stop_stops_every_live_run_of_the_session(capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    from types import SimpleNamespace
+
+    from agent_kernel.notebook.magics import AgentMagics
+
+    class View:
+        def __init__(self, done: bool) -> None:
+            self.done, self.stopped = done, False
+
+        def request_stop(self) -> bool:
+            self.stopped = True
+            return True
+
+    views = [View(True), View(False), View(False)]
+    AgentMagics.agent_stop(SimpleNamespace(views=views), "")  # type: ignore[arg-type]
+    assert [v.stopped for v in views] == [False, True, True]
+    assert capsys.readouterr().out.strip() == "Stopping 2 runs."
+    AgentMagics.agent_stop(SimpleNamespace(views=[View(True)]), "")  # type: ignore[arg-type]
+    assert capsys.readouterr().out.strip() == "No run of this session is live."

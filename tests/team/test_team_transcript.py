@@ -152,4 +152,6 @@ def test_the_tellers_reply_reads_whole_before_the_work_it_handed_on() -> None:
     t.feed(activity("w-B", "plan", 2, RunFinished("run_w-B", result=RunResult(
         run_id="run_w-B", model="m", status="cancelled"))))
     t.feed(RunFinished("run_t", result=RunResult(run_id="run_t", model="m", status="ok")))
-    assert t.status == "done_with_failures"
+    assert t.status == "done"  # a Worker stopped (cancelled) is no failure (issue 25)
+    t.agents["w-C"][1].ended = "failed"
+    assert t.status == "done_with_failures"  # a Worker that failed is one

@@ -81,7 +81,11 @@ def test_saved_runs_are_static_bundles_whose_status_tells_the_truth(run_notebook
         "data"]["text/html"]
     [failed] = [e for e in states["tool_failed"]["entries"] if e["kind"] == "tool"]
     assert failed["result_kind"] == "error" and "no such file" in failed["summary"]
-    [question] = [e for e in states["question"]["entries"] if e["kind"] == "question"]
+    # ask_user's question sits in the card of its call (issue 25), once
+    [asking] = [e for e in states["question"]["entries"] if e["kind"] == "tool"]
+    assert asking["tool"] == "ask_user"
+    assert not [e for e in states["question"]["entries"] if e["kind"] == "question"]
+    question = asking["approval"]
     assert question["source"] == "timeout" and question["options"] == ["tea", "coffee"]
     assert not question["approval"]
     assert [e["kind"] for e in states["answer"]["entries"]] == ["text"]

@@ -118,7 +118,7 @@ def test_mime_shows_question_answer_and_error(agent, monkeypatch):
     q = next(iter(t.questions.values()))
     assert q.options == ["tea", "coffee"] and q.source == "timeout"
     html = render_html(t)
-    assert "Which do you choose: tea, coffee?" in html and "No answer (timed out)" in html
+    assert "Which do you choose: tea, coffee?" in html and "No answer in time" in html
     _r, events = run_collecting(agent, "hi", model="openai/model-x")
     t = transcript_of(events)
     assert t.status == "failed" and t.state()["status"] == "failed"
@@ -187,7 +187,11 @@ async def test_widget_view_click_answers_and_the_control_becomes_text(agent):
     final = view._handle.updates[-1]
     assert set(final) == {RUN_MIME, "text/html", "text/plain"}
     assert final[RUN_MIME]["status"] == "done" and view.status == "done"
-    [question] = [e for e in final[RUN_MIME]["entries"] if e["kind"] == "question"]
+    # the question is drawn once, inside the card of the ask_user call that asked it
+    assert not [e for e in final[RUN_MIME]["entries"] if e["kind"] == "question"]
+    [card] = [e for e in final[RUN_MIME]["entries"] if e["kind"] == "tool"]
+    question = card["approval"]
+    assert card["tool"] == "ask_user" and question["approval"] is False
     assert question["answer"] == "tea" and question["source"] == "user"
     assert question["answered_at"] and question["options"] == ["tea", "coffee"]
     assert "You chose tea" in final["text/html"]
@@ -241,6 +245,9 @@ async def test_widget_view_stop_shows_stopped_and_leaves_text(agent):
     [static] = next(iter(handles.values())).updates
     assert WIDGET_MIME not in static and static["text/plain"]
     assert view._handle.updates[-1][RUN_MIME]["status"] == "stopped"
+    # the person stopped it: it reads so, as no failure
+    assert view._handle.updates[-1][RUN_MIME]["stopped_by_person"] is True
+    assert ">stopped by you<" in view._handle.updates[-1]["text/html"]
     assert agent.ledger.records()[-1]["kind"] == "run_cancelled"
 
 
