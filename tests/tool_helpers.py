@@ -1,11 +1,18 @@
-"""Call one tool the way the loop does (schema first, then the function), for tool tests."""
+"""Call one tool the way the loop does (schema first, then the function), and play the
+person who answers its approvals, for tool tests."""
 
 from __future__ import annotations
 
+import json
+import threading
 from typing import Any
 
 from agent_kernel import Agent
+from agent_kernel.core.events import Event, Question
+from agent_kernel.engine.approvals import APPROVE
+from agent_kernel.engine.models.llm import ToolCallRequest
 from agent_kernel.engine.registry import ToolContext
+from agent_kernel.engine.tool_calls import ToolCallRecord, execute
 
 
 async def call_tool(agent: Agent, name: str, **arguments: Any) -> Any:
@@ -15,3 +22,25 @@ async def call_tool(agent: Agent, name: str, **arguments: Any) -> Any:
     ctx = ToolContext(agent=agent, run_id="run_t", agent_id=agent.agent_id,
                       workspace=agent.workspace)
     return await tool.invoke(tool.validate(arguments), ctx)
+
+
+def person(agent: Agent, answer: str = APPROVE) -> list[Question]:
+    """A person at the notebook who answers every question with ``answer`` (from another
+    thread, as a click does); returns what they were asked."""
+    agent.questions.attach_answerer()
+    asked: list[Question] = []
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, Question):
+            asked.append(event)
+            threading.Timer(0.02, agent.questions.answer,
+                            args=(event.question_id, answer)).start()
+
+    agent.bus.subscribe(on_event)
+    return asked
+
+
+async def through_the_loop(agent: Agent, name: str, **arguments: Any) -> ToolCallRecord:
+    """One call as the model makes it: parsed, prechecked, approved, run and recorded."""
+    request = ToolCallRequest(id="call_1", name=name, arguments=json.dumps(arguments))
+    return await execute(agent, request, "run_t")

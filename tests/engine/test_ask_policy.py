@@ -10,38 +10,13 @@ for the kernel asks whatever anyone chose.
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
+from tool_helpers import person, through_the_loop
 
 from agent_kernel import Agent, Settings
-from agent_kernel.core.events import Event, Question
 from agent_kernel.engine import ask_policy
-from agent_kernel.engine.approvals import APPROVE
-from agent_kernel.engine.models.llm import ToolCallRequest
-from agent_kernel.engine.tool_calls import ToolCallRecord, execute
-
-
-def person(agent: Agent, answer: str = APPROVE) -> list[Question]:
-    """A person at the notebook who answers every question; returns what they were asked."""
-    agent.questions.attach_answerer()
-    asked: list[Question] = []
-
-    def on_event(event: Event) -> None:
-        if isinstance(event, Question):
-            asked.append(event)
-            threading.Timer(0.02, agent.questions.answer,
-                            args=(event.question_id, answer)).start()
-
-    agent.bus.subscribe(on_event)
-    return asked
-
-
-async def through_the_loop(agent: Agent, name: str, **arguments: Any) -> ToolCallRecord:
-    request = ToolCallRequest(id="call_1", name=name, arguments=json.dumps(arguments))
-    return await execute(agent, request, "run_t")
 
 
 @pytest.mark.parametrize("path", ["../ledger.jsonl", "file_state_dir/../ledger.jsonl",

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 from tool_helpers import call_tool
+from tool_helpers import person as answer_approvals
 
 from agent_kernel import Agent
-from agent_kernel.core.events import Question
 from agent_kernel.engine.approvals import APPROVE, DENY
 from agent_kernel.engine.registry import ToolError
 from agent_kernel.notebook.cells_channel import HEADLESS, NO_EXTENSION, CellChannel
@@ -96,20 +96,6 @@ def agent_with(tmp_path: Path, notebook: FakeNotebook, history: list[str] | None
     agent.services.cells = CellChannel(notebook, shell(history))  # type: ignore[arg-type]
     return agent
 
-
-def answer_approvals(agent: Agent, answer: str) -> list[Question]:
-    """Answer every approval from another thread, as a click would."""
-    agent.questions.attach_answerer()
-    seen: list[Question] = []
-
-    def on_event(event: object) -> None:
-        if isinstance(event, Question):
-            seen.append(event)
-            threading.Timer(0.02, agent.questions.answer,
-                            args=(event.question_id, answer)).start()
-
-    agent.bus.subscribe(on_event)
-    return seen
 
 
 def notebook_cells() -> list[dict[str, Any]]:

@@ -16,17 +16,13 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from scripted_server import Call, Message, ScriptedServer
-from tool_helpers import call_tool
+from tool_helpers import call_tool, person, through_the_loop
 
 from agent_kernel import Agent, Settings
-from agent_kernel.core.events import Event, Question
-from agent_kernel.engine.approvals import APPROVE
-from agent_kernel.engine.models.llm import ToolCallRequest
-from agent_kernel.engine.tool_calls import ToolCallRecord, execute, tool_message
+from agent_kernel.engine.tool_calls import tool_message
 from agent_kernel.guards import sandbox
 from agent_kernel.guards.dangerous import find_danger
 from agent_kernel.tools import commands
@@ -57,26 +53,6 @@ def agent(tmp_path: Path) -> Agent:
 call = call_tool
 
 
-def person(agent: Agent, answer: str = APPROVE) -> list[Question]:
-    """A person at the notebook who answers every question with ``answer``; returns what
-    they were asked."""
-    agent.questions.attach_answerer()
-    asked: list[Question] = []
-
-    def on_event(event: Event) -> None:
-        if isinstance(event, Question):
-            asked.append(event)
-            threading.Timer(0.02, agent.questions.answer,
-                            args=(event.question_id, answer)).start()
-
-    agent.bus.subscribe(on_event)
-    return asked
-
-
-async def through_the_loop(agent: Agent, name: str, **arguments: Any) -> ToolCallRecord:
-    """One call as the model makes it: parsed, prechecked, approved, run and recorded."""
-    request = ToolCallRequest(id="call_1", name=name, arguments=json.dumps(arguments))
-    return await execute(agent, request, "run_t")
 
 
 # The two faces.
