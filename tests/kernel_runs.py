@@ -8,6 +8,7 @@ marked ``kernel``; a module-scoped fixture that needs one notebook for a whole m
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 
@@ -48,3 +49,21 @@ def execute_notebook(cells_or_nb: Any, timeout: int = 120, cwd: str | os.PathLik
                             resources={"metadata": {"path": str(cwd or os.getcwd())}})
     client.execute(env=kernel_env)
     return nb
+
+
+def cell_text(client: Any, msg_id: str, timeout: float = 120) -> str:
+    """What one execution printed (its streams, and ``ERROR <value>`` for an error), read
+    from a jupyter_client kernel client's iopub channel until the kernel is idle again."""
+    text = ""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        msg = client.get_iopub_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream":
+            text += msg["content"]["text"]
+        elif msg["msg_type"] == "error":
+            text += "ERROR " + msg["content"]["evalue"]
+        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return text
+    raise AssertionError(f"the cell did not finish in {timeout} s: {text}")

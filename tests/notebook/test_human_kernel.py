@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kernel_runs import cell_text
 
 # -- real kernels, nobody to click -----------------------------------------------
 
@@ -114,7 +115,7 @@ def test_a_click_over_a_subshell_reaches_a_blocking_cell(isolated_env: dict[str,
     try:
         def run(code: str) -> tuple[str, str]:
             msg_id = client.execute(code)
-            return msg_id, _collect(client, msg_id)
+            return msg_id, cell_text(client, msg_id)
 
         _, out = run(SUBSHELL_SETUP)
         model_id = out.strip()
@@ -126,23 +127,10 @@ def test_a_click_over_a_subshell_reaches_a_blocking_cell(isolated_env: dict[str,
             "comm_id": model_id, "data": {"method": "custom", "content": {"event": "click"}}})
         click["header"]["subshell_id"] = subshell
         client.shell_channel.send(click)
-        out = _collect(client, msg_id)
+        out = cell_text(client, msg_id)
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
     assert "ROUTE True" in out
     assert f"HITS ['subshell-{subshell}']" in out
 
-
-def _collect(client: Any, msg_id: str) -> str:
-    text = ""
-    while True:
-        msg = client.get_iopub_msg(timeout=60)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "stream":
-            text += msg["content"]["text"]
-        elif msg["msg_type"] == "error":
-            text += "ERROR " + msg["content"]["evalue"]
-        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            return text

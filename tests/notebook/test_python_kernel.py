@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kernel_runs import cell_text
 from scripted_server import Call, Message, ScriptedServer
 
 KEY = "sk-test-0123456789abcdef"
@@ -33,21 +34,6 @@ def run_python(code: str, **more: object) -> Message:
 def digest(code: str) -> str:
     return hashlib.sha256(code.encode()).hexdigest()
 
-
-def _collect(client: Any, msg_id: str, timeout: float = 120) -> str:
-    text = ""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        msg = client.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "stream":
-            text += msg["content"]["text"]
-        elif msg["msg_type"] == "error":
-            text += "ERROR " + msg["content"]["evalue"]
-        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            return text
-    raise AssertionError(f"the cell did not finish in {timeout} s: {text}")
 
 
 SETUP = """
@@ -116,7 +102,7 @@ def test_run_python_in_a_kernel_with_a_person(tmp_path: Path) -> None:
     manager, client = start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
 
     def run(code: str) -> str:
-        return _collect(client, client.execute(code))
+        return cell_text(client, client.execute(code))
 
     def prompt(text: str, *answers: str) -> dict[str, Any]:
         run(f"answers.extend({list(answers)!r})\nget_ipython().run_line_magic('agent', "
