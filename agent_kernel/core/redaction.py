@@ -179,6 +179,21 @@ def _dump_forms(value: bytes) -> list[str]:
         bits = r"\s+".join(f"{b:08b}" for b in line)
         forms.append(bits if len(line) >= 4 else
                      _starts(f"{line[0]:08b}", "[01]") + bits[8:] + "(?![01])")
+    return [*forms, *_gutter_forms(value)]
+
+
+def _gutter_forms(value: bytes) -> list[str]:
+    """Patterns for the text column ``xxd`` and ``hexdump -C`` print beside the bytes (16
+    a line; ``xxd -b`` 6), printable bytes as themselves and the rest as dots, at the end
+    of a line after a space or ``|``. A column that shows fewer than three of the key's
+    bytes is left alone: it tells little and would match ordinary text."""
+    forms: list[str] = []
+    for width in (6, 16):
+        for start in range(0, len(value), width):
+            column = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in value[start:start + width])
+            if sum(c != "." for c in column) >= 3:
+                literal = re.escape(column)
+                forms.append(rf"{literal}(?<=[ |]{literal})(?=\|?[ \t]*(?:\n|\Z))")
     return forms
 
 

@@ -424,6 +424,23 @@ def dump(tool: list[str], data: bytes) -> str:
     return subprocess.run(tool, input=data, capture_output=True, check=True).stdout.decode()
 
 
+def test_the_text_column_of_a_dump_is_masked_when_it_shows_the_key(home: Path) -> None:
+    """xxd, xxd -b and hexdump -C print the printable bytes beside the hex: a key whose
+    bytes spell words there has those words masked too; a column of dots is left alone."""
+    from agent_kernel.core.redaction import add_secret, redact_text
+
+    key = b"HP1\x01\x02\x03Zq9\x04\x05\x06" + bytes(range(0x80, 0x88)) + b"tea time\xff\xfe\xfd\xfc"
+    add_secret(key)
+    tools = [tool for tool in (["xxd"], ["xxd", "-b"], ["hexdump", "-C"]) if shutil.which(tool[0])]
+    assert tools
+    for tool in tools:
+        masked = redact_text(dump(tool, key))
+        for word in ("HP1", "Zq9", "tea", "time"):
+            assert word not in masked, (tool, masked)
+    assert redact_text("a column of dots ......") == "a column of dots ......"
+    assert redact_text("HP1...Zq9...") == "HP1...Zq9..."  # not after a space or |
+
+
 def test_the_dump_tools_and_encoders_forms_of_the_key_are_masked(home: Path, key: bytes) -> None:
     """od (default octal words, -b, -d, -tu1, -tx2/4/8), hexdump (default), xxd -b and -e,
     base32, hex with - or . between bytes, %-encoding and the key as one big number: every
