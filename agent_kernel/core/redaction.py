@@ -190,7 +190,8 @@ def _gutter_forms(value: bytes) -> list[str]:
     forms: list[str] = []
     for width in (6, 16):
         for start in range(0, len(value), width):
-            column = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in value[start:start + width])
+            line = value[start:start + width]
+            column = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in line)
             if sum(c != "." for c in column) >= 3:
                 literal = re.escape(column)
                 forms.append(rf"{literal}(?<=[ |]{literal})(?=\|?[ \t]*(?:\n|\Z))")
