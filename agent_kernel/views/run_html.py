@@ -36,7 +36,13 @@ from agent_kernel.views.run_record import (
     ToolData,
 )
 from agent_kernel.views.safe_html import esc, markdown
-from agent_kernel.views.summaries import plan_steps, question_label, records_of
+from agent_kernel.views.summaries import (
+    STEP_MARKS,
+    plan_lines,
+    plan_steps,
+    question_label,
+    records_of,
+)
 
 MARKS = {"running": "◌", "waiting": "?", "ok": "✓", "failed": "✗"}
 TABLE_COLUMNS = 6
@@ -277,10 +283,6 @@ def _diff(details: object) -> str:
     return diff_html(diff) if isinstance(diff, str) and diff else ""
 
 
-STEP_WORDS = {"completed": ("☑", "done"), "in_progress": ("◐", "in progress"),
-              "pending": ("☐", "to do")}
-
-
 def plan_html(result: object, steps: list[tuple[str, str]]) -> str:
     """A plan as a checklist: its summary, then each step with a mark and its status in
     words (the model's words escaped); risks and questions below, when there are any."""
@@ -288,7 +290,7 @@ def plan_html(result: object, steps: list[tuple[str, str]]) -> str:
     plan = plan if isinstance(plan, dict) else {}
     items = []
     for step, status in steps:
-        mark, words = STEP_WORDS.get(status, STEP_WORDS["pending"])
+        mark, words = STEP_MARKS.get(status, STEP_MARKS["pending"])
         items.append(f"<li data-status='{esc(status)}'><span aria-hidden='true'>{mark}</span> "
                      f"{esc(step)} <span class='ak-muted'>({words})</span></li>")
     parts = [f"<div>{esc(plan['summary'])}</div>" if plan.get("summary") else "",
@@ -435,6 +437,8 @@ def _entries_text(entries: list[EntryData]) -> list[str]:
                 continue
             if approval:
                 lines.append(f"    approval: {outcome(approval)}")
+            if entry["state"] == "ok":
+                lines += ["    " + step for step in plan_lines(entry["tool"], entry["result"])]
             if entry["result_kind"] in ("text", "page"):
                 result = entry["result"]
                 shown = result if isinstance(result, str) else result.get(

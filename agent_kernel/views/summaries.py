@@ -283,6 +283,18 @@ def plan_steps(result: object) -> list[tuple[str, str]] | None:
             for s in steps if isinstance(s, dict)]
 
 
+STEP_MARKS = {"completed": ("☑", "done"), "in_progress": ("◐", "in progress"),
+              "pending": ("☐", "to do")}
+"""A plan step's mark and its status in words, as every view draws it."""
+
+
+def plan_lines(tool: str, result: object) -> list[str]:
+    """A plan_create result's checklist as text lines (``☐ Chart it by month``), else []."""
+    steps = plan_steps(result) if tool == "plan_create" else None
+    return [f"{STEP_MARKS.get(status, STEP_MARKS['pending'])[0]} {step}"
+            for step, status in steps or []]
+
+
 def _planned(_arguments: Mapping[str, object], result: object) -> str | None:
     """``a plan of 3 steps, starting with “Load the sales data”``."""
     steps = plan_steps(result)

@@ -53,3 +53,27 @@ def test_a_plan_is_a_checklist() -> None:
     assert "Risks: no data" in html and "Done when: A chart" in html
     assert "Questions" not in html
     assert plan_steps({"plan": "no"}) is None and plan_steps([1]) is None
+
+
+def test_a_demo_plan_run_in_every_view(tmp_path) -> None:  # noqa: ANN001
+    import io
+
+    from agent_kernel import Agent
+    from agent_kernel.views.mime import mime_bundle, transcript_of
+    from agent_kernel.views.text import TextView
+
+    agent = Agent(workspace=tmp_path / "ws")
+    events: list = []
+    agent.bus.subscribe(events.append)
+    out = io.StringIO()
+    TextView(agent.bus, out)
+    agent.run("plan: load the <b>sales</b> data; chart it by month")
+    assert "  ◐ Load the <b>sales</b> data\n  ☐ Chart it by month\n" in out.getvalue()
+    bundle = mime_bundle(transcript_of(events))
+    html = bundle["text/html"]
+    assert "<details class='agent-kernel-tool' data-state='ok' open>" in html
+    assert "Load the &lt;b&gt;sales&lt;/b&gt; data <span class='ak-muted'>(in progress)" in html
+    assert "    ◐ Load the <b>sales</b> data" in bundle["text/plain"]
+    card = next(e for e in bundle["application/vnd.agent-kernel.run.v1+json"]["entries"]
+                if e.get("tool") == "plan_create")
+    assert card["summary"].startswith("a plan of 2 steps, starting with “Load the <b>sales")
