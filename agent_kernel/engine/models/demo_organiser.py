@@ -55,7 +55,8 @@ class Request(TypedDict, total=False):
     style: str
 
 
-_WORD = re.compile(r"[\w]+", re.UNICODE)
+_WORD = r"\w+"
+"""Patterns here are text, compiled on first use (``re``'s cache): importing stays cheap."""
 _SPECIAL_PEOPLE = {"$speaker", "$agent"}
 _STOP = {"the", "a", "an", "to", "of", "and", "or", "for", "with", "on", "in", "at", "is",
          "my", "me", "i", "it", "be", "this", "that", "todo", "task", "done"}
@@ -72,7 +73,7 @@ def contract_of(messages: list[ChatMessage]) -> str | None:
 
 def _words(text: str) -> set[str]:
     found: set[str] = set()
-    for word in _WORD.findall(text.lower()):
+    for word in re.findall(_WORD, text.lower()):
         if any("\u4e00" <= ch <= "\u9fff" for ch in word):
             found.update(ch for ch in word if "\u4e00" <= ch <= "\u9fff")
         elif len(word) > 1 and word not in _STOP:
@@ -137,20 +138,20 @@ def _dedup(data: Request) -> object:
     seen: set[str] = set()
     keep: list[int] = []
     for item in data.get("items") or []:
-        key = " ".join(_WORD.findall(str(item.get("content") or "").lower()))
+        key = " ".join(re.findall(_WORD, str(item.get("content") or "").lower()))
         if key not in seen:
             seen.add(key)
             keep.append(int(item.get("index", len(keep))))
     return {"keep_indices": keep}
 
 
-_SPLIT = re.compile(r"\s*(?:;|\.\s|, then |\bthen\b|\band then\b|\n|；|。|然后)\s*", re.IGNORECASE)
+_SPLIT = r"(?i)\s*(?:;|\.\s|, then |\bthen\b|\band then\b|\n|；|。|然后)\s*"
 
 
 def _plan(data: Request) -> object:
     task = str(data.get("task") or "").strip()
     limit = max(1, int(data.get("max_steps") or 6))
-    parts = [p.strip(" ,.") for p in _SPLIT.split(task) if p and p.strip(" ,.")]
+    parts = [p.strip(" ,.") for p in re.split(_SPLIT, task) if p and p.strip(" ,.")]
     if len(parts) < 2:
         parts = [f"Find out what is needed for: {task}", f"Do it: {task}",
                  "Check the result and report it"]
@@ -185,9 +186,8 @@ def answer(messages: list[ChatMessage]) -> str | None:
     return json.dumps(said, ensure_ascii=False)
 
 
-_REF_ID = re.compile(r"\b(?:tg:@?-?\w+|maep:[\w.-]+|slack:[\w.:-]+|discord:[\w.:-]+|"
-                     r"email:\S+@\S+)")
-_NAME = re.compile(r"(?<![\w@])([A-Z][a-z]+)\b")
+_REF_ID = r"\b(?:tg:@?-?\w+|maep:[\w.-]+|slack:[\w.:-]+|discord:[\w.:-]+|email:\S+@\S+)"
+_NAME = r"(?<![\w@])([A-Z][a-z]+)\b"
 _NOT_NAMES = {"I", "Remind", "Add", "Todo", "Please", "Plan", "The", "A", "An", "Call", "Send",
               "Ask", "Email", "Tell", "Write", "Buy", "Book", "Pay", "Check", "Water", "Fix"}
 
@@ -195,7 +195,7 @@ _NOT_NAMES = {"I", "Remind", "Add", "Todo", "Please", "Plan", "The", "A", "An", 
 def _people(content: str) -> list[str]:
     """Who a todo mentions, as the tool wants them: capitalised names, and ``$SPEAKER``
     for "I" / "me" / "my"."""
-    names = [n for n in _NAME.findall(content) if n not in _NOT_NAMES]
+    names = [n for n in re.findall(_NAME, content) if n not in _NOT_NAMES]
     if re.search(r"\b(?:I|me|my|myself)\b", content):
         names.insert(0, "$SPEAKER")
     return list(dict.fromkeys(names))
@@ -229,8 +229,8 @@ def plan_call(text: str, tools: set[str]) -> tuple[str, dict[str, object]] | Non
         m = re.match(r"^(?:add|save) (?:a )?contact\s*:?\s+(.+)$", text, re.I | re.S)
         if m:
             rest = m.group(1)
-            ids = _REF_ID.findall(rest)
-            name = " ".join(_REF_ID.sub("", rest).split()).strip(" ,.")
+            ids = re.findall(_REF_ID, rest)
+            name = " ".join(re.sub(_REF_ID, "", rest).split()).strip(" ,.")
             if ids:
                 call: dict[str, object] = {"contact_id": ids[0], "contact_nickname": name}
                 if len(ids) > 1:
