@@ -22,6 +22,7 @@ Writes stay in the agent's state folder and ask no one (engine/ask_policy.py say
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -170,7 +171,7 @@ def _indexed(entries: list[Entry]) -> list[IndexedItem]:
 async def _add(ctx: ToolContext, model: Model, files: TodoFiles, content: str,
                people: list[str]) -> UpdateResult:
     reference_ids(content)
-    contacts, allowed = _snapshot(ctx)
+    contacts, allowed = await asyncio.to_thread(_snapshot, ctx)
     warnings: list[str] = []
     try:
         rewritten, said = await asking.resolve_references(
@@ -185,13 +186,13 @@ async def _add(ctx: ToolContext, model: Model, files: TodoFiles, content: str,
         rewritten = content
         warnings.append(UNRESOLVED)
     entry = Entry(content=redact_text(rewritten)[:MAX_CONTENT], created_at=now_text())
-    before = files.read()
+    before = await asyncio.to_thread(files.read)
     entries = [entry, *before.wip.entries]
     if len(entries) > 1:
         keep = await asking.dedup_keep(door_for(ctx, model), _indexed(entries))
         entries = [entries[i] for i in keep]
     before.wip.entries, wip, done = entries, before.wip, before.done
-    files.write(before, wip, done)
+    await asyncio.to_thread(files.write, before, wip, done)  # a lock may wait: not here
     result: UpdateResult = {
         "ok": True, "action": "add",
         "updated_counts": {"open_count": len(wip.entries), "done_count": len(done.entries)},
@@ -205,7 +206,7 @@ async def _add(ctx: ToolContext, model: Model, files: TodoFiles, content: str,
 
 async def _complete(ctx: ToolContext, model: Model, files: TodoFiles,
                     query: str) -> UpdateResult:
-    before: Snapshot = files.read()
+    before: Snapshot = await asyncio.to_thread(files.read)
     wip, done = before.wip, before.done
     if not wip.entries:
         raise ValueError("no matching todo item in TODO.WIP.md")
@@ -215,7 +216,7 @@ async def _complete(ctx: ToolContext, model: Model, files: TodoFiles,
     finished = Entry(content=target.content, created_at=target.created_at,
                      done_at=now_text(), done=True)
     done.entries.insert(0, finished)
-    files.write(before, wip, done)
+    await asyncio.to_thread(files.write, before, wip, done)  # a lock may wait: not here
     return {"ok": True, "action": "complete",
             "updated_counts": {"open_count": len(wip.entries), "done_count": len(done.entries)},
             "changed": {"wip_added": 0, "wip_removed": 1, "done_added": 1},

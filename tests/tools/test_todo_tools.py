@@ -298,3 +298,19 @@ async def test_the_models_answers_count_against_a_budget(agent: Agent) -> None:
     await call(agent, "todo_update", brain, action="add", content="Call Alice", people=["Alice"])
     assert budget.told == [("run_t", {"prompt_tokens": 7, "completion_tokens": 3,
                                       "total_tokens": 10}, 0.001)]
+
+
+async def test_an_edit_made_meanwhile_is_kept_and_the_change_refused(agent: Agent) -> None:
+    brain = Brain({"reference_resolve": resolve_alice, "semantic_dedup": keep_all})
+    await call(agent, "todo_update", brain, action="add", content="First", people=[])
+    path = agent.workspace.root / "state" / "TODO.WIP.md"
+
+    def edit_while_asked(payload: dict[str, Any]) -> object:
+        path.write_text(path.read_text() + "- [ ] written by hand meanwhile\n")
+        return keep_all(payload)
+
+    brain.answers["semantic_dedup"] = edit_while_asked
+    said = await fails(agent, "todo_update", brain, action="add", content="Second", people=[])
+    assert said == "TODO.WIP.md changed while the todo was being written; nothing was " \
+                   "changed, try again"
+    assert "written by hand meanwhile" in path.read_text() and "Second" not in path.read_text()
