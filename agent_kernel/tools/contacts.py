@@ -17,6 +17,7 @@ state folder and ask no one (engine/ask_policy.py says why). Each tool has its s
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -170,7 +171,7 @@ async def contacts_candidate_rank(
         raise _disabled("contacts_candidate_rank")
     window = parse_window(freshness_window or LIMITS.freshness_window)
     try:
-        contacts = ContactStore(ctx.workspace).list("active")
+        contacts = await asyncio.to_thread(ContactStore(ctx.workspace).list, "active")
     except ContactError as exc:
         raise ValueError(str(exc)) from None
     pool = await _candidates(ctx, window.total_seconds() / 86400) if contacts else []
