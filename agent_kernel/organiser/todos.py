@@ -125,6 +125,18 @@ def parse_line(line: str) -> Entry | None:
     return entry if entry.content else None
 
 
+def plain_text(raw: str) -> str:
+    """A todo's text as given, without a pasted ``- [ ] Created=... |`` line's markup (the
+    model sometimes copies a whole line from the file)."""
+    entry = parse_line(raw)
+    if entry is not None:
+        return entry.content
+    text = raw.strip()
+    for box in ("- [ ]", "- [x]", "- [X]"):
+        text = text.removeprefix(box).strip()
+    return text
+
+
 def parse(text: str, done: bool) -> TodoFile:
     """A file's text as a :class:`TodoFile` (a missing front matter is fine)."""
     out = TodoFile()

@@ -41,6 +41,7 @@ from agent_kernel.organiser.todos import (
     Snapshot,
     TodoFiles,
     now_text,
+    plain_text,
     reference_ids,
     unannotated_self_mention,
 )
@@ -245,7 +246,7 @@ async def todo_update(
                         guidance="The person turned the todo tools off "
                                  "(agent_kernel.tools.todos.LIMITS.enabled).")
     verb = action.strip().lower()
-    text = content.strip()
+    text = plain_text(content)
     if not verb:
         raise ValueError("action is required")
     if not text:

@@ -314,3 +314,16 @@ async def test_an_edit_made_meanwhile_is_kept_and_the_change_refused(agent: Agen
     assert said == "TODO.WIP.md changed while the todo was being written; nothing was " \
                    "changed, try again"
     assert "written by hand meanwhile" in path.read_text() and "Second" not in path.read_text()
+
+
+async def test_a_pasted_line_is_taken_for_its_text(agent: Agent) -> None:
+    brain = Brain({"reference_resolve": resolve_alice, "semantic_dedup": keep_all,
+                   "semantic_match": lambda p: {"status": "matched", "index": 0}})
+    out = await call(agent, "todo_update", brain, action="add", content="- [ ] Buy milk",
+                     people=[])
+    assert out["entry"]["content"] == "Buy milk"
+    await call(agent, "todo_update", brain, action="complete",
+               content="- [ ] Created=2026-11-26 05:30 | Buy milk")
+    assert brain.asked[-1][1]["query"] == "Buy milk"
+    assert await fails(agent, "todo_update", brain, action="add", content="- [ ] ") == \
+        "content is required"
