@@ -1,0 +1,271 @@
+"""Questions and approvals that reach the person's phone: the engine's
+:class:`~agent_kernel.engine.questions.RemoteAsker`, on Telegram or by mail.
+
+``app.py`` gives every agent's question channel a :class:`PhoneRelay`; it stays inert
+until :data:`~agent_kernel.channels.config.CONFIG` names a channel. Then a question nobody
+can click goes out at once and one the notebook leaves unanswered goes out after
+``CONFIG.ask_after`` seconds (:mod:`agent_kernel.engine.questions` decides when).
+
+On Telegram the question is a message with one inline button per option (an approval:
+Approve and Deny only; "Always allow" is never granted from a phone). A button press is
+taken only from the configured person in the configured chat, only for a question still
+open, and only for one of its options; anything else is ignored and recorded in the ledger
+(``channel_answer_ignored``), and a press on a question already answered only stops the
+button's spinner. By mail the question carries its options and says where to answer.
+Every message sent is recorded (``channel_sent``: which channel, what, to whom; never a
+secret).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agent_kernel.channels.config import CONFIG, ChannelConfig, ChannelError, ChannelName
+from agent_kernel.core.events import LedgerRecorded, Notice, Question
+from agent_kernel.core.statuses import AnswerSource
+
+if TYPE_CHECKING:
+    from agent_kernel.channels.telegram import Payload, TelegramBot
+    from agent_kernel.core.events import EventBus
+    from agent_kernel.core.ledger import Ledger
+    from agent_kernel.engine.questions import Answerer
+
+APPROVE, DENY, ALWAYS = "Approve", "Deny", "Always allow this tool"
+MAX_ARGUMENTS = 2500
+WHERE = {"user": "in the notebook", "telegram": "on Telegram", "email": "by e-mail"}
+
+
+@dataclass
+class OpenQuestion:
+    """A question out on a channel, waiting."""
+
+    question: Question
+    options: list[str]
+    answer: Answerer
+    channel: ChannelName
+    message_id: int | None = None
+
+
+def options_for(question: Question) -> list[str]:
+    """The answers a phone may give: an approval's Approve and Deny, else the options."""
+    if question.kind == "approval":
+        return [APPROVE, DENY]
+    return list(question.options or [])
+
+
+def words(question: Question, channel: ChannelName, also: str) -> str:
+    """The question as the person reads it on the phone (plain text)."""
+    details = question.details or {}
+    if question.kind == "approval":
+        tool = str(details.get("tool", "a tool"))
+        arguments = json.dumps(details.get("arguments", {}), ensure_ascii=False, indent=2)
+        if len(arguments) > MAX_ARGUMENTS:
+            arguments = arguments[:MAX_ARGUMENTS] + "\n… (cut; the notebook shows all of it)"
+        head = f"The agent asks to run {tool} with exactly these arguments:\n{arguments}"
+    else:
+        head = f"The agent asks: {question.question}"
+    lines = [head]
+    options = options_for(question)
+    if channel == "email":
+        if options:
+            lines.append("Options: " + " · ".join(options))
+        lines.append(f"Answer in the notebook{also}. This mail cannot carry your answer back.")
+    elif not options:
+        lines.append("Answer by replying to this message.")
+    if question.default is not None:
+        lines.append(f"With no answer in time: {question.default}.")
+    return "\n\n".join(lines)
+
+
+def _part(body: Payload, key: str) -> Payload:
+    """``body[key]`` when it is a JSON object, else an empty one."""
+    value = body.get(key)
+    return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+class PhoneRelay:
+    """Carries one agent's questions to the configured channel and answers back."""
+
+    def __init__(self, ledger: Ledger, bus: EventBus, agent_id: str = "agent",
+                 channels: ChannelConfig | None = None) -> None:
+        self.ledger = ledger
+        self.bus = bus
+        self.agent_id = agent_id
+        self.channels = channels or CONFIG
+        self.open: dict[str, OpenQuestion] = {}
+        self.external_polling = False
+        """True when someone else reads the bot's updates (the ``telegram`` CLI mode) and
+        hands callbacks to :meth:`handle_update`."""
+        self._bot: TelegramBot | None = None
+        self._poller: asyncio.Task[None] | None = None
+        self.offset: int | None = None
+        self._sending: set[str] = set()
+        self._ended: dict[str, tuple[str, AnswerSource]] = {}
+
+    # --- the engine's seam ------------------------------------------------------------
+
+    def ready(self) -> bool:
+        """Whether a channel is configured for questions."""
+        return self.channels.question_channel() is not None
+
+    @property
+    def after(self) -> float:
+        """Seconds the notebook gets first."""
+        return float(self.channels.ask_after)
+
+    async def put(self, question: Question, answer: Answerer) -> str:
+        """Send ``question`` on the configured channel; listen for its answer."""
+        channel = self.channels.question_channel()
+        if channel is None:
+            raise ChannelError("no channel is configured for questions")
+        entry = OpenQuestion(question, options_for(question), answer, channel)
+        what = "approval" if question.kind == "approval" else "question"
+        if channel == "telegram":
+            bot = self.bot()
+            buttons = [(label, f"{question.question_id}:{i}")
+                       for i, label in enumerate(entry.options)]
+            self.open[question.question_id] = entry
+            self._sending.add(question.question_id)
+            try:
+                entry.message_id = await bot.send(words(question, channel, ""), buttons)
+            except BaseException:
+                self.open.pop(question.question_id, None)
+                raise
+            finally:
+                self._sending.discard(question.question_id)
+            ended = self._ended.pop(question.question_id, None)
+            if ended is not None:  # answered in the notebook while the message was on its way
+                self.open[question.question_id] = entry
+                self.settled(question.question_id, *ended)
+            await self._record("channel_sent", question.run_id, channel="telegram", what=what,
+                               question_id=question.question_id,
+                               to=f"Telegram chat {bot.config.chat_id}")
+            self._listen()
+        else:
+            from agent_kernel.channels.mail import Mailer
+
+            mailer = Mailer(channels=self.channels)
+            also = " or on Telegram" if self.channels.telegram is not None else ""
+            subject = ("Approval needed: " + str((question.details or {}).get("tool", ""))
+                       if what == "approval" else "A question from your agent")
+            await mailer.send(subject, words(question, channel, also))
+            await self._record("channel_sent", question.run_id, channel="email", what=what,
+                               question_id=question.question_id, to=mailer.config.to)
+        return channel
+
+    def settled(self, question_id: str, answer: str, source: AnswerSource) -> None:
+        """The question ended: forget it; on Telegram, say how it ended."""
+        entry = self.open.pop(question_id, None)
+        if entry is not None and entry.message_id is None and question_id in self._sending:
+            self._ended[question_id] = (answer, source)  # :meth:`put` finishes the job
+            return
+        if entry is None or entry.message_id is None or entry.channel != "telegram":
+            return
+        where = WHERE.get(source)
+        ended = (f"Answered {where}: {answer}" if where else
+                 f"Ended without an answer ({answer or 'none'}).")
+        text = words(entry.question, "telegram", "") + "\n\n" + ended
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().create_task(self._quietly(self.bot().edit(
+                entry.message_id, text)))
+
+    # --- Telegram updates ---------------------------------------------------------------
+
+    def bot(self) -> TelegramBot:
+        """The Telegram bot (made on first use)."""
+        from agent_kernel.channels.telegram import TelegramBot
+
+        if self._bot is None or self._bot.config is not self.channels.telegram:
+            self._bot = TelegramBot(channels=self.channels)
+        return self._bot
+
+    def _listen(self) -> None:
+        if self.external_polling or (self._poller is not None and not self._poller.done()):
+            return
+        self._poller = asyncio.get_running_loop().create_task(self._poll())
+
+    async def _poll(self) -> None:
+        """Read updates while a Telegram question is open (long polling)."""
+        failures = 0
+        while any(e.channel == "telegram" for e in self.open.values()):
+            try:
+                found = await self.bot().updates(self.offset)
+                failures = 0
+            except ChannelError as exc:
+                failures += 1
+                if failures in (1, 10):
+                    self.bus.emit(Notice("channels", f"Could not read answers from "
+                                         f"Telegram: {exc}", level="warning"))
+                await asyncio.sleep(min(30.0, 0.5 * 2 ** min(failures, 6)))
+                continue
+            for update in found:
+                await self.handle_update(update)
+
+    async def handle_update(self, update: Payload) -> bool:
+        """Take one update; True when it was a button press this relay handled."""
+        update_id = update.get("update_id")
+        if isinstance(update_id, int):
+            self.offset = max(self.offset or 0, update_id + 1)
+        callback = update.get("callback_query")
+        if not isinstance(callback, dict):
+            return False
+        await self._press(callback)
+        return True
+
+    async def _press(self, callback: Payload) -> None:
+        config = self.channels.telegram
+        callback_id = str(callback.get("id", ""))
+        sender = _part(callback, "from")
+        message = _part(callback, "message")
+        chat = _part(message, "chat")
+        data = str(callback.get("data", ""))
+        question_id, _, index_text = data.rpartition(":")
+        entry = self.open.get(question_id)
+        run_id = entry.question.run_id if entry is not None else "channels"
+        why = None
+        if config is None:
+            why = "Telegram is not configured"
+        elif sender.get("id") != config.person or chat.get("id") != config.chat_id:
+            why = "the press came from another person or chat"
+        elif entry is None:
+            await self._quietly(self.bot().answer_callback(callback_id,
+                                                           "This question was already answered."))
+            return
+        elif not index_text.isdigit() or int(index_text) >= len(entry.options) or (
+                entry.message_id is not None and message.get("message_id") != entry.message_id):
+            why = "the answer is not one of the question's options"
+        if why is not None:
+            await self._record("channel_answer_ignored", run_id, channel="telegram", reason=why,
+                               from_id=sender.get("id"), chat_id=chat.get("id"),
+                               question_id=question_id or None)
+            await self._quietly(self.bot().answer_callback(callback_id, "Not taken."))
+            return
+        assert entry is not None
+        choice = entry.options[int(index_text)]
+        taken = entry.answer(choice, "telegram")
+        await self._quietly(self.bot().answer_callback(
+            callback_id, f"Got it: {choice}" if taken else "This question was already answered."))
+
+    # --- records --------------------------------------------------------------------------
+
+    async def _record(self, kind: str, run_id: str, **fields: object) -> None:
+        try:
+            record = await asyncio.to_thread(self.ledger.record_event, kind,
+                                             agent_id=self.agent_id, run_id=run_id, **fields)
+        except Exception as exc:
+            self.bus.emit(Notice(run_id, f"Could not write the ledger record: {exc}",
+                                 level="error"))
+            return
+        self.bus.emit(LedgerRecorded(run_id, record))
+
+    async def _quietly(self, call: Awaitable[object]) -> None:
+        """Await a courtesy call (a spinner stopped, a message edited); a failure is a notice."""
+        try:
+            await call
+        except ChannelError as exc:
+            self.bus.emit(Notice("channels", str(exc), level="warning"))
