@@ -55,6 +55,12 @@ POLICY: dict[str, AskRule] = {rule.tool: rule for rule in (
             "only reads and does not ask"),
     AskRule("run_javascript", False, "runs in a sandbox with no file system, no network and "
             "limits on memory, CPU and time: nothing outside it can change", may_skip=True),
+    AskRule("todo_update", False, "changes only the agent's own todo list (TODO.WIP.md and "
+            "TODO.DONE.md in its state folder), which you can read and edit; nothing leaves "
+            "the workspace"),
+    AskRule("contacts_upsert", False, "changes only the agent's own address book "
+            "(state/contacts.json); nothing is sent, and a message to a contact asks when it "
+            "is sent, showing where it goes"),
     AskRule("insert_cell", False, "adds a cell below the agent's own cell: nothing runs and "
             "you can delete it (placed anywhere else, or showing an image from the web, it "
             "asks)"),

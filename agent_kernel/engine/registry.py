@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic import Field as Field
 from pydantic.fields import FieldInfo
 
-from agent_kernel.engine.models.base import FunctionSpec, JsonObject, ToolSchema
+from agent_kernel.engine.models.base import FunctionSpec, JsonObject, Model, ToolSchema
 
 if typing.TYPE_CHECKING:
     from agent_kernel.core.config import Settings
@@ -123,6 +123,12 @@ class ToolContext:
     def emit(self, event: Event) -> None:
         """Emit an event on the agent's bus."""
         self.agent.bus.emit(event)
+
+    def run_model(self) -> Model | None:
+        """The model this call's run talks to, or None outside a run: a tool that needs the
+        model's judgement (``todo_update``, ``plan_create``) asks it through the same door."""
+        window = self.agent.windows.get(self.run_id)
+        return window.model if window is not None else None
 
     def end_run(self, why: str) -> None:
         """End the run once this response's tool calls are answered, without another model

@@ -24,7 +24,8 @@ from agent_kernel.engine.registry import (
 # once per new Agent (to subscribe to its bus, register services, ...). Attach
 # functions must stay cheap: heavy imports happen on first real use.
 TOOL_MODULES = ("core", "human", "files", "commands", "triggers", "memory", "web", "javascript",
-                "context", "variables", "notebook_errors", "python", "cells")
+                "context", "variables", "notebook_errors", "python", "cells",
+                "todos", "contacts", "plans")
 
 
 def tool_modules() -> list[ModuleType]:

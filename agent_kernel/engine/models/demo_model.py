@@ -5,7 +5,8 @@ which plays the team's roles and falls back on :mod:`agent_kernel.engine.models.
 and hands back the same :class:`~agent_kernel.engine.models.base.ModelTurn` a real
 model gives: text streamed word by word, tool calls with ids, usage counted in
 words, cost 0. So the loop, the tools and the views cannot tell them apart, and a
-demo run imports nothing heavy. It writes no compaction summaries (a digest does).
+demo run imports nothing heavy. It writes no compaction summaries (a digest does). The
+organiser's JSON requests are answered by :mod:`.demo_organiser`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import uuid
 
 from agent_kernel.core.config import DEMO_MODEL, Settings
-from agent_kernel.engine.models import demo_team
+from agent_kernel.engine.models import demo_organiser, demo_team
 from agent_kernel.engine.models.base import (
     ChatMessage,
     Model,
@@ -48,7 +49,12 @@ class DemoModel(Model):
         on_text: OnText = _ignore,
         on_retry: OnRetry = _ignore,
     ) -> ModelTurn:
-        """The demo rules' answer as ``role``, streamed word by word when asked to."""
+        """The demo rules' answer as ``role``, streamed word by word when asked to; an
+        organiser request (a todo's references, a plan) gets its JSON answer whole."""
+        if (organised := demo_organiser.answer(messages)) is not None:
+            return ModelTurn(text=organised, cost=0.0, finish_reason="stop",
+                             usage={"prompt_tokens": 0, "completion_tokens": 0,
+                                    "total_tokens": 0})
         answer = demo_team.respond(messages, tools, role)
         turn = ModelTurn(text=answer.text, cost=0.0,
                          finish_reason="tool_calls" if answer.tool_calls else "stop")
