@@ -88,7 +88,7 @@ class TelegramBot:
         return body.get("result")
 
     async def send(self, text: str, buttons: list[tuple[str, str]] | None = None,
-                   chat_id: int | None = None) -> int:
+                   chat_id: int | str | None = None) -> int:
         """Send ``text`` (with one button per ``(label, data)`` row); the message id."""
         payload: Payload = {"chat_id": self.config.chat_id if chat_id is None else chat_id,
                                "text": clip(text)}
