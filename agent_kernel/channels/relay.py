@@ -82,7 +82,7 @@ def words(question: Question, channel: ChannelName, also: str) -> str:
     return "\n\n".join(lines)
 
 
-def _part(body: Payload, key: str) -> Payload:
+def part(body: Payload, key: str) -> Payload:
     """``body[key]`` when it is a JSON object, else an empty one."""
     value = body.get(key)
     return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
@@ -220,9 +220,9 @@ class PhoneRelay:
     async def _press(self, callback: Payload) -> None:
         config = self.channels.telegram
         callback_id = str(callback.get("id", ""))
-        sender = _part(callback, "from")
-        message = _part(callback, "message")
-        chat = _part(message, "chat")
+        sender = part(callback, "from")
+        message = part(callback, "message")
+        chat = part(message, "chat")
         data = str(callback.get("data", ""))
         question_id, _, index_text = data.rpartition(":")
         entry = self.open.get(question_id)
