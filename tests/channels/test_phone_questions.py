@@ -183,3 +183,13 @@ def test_a_channel_refuses_plain_http_to_another_machine_and_a_profile_for_anoth
             TelegramBot(TelegramConfig(chat_id=1, base_url="http://127.0.0.1:9"))
     finally:
         CONFIG.profiles = {}
+
+
+def test_the_run_view_says_where_the_answer_came_from() -> None:
+    from agent_kernel.views.run_html import outcome
+
+    assert outcome({"approval": True, "answer": "Approve", "source": "telegram"}) == (
+        "Approved on Telegram")
+    assert outcome({"approval": False, "answer": "tea", "source": "email",
+                    "options": ["tea", "coffee"]}) == "You chose tea by e-mail"
+    assert outcome({"approval": True, "answer": "Deny", "source": "user"}) == "Denied"
