@@ -103,6 +103,8 @@ class PhoneRelay:
         hands callbacks to :meth:`handle_update`."""
         self._bot: TelegramBot | None = None
         self._poller: asyncio.Task[None] | None = None
+        self._fetch: asyncio.Future[list[Payload]] | None = None
+        self._ended_fetch: asyncio.Future[list[Payload]] | None = None
         self.offset: int | None = None
         self._sending: set[str] = set()
         self._ended: dict[str, tuple[str, AnswerSource]] = {}
@@ -161,6 +163,12 @@ class PhoneRelay:
     def settled(self, question_id: str, answer: str, source: AnswerSource) -> None:
         """The question ended: forget it; on Telegram, say how it ended."""
         entry = self.open.pop(question_id, None)
+        if not any(e.channel == "telegram" for e in self.open.values()) and \
+                self._fetch is not None and not self._fetch.done():
+            # Nothing left to listen for: end the long poll now (Telegram keeps any update
+            # not yet confirmed by an offset, so none is lost).
+            self._ended_fetch = self._fetch
+            self._fetch.cancel()
         if entry is not None and entry.message_id is None and question_id in self._sending:
             self._ended[question_id] = (answer, source)  # :meth:`put` finishes the job
             return
@@ -193,9 +201,14 @@ class PhoneRelay:
         """Read updates while a Telegram question is open (long polling)."""
         failures = 0
         while any(e.channel == "telegram" for e in self.open.values()):
+            self._fetch = asyncio.ensure_future(self.bot().updates(self.offset))
             try:
-                found = await self.bot().updates(self.offset)
+                found = await self._fetch
                 failures = 0
+            except asyncio.CancelledError:
+                if self._ended_fetch is self._fetch:
+                    continue  # the poll was ended because nothing is open any more
+                raise
             except ChannelError as exc:
                 failures += 1
                 if failures in (1, 10):
@@ -207,15 +220,35 @@ class PhoneRelay:
                 await self.handle_update(update)
 
     async def handle_update(self, update: Payload) -> bool:
-        """Take one update; True when it was a button press this relay handled."""
+        """Take one update; True when it was a button press or the answer to an open
+        question without options (a reply to its message, or the only one open)."""
         update_id = update.get("update_id")
         if isinstance(update_id, int):
             self.offset = max(self.offset or 0, update_id + 1)
         callback = update.get("callback_query")
-        if not isinstance(callback, dict):
+        if isinstance(callback, dict):
+            await self._press(callback)
+            return True
+        message = part(update, "message")
+        return bool(message) and await self._reply(message)
+
+    async def _reply(self, message: Payload) -> bool:
+        """A text from the person answering an open free-text question."""
+        config = self.channels.telegram
+        sender, chat = part(message, "from"), part(message, "chat")
+        text = message.get("text")
+        if config is None or sender.get("id") != config.person or \
+                chat.get("id") != config.chat_id or not isinstance(text, str) or \
+                not text.strip():
             return False
-        await self._press(callback)
-        return True
+        free = [e for e in self.open.values() if e.channel == "telegram" and not e.options
+                and e.message_id is not None]
+        replied = part(message, "reply_to_message").get("message_id")
+        chosen = [e for e in free if e.message_id == replied] or (free if len(free) == 1 else [])
+        if not chosen:
+            return False
+        taken = chosen[0].answer(text.strip()[:4000], "telegram")
+        return bool(taken)
 
     async def _press(self, callback: Payload) -> None:
         config = self.channels.telegram

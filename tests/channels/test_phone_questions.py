@@ -193,3 +193,18 @@ def test_the_run_view_says_where_the_answer_came_from() -> None:
     assert outcome({"approval": False, "answer": "tea", "source": "email",
                     "options": ["tea", "coffee"]}) == "You chose tea by e-mail"
     assert outcome({"approval": True, "answer": "Deny", "source": "user"}) == "Denied"
+
+
+async def test_a_free_text_question_is_answered_by_a_reply(bot: BotApi, tmp_path: Path) -> None:
+    from tool_helpers import call_tool
+
+    agent = Agent(workspace=tmp_path)
+    task = asyncio.create_task(call_tool(agent, "ask_user", question="Where shall we meet?"))
+    message = (await asyncio.to_thread(bot.wait_sent, 1))[0]
+    assert "Answer by replying to this message." in message["text"]
+    bot.say("at the station", user=999, chat=999)  # a stranger's text answers nothing
+    await asyncio.sleep(1.0)
+    assert not task.done()
+    bot.say("at the station")
+    assert await asyncio.wait_for(task, 20) == {"answer": "at the station",
+                                                "source": "telegram"}
