@@ -28,14 +28,20 @@ import contextlib
 import json
 import secrets
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Literal, TypedDict
 
 from agent_kernel.core.events import LedgerRecorded
-from agent_kernel.core.json_types import JsonObject
 from agent_kernel.engine.registry import Tool, ToolContext, ToolError
 from agent_kernel.organiser.contacts import Contact, ContactError, ContactStore
+
+Envelope = dict[str, object]
+"""003's message envelope: ``message_id``, ``text``, ``sent_at``, maybe ``session_id`` and
+``reply_to``, and whatever else a given ``payload_base64`` carries."""
+Arguments = Mapping[str, object]
+"""A call's validated arguments, as this module reads them."""
 
 DEFAULT_TOPIC = "share.proactive.v1"
 CONTENT_TYPE = "application/json"
@@ -82,7 +88,7 @@ class Route:
     contact: Contact
     channel: Literal["telegram", "email"]
     address: str
-    envelope: JsonObject
+    envelope: Envelope
     payload: str
 
     @property
@@ -127,7 +133,7 @@ def _b64url(raw: str) -> bytes:
 
 def envelope_of(topic: str, content_type: str, message_text: str | None,
                 payload_base64: str | None, session_id: str | None, reply_to: str | None,
-                now: datetime | None = None) -> tuple[JsonObject, str]:
+                now: datetime | None = None) -> tuple[Envelope, str]:
     """The envelope and its base64url payload, checked as 003 says; ToolError in its words."""
     content_type = (content_type or "").strip() or CONTENT_TYPE
     if not content_type.lower().startswith(CONTENT_TYPE):
@@ -141,7 +147,7 @@ def envelope_of(topic: str, content_type: str, message_text: str | None,
         if topic in DIALOGUE_TOPICS and not session:
             raise ToolError("session_id is required for dialogue topics (must be uuid_v7)")
         moment = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
-        envelope: JsonObject = {"message_id": f"msg_{uuid.uuid4()}", "text": text,
+        envelope: Envelope = {"message_id": f"msg_{uuid.uuid4()}", "text": text,
                                 "sent_at": moment.strftime("%Y-%m-%dT%H:%M:%SZ")}
         if session:
             envelope["session_id"] = session
@@ -181,7 +187,7 @@ def envelope_of(topic: str, content_type: str, message_text: str | None,
     return envelope, payload
 
 
-def route(ctx: ToolContext, arguments: JsonObject) -> Route:
+def route(ctx: ToolContext, arguments: Arguments) -> Route:
     """Check a call and find where it goes (before anyone is asked); ToolError in 003's words."""
     from agent_kernel.channels.config import CONFIG
 
@@ -226,12 +232,12 @@ def route(ctx: ToolContext, arguments: JsonObject) -> Route:
                     f"configured channels: {configured or 'none'}")
 
 
-def _opt(arguments: JsonObject, key: str) -> str | None:
+def _opt(arguments: Arguments, key: str) -> str | None:
     value = arguments.get(key)
     return value if isinstance(value, str) else None
 
 
-def _precheck(arguments: JsonObject, ctx: ToolContext) -> JsonObject:
+def _precheck(arguments: Arguments, ctx: ToolContext) -> dict[str, object]:
     """Refuse what can be refused before asking; tell the card who, where and what."""
     found = route(ctx, arguments)
     return {"recipient": found.recipient(), "channel": CHANNEL_WORDS[found.channel],
@@ -265,7 +271,7 @@ async def contacts_send(
         source_chat_id: Telegram routing hint: one of the contact's own chats.
         source_chat_type: Telegram routing hint: private, group or supergroup.
     """
-    arguments: JsonObject = {"contact_id": contact_id, "topic": topic,
+    arguments: Arguments = {"contact_id": contact_id, "topic": topic,
                              "content_type": content_type, "message_text": message_text,
                              "payload_base64": payload_base64, "session_id": session_id,
                              "reply_to": reply_to, "source_chat_id": source_chat_id,

@@ -213,7 +213,7 @@ def _python(arguments: dict[str, object], result: object) -> str | None:
     return ran
 
 
-def _sent(_arguments: JsonObject, result: object) -> str | None:
+def _sent(_arguments: Mapping[str, object], result: object) -> str | None:
     """``sent a message to Ana on Telegram`` (or why it was not sent)."""
     if not isinstance(result, dict) or not isinstance(result.get("outcome"), dict):
         return None
