@@ -81,6 +81,13 @@ def run_state(text: str) -> dict[str, Any]:
         ("memory_search", [{text: text, "content": text}], True, None),
         ("memory_search", {"results": [{text: text}], text: text}, True, None),
         ("read_file", {text: [text]}, True, None),
+        ("plan_create", {"plan": {"summary": text, "steps": [
+            {"step": text, "status": "in_progress"}, {"step": text, "status": text}],
+            "risks": [text], "questions": [text], "completion": text}}, True, None),
+        ("todo_update", {"ok": True, "action": "add", "entry": {"content": text},
+                         "updated_counts": {"open_count": 1}, "warnings": [text]}, True, None),
+        ("contacts_candidate_rank", {"count": 1, "decisions": [
+            {"contact_nickname": text, "contact_id": text}]}, True, None),
         (text, None, False, text),
     ]
     events: list[Any] = [RunStarted(run, prompt=text, model=text, agent_id=text),

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TypedDict
 
@@ -82,17 +83,30 @@ def strict_json(text: str) -> JsonValue:
     return json.loads(raw)
 
 
-async def _ask(model: Model, settings: Settings, contract: str, rules: Sequence[str],
+@dataclass
+class ModelDoor:
+    """The run's model as the organiser asks it: the model, the run's settings, and who is
+    told each answer's usage and cost (a team's budget), so these calls are counted too."""
+
+    model: Model
+    settings: Settings
+    spent: Callable[[dict[str, int], float | None], None] | None = None
+
+
+async def _ask(door: ModelDoor, contract: str, rules: Sequence[str],
                payload: dict[str, object], max_tokens: int) -> str:
     system = "\n".join([CONTRACT_LINE.format(name=contract), *rules])
     messages: list[ChatMessage] = [
         {"role": "system", "content": system},
         {"role": "user", "content": json.dumps(payload, ensure_ascii=False)}]
+    settings = door.settings
     quiet = dataclasses.replace(
         settings, max_retries=min(settings.max_retries, 1), stream=False,
         extra_completion_args={**settings.extra_completion_args, "temperature": 0,
                                "max_tokens": max_tokens})
-    turn = await model.complete(messages, [], quiet)
+    turn = await door.model.complete(messages, [], quiet)
+    if door.spent is not None:
+        door.spent(dict(turn.usage), turn.cost)
     return turn.text or ""
 
 
@@ -113,7 +127,7 @@ def _index(value: object, size: int, contract: str) -> int:
     return value
 
 
-async def resolve_references(model: Model, settings: Settings, content: str,
+async def resolve_references(door: ModelDoor, content: str,
                              people: list[str], contacts: list[SnapshotContact],
                              allowed_ids: list[str], input_raw: str = "") -> tuple[str, list[str]]:
     """``content`` rewritten with ``Name (ref_id)`` for each of ``people``, and warnings.
@@ -121,7 +135,7 @@ async def resolve_references(model: Model, settings: Settings, content: str,
     Raises :class:`MissingReferenceIds` when the model says a person cannot be tied to
     one id, and ``invalid reference_resolve response`` for anything off-contract."""
     now = datetime.now(timezone.utc)
-    text = await _ask(model, settings, REFERENCE_RESOLVE, [
+    text = await _ask(door, REFERENCE_RESOLVE, [
         "You rewrite `input.content` by attaching explicit reference ids to the "
         "`input.people` it mentions.",
         "Return strict JSON only: {\"status\":\"ok\",\"rewritten_content\":\"...\"} or "
@@ -153,11 +167,11 @@ async def resolve_references(model: Model, settings: Settings, content: str,
     return rewritten.strip(), said
 
 
-async def match_complete(model: Model, settings: Settings, query: str,
+async def match_complete(door: ModelDoor, query: str,
                          items: list[IndexedItem]) -> int:
     """The index of the one open todo ``query`` means; spec 003's ``no matching todo item
     in TODO.WIP.md`` or ``ambiguous todo item match`` when there is none or several."""
-    text = await _ask(model, settings, SEMANTIC_MATCH, [
+    text = await _ask(door, SEMANTIC_MATCH, [
         "You pick exactly one TODO.WIP entry to complete, by meaning.",
         "Return strict JSON only: {\"status\":\"matched\",\"index\":1} or "
         "{\"status\":\"no_match\"} or {\"status\":\"ambiguous\",\"candidate_indices\":[1,3]}.",
@@ -179,9 +193,9 @@ async def match_complete(model: Model, settings: Settings, query: str,
     raise OrganiserError(f"invalid {SEMANTIC_MATCH} response: unknown status {status!r}")
 
 
-async def dedup_keep(model: Model, settings: Settings, items: list[IndexedItem]) -> list[int]:
+async def dedup_keep(door: ModelDoor, items: list[IndexedItem]) -> list[int]:
     """The indices of the todos to keep (newest first in ``items``), sorted."""
-    text = await _ask(model, settings, SEMANTIC_DEDUP, [
+    text = await _ask(door, SEMANTIC_DEDUP, [
         "You deduplicate newest-first todo entries (index 0 is the newest).",
         "Return strict JSON only: {\"keep_indices\":[0,2]}.",
         "When entries mean the same thing, keep one: the one with clearer detail and "
@@ -196,10 +210,10 @@ async def dedup_keep(model: Model, settings: Settings, items: list[IndexedItem])
     return sorted({_index(v, len(items), SEMANTIC_DEDUP) for v in keep})
 
 
-async def write_plan(model: Model, settings: Settings, task: str, max_steps: int,
+async def write_plan(door: ModelDoor, task: str, max_steps: int,
                      style: str, tools: list[str]) -> dict[str, object]:
     """The model's plan for ``task`` as parsed JSON (checked by :mod:`.plans`)."""
-    text = await _ask(model, settings, PLAN_CREATE, [
+    text = await _ask(door, PLAN_CREATE, [
         "You write a concise execution plan.",
         "Return strict JSON only: {\"plan\":{\"thought\":\"...\",\"summary\":\"1-2 "
         "sentences\",\"steps\":[{\"step\":\"...\",\"status\":\"in_progress\"},"

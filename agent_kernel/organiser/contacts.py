@@ -61,14 +61,15 @@ DEFAULT_DEPTH = 30.0
 DEFAULT_RECIPROCITY = 0.5
 
 REFERENCE_PATTERNS = (
-    re.compile(r"tg:-?\d+"),
-    re.compile(r"tg:@[A-Za-z0-9_]+"),
-    re.compile(r"maep:[A-Za-z0-9._-]+"),
-    re.compile(r"slack:[A-Za-z0-9._:-]+"),
-    re.compile(r"discord:[A-Za-z0-9._:-]+"),
-    re.compile(r"email:[^@\s()<>,;\"]+@[^@\s()<>,;\"]+\.[^@\s()<>,;\"]+"),
+    r"tg:-?\d+",
+    r"tg:@[A-Za-z0-9_]+",
+    r"maep:[A-Za-z0-9._-]+",
+    r"slack:[A-Za-z0-9._:-]+",
+    r"discord:[A-Za-z0-9._:-]+",
+    r"email:[^@\s()<>,;\"]+@[^@\s()<>,;\"]+\.[^@\s()<>,;\"]+",
 )
-"""Spec 003's referenceable ids, and ``email:<address>`` (ours, for mail)."""
+"""Spec 003's referenceable ids, and ``email:<address>`` (ours, for mail). Patterns as text,
+compiled on first use (``re``'s cache), so importing this module stays cheap."""
 
 
 class ContactError(ValueError):
@@ -78,7 +79,7 @@ class ContactError(ValueError):
 def is_reference_id(text: str) -> bool:
     """True when ``text`` is a referenceable id (``tg:123``, ``tg:@name``, ``maep:peer``,
     ``slack:C1``, ``discord:42``, ``email:a@b.c``)."""
-    return any(p.fullmatch(text) for p in REFERENCE_PATTERNS)
+    return any(re.fullmatch(p, text) for p in REFERENCE_PATTERNS)
 
 
 @functools.cache

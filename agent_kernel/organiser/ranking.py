@@ -42,7 +42,7 @@ DEFAULT_PUSH_TOPIC = "share.proactive.v1"
 UNKNOWN_FIT = 0.3
 WEIGHTS = {"topic_fit": 0.50, "freshness": 0.20, "reciprocity": 0.15, "depth": 0.15}
 RECENT_SHARE_FACTOR = 0.5
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_DURATION = r"(\d+(?:\.\d+)?)(ms|s|m|h|d)"
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -51,7 +51,7 @@ def parse_window(text: str) -> timedelta:
     timedelta; ValueError in words when it is not one or not positive."""
     raw = text.strip().lower()
     pos, seconds = 0, 0.0
-    for match in _DURATION.finditer(raw):
+    for match in re.finditer(_DURATION, raw):
         if match.start() != pos:
             break
         seconds += float(match.group(1)) * _UNITS[match.group(2)]

@@ -47,11 +47,12 @@ HEADER_DONE = "# TODO Done"
 TIME_FORMAT = "%Y-%m-%d %H:%M"
 MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_CONTENT = 2000
-_TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}")
-_META = re.compile(r"^((?:(?:Created|Done)=[^,|]*)(?:,\s*(?:Created|Done)=[^,|]*)*)\s\|\s(.*)$")
-_PAREN = re.compile(r"\(([^()]*)\)")
-_SELF_EN = re.compile(r"\b(i|me|my|myself|we|us|our|ourselves)\b", re.IGNORECASE)
-_ANNOTATED = re.compile(r"[^()\s]+\s*\([^()]+\)")
+_TIME = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}"
+_META = r"^((?:(?:Created|Done)=[^,|]*)(?:,\s*(?:Created|Done)=[^,|]*)*)\s\|\s(.*)$"
+_PAREN = r"\(([^()]*)\)"
+_SELF_EN = r"(?i)\b(i|me|my|myself|we|us|our|ourselves)\b"
+_ANNOTATED = r"[^()\s]+\s*\([^()]+\)"
+"""Patterns as text, compiled on first use (``re``'s cache): importing stays cheap."""
 
 
 def now_text() -> str:
@@ -112,10 +113,10 @@ def parse_line(line: str) -> Entry | None:
         return None
     entry = Entry(content=text[5:].strip(), done=text[3] in "xX")
     rest = entry.content
-    if match := _META.match(rest):
+    if match := re.match(_META, rest):
         for pair in match.group(1).split(","):
             key, _, value = pair.strip().partition("=")
-            if _TIME.fullmatch(value.strip()):
+            if re.fullmatch(_TIME, value.strip()):
                 if key == "Created":
                     entry.created_at = value.strip()
                 else:
@@ -167,7 +168,7 @@ def reference_ids(content: str) -> list[str]:
     """The ``(id)`` references in ``content``; spec 003's ``invalid reference id: X`` when
     a parenthesis holds anything else."""
     found: list[str] = []
-    for raw in _PAREN.findall(content):
+    for raw in re.findall(_PAREN, content):
         ref = raw.strip()
         if not is_reference_id(ref):
             raise OrganiserError(f"invalid reference id: {ref}")
@@ -179,11 +180,11 @@ def reference_ids(content: str) -> list[str]:
 def unannotated_self_mention(content: str) -> str:
     """The first "I"/"me"/"我" in ``content`` that carries no ``(id)``, or ``""``: a todo
     that says "me" must say who (spec 003's first-person rule)."""
-    stripped = _ANNOTATED.sub("", content)
+    stripped = re.sub(_ANNOTATED, "", content)
     for token in ("我们", "本人", "我"):
         if token in stripped:
             return token
-    found = _SELF_EN.search(stripped)
+    found = re.search(_SELF_EN, stripped)
     return found.group(0) if found else ""
 
 

@@ -68,6 +68,14 @@ ASSIGNED: dict[str, frozenset[str]] = {
     # Running code in the person's kernel and changing their cells is doing the work: Workers
     # only, each call through the person's approval (a Worker holds no standing permission).
     "run_python": _W, "insert_cell": _W, "edit_cell": _W, "run_cell": _W,
+    # Spec 003's organiser (issue 26): a plan is the Planner's; the person's todos and
+    # contacts are kept by the Teller, who talks with the person, and read by the Planner.
+    "plan_create": _P, "todo_update": _T, "todo_list": frozenset({TELLER, PLANNER}),
+    "contacts_upsert": _T, "contacts_list": frozenset({TELLER, PLANNER}),
+    "contacts_candidate_rank": _T,
+    # Sending a contact a message is doing the work, as a request that sends is: Workers,
+    # each send through the person's approval.
+    "contacts_send": _W,
 }
 """The tools spec 000's table does not name; see docs/team.md for why each group goes where."""
 

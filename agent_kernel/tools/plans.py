@@ -18,6 +18,7 @@ from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
 from agent_kernel.organiser import asking
 from agent_kernel.organiser.asking import OrganiserError
 from agent_kernel.organiser.plans import PlanResult, check_plan
+from agent_kernel.tools.todos import door_for
 
 
 @dataclass
@@ -66,7 +67,7 @@ async def plan_create(
         raise ValueError("plan_create unavailable (missing llm client)")
     tools = [s["function"]["name"] for s in ctx.agent.registry.schemas(ctx.agent.role)]
     try:
-        answer = await asking.write_plan(writer, ctx.agent.settings, task.strip(), steps,
+        answer = await asking.write_plan(door_for(ctx, writer), task.strip(), steps,
                                          style.strip(), tools)
         return check_plan(answer, steps)
     except OrganiserError as exc:

@@ -150,6 +150,18 @@ def _prompt_of(ctx: ToolContext) -> str:
     return ""
 
 
+def door_for(ctx: ToolContext, model: Model) -> asking.ModelDoor:
+    """The run's model with the run's settings; a team's budget is told what each answer
+    cost, as it is told of the run's own turns."""
+    budget = ctx.agent.services.budget
+
+    def spent(usage: dict[str, int], cost: float | None) -> None:
+        if budget is not None:
+            budget.spent(ctx.agent, ctx.run_id, usage, cost)  # type: ignore[arg-type]
+
+    return asking.ModelDoor(model, ctx.agent.settings, spent)
+
+
 def _indexed(entries: list[Entry]) -> list[IndexedItem]:
     return [{"index": i, "created_at": e.created_at, "content": e.content}
             for i, e in enumerate(entries)]
@@ -162,7 +174,7 @@ async def _add(ctx: ToolContext, model: Model, files: TodoFiles, content: str,
     warnings: list[str] = []
     try:
         rewritten, said = await asking.resolve_references(
-            model, ctx.agent.settings, content, people, contacts, allowed, _prompt_of(ctx))
+            door_for(ctx, model), content, people, contacts, allowed, _prompt_of(ctx))
         warnings += said
         if unannotated_self_mention(rewritten):
             raise asking.MissingReferenceIds([{"mention": unannotated_self_mention(rewritten)}])
@@ -176,7 +188,7 @@ async def _add(ctx: ToolContext, model: Model, files: TodoFiles, content: str,
     before = files.read()
     entries = [entry, *before.wip.entries]
     if len(entries) > 1:
-        keep = await asking.dedup_keep(model, ctx.agent.settings, _indexed(entries))
+        keep = await asking.dedup_keep(door_for(ctx, model), _indexed(entries))
         entries = [entries[i] for i in keep]
     before.wip.entries, wip, done = entries, before.wip, before.done
     files.write(before, wip, done)
@@ -197,7 +209,8 @@ async def _complete(ctx: ToolContext, model: Model, files: TodoFiles,
     wip, done = before.wip, before.done
     if not wip.entries:
         raise ValueError("no matching todo item in TODO.WIP.md")
-    index = await asking.match_complete(model, ctx.agent.settings, query, _indexed(wip.entries))
+    index = await asking.match_complete(door_for(ctx, model), query,
+                                       _indexed(wip.entries))
     target = wip.entries.pop(index)
     finished = Entry(content=target.content, created_at=target.created_at,
                      done_at=now_text(), done=True)

@@ -36,7 +36,13 @@ from agent_kernel.views.run_record import (
     ToolData,
 )
 from agent_kernel.views.safe_html import esc, markdown
-from agent_kernel.views.summaries import question_label, records_of
+from agent_kernel.views.summaries import (
+    STEP_MARKS,
+    plan_lines,
+    plan_steps,
+    question_label,
+    records_of,
+)
 
 MARKS = {"running": "◌", "waiting": "?", "ok": "✓", "failed": "✗"}
 TABLE_COLUMNS = 6
@@ -66,6 +72,7 @@ color:var(--jp-content-font-color1,#1f1f1f);border-radius:3px}
 .agent-kernel-run table{border-collapse:collapse;font-size:12px;margin:2px 0 4px}
 .agent-kernel-run th,.agent-kernel-run td{border:1px solid var(--jp-border-color2,#c8c8c8);
 padding:1px 6px;text-align:left;vertical-align:top}
+.agent-kernel-run ul.ak-plan{list-style:none;padding-left:4px;margin:2px 0 4px}
 .agent-kernel-run .ak-failed{color:var(--jp-error-color0,#a4161a)}
 .agent-kernel-run .ak-ok{color:var(--jp-success-color0,#1b5e20)}
 .agent-kernel-run .ak-warn{color:#9a4600}
@@ -281,6 +288,27 @@ def _diff(details: object) -> str:
     return diff_html(diff) if isinstance(diff, str) and diff else ""
 
 
+def plan_html(result: object, steps: list[tuple[str, str]]) -> str:
+    """A plan as a checklist: its summary, then each step with a mark and its status in
+    words (the model's words escaped); risks and questions below, when there are any."""
+    plan = result.get("plan") if isinstance(result, dict) else None
+    plan = plan if isinstance(plan, dict) else {}
+    items = []
+    for step, status in steps:
+        mark, words = STEP_MARKS.get(status, STEP_MARKS["pending"])
+        items.append(f"<li data-status='{esc(status)}'><span aria-hidden='true'>{mark}</span> "
+                     f"{esc(step)} <span class='ak-muted'>({words})</span></li>")
+    parts = [f"<div>{esc(plan['summary'])}</div>" if plan.get("summary") else "",
+             f"<ul class='ak-plan'>{''.join(items)}</ul>"]
+    for key, title in (("risks", "Risks"), ("questions", "Questions")):
+        said = [x for x in plan.get(key) or [] if isinstance(x, str)]
+        if said:
+            parts.append(f"<div class='ak-muted'>{title}: {esc('; '.join(said))}</div>")
+    if plan.get("completion"):
+        parts.append(f"<div class='ak-muted'>Done when: {esc(plan['completion'])}</div>")
+    return "".join(parts)
+
+
 def tool_html(entry: ToolData) -> str:
     """One tool call: a ``<details>`` card whose summary line says what it did."""
     state = entry["state"]
@@ -307,9 +335,11 @@ def tool_html(entry: ToolData) -> str:
         if sandbox and approval.get("source") is None:
             body.append(f"<div class='ak-muted'>sandbox: {esc(sandbox)}</div>")
         body.append(f"<div class='agent-kernel-answered'>{esc(outcome(approval))}</div>")
-    body.append(_result(entry))
+    steps = plan_steps(entry["result"]) if entry["tool"] == "plan_create" \
+        and state == "ok" else None
+    body.append(plan_html(entry["result"], steps) if steps else _result(entry))
     body.append(_ledger(entry.get("ledger")))
-    opened = " open" if state == "waiting" else ""
+    opened = " open" if state == "waiting" or steps else ""
     return (f"<details class='agent-kernel-tool' data-state='{esc(state)}'{opened}>"
             f"<summary>{head}</summary>{''.join(body)}</details>")
 
@@ -412,6 +442,8 @@ def _entries_text(entries: list[EntryData]) -> list[str]:
                 continue
             if approval:
                 lines.append(f"    approval: {outcome(approval)}")
+            if entry["state"] == "ok":
+                lines += ["    " + step for step in plan_lines(entry["tool"], entry["result"])]
             if entry["result_kind"] in ("text", "page"):
                 result = entry["result"]
                 shown = result if isinstance(result, str) else result.get(

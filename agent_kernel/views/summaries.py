@@ -11,6 +11,7 @@ records or an error), so the HTML fallback and the JupyterLab extension agree.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -213,6 +214,95 @@ def _python(arguments: dict[str, object], result: object) -> str | None:
     return ran
 
 
+_REF = r"\s*\((?:tg|maep|slack|discord|email):[^()]*\)"
+
+
+def _without_ids(text: str) -> str:
+    """A todo's words without its ``(tg:@alice)`` references (the card is for people)."""
+    return re.sub(_REF, "", text)
+
+
+def _todo_update(_arguments: Mapping[str, object], result: object) -> str | None:
+    """``added “Send Alice the report” to the todo list · 2 open``."""
+    if not isinstance(result, dict) or not isinstance(result.get("entry"), dict):
+        return None
+    words = _short(_without_ids(str(result["entry"].get("content", ""))), 80)
+    counts = result.get("updated_counts") or {}
+    still = f"{counts.get('open_count', 0)} open"
+    if result.get("action") == "complete":
+        return f"ticked off “{words}” · {still}"
+    raw = " (people written as given)" if result.get("warnings") else ""
+    return f"added “{words}” to the todo list{raw} · {still}"
+
+
+def _todo_list(_arguments: Mapping[str, object], result: object) -> str | None:
+    """``2 open, 1 done: “Book the train”, “Pay the rent”``."""
+    if not isinstance(result, dict):
+        return None
+    items = [*(result.get("wip_items") or []), *(result.get("done_items") or [])]
+    texts = [_without_ids(str(i.get("content", ""))) for i in items if isinstance(i, dict)]
+    head = f"{result.get('open_count', 0)} open, {result.get('done_count', 0)} done"
+    return f"{head}: {_quoted(texts)}" if texts else head
+
+
+def _contact_name(contact: Mapping[str, object]) -> str:
+    return str(contact.get("contact_nickname") or contact.get("contact_id") or "someone")
+
+
+def _contact_saved(_arguments: Mapping[str, object], result: object) -> str | None:
+    return f"saved contact {_short(_contact_name(result), 40)}" \
+        if isinstance(result, dict) else None
+
+
+def _contacts_listed(_arguments: Mapping[str, object], result: object) -> str | None:
+    if not isinstance(result, list):
+        return None
+    names = [_contact_name(c) for c in result if isinstance(c, dict)]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"{_count(len(names), 'contact')}" + (f": {shown}" if names else "")
+
+
+def _ranked(_arguments: Mapping[str, object], result: object) -> str | None:
+    """``2 people to share with: Alice, Bob · nothing sent``."""
+    if not isinstance(result, dict) or not isinstance(result.get("decisions"), list):
+        return None
+    names = [_contact_name(d) for d in result["decisions"] if isinstance(d, dict)]
+    if not names:
+        return "nobody to share with now · nothing sent"
+    return f"{_count(len(names), 'person', 'people')} to share with: " \
+           f"{_short(', '.join(names), 80)} · nothing sent"
+
+
+def plan_steps(result: object) -> list[tuple[str, str]] | None:
+    """A plan_create result's steps as ``(step, status)``, or None when it is not a plan."""
+    plan = result.get("plan") if isinstance(result, dict) else None
+    steps = plan.get("steps") if isinstance(plan, dict) else None
+    if not isinstance(steps, list):
+        return None
+    return [(str(s.get("step", "")), str(s.get("status", "pending")))
+            for s in steps if isinstance(s, dict)]
+
+
+STEP_MARKS = {"completed": ("☑", "done"), "in_progress": ("◐", "in progress"),
+              "pending": ("☐", "to do")}
+"""A plan step's mark and its status in words, as every view draws it."""
+
+
+def plan_lines(tool: str, result: object) -> list[str]:
+    """A plan_create result's checklist as text lines (``☐ Chart it by month``), else []."""
+    steps = plan_steps(result) if tool == "plan_create" else None
+    return [f"{STEP_MARKS.get(status, STEP_MARKS['pending'])[0]} {step}"
+            for step, status in steps or []]
+
+
+def _planned(_arguments: Mapping[str, object], result: object) -> str | None:
+    """``a plan of 3 steps, starting with “Load the sales data”``."""
+    steps = plan_steps(result)
+    if not steps:
+        return None
+    return f"a plan of {_count(len(steps), 'step')}, starting with “{_short(steps[0][0], 60)}”"
+
+
 def _sent(_arguments: Mapping[str, object], result: object) -> str | None:
     """``sent a message to Ana on Telegram`` (or why it was not sent)."""
     if not isinstance(result, dict) or not isinstance(result.get("outcome"), dict):
@@ -252,6 +342,12 @@ SUMMARISERS: dict[str, Summariser] = {
     "insert_cell": _cell("inserted"),
     "edit_cell": _cell("edited"),
     "run_cell": _cell("ran"),
+    "todo_update": _todo_update,
+    "todo_list": _todo_list,
+    "contacts_upsert": _contact_saved,
+    "contacts_list": _contacts_listed,
+    "contacts_candidate_rank": _ranked,
+    "plan_create": _planned,
 }
 
 

@@ -34,7 +34,7 @@ from agent_kernel.core.events import (
 )
 from agent_kernel.core.redaction import StreamRedactor
 from agent_kernel.views.mime import usage_line
-from agent_kernel.views.summaries import question_label, summarise
+from agent_kernel.views.summaries import plan_lines, question_label, summarise
 
 if TYPE_CHECKING:
     from agent_kernel.core.events import EventBus
@@ -218,6 +218,8 @@ class TextView:
                           f"{self._result_words(event)}")
                 for row in task_rows(event.tool_name, event.result):
                     self.line(f"  {row}")
+                for step in plan_lines(event.tool_name, event.result):
+                    self.line(f"  {step}")
             else:
                 self.line(f"[tool] {event.tool_name} FAILED in {event.duration_ms} ms{ledger}: "
                           f"{_short(event.shown)}")

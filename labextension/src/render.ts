@@ -282,8 +282,57 @@ function pageView(box: HTMLElement, result: { [key: string]: unknown }): void {
   }
 }
 
-/** A tool's result drawn by its kind: text, a page, JSON, a table of records, or an error. */
+const STEP_WORDS: Record<string, [string, string]> = {
+  completed: ['☑', 'done'],
+  in_progress: ['◐', 'in progress'],
+  pending: ['☐', 'to do']
+};
+
+/** A plan_create result as a checklist (its summary, each step with its status in words),
+ * or null when the result is not a plan. The model's words go in as text, never markup. */
+export function planView(entry: IToolEntry): HTMLElement | null {
+  const plan = isRecord(entry.result) ? entry.result['plan'] : null;
+  if (entry.tool !== 'plan_create' || entry.state !== 'ok' || !isRecord(plan)) {
+    return null;
+  }
+  const steps = Array.isArray(plan['steps']) ? plan['steps'].filter(isRecord) : [];
+  const box = el('div', 'akl-result akl-plan');
+  if (typeof plan['summary'] === 'string' && plan['summary']) {
+    box.appendChild(el('p', 'akl-plan-summary', plan['summary']));
+  }
+  const list = el('ul', 'akl-plan-steps');
+  for (const step of steps) {
+    const status = typeof step['status'] === 'string' ? step['status'] : 'pending';
+    const [mark, words] = STEP_WORDS[status] ?? STEP_WORDS['pending'];
+    const item = el('li', 'akl-plan-step');
+    item.dataset.status = status;
+    const sign = el('span', 'akl-plan-mark', mark);
+    sign.setAttribute('aria-hidden', 'true');
+    item.appendChild(sign);
+    item.appendChild(document.createTextNode(` ${String(step['step'] ?? '')} `));
+    item.appendChild(el('span', 'akl-quiet', `(${words})`));
+    list.appendChild(item);
+  }
+  box.appendChild(list);
+  for (const [key, title] of [['risks', 'Risks'], ['questions', 'Questions']]) {
+    const said = Array.isArray(plan[key]) ? plan[key].filter(x => typeof x === 'string') : [];
+    if (said.length) {
+      box.appendChild(el('div', 'akl-quiet', `${title}: ${said.join('; ')}`));
+    }
+  }
+  if (typeof plan['completion'] === 'string' && plan['completion']) {
+    box.appendChild(el('div', 'akl-quiet', `Done when: ${plan['completion']}`));
+  }
+  return box;
+}
+
+/** A tool's result drawn by its kind: text, a page, JSON, a table of records, or an error
+ * (a plan as its checklist). */
 export function resultView(entry: IToolEntry): HTMLElement | null {
+  const plan = planView(entry);
+  if (plan) {
+    return plan;
+  }
   const result = entry.result;
   const box = el('div', 'akl-result');
   box.dataset.kind = entry.result_kind ?? '';
@@ -499,7 +548,9 @@ export function toolCard(
   card.dataset.callId = entry.call_id;
   card.dataset.key = `call:${entry.call_id}`;
   // A question and its answer stay in view; other cards open only while they wait.
-  card.open = entry.state === 'waiting' || (!!entry.approval && !entry.approval.approval);
+  // A plan stays in view too: its checklist is the point of the call.
+  card.open = entry.state === 'waiting' || (!!entry.approval && !entry.approval.approval) ||
+    (entry.tool === 'plan_create' && entry.state === 'ok');
   card.dataset.defaultOpen = String(card.open);
   const summary = el('summary', 'akl-tool-summary');
   const mark = el('span', `akl-mark akl-mark-${entry.state}`, MARKS[entry.state] ?? '');

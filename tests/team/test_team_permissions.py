@@ -50,6 +50,14 @@ NOTEBOOK = {
     "run_python": {WORKER}, "insert_cell": {WORKER}, "edit_cell": {WORKER}, "run_cell": {WORKER},
 }
 
+# Spec 003's organiser (issue 26), as docs/team.md assigns it.
+ORGANISER = {
+    "plan_create": {PLANNER}, "todo_update": {TELLER}, "todo_list": {TELLER, PLANNER},
+    "contacts_upsert": {TELLER}, "contacts_list": {TELLER, PLANNER},
+    "contacts_candidate_rank": {TELLER},
+    "contacts_send": {WORKER},
+}
+
 
 def expected(name: str) -> set[str]:
     if name in SPEC_000:
@@ -60,6 +68,8 @@ def expected(name: str) -> set[str]:
         return {WORKER}
     if name in NOTEBOOK:
         return NOTEBOOK[name]
+    if name in ORGANISER:
+        return ORGANISER[name]
     return set(ASSIGNED[name])
 
 

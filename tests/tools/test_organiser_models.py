@@ -177,3 +177,24 @@ async def test_plan_create_checks_what_the_model_wrote(tmp_path: Path) -> None:
     schema = agent.registry.get("plan_create").parameters
     assert set(schema["properties"]) == {"task", "max_steps", "style", "model"}
     assert schema["required"] == ["task"]
+
+
+def test_the_demo_model_uses_the_organiser_tools_from_plain_words(tmp_path: Path) -> None:
+    agent = Agent(workspace=tmp_path / "ws")
+    said = {}
+    for prompt, tool in [("add contact Alice tg:@alice", "contacts_upsert"),
+                         ("add a todo: send Alice the sales report", "todo_update"),
+                         ("show my todos", "todo_list"),
+                         ("done: the sales report", "todo_update"),
+                         ("plan: load the sales data; chart it by month", "plan_create"),
+                         ("list contacts", "contacts_list")]:
+        result = agent.run(prompt)
+        assert [c.tool_name for c in result.tool_calls] == [tool], prompt
+        assert result.tool_calls[0].success, result.tool_calls[0].error
+        said[prompt] = result.reply
+    assert "Added “send Alice (tg:@alice) the sales report” to your todo list" in \
+        said["add a todo: send Alice the sales report"]
+    assert "Ticked off" in said["done: the sales report"]
+    assert "1. Load the sales data\n2. Chart it by month" in \
+        said["plan: load the sales data; chart it by month"]
+    assert "{" not in "".join(said.values())  # words, not JSON

@@ -41,7 +41,9 @@ class Brain:
         payload = json.loads(str(request.messages[-1]["content"]))
         self.asked.append((contract, payload))
         said = self.answers[contract](payload)
-        return ModelTurn(text=said if isinstance(said, str) else json.dumps(said))
+        return ModelTurn(text=said if isinstance(said, str) else json.dumps(said),
+                         usage={"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+                         cost=0.001)
 
 
 def keep_all(payload: dict[str, Any]) -> object:
@@ -273,3 +275,26 @@ async def test_a_failed_call_through_the_loop_says_the_specs_words(agent: Agent)
     assert record.error == "Tool 'todo_update' execution failed: action is required"
     record = await through_the_loop(agent, "todo_list", scope="all")
     assert record.error == "Tool 'todo_list' execution failed: invalid scope: all"
+
+
+class Ledgered:
+    """A team's budget as the engine sees it: told every answer's usage and cost."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, dict[str, int], float | None]] = []
+
+    async def before_call(self, agent: object, run_id: str) -> str | None:
+        return None
+
+    def spent(self, agent: object, run_id: str, usage: dict[str, int],
+              cost: float | None) -> None:
+        self.told.append((run_id, usage, cost))
+
+
+async def test_the_models_answers_count_against_a_budget(agent: Agent) -> None:
+    budget = Ledgered()
+    agent.services.budget = budget
+    brain = Brain({"reference_resolve": resolve_alice, "semantic_dedup": keep_all})
+    await call(agent, "todo_update", brain, action="add", content="Call Alice", people=["Alice"])
+    assert budget.told == [("run_t", {"prompt_tokens": 7, "completion_tokens": 3,
+                                      "total_tokens": 10}, 0.001)]

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from agent_kernel.engine.models import demo_data
+from agent_kernel.engine.models import demo_data, demo_organiser
 from agent_kernel.engine.models.base import ChatMessage, JsonObject, ToolSchema
 from agent_kernel.engine.models.demo_answers import describe
 
@@ -208,6 +208,10 @@ def _plan_one(prompt: str, tools: set[str]) -> Call | None:
         about = re.sub(r"\bmy\b", "your", about or "what you think", flags=re.I)
         return "ask_user", {"question": f"Please tell me {about}."}
 
+    organised = demo_organiser.plan_call(text, tools)
+    if organised:
+        return organised
+
     hands = _plan_hands(text, tools)
     if hands:
         return hands
@@ -366,7 +370,8 @@ def respond(messages: list[ChatMessage], tools: list[ToolSchema]) -> DemoTurn:
     prompt = _text_of(messages[last_user]).strip() if last_user >= 0 else ""
     turn = messages[last_user + 1 :]
     results = {m.get("tool_call_id"): _text_of(m) for m in turn if m.get("role") == "tool"}
-    story = demo_data.play(prompt, turn, names)  # the notebook's data: a few calls, then words
+    organised = demo_organiser.plan_call(prompt, names) if prompt else None
+    story = None if organised else demo_data.play(prompt, turn, names)  # the notebook's data
     if story is not None:
         return DemoTurn(text=f"{LABEL} {story.text}" if story.text else "",
                         tool_calls=list(story.calls))

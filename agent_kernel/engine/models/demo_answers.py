@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from agent_kernel.engine.models import demo_organiser
 from agent_kernel.engine.models.base import JsonObject
 
 SHOWN_CHARS = 600
@@ -328,6 +329,7 @@ WORDS: dict[str, Words] = {
     "echo": lambda _a, result: f"The echo tool returned: {result}",
     "console_print": lambda _a, _r: "I printed that to the console.",
     "reply": lambda _a, _r: "I sent that reply.",
+    **demo_organiser.WORDS,
 }
 
 

@@ -55,7 +55,8 @@ class Request(TypedDict, total=False):
     style: str
 
 
-_WORD = re.compile(r"[\w]+", re.UNICODE)
+_WORD = r"\w+"
+"""Patterns here are text, compiled on first use (``re``'s cache): importing stays cheap."""
 _SPECIAL_PEOPLE = {"$speaker", "$agent"}
 _STOP = {"the", "a", "an", "to", "of", "and", "or", "for", "with", "on", "in", "at", "is",
          "my", "me", "i", "it", "be", "this", "that", "todo", "task", "done"}
@@ -72,7 +73,7 @@ def contract_of(messages: list[ChatMessage]) -> str | None:
 
 def _words(text: str) -> set[str]:
     found: set[str] = set()
-    for word in _WORD.findall(text.lower()):
+    for word in re.findall(_WORD, text.lower()):
         if any("\u4e00" <= ch <= "\u9fff" for ch in word):
             found.update(ch for ch in word if "\u4e00" <= ch <= "\u9fff")
         elif len(word) > 1 and word not in _STOP:
@@ -137,20 +138,20 @@ def _dedup(data: Request) -> object:
     seen: set[str] = set()
     keep: list[int] = []
     for item in data.get("items") or []:
-        key = " ".join(_WORD.findall(str(item.get("content") or "").lower()))
+        key = " ".join(re.findall(_WORD, str(item.get("content") or "").lower()))
         if key not in seen:
             seen.add(key)
             keep.append(int(item.get("index", len(keep))))
     return {"keep_indices": keep}
 
 
-_SPLIT = re.compile(r"\s*(?:;|\.\s|, then |\bthen\b|\band then\b|\n|；|。|然后)\s*", re.IGNORECASE)
+_SPLIT = r"(?i)\s*(?:;|\.\s|, then |\bthen\b|\band then\b|\n|；|。|然后)\s*"
 
 
 def _plan(data: Request) -> object:
     task = str(data.get("task") or "").strip()
     limit = max(1, int(data.get("max_steps") or 6))
-    parts = [p.strip(" ,.") for p in _SPLIT.split(task) if p and p.strip(" ,.")]
+    parts = [p.strip(" ,.") for p in re.split(_SPLIT, task) if p and p.strip(" ,.")]
     if len(parts) < 2:
         parts = [f"Find out what is needed for: {task}", f"Do it: {task}",
                  "Check the result and report it"]
@@ -183,3 +184,132 @@ def answer(messages: list[ChatMessage]) -> str | None:
     except (TypeError, ValueError, AttributeError):  # a request off its contract
         said = {"error": "the request does not follow its contract"}
     return json.dumps(said, ensure_ascii=False)
+
+
+_REF_ID = r"\b(?:tg:@?-?\w+|maep:[\w.-]+|slack:[\w.:-]+|discord:[\w.:-]+|email:\S+@\S+)"
+_NAME = r"(?<![\w@])([A-Z][a-z]+)\b"
+_NOT_NAMES = {"I", "Remind", "Add", "Todo", "Please", "Plan", "The", "A", "An", "Call", "Send",
+              "Ask", "Email", "Tell", "Write", "Buy", "Book", "Pay", "Check", "Water", "Fix"}
+
+
+def _people(content: str) -> list[str]:
+    """Who a todo mentions, as the tool wants them: capitalised names, and ``$SPEAKER``
+    for "I" / "me" / "my"."""
+    names = [n for n in re.findall(_NAME, content) if n not in _NOT_NAMES]
+    if re.search(r"\b(?:I|me|my|myself)\b", content):
+        names.insert(0, "$SPEAKER")
+    return list(dict.fromkeys(names))
+
+
+def plan_call(text: str, tools: set[str]) -> tuple[str, dict[str, object]] | None:
+    """The organiser tool a prompt asks for (``add a todo: ...``, ``done: ...``, ``show my
+    todos``, ``plan: ...``, ``add contact Alice tg:@alice``, ``list contacts``, ``whom
+    should I share with``), or None."""
+    low = text.lower().strip()
+    if "todo_update" in tools:
+        m = re.match(r"^(?:add (?:a |to my )?todo(?: list)?|todo|remind me to)\s*:?\s+(.+)$",
+                     text, re.I | re.S)
+        if m:
+            content = m.group(1).strip().rstrip(".")
+            return "todo_update", {"action": "add", "content": content,
+                                   "people": _people(content)}
+        m = re.match(r"^(?:done|tick off|mark done|complete the todo)\s*:?\s+(.+)$", text,
+                     re.I | re.S)
+        if m:
+            return "todo_update", {"action": "complete", "content": m.group(1).strip()}
+    if "todo_list" in tools and re.match(
+            r"^(?:show|list|what(?:'s| is) on)\s+(?:me\s+)?(?:my\s+)?todos?(?: list)?\b", low):
+        scope = "both" if re.search(r"\b(?:done|finished|all)\b", low) else "wip"
+        return "todo_list", {"scope": scope}
+    if "plan_create" in tools:
+        m = re.match(r"^(?:plan|make a plan(?: for| to)?)\s*:\s*(.+)$", text, re.I | re.S)
+        if m:
+            return "plan_create", {"task": m.group(1).strip()}
+    if "contacts_upsert" in tools:
+        m = re.match(r"^(?:add|save) (?:a )?contact\s*:?\s+(.+)$", text, re.I | re.S)
+        if m:
+            rest = m.group(1)
+            ids = re.findall(_REF_ID, rest)
+            name = " ".join(re.sub(_REF_ID, "", rest).split()).strip(" ,.")
+            if ids:
+                call: dict[str, object] = {"contact_id": ids[0], "contact_nickname": name}
+                if len(ids) > 1:
+                    call["addresses"] = ids[1:]
+                return "contacts_upsert", call
+    if "contacts_list" in tools and re.match(r"^(?:list|show) (?:my )?contacts\b", low):
+        return "contacts_list", {}
+    if "contacts_candidate_rank" in tools and re.search(
+            r"\b(?:who|whom) should i share\b|\brank (?:my )?contacts\b", low):
+        return "contacts_candidate_rank", {}
+    return None
+
+
+def _items(found: object) -> list[str]:
+    texts = [str(i.get("content", "")) for i in found if isinstance(i, dict)] \
+        if isinstance(found, list) else []
+    return [f"- {t}" for t in texts[:10]]
+
+
+def _todo_words(_args: dict[str, object], result: object) -> str | None:
+    if not isinstance(result, dict) or not isinstance(result.get("entry"), dict):
+        return None
+    content = result["entry"].get("content")
+    counts = result.get("updated_counts") or {}
+    left = counts.get("open_count", 0) if isinstance(counts, dict) else 0
+    if result.get("action") == "complete":
+        return f"Ticked off “{content}”. {left} still open."
+    raw = " I could not tie everyone it mentions to a contact, so I wrote it as you said " \
+          "it." if result.get("warnings") else ""
+    return f"Added “{content}” to your todo list ({left} open).{raw}"
+
+
+def _todo_list_words(_args: dict[str, object], result: object) -> str | None:
+    if not isinstance(result, dict):
+        return None
+    lines = [f"{result.get('open_count', 0)} open, {result.get('done_count', 0)} done."]
+    if result.get("wip_items"):
+        lines += ["Open:", *_items(result.get("wip_items"))]
+    if result.get("done_items"):
+        lines += ["Done:", *_items(result.get("done_items"))]
+    return "\n".join(lines)
+
+
+def _plan_words(_args: dict[str, object], result: object) -> str | None:
+    plan = result.get("plan") if isinstance(result, dict) else None
+    if not isinstance(plan, dict) or not isinstance(plan.get("steps"), list):
+        return None
+    steps = [f"{n}. {s.get('step')}" for n, s in enumerate(plan["steps"], 1)
+             if isinstance(s, dict)]
+    return "\n".join([f"Here is the plan: {plan.get('summary', '')}".strip(), *steps])
+
+
+def _contact_words(_args: dict[str, object], result: object) -> str | None:
+    if not isinstance(result, dict):
+        return None
+    return f"Saved {result.get('contact_nickname') or result.get('contact_id')} in your " \
+           "contacts."
+
+
+def _contacts_words(_args: dict[str, object], result: object) -> str | None:
+    if not isinstance(result, list):
+        return None
+    names = [str(c.get("contact_nickname") or c.get("contact_id")) for c in result
+             if isinstance(c, dict)]
+    return f"You have {len(names)} contact{'s' if len(names) != 1 else ''}" + \
+        (f": {', '.join(names)}." if names else ".")
+
+
+def _rank_words(_args: dict[str, object], result: object) -> str | None:
+    if not isinstance(result, dict) or not isinstance(result.get("decisions"), list):
+        return None
+    picks = [f"- {d.get('contact_nickname') or d.get('contact_id')}: “{d.get('item_preview')}”"
+             for d in result["decisions"] if isinstance(d, dict)]
+    if not picks:
+        return "Nobody to share anything with right now. Nothing was sent."
+    return "\n".join(["These could be worth sharing (nothing was sent):", *picks])
+
+
+WORDS = {"todo_update": _todo_words, "todo_list": _todo_list_words, "plan_create": _plan_words,
+         "contacts_upsert": _contact_words, "contacts_list": _contacts_words,
+         "contacts_candidate_rank": _rank_words}
+"""What the demo says about each organiser tool's result (merged into demo_answers')."""
