@@ -207,7 +207,7 @@ def plan_call(text: str, tools: set[str]) -> tuple[str, dict[str, object]] | Non
     should I share with``), or None."""
     low = text.lower().strip()
     if "todo_update" in tools:
-        m = re.match(r"^(?:add (?:a |to my )?todo(?: list)?|todo|remind me to)\s*:?\s+(.+)$",
+        m = re.match(r"^(?:add (?:a |to my )?todo(?: list)?|todo)\s*:?\s+(.+)$",
                      text, re.I | re.S)
         if m:
             content = m.group(1).strip().rstrip(".")
