@@ -69,3 +69,27 @@ def test_ctrl_c_stops_it_cleanly(tmp_path: Path) -> None:
     assert process.returncode == 0, err
     assert "stopped" in out
     assert "Traceback" not in err
+
+
+def test_a_runs_approval_comes_to_the_chat_and_the_press_lets_it_run(tmp_path: Path) -> None:
+    with BotApi(TOKEN) as bot:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "agent_kernel", "telegram", "--chat-id", str(PERSON),
+             "--base-url", bot.url, "--poll-seconds", "1", "--max-messages", "1"],
+            env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            bot.say("write a file hello.txt with hi there")
+            card = bot.wait_sent(1, timeout=60)[0]
+            assert "write_file" in card["text"] and card["reply_markup"]
+            bot.press(card, "Approve")
+            reply = bot.wait_sent(2, timeout=60)[1]
+            out, err = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 0, err
+    assert reply["reply_markup"] is None and "hello.txt" in reply["text"]
+    assert (tmp_path / "ws" / "files" / "hello.txt").read_text() == "hi there"
+    approvals = [r for r in Ledger(tmp_path / "ws" / "ledger.jsonl").records()
+                 if r["kind"] == "approval"]
+    assert [(r["decision"], r["source"]) for r in approvals] == [("approved", "telegram")]
