@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import weakref
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -98,16 +99,24 @@ class PhoneRelay:
         self.agent_id = agent_id
         self.channels = channels or CONFIG
         self.open: dict[str, OpenQuestion] = {}
-        self.external_polling = False
-        """True when someone else reads the bot's updates (the ``telegram`` CLI mode) and
-        hands callbacks to :meth:`handle_update`."""
         self._bot: TelegramBot | None = None
-        self._poller: asyncio.Task[None] | None = None
-        self._fetch: asyncio.Future[list[Payload]] | None = None
-        self._ended_fetch: asyncio.Future[list[Payload]] | None = None
-        self.offset: int | None = None
         self._sending: set[str] = set()
         self._ended: dict[str, tuple[str, AnswerSource]] = {}
+
+    @property
+    def external_polling(self) -> bool:
+        """True when someone else reads the bot's updates (the ``telegram`` CLI mode) and
+        hands them to :meth:`handle_update`."""
+        return INBOX.external_polling
+
+    @external_polling.setter
+    def external_polling(self, value: bool) -> None:
+        INBOX.external_polling = value
+
+    @property
+    def offset(self) -> int | None:
+        """The next update the bot's reader asks for (one reader in the process)."""
+        return INBOX.offsets.get(bot_key(self.bot()))
 
     # --- the engine's seam ------------------------------------------------------------
 
@@ -132,6 +141,7 @@ class PhoneRelay:
             buttons = [(label, f"{question.question_id}:{i}")
                        for i, label in enumerate(entry.options)]
             self.open[question.question_id] = entry
+            INBOX.relays.add(self)  # a press may come back before the send returns
             self._sending.add(question.question_id)
             try:
                 entry.message_id = await bot.send(words(question, channel, ""), buttons)
@@ -163,12 +173,7 @@ class PhoneRelay:
     def settled(self, question_id: str, answer: str, source: AnswerSource) -> None:
         """The question ended: forget it; on Telegram, say how it ended."""
         entry = self.open.pop(question_id, None)
-        if not any(e.channel == "telegram" for e in self.open.values()) and \
-                self._fetch is not None and not self._fetch.done():
-            # Nothing left to listen for: end the long poll now (Telegram keeps any update
-            # not yet confirmed by an offset, so none is lost).
-            self._ended_fetch = self._fetch
-            self._fetch.cancel()
+        INBOX.stop_if_idle()
         if entry is not None and entry.message_id is None and question_id in self._sending:
             self._ended[question_id] = (answer, source)  # :meth:`put` finishes the job
             return
@@ -193,64 +198,20 @@ class PhoneRelay:
         return self._bot
 
     def _listen(self) -> None:
-        if self.external_polling or (self._poller is not None and not self._poller.done()):
-            return
-        self._poller = asyncio.get_running_loop().create_task(self._poll())
+        INBOX.listen(self)
 
-    async def _poll(self) -> None:
-        """Read updates while a Telegram question is open (long polling)."""
-        failures = 0
-        while any(e.channel == "telegram" for e in self.open.values()):
-            self._fetch = asyncio.ensure_future(self.bot().updates(self.offset))
-            try:
-                found = await self._fetch
-                failures = 0
-            except asyncio.CancelledError:
-                if self._ended_fetch is self._fetch:
-                    continue  # the poll was ended because nothing is open any more
-                raise
-            except ChannelError as exc:
-                failures += 1
-                if failures in (1, 10):
-                    self.bus.emit(Notice("channels", f"Could not read answers from "
-                                         f"Telegram: {exc}", level="warning"))
-                await asyncio.sleep(min(30.0, 0.5 * 2 ** min(failures, 6)))
-                continue
-            for update in found:
-                await self.handle_update(update)
+    def telegram_open(self) -> list[OpenQuestion]:
+        """This relay's questions out on Telegram, with their message sent."""
+        return [e for e in self.open.values() if e.channel == "telegram"]
 
     async def handle_update(self, update: Payload) -> bool:
-        """Take one update; True when it was a button press or the answer to an open
-        question without options (a reply to its message, or the only one open)."""
-        update_id = update.get("update_id")
-        if isinstance(update_id, int):
-            self.offset = max(self.offset or 0, update_id + 1)
-        callback = update.get("callback_query")
-        if isinstance(callback, dict):
-            await self._press(callback)
-            return True
-        message = part(update, "message")
-        return bool(message) and await self._reply(message)
+        """Take one update (for every relay in the process); True when it was a button press
+        or the answer to an open question without options."""
+        return await INBOX.handle_update(update, self)
 
-    async def _reply(self, message: Payload) -> bool:
-        """A text from the person answering an open free-text question."""
-        config = self.channels.telegram
-        sender, chat = part(message, "from"), part(message, "chat")
-        text = message.get("text")
-        if config is None or sender.get("id") != config.person or \
-                chat.get("id") != config.chat_id or not isinstance(text, str) or \
-                not text.strip():
-            return False
-        free = [e for e in self.open.values() if e.channel == "telegram" and not e.options
-                and e.message_id is not None]
-        replied = part(message, "reply_to_message").get("message_id")
-        chosen = [e for e in free if e.message_id == replied] or (free if len(free) == 1 else [])
-        if not chosen:
-            return False
-        taken = chosen[0].answer(text.strip()[:4000], "telegram")
-        return bool(taken)
-
-    async def _press(self, callback: Payload) -> None:
+    async def press(self, callback: Payload, entry: OpenQuestion | None) -> None:
+        """One button press on the bot: ``entry`` is the open question it names (of this
+        relay), or None (answered already, or never ours)."""
         config = self.channels.telegram
         callback_id = str(callback.get("id", ""))
         sender = part(callback, "from")
@@ -258,7 +219,6 @@ class PhoneRelay:
         chat = part(message, "chat")
         data = str(callback.get("data", ""))
         question_id, _, index_text = data.rpartition(":")
-        entry = self.open.get(question_id)
         run_id = entry.question.run_id if entry is not None else "channels"
         why = None
         if config is None:
@@ -302,3 +262,119 @@ class PhoneRelay:
             await call
         except ChannelError as exc:
             self.bus.emit(Notice("channels", str(exc), level="warning"))
+
+
+def bot_key(bot: TelegramBot) -> str:
+    """Which bot: its API address and the profile holding its token (update ids count per
+    bot)."""
+    return f"{bot.config.base_url.rstrip('/')}#{bot.config.auth_profile}"
+
+
+class Inbox:
+    """The one reader of the bot's updates in this process, for every agent's relay.
+
+    Telegram gives a bot's updates to one reader at a time, and an update confirmed by the
+    next offset is gone: two relays polling on their own would take each other's button
+    presses. So the relays share this reader: it polls while any of them has a question
+    out on Telegram (or leaves the reading to the ``telegram`` CLI mode, which hands every
+    update to :meth:`handle_update`), and gives each press to the relay whose question it
+    names.
+    """
+
+    def __init__(self) -> None:
+        self.relays: weakref.WeakSet[PhoneRelay] = weakref.WeakSet()
+        self.offsets: dict[str, int] = {}
+        """The next update to ask each bot for (:func:`bot_key`)."""
+        self.external_polling = False
+        self._poller: asyncio.Task[None] | None = None
+        self._fetch: asyncio.Future[list[Payload]] | None = None
+        self._ended_fetch: asyncio.Future[list[Payload]] | None = None
+
+    def open(self) -> list[tuple[PhoneRelay, OpenQuestion]]:
+        """Every question out on Telegram, with the relay it belongs to."""
+        return [(relay, entry) for relay in list(self.relays)
+                for entry in relay.telegram_open()]
+
+    def listen(self, relay: PhoneRelay) -> None:
+        """``relay`` has a question out: make sure someone reads the answers."""
+        self.relays.add(relay)
+        if self.external_polling:
+            return
+        loop = asyncio.get_running_loop()
+        poller = self._poller
+        if poller is not None and not poller.done() and poller.get_loop() is loop:
+            return
+        self._poller = loop.create_task(self._poll())
+
+    def stop_if_idle(self) -> None:
+        """Nothing left to listen for: end the long poll now (Telegram keeps any update not
+        yet confirmed by an offset, so none is lost)."""
+        fetch = self._fetch
+        if not self.open() and fetch is not None and not fetch.done():
+            self._ended_fetch = fetch
+            fetch.cancel()
+
+    async def _poll(self) -> None:
+        """Read updates while a Telegram question is open (long polling)."""
+        failures = 0
+        while (found_open := self.open()):
+            relay = found_open[0][0]
+            bot = relay.bot()
+            self._fetch = asyncio.ensure_future(bot.updates(self.offsets.get(bot_key(bot))))
+            try:
+                found = await self._fetch
+                failures = 0
+            except asyncio.CancelledError:
+                if self._ended_fetch is self._fetch:
+                    continue  # the poll was ended because nothing is open any more
+                raise
+            except ChannelError as exc:
+                failures += 1
+                if failures in (1, 10):
+                    relay.bus.emit(Notice("channels", f"Could not read answers from "
+                                          f"Telegram: {exc}", level="warning"))
+                await asyncio.sleep(min(30.0, 0.5 * 2 ** min(failures, 6)))
+                continue
+            for update in found:
+                await self.handle_update(update, relay)
+
+    async def handle_update(self, update: Payload, fallback: PhoneRelay) -> bool:
+        """Take one update; True when it was a button press or the answer to an open
+        question without options (a reply to its message, or the only one open).
+        ``fallback`` answers a press that names no open question."""
+        update_id = update.get("update_id")
+        if isinstance(update_id, int):
+            key = bot_key(fallback.bot())
+            self.offsets[key] = max(self.offsets.get(key, 0), update_id + 1)
+        callback = update.get("callback_query")
+        if isinstance(callback, dict):
+            question_id = str(callback.get("data", "")).rpartition(":")[0]
+            owner = next(((r, e) for r, e in self.open()
+                          if e.question.question_id == question_id), None)
+            if owner is None:
+                await fallback.press(callback, None)
+            else:
+                await owner[0].press(callback, owner[1])
+            return True
+        message = part(update, "message")
+        return bool(message) and await self._reply(message, fallback)
+
+    async def _reply(self, message: Payload, fallback: PhoneRelay) -> bool:
+        """A text from the person answering an open free-text question."""
+        config = fallback.channels.telegram
+        sender, chat = part(message, "from"), part(message, "chat")
+        text = message.get("text")
+        if config is None or sender.get("id") != config.person or \
+                chat.get("id") != config.chat_id or not isinstance(text, str) or \
+                not text.strip():
+            return False
+        free = [e for _, e in self.open() if not e.options and e.message_id is not None]
+        replied = part(message, "reply_to_message").get("message_id")
+        chosen = [e for e in free if e.message_id == replied] or (free if len(free) == 1 else [])
+        if not chosen:
+            return False
+        return bool(chosen[0].answer(text.strip()[:4000], "telegram"))
+
+
+INBOX = Inbox()
+"""The process's reader of the bot's updates."""

@@ -100,6 +100,7 @@ async def serve(model: str, workspace: str | None, max_messages: int | None = No
                 if not await relay.handle_update(update):
                     await _take(agent, relay, update, inbox)
     finally:
+        relay.external_polling = False
         agent.stop()  # the run in progress ends as stopped, and is recorded so
         await asyncio.wait({worker}, timeout=10)
         worker.cancel()

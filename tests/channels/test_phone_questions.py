@@ -208,3 +208,24 @@ async def test_a_free_text_question_is_answered_by_a_reply(bot: BotApi, tmp_path
     bot.say("at the station")
     assert await asyncio.wait_for(task, 20) == {"answer": "at the station",
                                                 "source": "telegram"}
+
+
+async def test_two_agents_share_the_bot_and_each_gets_its_own_answer(bot: BotApi,
+                                                                     tmp_path: Path) -> None:
+    from tool_helpers import call_tool
+
+    first = Agent(workspace=tmp_path / "one")
+    second = Agent(workspace=tmp_path / "two")
+    one = asyncio.create_task(call_tool(first, "ask_user", question="First?",
+                                        options=["a", "b"]))
+    two = asyncio.create_task(call_tool(second, "ask_user", question="Second?",
+                                        options=["c", "d"]))
+    sent = await asyncio.to_thread(bot.wait_sent, 2)
+    by_text = {m["text"].split("\n")[0]: m for m in sent}
+    bot.press(by_text["The agent asks: Second?"], "d")
+    bot.press(by_text["The agent asks: First?"], "b")
+    assert await asyncio.wait_for(two, 20) == {"answer": "d", "source": "telegram"}
+    assert await asyncio.wait_for(one, 20) == {"answer": "b", "source": "telegram"}
+    # One reader: never two long polls at once (Telegram refuses a second one).
+    assert not _records(first, "channel_answer_ignored")
+    assert not _records(second, "channel_answer_ignored")
