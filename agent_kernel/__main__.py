@@ -14,7 +14,7 @@ import sys
 
 # (module, subcommand) pairs; each module defines add_parser(subparsers) and main(args) -> int.
 COMMANDS = ("agent_kernel.cli.run", "agent_kernel.cli.ledger", "agent_kernel.cli.triggers",
-            "agent_kernel.cli.memory", "agent_kernel.cli.trust")
+            "agent_kernel.cli.memory", "agent_kernel.cli.trust", "agent_kernel.cli.telegram")
 
 
 def program_name() -> str:

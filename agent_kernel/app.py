@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from agent_kernel.channels.relay import PhoneRelay
 from agent_kernel.core.config import DEMO_MODEL, Settings
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine import agent as engine
@@ -42,6 +43,9 @@ class Agent(engine.Agent):
                          settings=settings, system_prompt=system_prompt,
                          toolsets=default_toolsets() if builtin_tools else (),
                          permission_hook=ROLE_PERMITS, user_tools=user_tools)
+        # Questions nobody answers here may reach the person's phone (inert until a
+        # channel is configured: agent_kernel.channels.CONFIG).
+        self.questions.remote = PhoneRelay(self.ledger, self.bus, agent_id)
 
 
 __all__ = ["Agent"]

@@ -48,8 +48,13 @@ TriggerStatus = Literal["active", "needs_approval", "cancelled", "done", "missed
 TriggerRunStatus = Literal["ok", "error", "cancelled", "limit", "timeout", "running"]
 """How a trigger's last run ended (``Trigger.last_status``, the ``trigger_run`` record)."""
 
-AnswerSource = Literal["user", "default", "timeout", "headless", "standing"]
-"""Who answered a question or approval, as the saved run says it."""
+AnswerSource = Literal["user", "default", "timeout", "headless", "standing", "telegram", "email"]
+"""Who answered a question or approval, as the saved run says it: ``user`` is the person in
+the notebook or terminal; ``telegram`` and ``email`` the person through a channel that
+reaches their phone (:mod:`agent_kernel.channels`)."""
+
+REMOTE_SOURCES: frozenset[str] = frozenset({"telegram", "email"})
+"""Answers the person gave through a channel rather than the notebook."""
 
 NoticeLevel = Literal["info", "warning", "error"]
 """A notice's level."""

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from agent_kernel.core.events import LedgerRecorded, Notice
 from agent_kernel.core.json_types import JsonObject
+from agent_kernel.core.statuses import REMOTE_SOURCES
 from agent_kernel.core.times import parse_iso
 
 if TYPE_CHECKING:
@@ -190,7 +191,7 @@ class Approvals:
                                standing=held)
             return None
         channel = self.host.questions
-        if channel.interactive:
+        if channel.reachable:
             reply = await channel.ask(
                 run_id=run_id,
                 question=f"Allow `{what}` to run with these arguments?",
@@ -201,8 +202,11 @@ class Approvals:
                 default=DENY,
                 kind="approval",
                 details={**(notes or {}), "tool": what, "arguments": arguments},
+                interactive=channel.interactive,
             )
             answer, source = reply["answer"], reply["source"]
+            if source in REMOTE_SOURCES and answer == ALWAYS:
+                answer = APPROVE  # a standing permission is granted in the notebook only
         elif not terms.policy:
             answer, source = DENY, "policy"
         else:
@@ -215,7 +219,7 @@ class Approvals:
             self._granted(what, run_id, record)
         if approved:
             return None
-        if source == "user":
+        if source in ("user", *REMOTE_SOURCES):
             why, reason = "the user denied it", "you denied it"
         elif source == "policy" and not terms.policy:
             why = f"no one could approve it ({terms.why or 'it is never approved by a policy'})"
@@ -225,7 +229,8 @@ class Approvals:
             reason = "no one was there to approve it (headless policy: deny)"
         else:
             why, reason = "the approval timed out", "no one answered the approval in time"
-        summary = f"You denied {what}" if source == "user" else f"{what} was not run: {reason}"
+        by_person = source in ("user", *REMOTE_SOURCES)
+        summary = f"You denied {what}" if by_person else f"{what} was not run: {reason}"
         return Refusal(f"Tool '{what}' was not run: {why}.", summary, reason)
 
     def record_asking(self, tool: str, asks: bool, by: str = "user") -> None:

@@ -58,6 +58,8 @@ POLICY: dict[str, AskRule] = {rule.tool: rule for rule in (
     AskRule("todo_update", False, "changes only the agent's own todo list (TODO.WIP.md and "
             "TODO.DONE.md in its state folder), which you can read and edit; nothing leaves "
             "the workspace"),
+    AskRule("contacts_send", True, "sends a message to a person, on Telegram or by e-mail; "
+            "you see who, where and the exact text"),
     AskRule("contacts_upsert", False, "changes only the agent's own address book "
             "(state/contacts.json); nothing is sent, and a message to a contact asks when it "
             "is sent, showing where it goes"),

@@ -10,6 +10,13 @@ default if there is one (``source: "default"``), else ``source: "timeout"``.
 The pending question is mirrored to ``pending_question.json`` in the
 workspace while it waits. While it waits, the asking tool call's clock stands
 still (:mod:`agent_kernel.engine.tool_clock`): only the question's own timeout runs.
+
+A question can also reach the person away from the notebook: :attr:`QuestionChannel.remote`
+is a :class:`RemoteAsker` (wired by ``app.py`` to :mod:`agent_kernel.channels`, which this
+floor may not import). When one is ready, a question nobody can click goes to it at once,
+and one the notebook leaves unanswered for :attr:`RemoteAsker.after` seconds goes to it
+then; the first answer from either place settles the question and ``source`` says where
+it came from (``user``: the notebook; ``telegram``, ``email``).
 """
 
 from __future__ import annotations
@@ -21,9 +28,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Protocol
 
-from agent_kernel.core.events import EventBus, Question, QuestionAnswered
+from agent_kernel.core.events import EventBus, Notice, Question, QuestionAnswered
 from agent_kernel.core.redaction import scrub
 from agent_kernel.core.safe_open import unlink, write_atomic
 from agent_kernel.core.statuses import AnswerSource
@@ -35,6 +42,32 @@ PENDING_FILE = "pending_question.json"
 
 def _iso(moment: datetime) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+Answerer = Callable[[str, AnswerSource], bool]
+"""``answer(text, source)``: settle the question; False when it was already settled."""
+
+
+class RemoteAsker(Protocol):
+    """A channel that carries a question to the person's phone and brings the answer back."""
+
+    def ready(self) -> bool:
+        """Whether a channel is configured to carry questions now."""
+        ...
+
+    @property
+    def after(self) -> float:
+        """Seconds a question the notebook could answer waits before it goes out too."""
+        ...
+
+    async def put(self, question: Question, answer: Answerer) -> str:
+        """Send ``question``; an answer that comes back calls ``answer``. Returns the
+        channel's name (``telegram``); raises when the question could not be sent."""
+        ...
+
+    def settled(self, question_id: str, answer: str, source: AnswerSource) -> None:
+        """The question ended (from anywhere): stop listening for it, say so there."""
+        ...
 
 
 @dataclass
@@ -56,6 +89,8 @@ class QuestionChannel:
         self.pending: dict[str, Pending] = {}
         self._answerers = 0
         self._lock = threading.Lock()
+        self.remote: RemoteAsker | None = None
+        """Where a question goes when no notebook answers (set by ``app.py``)."""
 
     # Set by agent_kernel.notebook.blocking while a cell blocks: returns why no click can reach
     # the kernel right now, or None (process-wide: a blocked kernel thread is blocked
@@ -69,6 +104,18 @@ class QuestionChannel:
             return False
         gate = QuestionChannel.click_gate
         return gate is None or gate() is None
+
+    @property
+    def reachable(self) -> bool:
+        """True when someone can answer: a view here, or a channel to the person's phone."""
+        return self.interactive or self._remote() is not None
+
+    def _remote(self) -> RemoteAsker | None:
+        remote = self.remote
+        try:
+            return remote if remote is not None and remote.ready() else None
+        except Exception:  # a broken configuration must not break asking
+            return None
 
     def attach_answerer(self) -> None:
         """A view that can answer questions arrived."""
@@ -97,8 +144,9 @@ class QuestionChannel:
         event = Question(run_id, question_id, question, options or None, float(timeout),
                          default, kind=kind, details=details)
         can_answer = self.interactive if interactive is None else interactive
+        remote = self._remote()
         source: AnswerSource
-        if not can_answer:
+        if not can_answer and remote is None:
             answer, source = (default, "default") if default is not None else ("", "timeout")
             self.bus.emit(event)
             self.bus.emit(QuestionAnswered(run_id, question_id, answer, source))
@@ -109,6 +157,8 @@ class QuestionChannel:
         self.pending[question_id] = pending
         self._write_pending()
         self.bus.emit(event)
+        relay = None if remote is None else loop.create_task(
+            self._relay(remote, event, 0.0 if not can_answer else remote.after, can_answer))
         try:
             # The question's own timeout runs; the asking tool's clock waits with it.
             with paused_for_a_person():
@@ -117,10 +167,45 @@ class QuestionChannel:
         except asyncio.TimeoutError:
             answer, source = (default, "default") if default is not None else ("", "timeout")
         finally:
+            if relay is not None:
+                relay.cancel()
             self.pending.pop(question_id, None)
             self._write_pending()
+        if remote is not None:
+            try:
+                remote.settled(question_id, answer, source)
+            except Exception as exc:  # the answer stands whatever the channel says
+                self.bus.emit(Notice(run_id, f"Could not tell the channel the question "
+                                     f"ended: {exc}", level="warning"))
         self.bus.emit(QuestionAnswered(run_id, question_id, answer, source))
         return {"answer": answer, "source": source}
+
+    async def _relay(self, remote: RemoteAsker, event: Question, delay: float,
+                     can_answer: bool) -> None:
+        """After ``delay`` seconds still unanswered: send the question to the channel."""
+        if delay > 0:
+            await asyncio.sleep(delay)
+        pending = self.pending.get(event.question_id)
+        if pending is None or pending.future.done():
+            return
+        # Once sending has begun it finishes even if the question is answered meanwhile, so
+        # the channel learns the message's id and can say how the question ended.
+        sending = asyncio.ensure_future(remote.put(
+            event, lambda answer, source: self.answer(event.question_id, answer, source)))
+        try:
+            where = await asyncio.shield(sending)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.bus.emit(Notice(event.run_id, f"Could not send the question to your phone: "
+                                 f"{exc}", level="warning"))
+            if not can_answer:  # nobody else can answer: end it now by the usual rules
+                default = event.default
+                self.answer(event.question_id, default if default is not None else "",
+                            "default" if default is not None else "timeout")
+            return
+        self.bus.emit(Notice(event.run_id, f"Sent the question to you on {where.title()}; "
+                             "the first answer, there or here, counts.", level="info"))
 
     def answer(self, question_id: str, answer: str, source: AnswerSource = "user") -> bool:
         """Answer a pending question from any thread; False if it is gone."""

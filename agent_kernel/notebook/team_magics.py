@@ -64,6 +64,11 @@ def session_team(agent_magics: AgentMagics) -> TeamSession | None:
         except Exception as exc:
             print(f"agent-kernel: could not create the team: {exc}", file=sys.stderr)
             return None
+        from agent_kernel.channels.relay import PhoneRelay
+
+        # Every member's question goes through the Teller's channel; that one may reach the
+        # person's phone as the single agent's does (agent_kernel.channels.CONFIG).
+        team.teller.questions.remote = PhoneRelay(team.ledger, team.bus, "teller")
         session = agent_magics._team = TeamSession(team)
     follow(session.team, agent)
     return session

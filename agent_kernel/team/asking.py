@@ -171,6 +171,11 @@ class NamedQuestions:
         return bool(self.channel.interactive)
 
     @property
+    def reachable(self) -> bool:
+        """True while someone can answer: the Teller's view, or the person's phone."""
+        return bool(self.channel.reachable)
+
+    @property
     def pending(self) -> dict[str, Any]:
         """The questions waiting in the shared channel."""
         return dict(self.channel.pending)

@@ -73,6 +73,9 @@ ASSIGNED: dict[str, frozenset[str]] = {
     "plan_create": _P, "todo_update": _T, "todo_list": frozenset({TELLER, PLANNER}),
     "contacts_upsert": _T, "contacts_list": frozenset({TELLER, PLANNER}),
     "contacts_candidate_rank": _T,
+    # Sending a contact a message is doing the work, as a request that sends is: Workers,
+    # each send through the person's approval.
+    "contacts_send": _W,
 }
 """The tools spec 000's table does not name; see docs/team.md for why each group goes where."""
 

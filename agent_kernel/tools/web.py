@@ -17,7 +17,6 @@ is HTTPS only and returns ``{ok, status, headers, body}``, failures included.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from agent_kernel.core.redaction import redact_text, secret_name
 from agent_kernel.engine.registry import Field, Tool, ToolContext
+from agent_kernel.guards.web.auth import AUTH_ENV_PREFIX, AuthProfile, env_profile
 from agent_kernel.tools import files
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from agent_kernel.guards.web.client import Fetched
     from agent_kernel.guards.web.guard import Guard
 
-AUTH_ENV_PREFIX = "AGENT_KERNEL_AUTH_"
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$")
 # Headers the model may never set: credentials, and what would let it forge the framing
 # of the request or where it claims to come from.
@@ -47,45 +46,6 @@ DENIED_HEADERS = frozenset({
     "x-forwarded-host", "x-forwarded-proto", "x-real-ip", "x-http-method-override"})
 _KEPT_HEADERS = ("content-type", "content-length", "content-language", "last-modified", "etag",
                  "cache-control", "retry-after", "www-authenticate", "link")
-
-
-@dataclass
-class AuthProfile:
-    """A named credential the model may ask for by name (``auth_profile``), never see.
-
-    ``hosts`` are where it may be sent (``api.github.com``, ``*.example.com``), over
-    HTTPS only; the secret is ``token`` or the environment variable ``token_env``, sent as
-    ``header: scheme secret`` (``Basic``: the secret is ``user:password``).
-    """
-
-    hosts: list[str]
-    token_env: str | None = None
-    token: str | None = field(default=None, repr=False)
-    header: str = "Authorization"
-    scheme: str = "Bearer"
-
-    def secret(self, name: str) -> str:
-        """The secret itself, or a clear error saying what to set."""
-        value = self.token or (os.environ.get(self.token_env) if self.token_env else None)
-        if not value:
-            where = f"the environment variable {self.token_env}" if self.token_env else "token"
-            raise PermissionError(f"auth_profile {name!r} has no secret: {where} is not set")
-        return value
-
-    def header_value(self, name: str) -> str:
-        """What goes into ``header``."""
-        value = self.secret(name)
-        if self.scheme.lower() == "basic":
-            value = base64.b64encode(value.encode()).decode()
-        return f"{self.scheme} {value}" if self.scheme else value
-
-    def sent_to(self, host: str) -> bool:
-        """Whether ``host`` is one of the profile's hosts."""
-        host = host.rstrip(".").lower()
-        for pattern in (h.strip().rstrip(".").lower() for h in self.hosts):
-            if host == pattern or (pattern.startswith("*.") and host.endswith(pattern[1:])):
-                return True
-        return False
 
 
 @dataclass
@@ -129,12 +89,9 @@ def profile(name: str) -> AuthProfile:
     optional ``_HEADER`` and ``_SCHEME``)."""
     if name in LIMITS.auth_profiles:
         return LIMITS.auth_profiles[name]
-    key = AUTH_ENV_PREFIX + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
-    hosts = [h for h in os.environ.get(key + "_HOSTS", "").split(",") if h.strip()]
-    if os.environ.get(key + "_TOKEN") and hosts:
-        return AuthProfile(hosts=hosts, token_env=key + "_TOKEN",
-                           header=os.environ.get(key + "_HEADER", "Authorization"),
-                           scheme=os.environ.get(key + "_SCHEME", "Bearer"))
+    found = env_profile(name)
+    if found is not None:
+        return found
     known = sorted(set(LIMITS.auth_profiles) | {
         k[len(AUTH_ENV_PREFIX):-len("_TOKEN")].lower() for k in os.environ
         if k.startswith(AUTH_ENV_PREFIX) and k.endswith("_TOKEN")})

@@ -100,6 +100,10 @@ def seconds(ms: int | None) -> str:
     return f"{ms // 60_000} min {ms % 60_000 // 1000} s"
 
 
+FROM_PHONE = {"telegram": " on Telegram", "email": " by e-mail"}
+"""Where an answer given away from the notebook came from (labextension/src/words.ts)."""
+
+
 def outcome(q: QuestionData) -> str:
     """How a question or approval ended, in words (``You chose tea · 12:04:31``)."""
     answer, source = q.get("answer"), q.get("source")
@@ -111,14 +115,15 @@ def outcome(q: QuestionData) -> str:
                     "not run: no one could approve it")
         elif source == "standing":
             text = "allowed by your standing permission"
-        elif source == "user":
+        elif source in ("user", "telegram", "email"):
             text = {"Approve": "Approved", "Deny": "Denied",
                     "Always allow this tool": "Always allowed for this session"}.get(
-                        answer or "", f"Answered {answer}")
+                        answer or "", f"Answered {answer}") + FROM_PHONE.get(source, "")
         else:
             text = "No answer in time: not run"
-    elif source == "user":
-        text = f"You chose {answer}" if q.get("options") else f"You answered “{answer}”"
+    elif source in ("user", "telegram", "email"):
+        text = (f"You chose {answer}" if q.get("options") else f"You answered “{answer}”") \
+            + FROM_PHONE.get(source, "")
     elif source == "timeout":
         text = "No answer in time"
     else:

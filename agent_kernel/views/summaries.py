@@ -303,6 +303,18 @@ def _planned(_arguments: Mapping[str, object], result: object) -> str | None:
     return f"a plan of {_count(len(steps), 'step')}, starting with “{_short(steps[0][0], 60)}”"
 
 
+def _sent(_arguments: Mapping[str, object], result: object) -> str | None:
+    """``sent a message to Ana on Telegram`` (or why it was not sent)."""
+    if not isinstance(result, dict) or not isinstance(result.get("outcome"), dict):
+        return None
+    where = {"telegram": "on Telegram", "email": "by e-mail"}.get(str(result.get("channel")),
+                                                                  "")
+    who = _short(str(result.get("recipient") or "a contact"), 60)
+    if result["outcome"].get("accepted"):
+        return f"sent a message to {who} {where}".rstrip()
+    return f"could not send the message to {who} {where}".rstrip()
+
+
 SUMMARISERS: dict[str, Summariser] = {
     "bash": _bash,
     "run_command": _bash,
@@ -322,6 +334,7 @@ SUMMARISERS: dict[str, Summariser] = {
     "history": _listing("messages", "message"),
     "list_tasks": _listing("tasks", "task"),
     "ask_user": _ask_user,
+    "contacts_send": _sent,
     "schedule": _scheduled,
     "schedule_once": _scheduled,
     "schedule_cron": _scheduled,

@@ -113,6 +113,9 @@ export function approved(question: IQuestionEntry): boolean {
   );
 }
 
+/** Where an answer given away from the notebook came from (agent_kernel/views/run_html.py). */
+const FROM_PHONE: Record<string, string> = { telegram: ' on Telegram', email: ' by e-mail' };
+
 /** How a question or approval ended (`You chose staging · 12:04:31`). */
 export function outcome(question: IQuestionEntry, running: boolean): string {
   const { answer, source } = question;
@@ -130,7 +133,7 @@ export function outcome(question: IQuestionEntry, running: boolean): string {
         : 'Not run: no one could approve it';
     } else if (source === 'standing') {
       text = 'Allowed by your standing permission';
-    } else if (source === 'user') {
+    } else if (source === 'user' || source === 'telegram' || source === 'email') {
       text =
         answer === APPROVE
           ? 'Approved'
@@ -139,11 +142,13 @@ export function outcome(question: IQuestionEntry, running: boolean): string {
             : answer === ALWAYS
               ? 'Always allowed for this session'
               : `Answered ${answer}`;
+      text += FROM_PHONE[source] ?? '';
     } else {
       text = 'No answer in time: not run';
     }
-  } else if (source === 'user') {
+  } else if (source === 'user' || source === 'telegram' || source === 'email') {
     text = question.options ? `You chose ${answer}` : `You answered “${answer}”`;
+    text += FROM_PHONE[source] ?? '';
   } else if (source === 'timeout') {
     text = 'No answer in time';
   } else if (source === 'headless') {

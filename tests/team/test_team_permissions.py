@@ -55,6 +55,7 @@ ORGANISER = {
     "plan_create": {PLANNER}, "todo_update": {TELLER}, "todo_list": {TELLER, PLANNER},
     "contacts_upsert": {TELLER}, "contacts_list": {TELLER, PLANNER},
     "contacts_candidate_rank": {TELLER},
+    "contacts_send": {WORKER},
 }
 
 
