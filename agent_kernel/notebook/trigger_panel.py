@@ -7,8 +7,8 @@ from :mod:`.panel_html`), never a widget: the scheduler tells the panel
 whenever a trigger is made, fires, finishes a run, is skipped, cancelled or
 approved, and the panel updates that output through its display id, at most
 :data:`UPDATES_PER_SECOND` times a second (and every :data:`REFRESH_SECONDS`
-while a trigger is live, so "in 4 min" stays true). A saved notebook keeps the
-last real state.
+while a trigger is live, so its "as of" stays near the clock). A saved notebook keeps the
+last real state, with local times and their zone (no "in 4 min" to go stale).
 
 The updates carry the parent header of the panel's own cell (JupyterLab maps
 display ids per cell) and, when another cell is running, of that cell too

@@ -447,12 +447,17 @@ async function teamScenario(page, nb) {
     const approve = nb.button(2, "agent-kernel-approval", "Approve");
     await approve.waitFor({ timeout: STEP_TIMEOUT });
     await page.waitForTimeout(500);
+    // inside the card of the Worker's call, in the Worker's own run, as a single agent's
+    const card = ".akl-agent .akl-tool[data-state='waiting']";
     const step = {
-      label: await nb.text(2, ".akl-question .akl-label, .agent-kernel-question b"),
-      question: await nb.text(2, ".akl-question, .agent-kernel-question"),
+      label: await nb.text(2, `${card} .akl-approval .akl-label`),
+      question: await nb.text(2, card),
       top_level: await nb.cell(2).locator(".akl-run > .akl-question").count(),
-      in_agent: await nb.cell(2).locator(".akl-agent .akl-question").count(),
-      contrast: await page.evaluate(textContrast, ".jp-Cell:nth-child(3) .akl-question"),
+      in_agent: await nb.cell(2).locator(`${card} .akl-approval-live`).count(),
+      agent_name: await nb.text(2, ".akl-agent[data-state='running'] .akl-agent-name"),
+      agent_title: await nb.cell(2).locator(".akl-agent[data-state='running'] .akl-agent-name")
+        .last().getAttribute("title"),
+      contrast: await page.evaluate(textContrast, `.jp-Cell:nth-child(3) ${card}`),
     };
     await shot(page, "team-approval", nb.cell(2));
     // 3: a trigger of the team's, made from Python; 4, while the Worker waits: the
