@@ -49,6 +49,17 @@ def main(argv: list[str] | None = None) -> int:
     except WorkspaceError as exc:  # a linked default .agent: said in words, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return _reader_left()
+
+
+def _reader_left() -> int:
+    """The reader of our output left (``| head -1``): stop quietly, as CLIs do. Python
+    flushes stdout again at exit, which would raise anew, so stdout goes to /dev/null
+    first (the recipe of Python's signal docs); 141 is a shell's code for SIGPIPE."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141
 
 
 if __name__ == "__main__":

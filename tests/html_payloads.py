@@ -189,12 +189,11 @@ def memory_rows(text: str) -> list[dict[str, Any]]:
 
 def live_widgets(text: str) -> dict[str, Any]:
     """The live ipywidgets with ``text`` in every field: a question's and an approval's
-    controls, the triggers panel's and the team board's rows (name -> its box)."""
+    controls and the team board's rows (name -> its box)."""
     import ipywidgets as w
 
     from agent_kernel.core.events import Question
     from agent_kernel.notebook.board import WidgetBoardControls
-    from agent_kernel.notebook.trigger_panel import PanelControls
     from agent_kernel.notebook.widgets import QuestionControl
 
     approval = Question("run_h", "qa", text, ["Approve", "Deny"], 60.0, "Deny",
@@ -206,14 +205,6 @@ def live_widgets(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "approval widget": QuestionControl(approval, lambda _answer: None, exact),
         "question widget": QuestionControl(ask, lambda _answer: None)}
-    panel = PanelControls.__new__(PanelControls)  # its rows, without a scheduler behind
-    panel.rows, panel.outcomes = {}, [text, text]
-    panel.note, panel.box = w.HTML(""), w.VBox([])
-    for trigger in trigger_rows(text):
-        panel._add_row(trigger)
-    panel._redraw()
-    panel.box.children = (panel.note, *panel.box.children)
-    out["triggers panel widget"] = panel
     board = WidgetBoardControls.__new__(WidgetBoardControls)
     board._widgets, board.rows, board.outcomes = {}, {text: ("cancel", text)}, [text]
     board.note, board.box = w.HTML(""), w.VBox([])
@@ -266,4 +257,18 @@ def views(text: str) -> dict[str, str]:
         "memory table": MemoryTable(memory_rows(text), text)._repr_html_(),
         "notices": outcome_bundle([text, text])["text/html"],
         "control outcome": static_bundle(text)["text/html"],
+        "triggers panel controls": trigger_controls(text)["text/html"],
     }
+
+
+def trigger_controls(text: str) -> dict[str, str]:
+    """The triggers panel's controls without our extension (words, no widget), with
+    ``text`` in every field: their rows, without a scheduler behind."""
+    from agent_kernel.notebook.trigger_panel import TextControls
+
+    controls = TextControls.__new__(TextControls)
+    controls.rows, controls.outcomes = {}, [text, text]
+    controls.handle, controls.settled = None, False
+    for trigger in trigger_rows(text):
+        controls._add_row(trigger)
+    return controls.bundle()

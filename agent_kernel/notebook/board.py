@@ -7,10 +7,11 @@ lives. The supervisor tells the board whenever a task is held, queued,
 started or ended (``Supervisor.listeners``) and the desk's scheduler whenever
 a trigger changes, so the board follows the team exactly and costs nothing
 while the team is idle; updates are throttled to :data:`UPDATES_PER_SECOND`,
-and while work is open the board redraws every :data:`REFRESH_SECONDS` so
-"started 2 min ago" stays true. Roles and artifacts are files the agents
-write during their runs: they are read again on each redraw (cheaply: only
-when their folder changed). A saved notebook keeps the last real state.
+and while work is open the board redraws every :data:`REFRESH_SECONDS` so its
+"as of" stays near the clock (times are local with the zone, never "2 min ago").
+Roles and artifacts are files the agents write during their runs: they are read again
+on each redraw (cheaply: only when their folder changed).
+A saved notebook keeps the last real state.
 
 What a person presses lives in a SEPARATE output: one row per queued or held
 task (Cancel), running task (Stop: ``Supervisor.stop``) and trigger (Cancel),

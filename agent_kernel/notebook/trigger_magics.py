@@ -12,7 +12,8 @@ first trigger a run makes.
 
 - ``%agent_triggers``: the panel of every trigger (a static table updated in
   place: status, schedule, next and last run, runs, last result), with Cancel
-  and Approve buttons in an output of their own when someone can click;
+  and Approve in an output of their own when someone can click (buttons drawn by our
+  extension, else the ``%agent_triggers`` line for each, never a widget);
 - ``%agent_triggers --text``: every trigger of this session (active first) as text;
 - ``%agent_triggers cancel ID``: cancel one;
 - ``%agent_triggers approve ID``: approve a restored trigger that needs
@@ -46,7 +47,7 @@ def _someone_can_click(agent_magics: AgentMagics) -> bool:
 
 
 def _extension(agent_magics: AgentMagics) -> Any:
-    """Our extension's channel when it draws the controls (else None: ipywidgets)."""
+    """Our extension's channel when it draws the controls (else None: words)."""
     probe = agent_magics.probe
     return probe if agent_magics.interactive is not False and probe.extension else None
 

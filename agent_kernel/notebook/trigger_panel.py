@@ -7,8 +7,8 @@ from :mod:`.panel_html`), never a widget: the scheduler tells the panel
 whenever a trigger is made, fires, finishes a run, is skipped, cancelled or
 approved, and the panel updates that output through its display id, at most
 :data:`UPDATES_PER_SECOND` times a second (and every :data:`REFRESH_SECONDS`
-while a trigger is live, so "in 4 min" stays true). A saved notebook keeps the
-last real state.
+while a trigger is live, so its "as of" stays near the clock). A saved notebook keeps the
+last real state, with local times and their zone (no "in 4 min" to go stale).
 
 The updates carry the parent header of the panel's own cell (JupyterLab maps
 display ids per cell) and, when another cell is running, of that cell too
@@ -17,26 +17,33 @@ cell's messages).
 
 What a person presses lives in a SEPARATE output: one row per live trigger
 (Approve for a restored trigger that needs approval, Cancel), drawn by our JupyterLab
-extension where it is active (:class:`ExtensionControls`, no widget) and as
-ipywidgets otherwise (:class:`PanelControls`). Only the
+extension where it is active (:class:`ExtensionControls`), and otherwise said in words
+with the ``%agent_triggers`` line that does each (:class:`TextControls`). Never a
+widget: a trigger outlives the session that made it, and a notebook saved with a live
+widget in it reopens as "Error displaying widget: model not found". Only the
 newest panel showing a trigger holds its controls; an older panel's controls
 output turns into text when it has none left ("Cancelled trg_… · 12:04:31",
 or that the controls moved to a newer panel). Headless clients get no
-controls. ipywidgets is imported here and nowhere else in ``triggers/``.
+controls.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.notebook.cells import LiveOutput, in_cell, outcome_bundle
 from agent_kernel.triggers.model import LIVE
-from agent_kernel.views.safe_html import esc
-from agent_kernel.views.trigger_panel import local_time, panel_html, shown, text_table
+from agent_kernel.views.trigger_panel import (
+    local_time,
+    panel_html,
+    shown,
+    status_words,
+    text_table,
+)
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -102,12 +109,12 @@ class TriggersPanel:
         """Display the table (and the controls when a person can click) in this cell.
 
         With ``channel`` (our extension's, see :mod:`agent_kernel.notebook.frontend`), the
-        extension draws the controls; otherwise they are ipywidgets.
+        extension draws the controls; otherwise they are words (:class:`TextControls`).
         """
         self.output.show()
         if controls:
             made = ExtensionControls(self, channel) if channel is not None else \
-                PanelControls(self)
+                TextControls(self)
             self.controls = made
             made.show()
         self._schedule_refresh()
@@ -163,6 +170,7 @@ class _Controls:
         self.outcomes: list[str] = []
         self.handle: DisplayHandle | None = None
         self.settled = False
+        self._acting: str | None = None  # the trigger a click acts on (it says so itself)
 
     def _claim_live(self) -> None:
         for trigger in self.panel.triggers():
@@ -189,8 +197,12 @@ class _Controls:
         """A click on Cancel or Approve: act, then say what happened (and return it)."""
         scheduler = self.panel.scheduler
         trigger = scheduler.triggers.get(trigger_id)
-        done = scheduler.cancel(trigger_id) if action == "cancel" else \
-            scheduler.approve(trigger_id)
+        self._acting = trigger_id
+        try:
+            done = scheduler.cancel(trigger_id) if action == "cancel" else \
+                scheduler.approve(trigger_id)
+        finally:
+            self._acting = None
         what = "Cancelled" if action == "cancel" else "Approved"
         line = (f"{what} {trigger_id}" + (f" ({trigger.schedule_text()})" if trigger else "")
                 if done else f"{trigger_id}: nothing to {action}") + f" · {_now_text()}"
@@ -231,6 +243,8 @@ class _Controls:
         if moved:
             self.outcomes.append(f"Controls for {trigger_id} moved to a newer triggers panel"
                                  f" · {_now_text()}")
+        elif trigger_id != self._acting:  # ended by the magic, a run or its schedule
+            self.outcomes.append(self._ended_line(trigger_id))
         elif _CONTROLS_OWNER.get(trigger_id) is self.panel:
             del _CONTROLS_OWNER[trigger_id]
         self._remove_row(row)
@@ -238,6 +252,14 @@ class _Controls:
             self.settle()
         else:
             self._redraw()
+
+    def _ended_line(self, trigger_id: str) -> str:
+        trigger = self.panel.scheduler.triggers.get(trigger_id)
+        if trigger is None:
+            return f"{trigger_id} is gone · {_now_text()}"
+        word = status_words(trigger, running=False)
+        return (f"{word[:1].upper()}{word[1:]} {trigger_id} ({trigger.schedule_text()})"
+                f" · {_now_text()}")
 
     def _text_bundle(self) -> dict[str, str]:
         return outcome_bundle(self.outcomes or [f"No live trigger to cancel · {_now_text()}"])
@@ -256,82 +278,18 @@ class _Controls:
         """Free what the live controls held."""
 
 
-class PanelControls(_Controls):
-    """The panel's Cancel / Approve buttons as ipywidgets, in an output of their own."""
+class TextControls(_Controls):
+    """Without our extension: each live row as words with the magic that acts on it.
 
-    def __init__(self, panel: TriggersPanel) -> None:
-        import ipywidgets as w
-
-        super().__init__(panel)
-        self.note = w.HTML("")
-        self.box = w.VBox([self.note])
-        self.box.add_class("agent-kernel-trigger-controls")
-        self._claim_live()
-
-    def show(self) -> None:
-        """Display the controls as an output of their own (or their text if none is live)."""
-        from IPython.display import display
-
-        if not self.rows:
-            self.handle = display(self._text_bundle(), raw=True, display_id=True)
-            self.settled = True
-            return
-        self.handle = display(self.box, display_id=True)
-
-    def _add_row(self, trigger: Trigger) -> None:
-        import ipywidgets as w
-
-        t = shown(trigger)
-        label = w.HTML(f"<code>{esc(t.id)}</code> · {esc(t.schedule_text())} · "
-                       f"{esc(t.prompt[:60])}")
-        cancel = w.Button(description="Cancel", tooltip=f"cancel trigger {t.id}",
-                          layout=w.Layout(width="90px"))
-        cancel.add_class("agent-kernel-trigger-cancel")
-        cancel.on_click(lambda _b, i=t.id: self.use("cancel", i))
-        approve = w.Button(description="Approve", button_style="primary",
-                           tooltip=f"approve trigger {t.id} (what it runs and when) and "
-                                   "start it", layout=w.Layout(width="90px"))
-        approve.add_class("agent-kernel-trigger-approve")
-        approve.on_click(lambda _b, i=t.id: self.use("approve", i))
-        approve.layout.display = None if trigger.needs_approval else "none"
-        row = w.HBox([approve, cancel, label], layout=w.Layout(align_items="center"))
-        row.buttons = {"cancel": cancel, "approve": approve}  # type: ignore[attr-defined]
-        self.rows[t.id] = row
-        self.box.children = (*self.box.children, row)
-
-    def _update_row(self, trigger: Trigger) -> None:
-        approve = self.rows[trigger.id].buttons["approve"]
-        approve.layout.display = None if trigger.needs_approval else "none"
-
-    def _redraw(self) -> None:
-        self.note.value = "<br>".join(esc(o) for o in self.outcomes)
-
-    def _remove_row(self, row: Any) -> None:
-        self.box.children = tuple(c for c in self.box.children if c is not row)
-        for widget in (*row.buttons.values(), *row.children, row):
-            widget.close()
-
-    def _closed(self) -> None:
-        self.note.close()
-        self.box.close()
-
-
-class ExtensionControls(_Controls):
-    """The panel's Cancel / Approve drawn by our JupyterLab extension: no widget at all.
-
-    The output is a bundle of :data:`CONTROLS_MIME` (the live rows and what was done)
-    with ``text/html`` and ``text/plain`` saying how to do the same with
-    ``%agent_triggers``; clicks come back over the extension's comm
-    (:mod:`agent_kernel.notebook.frontend`, action ``trigger``). Once no row is live, the
-    output is plain text like the widget flavour's.
+    No widget: a live widget saved in a notebook (JupyterLab saves every two minutes)
+    reopens as "Error displaying widget: model not found", since JupyterLab's widget
+    renderer wins over every fallback in the bundle. A trigger lives for hours or days,
+    so its controls are what a saved notebook shows too: plain text, updated in place.
     """
 
-    def __init__(self, panel: TriggersPanel, channel: Any) -> None:
+    def __init__(self, panel: TriggersPanel) -> None:
         super().__init__(panel)
-        self.channel = channel
-        from agent_kernel.notebook.requests import TriggerRequest
-
-        channel.on_action("trigger", TriggerRequest, _trigger_action)
+        self.rows: dict[str, tuple[str, bool]] = {}
         self._claim_live()
 
     def show(self) -> None:
@@ -341,16 +299,21 @@ class ExtensionControls(_Controls):
         self.settled = not self.rows
         self.handle = display(self.bundle(), raw=True, display_id=True)
 
-    def bundle(self) -> dict[str, Any]:
-        """The live rows for the extension, with words for every other frontend."""
+    def hints(self) -> list[str]:
+        """One line per live row: what it is and the magic that cancels or approves it."""
+        lines = []
+        for trigger_id, (label, needs_approval) in self.rows.items():
+            how = f"cancel with %agent_triggers cancel {trigger_id}"
+            if needs_approval:
+                how = f"approve with %agent_triggers approve {trigger_id}, or {how}"
+            lines.append(f"{label} — {how}")
+        return lines
+
+    def bundle(self) -> Mapping[str, object]:
+        """The live rows as words (what was done first), or the final text."""
         if self.settled or not self.rows:
             return self._text_bundle()
-        rows = [{"trigger_id": i, "label": label, "needs_approval": needs}
-                for i, (label, needs) in self.rows.items()]
-        hint = "; ".join(f"%agent_triggers cancel {i}" for i in self.rows)
-        words = [*self.outcomes, f"Live controls (while the kernel runs): {hint}"]
-        return {CONTROLS_MIME: {"version": 1, "kind": "triggers", "rows": rows,
-                                "outcomes": self.outcomes}, **outcome_bundle(words)}
+        return outcome_bundle([*self.outcomes, *self.hints()])
 
     def _add_row(self, trigger: Trigger) -> None:
         t = shown(trigger)
@@ -369,6 +332,35 @@ class ExtensionControls(_Controls):
         if self.handle is not None and not self.settled:
             with in_cell(self.panel.output.cell):
                 self.handle.update(self.bundle(), raw=True)
+
+
+class ExtensionControls(TextControls):
+    """The panel's Cancel / Approve drawn by our JupyterLab extension: no widget at all.
+
+    The output is a bundle of :data:`CONTROLS_MIME` (the live rows and what was done)
+    with ``text/html`` and ``text/plain`` saying how to do the same with
+    ``%agent_triggers``; clicks come back over the extension's comm
+    (:mod:`agent_kernel.notebook.frontend`, action ``trigger``). Once no row is live, the
+    output is plain text like :class:`TextControls`'.
+    """
+
+    def __init__(self, panel: TriggersPanel, channel: Any) -> None:
+        from agent_kernel.notebook.requests import TriggerRequest
+
+        self.channel = channel
+        channel.on_action("trigger", TriggerRequest, _trigger_action)
+        super().__init__(panel)
+
+    def bundle(self) -> dict[str, Any]:
+        """The live rows for the extension, with words for every other frontend."""
+        if self.settled or not self.rows:
+            return self._text_bundle()
+        rows = [{"trigger_id": i, "label": label, "needs_approval": needs}
+                for i, (label, needs) in self.rows.items()]
+        hint = "; ".join(f"%agent_triggers cancel {i}" for i in self.rows)
+        words = [*self.outcomes, f"Live controls (while the kernel runs): {hint}"]
+        return {CONTROLS_MIME: {"version": 1, "kind": "triggers", "rows": rows,
+                                "outcomes": self.outcomes}, **outcome_bundle(words)}
 
 
 CONTROLS_MIME = "application/vnd.agent-kernel.controls.v1+json"

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from agent_kernel.team.queue import task_of
 from agent_kernel.triggers import existing_scheduler
 from agent_kernel.views.safe_html import esc
-from agent_kernel.views.trigger_panel import local_time, relative
+from agent_kernel.views.summaries import one_line, work_name
+from agent_kernel.views.trigger_panel import local_time
 
 if TYPE_CHECKING:
     from agent_kernel.core.workspace import Workspace
@@ -60,29 +61,6 @@ font-family:var(--jp-code-font-family,monospace)}
 </style>"""
 _LEFT = "style='text-align:left'"
 _RIGHT = "style='text-align:right'"
-
-
-WORK_WORDS = 4
-"""How many words of its task name an agent (``run command sleep 30 · Worker``)."""
-
-
-def one_line(text: object, limit: int = PROMPT_CHARS) -> str:
-    """``text`` on one line, redacted, cut at ``limit`` characters."""
-    from agent_kernel.core.redaction import redact_text
-
-    line = " ".join(redact_text(str(text or "")).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def work_name(task: object, role: object) -> str:
-    """An agent named by its work, as a person would: ``research Lisbon for a… · Worker``
-    (its id, ``worker-6``, goes in a tooltip); a role alone when it works on nothing."""
-    words = one_line(task, 200).split()
-    role_word = str(role or "agent").replace("_", " ").capitalize()
-    if not words:
-        return role_word
-    short = " ".join(words[:WORK_WORDS]).rstrip(".,:;")
-    return f"{short}{'…' if len(words) > WORK_WORDS else ''} · {role_word}"
 
 
 # -- the snapshot -----------------------------------------------------------------------
@@ -366,8 +344,8 @@ def _counts(state: Mapping[str, Any]) -> list[str]:
 def _when_html(text: str | None, now: datetime) -> str:
     if not text:
         return f"<td {_LEFT} class='ak-muted'>-</td>"
-    return (f"<td {_LEFT} class='ak-time' title='{esc(text)}'>{esc(local_time(text, now))}<br>"
-            f"<span class='ak-muted'>{esc(relative(text, now))}</span></td>")
+    # the local time with its zone, never "2 min ago" (saved, it would be wrong at once)
+    return f"<td {_LEFT} class='ak-time' title='{esc(text)}'>{esc(local_time(text, now))}</td>"
 
 
 def _table(head: Iterable[str], rows: Iterable[str]) -> str:
@@ -515,7 +493,7 @@ def board_text(state: Mapping[str, Any]) -> str:
     for r in state["running"]:
         waiting = f", {r['waiting']}" if r.get("waiting") else ""
         lines.append(f"  {r['agent']} [{r['role']}, priority {r['priority']}, started "
-                     f"{relative(r['started'], now) or '-'}{waiting}] "
+                     f"{local_time(r['started'], now)}{waiting}] "
                      f"{one_line(r['prompt'], 80)} ({r['id']})")
     for name, title in (("planner", "Planner queue"), ("worker", "Worker queue"),
                         ("held", "Held")):

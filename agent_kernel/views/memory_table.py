@@ -38,7 +38,29 @@ def secondary(row: Mapping[str, object]) -> str:
     return " · ".join(parts)
 
 
+def is_memories(records: Sequence[Mapping[str, object]]) -> bool:
+    """Records of the memory store (``recall``'s): each has its text and its id."""
+    return bool(records) and all("content" in r and "memory_id" in r for r in records)
+
+
 _QUIET = "color:var(--jp-ui-font-color2,#4a4a4a);font-size:12px"
+
+
+def memory_list_html(rows: Sequence[Mapping[str, object]]) -> str:
+    """The memories as a short list (text, then its date and tags), ids and scores folded
+    under "ids and scores": a ``recall`` card's body and ``%agent_memory``'s list."""
+    items = "".join(
+        f"<li style='margin:0 0 6px'><div style='white-space:pre-wrap'>"
+        f"{esc(row.get('content', ''))}</div>"
+        f"<div class='ak-memory-line' style='{_QUIET}'>{esc(memory_line(row))}</div></li>"
+        for row in rows)
+    listed = (f"<ol style='margin:4px 0;padding-left:1.8em'>{items}</ol>" if rows
+              else "<p><em>none</em></p>")
+    ids = "".join(f"<li>{esc(secondary(row))}</li>" for row in rows if secondary(row))
+    folded = (f"<details style='{_QUIET}'><summary>ids and scores</summary>"
+              f"<ol style='margin:2px 0;padding-left:1.8em'>{ids}</ol></details>"
+              if ids else "")
+    return listed + folded
 
 
 class MemoryTable:
@@ -66,17 +88,5 @@ class MemoryTable:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        items = "".join(
-            f"<li style='margin:0 0 6px'><div style='white-space:pre-wrap'>"
-            f"{esc(row.get('content', ''))}</div>"
-            f"<div class='ak-memory-line' style='{_QUIET}'>{esc(memory_line(row))}</div></li>"
-            for row in self.rows)
-        listed = (f"<ol style='margin:4px 0;padding-left:1.8em'>{items}</ol>" if self.rows
-                  else "<p><em>none</em></p>")
-        ids = "".join(f"<li>{esc(secondary(row))}</li>" for row in self.rows
-                      if secondary(row))
-        folded = (f"<details style='{_QUIET}'><summary>ids and scores</summary>"
-                  f"<ol style='margin:2px 0;padding-left:1.8em'>{ids}</ol></details>"
-                  if ids else "")
         return (f"<div class='agent-kernel-memory' style='font-size:13px;line-height:1.45'>"
-                f"<strong>{esc(self.title)}</strong>{listed}{folded}</div>")
+                f"<strong>{esc(self.title)}</strong>{memory_list_html(self.rows)}</div>")

@@ -367,21 +367,28 @@ class Transcript:
         qcard = QuestionCard(event.question_id, event.question, event.options, event.kind,
                              event.timeout, event.default, event.details, asked_at=event.at)
         self.questions[event.question_id] = qcard
-        asked_by = (event.details or {}).get("asked_by")
-        if asked_by:
-            card = None
-        elif event.kind == "approval":
-            card = self._gated((event.details or {}).get("tool"))
-        else:  # ask_user's question: in the card of the call that asks it
-            asking = [c for c in self.tools.values()
-                      if c.success is None and c.tool_name == ASK_TOOL and c.approval is None]
-            card = asking[-1] if asking else None
-        if card is not None:
+        where: Transcript | None = self
+        if _named(event):  # a team member's: in the card of its call, in its own run
+            task_id = (event.details or {}).get("task_id")
+            member = self.agents.get(task_id) if isinstance(task_id, str) else None
+            where = member[1] if member is not None else None
+        card = where._asking_card(event) if where is not None else None
+        if where is not None and card is not None:
             card.approval = qcard
+            where.questions[event.question_id] = qcard  # its ledger record finds it
         elif _named(event):  # a Worker's (or Planner's) question: with the work it belongs to
             self._floating.append(("question", qcard))
         else:
             self.entries.append(("question", qcard))
+
+    def _asking_card(self, event: Question) -> ToolCard | None:
+        """The running card a question belongs to: the call an approval gates, or the
+        ``ask_user`` call that asks it."""
+        if event.kind == "approval":
+            return self._gated((event.details or {}).get("tool"))
+        asking = [c for c in self.tools.values()
+                  if c.success is None and c.tool_name == ASK_TOOL and c.approval is None]
+        return asking[-1] if asking else None
 
     def _on_record(self, record: JsonObject, at: float) -> None:
         record_id = record.get("record_id")
@@ -490,7 +497,12 @@ class Transcript:
         if self.controls is None or self.status != "running":
             return
         now = time.time()
-        for entry in run.entries:
+        entries = list(run.entries)
+        while entries:  # team members' runs nested, their questions in their cards
+            entry = entries.pop()
+            if isinstance(entry, AgentEntry):
+                entries.extend(entry.entries)
+                continue
             question = entry.approval if isinstance(entry, ToolEntry) else entry
             if not isinstance(question, QuestionEntry):
                 continue

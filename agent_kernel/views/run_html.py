@@ -27,6 +27,7 @@ from agent_kernel.views.code_html import (
     diff_html,
     python_result_html,
 )
+from agent_kernel.views.memory_table import is_memories, memory_list_html
 from agent_kernel.views.run_record import (
     AgentData,
     EntryData,
@@ -42,6 +43,7 @@ from agent_kernel.views.summaries import (
     plan_steps,
     question_label,
     records_of,
+    work_name,
 )
 
 MARKS = {"running": "◌", "waiting": "?", "ok": "✓", "failed": "✗"}
@@ -261,6 +263,8 @@ def _shown(kind: str | None, result: object) -> str:
         return f"<pre>{esc(result)}</pre>"
     if kind == "table":
         records = records_of(result) or []
+        if is_memories(records):  # recall's: a short list, ids and scores folded
+            return f"<div class='agent-kernel-memory'>{memory_list_html(records)}</div>"
         extra = ""
         if isinstance(result, dict):
             rest = {k: v for k, v in result.items() if v is not records and not (
@@ -381,19 +385,33 @@ def _entries_html(entries: list[EntryData]) -> list[str]:
 
 
 def agent_label(entry: AgentData) -> str:
-    """``worker-3 (Worker) · done · 1.2 s``: a team agent's nested run, in one line."""
-    parts = [f"{entry['agent_id']} ({str(entry['role']).capitalize()})",
-             run_status_words(entry["status"])]
+    """``research Lisbon for a… · Worker · done · 1.2 s``: a team agent's nested run in
+    one line, named by its work (its id, ``worker-3``, is the line's tooltip)."""
+    parts = [work_name(entry["prompt"], entry["role"]), run_status_words(entry["status"])]
     if entry.get("elapsed_ms") is not None:
         parts.append(seconds(entry["elapsed_ms"]))
     return " · ".join(parts)
 
 
+def _waits(entries: list[EntryData]) -> bool:
+    """Does anything here (nested runs too) wait for the person's answer?"""
+    for entry in entries:
+        if entry["kind"] == "tool" and entry["state"] == "waiting":
+            return True
+        if entry["kind"] == "question" and entry.get("source") is None:
+            return True
+        if entry["kind"] == "agent" and _waits(entry["entries"]):
+            return True
+    return False
+
+
 def agent_html(entry: AgentData) -> str:
     """A Planner's or Worker's run inside the Teller's: folded, open while it runs."""
-    opened = " open" if entry["status"] == "running" else ""
+    opened = " open" if entry["status"] == "running" or _waits(entry["entries"]) else ""
     prompt = _compact(entry["prompt"], 200)
-    head = (f"<b>{esc(agent_label(entry))}</b> <span class='ak-muted'>{esc(prompt)}</span>")
+    whole = work_name(entry["prompt"], entry["role"]).startswith(f"{entry['prompt'].strip()} · ")
+    head = (f"<b title='{esc(entry['agent_id'])}'>{esc(agent_label(entry))}</b> "
+            f"<span class='ak-muted'>{'' if whole else esc(prompt)}</span>")
     return (f"<details class='agent-kernel-agent' data-agent-role='{esc(entry['role'])}' "
             f"data-state='{esc(entry['status'])}'{opened}><summary>{head}</summary>"
             f"{''.join(_entries_html(entry['entries']))}</details>")
@@ -456,7 +474,10 @@ def _entries_text(entries: list[EntryData]) -> list[str]:
         elif entry["kind"] == "error":
             lines.append(f"Error: {entry['text']}")
         elif entry["kind"] == "agent":
-            lines.append(f"> {agent_label(entry)}: {_compact(entry['prompt'], 200)}")
+            whole = work_name(entry["prompt"], entry["role"]).startswith(
+                f"{entry['prompt'].strip()} · ")
+            lines.append(f"> {agent_label(entry)}" +
+                         ("" if whole else f": {_compact(entry['prompt'], 200)}"))
             lines += ["    " + line for line in _entries_text(entry["entries"])]
         else:
             lines.append(entry["text"])

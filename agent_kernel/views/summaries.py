@@ -161,9 +161,12 @@ def _remembered(arguments: Mapping[str, object], result: object) -> str | None:
 def _ask_user(_arguments: JsonObject, result: object) -> str | None:
     if not isinstance(result, dict):
         return None
-    if result.get("source") == "timeout":
-        return "no answer (timed out)"
-    return f"answer: {_short(result.get('answer', ''))} ({result.get('source')})"
+    source, answer = result.get("source"), _short(result.get("answer", ""))
+    if source == "timeout":
+        return "no answer in time"
+    if source == "default":  # no one answered in time (or no one could): its default
+        return f"no answer in time: used {answer}"
+    return f"answered: {answer}"
 
 
 def _scheduled(_arguments: JsonObject, result: object) -> str | None:
@@ -349,6 +352,29 @@ SUMMARISERS: dict[str, Summariser] = {
     "contacts_candidate_rank": _ranked,
     "plan_create": _planned,
 }
+
+
+WORK_WORDS = 4
+"""How many words of its task name an agent (``run command sleep 30 · Worker``)."""
+
+
+def one_line(text: object, limit: int = 160) -> str:
+    """``text`` on one line, redacted, cut at ``limit`` characters."""
+    from agent_kernel.core.redaction import redact_text
+
+    line = " ".join(redact_text(str(text or "")).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def work_name(task: object, role: object) -> str:
+    """An agent named by its work, as a person would: ``research Lisbon for a… · Worker``
+    (its id, ``worker-6``, goes in a tooltip); a role alone when it works on nothing."""
+    words = one_line(task, 200).split()
+    role_word = str(role or "agent").replace("_", " ").capitalize()
+    if not words:
+        return role_word
+    short = " ".join(words[:WORK_WORDS]).rstrip(".,:;")
+    return f"{short}{'…' if len(words) > WORK_WORDS else ''} · {role_word}"
 
 
 def task_words(prompt: str) -> str:

@@ -5,7 +5,7 @@ notebook, Binder, nbconvert, GitHub), so this module draws it from plain
 ``Trigger`` records and nothing live: a header with the moment it shows
 ("as of 12:04:31 CET"), then one row per trigger with its status in words,
 its schedule and prompt, the next and last run as local times with the zone
-and relative to that moment ("in 4 min", "2 min ago"), the run count, the
+(never "in 4 min" or "2 min ago": a saved "ago" is wrong a minute later), the run count, the
 last result, and the id last, small and quiet. Colours come only from
 JupyterLab's theme variables, each with a fallback; every string from the
 model or a run is HTML-escaped. No ipywidgets here (see :mod:`.panel`).
@@ -87,30 +87,11 @@ def local_time(text: str | None, now: datetime) -> str:
     return f"{day}{moment.strftime('%H:%M:%S')} {zone}"
 
 
-def relative(text: str | None, now: datetime) -> str:
-    """``in 4 min`` / ``2 min ago`` / ``just now``, counted from ``now``."""
-    moment = parse_iso(text)
-    if moment is None:
-        return ""
-    seconds = (moment - now).total_seconds()
-    size = abs(seconds)
-    if size < 1:
-        return "just now"
-    if size < 90:
-        amount = f"{size:.0f} s"
-    elif size < 90 * 60:
-        amount = f"{size / 60:.0f} min"
-    elif size < 36 * 3600:
-        amount = f"{size / 3600:.1f} h".replace(".0 h", " h")
-    else:
-        amount = f"{size / 86400:.0f} days"
-    return f"in {amount}" if seconds > 0 else f"{amount} ago"
-
-
 def _when(text: str | None, now: datetime) -> str:
-    if parse_iso(text) is None:
-        return "-"
-    return f"{local_time(text, now)} ({relative(text, now)})"
+    """A moment as a saved notebook can keep it: the local time with its zone. Never
+    "2 min ago": the kernel cannot tell when the page saves, and a saved "ago" is wrong
+    the next minute (the header's "as of" says when the table was drawn)."""
+    return local_time(text, now)
 
 
 def status_words(trigger: Trigger, running: bool) -> str:
@@ -149,8 +130,7 @@ def text_table(triggers: Iterable[Trigger], now: datetime | None = None,
 def _time_cell(text: str | None, now: datetime) -> str:
     if parse_iso(text) is None:
         return f"<td {_LEFT} class='ak-muted'>-</td>"
-    return (f"<td {_LEFT} class='ak-time' title='{esc(text)}'>{esc(local_time(text, now))}<br>"
-            f"<span class='ak-muted'>{esc(relative(text, now))}</span></td>")
+    return f"<td {_LEFT} class='ak-time' title='{esc(text)}'>{esc(_when(text, now))}</td>"
 
 
 def _result_cell(t: Trigger, earlier: Sequence[tuple[str, str, str]], now: datetime) -> str:

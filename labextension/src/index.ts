@@ -36,6 +36,11 @@ const EXACT_RETRY_MS = 5000;
 const STALE_MS = 2500;
 const POLL_MS = 1000;
 const STOP_MAGIC = '%agent_stop';
+/** How long the kernel may take to be found before the run says it cannot be reached. */
+const BUSY_MS = 4000;
+const BUSY =
+  'The kernel is busy (a cell is running) and does not answer yet; ' +
+  'the controls come back here when it is free.';
 const UNREACHABLE =
   'This run may still be live in the kernel, but this page cannot reach it. ' +
   `To stop it, run \`${STOP_MAGIC}\` in a cell (or press Stop); ` +
@@ -132,7 +137,23 @@ export class RunRenderer extends Widget implements IRenderMime.IRenderer {
     }
     this._polling = true;
     try {
-      const reply = (await controls.connect())
+      // A kernel busy in a cell answers nothing until the cell ends: say so meanwhile
+      // (and how to stop the run) instead of standing still; the ask goes on.
+      const reached = await Promise.race([
+        controls.connect(),
+        new Promise<'busy'>(resolve => window.setTimeout(() => resolve('busy'), BUSY_MS))
+      ]);
+      if (reached === 'busy') {
+        if (this._models <= 1 && !this._lost) {
+          this._lost = {
+            message: `${BUSY} ${UNREACHABLE}`,
+            stop: controls.hasKernel ? () => controls.execute(STOP_MAGIC) : null
+          };
+          await this._draw();
+        }
+        return;
+      }
+      const reply = reached
         ? await controls.state(data.run_id)
         : { ok: false, message: '' };
       if (this._state !== data && Date.now() - this._modelAt < STALE_MS) {

@@ -32,10 +32,12 @@ import {
   STATUS_TEXT,
   clock,
   exactProblem,
+  localDate,
   modelWords,
   outcome,
   seconds,
-  statusWords
+  statusWords,
+  workName
 } from './words';
 
 /** Renders Markdown into a host element (sanitized), or shows it as text. */
@@ -326,6 +328,56 @@ export function planView(entry: IToolEntry): HTMLElement | null {
   return box;
 }
 
+/** Records of the memory store (`recall`'s): each has its text and its id. */
+function isMemories(records: { [key: string]: unknown }[]): boolean {
+  return records.every(r => 'content' in r && 'memory_id' in r);
+}
+
+/**
+ * Memories as a short list (text, then its date and tags), ids and match scores folded
+ * under "ids and scores", as views/memory_table.py draws them.
+ */
+function memoryList(records: { [key: string]: unknown }[]): HTMLElement {
+  const box = el('div', 'akl-memories agent-kernel-memory');
+  const list = el('ol', 'akl-memory-list');
+  const folded: string[] = [];
+  for (const record of records) {
+    const item = el('li', 'akl-memory');
+    item.appendChild(el('div', 'akl-memory-text', String(record['content'] ?? '')));
+    const quiet: string[] = [];
+    if (typeof record['timestamp'] === 'string' && record['timestamp']) {
+      quiet.push(localDate(record['timestamp']));
+    }
+    const tags = record['tags'];
+    if (Array.isArray(tags) && tags.length) {
+      quiet.push(`tags: ${tags.map(String).join(', ')}`);
+    }
+    if (record['long_term'] === true) {
+      quiet.push('long-term');
+    }
+    if (quiet.length) {
+      item.appendChild(el('div', 'akl-quiet ak-memory-line', quiet.join(' · ')));
+    }
+    list.appendChild(item);
+    const secondary = [String(record['memory_id'] ?? '')];
+    if (typeof record['score'] === 'number') {
+      secondary.push(`match ${record['score'].toFixed(2)}`);
+    }
+    folded.push(secondary.filter(s => s).join(' · '));
+  }
+  box.appendChild(list);
+  const details = el('details', 'akl-quiet akl-memory-ids');
+  details.dataset.key = 'memory-ids';
+  details.appendChild(el('summary', '', 'ids and scores'));
+  const ids = el('ol', 'akl-memory-list');
+  for (const line of folded) {
+    ids.appendChild(el('li', '', line));
+  }
+  details.appendChild(ids);
+  box.appendChild(details);
+  return box;
+}
+
 /** A tool's result drawn by its kind: text, a page, JSON, a table of records, or an error
  * (a plan as its checklist). */
 export function resultView(entry: IToolEntry): HTMLElement | null {
@@ -376,6 +428,10 @@ export function resultView(entry: IToolEntry): HTMLElement | null {
       return box;
     case 'table': {
       const records = recordsOf(result);
+      if (records && isMemories(records)) {
+        box.appendChild(memoryList(records));
+        return box;
+      }
       if (records) {
         box.appendChild(recordsTable(records));
       }
@@ -644,7 +700,9 @@ export function questionView(
   const box = el('div', inCard ? 'akl-question akl-in-card' : 'akl-question');
   box.dataset.key = `question:${question.question_id}`;
   const line = el('div', 'akl-question-text');
-  line.appendChild(el('span', 'akl-label', `${questionLabel(question)}: `));
+  // In its call's card (a team member's too, in that member's run) the card says whose.
+  const label = inCard ? (question.approval ? 'Approval' : 'Question') : questionLabel(question);
+  line.appendChild(el('span', 'akl-label', `${label}: `));
   withCode(line, question.question);
   box.appendChild(line);
   const waitingNow = question.source === null || question.source === undefined;
@@ -752,6 +810,22 @@ function entryView(
   }
 }
 
+/** Does anything in these entries (nested runs too) wait for the person's answer? */
+function waitsForPerson(entries: Entry[]): boolean {
+  return entries.some(entry => {
+    switch (entry.kind) {
+      case 'tool':
+        return entry.state === 'waiting';
+      case 'question':
+        return entry.source === null || entry.source === undefined;
+      case 'agent':
+        return waitsForPerson(entry.entries ?? []);
+      default:
+        return false;
+    }
+  });
+}
+
 /** A Planner's or Worker's run inside the Teller's: folded, open while it runs. */
 function agentView(
   entry: IAgentEntry,
@@ -763,17 +837,24 @@ function agentView(
   box.dataset.agentRole = entry.role;
   box.dataset.state = entry.status;
   box.dataset.key = `agent:${entry.agent_id}:${entry.task_id}`;
-  box.open = entry.status === 'running';
+  // Open while it runs, or while a question inside it waits for the person (a Worker's
+  // approval in the card of its call, under a Planner that has finished its own turn).
+  box.open = entry.status === 'running' || waitsForPerson(entry.entries ?? []);
   box.dataset.defaultOpen = String(box.open);
   const summary = el('summary', 'akl-agent-summary');
-  const role = entry.role ? entry.role[0].toUpperCase() + entry.role.slice(1) : '';
-  const parts = [`${entry.agent_id} (${role})`, STATUS_TEXT[entry.status] ?? String(entry.status)];
+  // Named by its work; its id (`worker-3`) is the name's tooltip.
+  const parts = [workName(entry.prompt, entry.role), STATUS_TEXT[entry.status] ?? String(entry.status)];
   if (entry.elapsed_ms !== null && entry.elapsed_ms !== undefined) {
     parts.push(seconds(entry.elapsed_ms));
   }
-  summary.appendChild(el('b', 'akl-agent-name', parts.join(' · ')));
-  summary.appendChild(document.createTextNode(' '));
-  summary.appendChild(el('span', 'akl-quiet', compact(entry.prompt)));
+  const name = el('b', 'akl-agent-name', parts.join(' · '));
+  name.title = entry.agent_id;
+  summary.appendChild(name);
+  if (!workName(entry.prompt, entry.role).startsWith(`${entry.prompt.trim()} · `)) {
+    // the whole task, quietly, when the name holds only its first words
+    summary.appendChild(document.createTextNode(' '));
+    summary.appendChild(el('span', 'akl-quiet', compact(entry.prompt)));
+  }
   box.appendChild(summary);
   (entry.entries ?? []).forEach((inner, i) => {
     box.appendChild(entryView(inner, state, markdown, live, i));

@@ -36,6 +36,21 @@ export function clock(stamp: string | null | undefined): string {
   return `${two(moment.getHours())}:${two(moment.getMinutes())}:${two(moment.getSeconds())}`;
 }
 
+/** `2026-11-23 17:19 CET`: a memory's local date and time with its zone; else as given. */
+export function localDate(stamp: string): string {
+  const moment = new Date(stamp);
+  if (isNaN(moment.getTime())) {
+    return stamp;
+  }
+  const two = (n: number) => String(n).padStart(2, '0');
+  const zone =
+    new Intl.DateTimeFormat(undefined, { timeZoneName: 'short' })
+      .formatToParts(moment)
+      .find(part => part.type === 'timeZoneName')?.value ?? '';
+  const day = `${moment.getFullYear()}-${two(moment.getMonth() + 1)}-${two(moment.getDate())}`;
+  return `${day} ${two(moment.getHours())}:${two(moment.getMinutes())} ${zone}`.trim();
+}
+
 /** `3.2 s` or `2 min 5 s`. */
 export function seconds(ms: number): string {
   if (ms < 60_000) {
@@ -173,4 +188,22 @@ export const INVISIBLE_LEGEND =
 /** Why Approve is off while the exact arguments are not shown. */
 export function exactProblem(message: string): string {
   return `Cannot show exactly what will run (${message}), so Approve is off; you can still deny.`;
+}
+
+/** How many words of its task name a team agent (views/summaries.py's WORK_WORDS). */
+const WORK_WORDS = 4;
+
+/**
+ * A team agent named by its work, as a person would: `research Lisbon for a… · Worker`
+ * (its id, `worker-6`, is a tooltip); the role alone when it works on nothing. The same
+ * words as views/summaries.py's `work_name`.
+ */
+export function workName(task: string, role: string): string {
+  const words = (task ?? '').split(/\s+/).filter((w) => w);
+  const roleWord = role ? role.replace(/_/g, ' ').replace(/^./, (c) => c.toUpperCase()) : 'Agent';
+  if (!words.length) {
+    return roleWord;
+  }
+  const short = words.slice(0, WORK_WORDS).join(' ').replace(/[.,:;]+$/, '');
+  return `${short}${words.length > WORK_WORDS ? '…' : ''} · ${roleWord}`;
 }

@@ -4,8 +4,9 @@ Run by hand after the run view changes (``python tests/browser/docs_images.py``)
 not a test. It starts a private JupyterLab like ``test_labextension.py``, opens a
 notebook holding one saved run (a part of that test's fixture: a Markdown answer,
 a ``bash`` call with its approval and stdout, a denied ``write_file``, a ``recall``
-table and a question, with fixed times and no machine paths), opens the ``bash``
-card the way a reader would, and saves the cell as PNG with ``docs_shot.mjs``.
+with its memories as a short list, and a question, with fixed times and no machine
+paths), opens the ``bash`` and ``recall`` cards the way a reader would, and saves the
+cell as PNG with ``docs_shot.mjs``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 // Save one notebook cell drawn by agent-kernel's JupyterLab extension as a PNG for docs/.
 // Usage: node docs_shot.mjs '<json config>'; config = {url, file, chromium, profile, dark}.
-// Opens the first tool card as a reader would (a click on its summary) and fails unless
+// Opens the first tool card and recall's as a reader would (a click on the summary); fails unless
 // the theme is the one asked for. Used by docs_images.py.
 import { chromium } from "playwright-core";
 import fs from "node:fs";
@@ -29,6 +29,9 @@ try {
   const openTab = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current");
   if (await openTab.count()) await openTab.first().click();
   await page.locator(".agent-kernel-lab-run .akl-tool > summary").first().click();
+  // and recall's card, whose memories read as a short list
+  const recall = page.locator(".agent-kernel-lab-run .akl-tool > summary", { hasText: "recall" });
+  if (await recall.count()) await recall.first().click();
   await page.mouse.move(0, 0);
   await page.waitForTimeout(500); // Markdown is rendered asynchronously
   const dark = await page.evaluate(() => document.body.dataset.jpThemeLight === "false");

@@ -18,6 +18,9 @@ const report = { scenario: config.scenario, steps: {}, errors: [], shots: [] };
 const STEP_TIMEOUT = 60_000;
 const ENDED = ["done", "done_with_failures", "denied", "stopped", "failed", "limit"];
 const RUN_CELLS = [1, 2, 3, 4, 5, 6];
+// test_jupyterlab's last cell: `%agent_triggers cancel` of the every-2-s trigger, as a
+// person without our extension reads it in the panel's controls.
+const CANCEL_CELL = 13;
 // "extension": our extension draws the live controls inside each run output.
 // "widgets": the extension is disabled and the kernel's ipywidgets controls are used.
 const EXT = (config.controls ?? "extension") === "extension";
@@ -307,8 +310,15 @@ async function testScenario(page, nb) {
     step.card_controls = await nb.allText(8, ".agent-kernel-outcome");
     step.cancel_buttons = await nb.cell(9).locator("button.agent-kernel-trigger-cancel").count();
     step.panel_widgets = await nb.cell(9).locator(".agent-kernel-triggers .jupyter-widgets").count();
+    step.controls = await nb.allText(9, ".agent-kernel-outcome");
     await shot(page, "triggers-panel", nb.cell(9));
-    await nb.button(9, "agent-kernel-trigger-cancel", "Cancel").click();
+    if (EXT) {
+      await nb.button(9, "agent-kernel-trigger-cancel", "Cancel").click();
+    } else {  // no widget: the words name the magic, and the last cell runs it
+      await nb.run(CANCEL_CELL);
+      await nb.waitIdle(CANCEL_CELL);
+      step.cancel_cell = await nb.allText(CANCEL_CELL, ".jp-OutputArea-output");
+    }
     await nb.cell(9).locator(".agent-kernel-outcome", { hasText: "Cancelled" })
       .waitFor({ timeout: STEP_TIMEOUT });
     await nb.cell(9).locator(".agent-kernel-trigger-status[data-status='cancelled']")
@@ -326,19 +336,25 @@ async function testScenario(page, nb) {
   await nb.waitIdle(11);
   report.steps.memory = { table: await nb.text(11, ".agent-kernel-memory") };
   await shot(page, "memory-table", nb.cell(11));
-  // 12 (extension only): a trigger left live when the notebook is saved.
+  // 12: a trigger left live when the notebook is saved.
+  await nb.run(12);
+  await nb.waitStatus(12, ENDED);
   if (EXT) {
-    await nb.run(12);
-    await nb.waitStatus(12, ENDED);
     await nb.cell(12).locator("button.agent-kernel-trigger-cancel").waitFor({ timeout: STEP_TIMEOUT });
-    report.steps.live_trigger = {
-      buttons: await nb.cell(12).locator("button.agent-kernel-trigger-cancel").count(),
-      // the panels, the memory table and the panel's live controls, in the dark theme
-      contrast: await page.evaluate(textContrast,
-        ".agent-kernel-triggers, .agent-kernel-memory, .akl-panel-controls"),
-    };
-    await shot(page, "live-trigger", nb.cell(12));
+  } else {
+    await nb.cell(12).locator(".agent-kernel-outcome", { hasText: "%agent_triggers cancel" })
+      .waitFor({ timeout: STEP_TIMEOUT });
   }
+  report.steps.live_trigger = {
+    buttons: await nb.cell(12).locator("button.agent-kernel-trigger-cancel").count(),
+    controls: await nb.allText(12, EXT ? ".akl-panel-controls" : ".agent-kernel-outcome"),
+    widget_outputs: await nb.widgetOutputs(12),
+    // the panels, the memory table and the panel's live controls (dark theme with ours)
+    contrast: await page.evaluate(textContrast, EXT
+      ? ".agent-kernel-triggers, .agent-kernel-memory, .akl-panel-controls"
+      : ".agent-kernel-triggers, .agent-kernel-memory, .agent-kernel-outcome"),
+  };
+  await shot(page, "live-trigger", nb.cell(12));
 }
 
 // Save, shut the kernel down, reload: every run must read from the file alone.
@@ -363,12 +379,11 @@ async function reopenScenario(page) {
   reopened.triggers = await nb.text(9, ".agent-kernel-triggers");
   reopened.trigger_outcome = await nb.allText(9, ".agent-kernel-outcome");
   reopened.memory = await nb.text(11, ".agent-kernel-memory");
-  if (EXT) {
-    reopened.live_panel_controls = await nb.text(12, ".akl-panel-controls");
-    reopened.live_panel_buttons = await nb.cell(12).locator(".akl-panel-controls button").count();
-    await nb.cell(12).scrollIntoViewIfNeeded();
-    await shot(page, "reopened-cell12", nb.cell(12));
-  }
+  reopened.live_panel_controls = EXT ? await nb.text(12, ".akl-panel-controls")
+    : await nb.allText(12, ".agent-kernel-outcome");
+  reopened.live_panel_buttons = await nb.cell(12).locator(".jp-OutputArea button").count();
+  await nb.cell(12).scrollIntoViewIfNeeded();
+  await shot(page, "reopened-cell12", nb.cell(12));
   report.steps.reopened = reopened;
   for (const index of [1, 4, 5, 9, 11]) {
     await nb.cell(index).scrollIntoViewIfNeeded();
@@ -432,12 +447,17 @@ async function teamScenario(page, nb) {
     const approve = nb.button(2, "agent-kernel-approval", "Approve");
     await approve.waitFor({ timeout: STEP_TIMEOUT });
     await page.waitForTimeout(500);
+    // inside the card of the Worker's call, in the Worker's own run, as a single agent's
+    const card = ".akl-agent .akl-tool[data-state='waiting']";
     const step = {
-      label: await nb.text(2, ".akl-question .akl-label, .agent-kernel-question b"),
-      question: await nb.text(2, ".akl-question, .agent-kernel-question"),
+      label: await nb.text(2, `${card} .akl-approval .akl-label`),
+      question: await nb.text(2, card),
       top_level: await nb.cell(2).locator(".akl-run > .akl-question").count(),
-      in_agent: await nb.cell(2).locator(".akl-agent .akl-question").count(),
-      contrast: await page.evaluate(textContrast, ".jp-Cell:nth-child(3) .akl-question"),
+      in_agent: await nb.cell(2).locator(`${card} .akl-approval-live`).count(),
+      agent_name: await nb.text(2, ".akl-agent[data-state='running'] .akl-agent-name"),
+      agent_title: await nb.cell(2).locator(".akl-agent[data-state='running'] .akl-agent-name")
+        .last().getAttribute("title"),
+      contrast: await page.evaluate(textContrast, `.jp-Cell:nth-child(3) ${card}`),
     };
     await shot(page, "team-approval", nb.cell(2));
     // 3: a trigger of the team's, made from Python; 4, while the Worker waits: the

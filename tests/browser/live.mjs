@@ -2,11 +2,13 @@
 //
 // Usage: node live.mjs '<json config>' (as drive.mjs: {url, shots, chromium, profile}).
 // The notebook: cell 0 `%load_ext agent_kernel`, cells 1 and 2 each a run whose command
-// waits for approval (cell 2 queued behind cell 1), cell 3 prints a line. Prints one
-// line "REPORT <json>" last.
+// waits for approval (cell 2 queued behind cell 1), cell 3 prints a line, the last two
+// cells give approvals 20 s and ask for one (the countdown). Prints one line
+// "REPORT <json>" last.
 import { chromium } from "playwright-core";
 import fs from "node:fs";
 import path from "node:path";
+import { textContrast } from "./contrast.mjs";
 
 const config = JSON.parse(process.argv[2]);
 const report = { steps: {}, errors: [], shots: [] };
@@ -188,6 +190,9 @@ async function reattach(page) {
       border: style.borderTopWidth + " " + style.borderTopStyle, background: style.backgroundColor };
   });
   await frame.locator("button", { hasText: "Copy" }).click();
+  // the clipboard write is asynchronous: give the button its moment to say so
+  await frame.locator("button.akl-code-tool", { hasText: "Copied" }).first()
+    .waitFor({ timeout: 3000 }).catch(() => {});
   code.copy_said = await frame.locator("button.akl-code-tool").first().innerText();
   code.clipboard = await page.evaluate(() => navigator.clipboard.readText()).catch((e) => `error: ${e}`);
   await frame.locator("button", { hasText: "Insert as a cell below" }).click();
@@ -199,6 +204,98 @@ async function reattach(page) {
   report.steps.code = code;
   log("code", JSON.stringify(code));
   log("reattach", JSON.stringify(step));
+}
+
+// The last part of a wait: the time left turns bold behind a warning mark, and its text
+// (and the mark) keep their contrast, light and dark. The notebook's last two cells: one
+// gives the session's approvals 20 s (late from 10 s left), one asks for an approval.
+// The index of the cell whose source holds `text` (an inserted cell shifts the others).
+async function cellWith(page, text) {
+  const sources = await page.locator(".jp-Notebook .jp-Cell .jp-InputArea-editor").allInnerTexts();
+  const found = sources.findIndex((source) => source.includes(text));
+  if (found < 0) throw new Error(`no cell holds ${text}`);
+  return found;
+}
+
+async function countdown(page) {
+  const last = await cellWith(page, "echo late");
+  await run(page, last - 1);
+  await page.waitForTimeout(1000);
+  await run(page, last);
+  const card = `.jp-Notebook .jp-Cell:nth-child(${last + 1}) .akl-tool[data-state='waiting']`;
+  const line = page.locator(`${card} .akl-countdown`).first();
+  await line.waitFor({ timeout: STEP });
+  const measure = async () => {
+    const found = await page.evaluate(textContrast, card);
+    const text = found.filter((m) => m.element.includes("akl-countdown"));
+    const look = await line.evaluate((el) => {
+      const parse = (css) => (css.match(/[\d.]+/g) || []).map(Number);
+      const lum = (c) => {
+        const f = (v) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+        return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
+      };
+      let bg = [255, 255, 255];
+      const chain = [];
+      for (let e = el; e; e = e.parentElement) chain.unshift(e);
+      for (const e of chain) {
+        const c = parse(getComputedStyle(e).backgroundColor);
+        const a = c.length > 3 ? c[3] : 1;
+        if (c.length >= 3 && a > 0) bg = bg.map((v, i) => c[i] * a + v * (1 - a));
+      }
+      const before = getComputedStyle(el, "::before");
+      const mark = before.content && before.content !== "none" ? parse(before.color) : null;
+      const ratio = (x, y) => {
+        const [hi, lo] = [lum(x), lum(y)].sort((p, q) => q - p);
+        return Math.round(((hi + 0.05) / (lo + 0.05)) * 100) / 100;
+      };
+      return { late: el.classList.contains("akl-countdown-late"),
+        weight: getComputedStyle(el).fontWeight, mark: before.content,
+        mark_ratio: mark ? ratio(mark, bg) : null };
+    });
+    return { text: text.map((m) => m.text).join(" "), ratios: text.map((m) => m.ratio), ...look };
+  };
+  const step = { early: await measure() };
+  await shot(page, "countdown-early", cell(page, last));
+  await page.locator(`${card} .akl-countdown-late`).first().waitFor({ timeout: 20_000 });
+  step.late = await measure();
+  await shot(page, "countdown-late", cell(page, last));
+  await approveOf(page, last).click();
+  step.status = await waitStatus(page, last, ENDED);
+  report.steps.countdown = step;
+  log("countdown", JSON.stringify(step));
+}
+
+// A run whose controls cannot come back: the page is reloaded while the kernel is busy
+// in a cell, so nothing answers. The run says so and how to stop it (`%agent_stop`);
+// `%agent_stop` in the next cell (queued behind the busy one) stops it.
+async function stranded(page) {
+  const step = {};
+  const asks = await cellWith(page, "echo stranded");
+  await run(page, asks);
+  await approveOf(page, asks).waitFor({ timeout: STEP });
+  await run(page, asks + 1); // time.sleep(25): the kernel answers nothing meanwhile
+  await page.waitForTimeout(1000);
+  await page.keyboard.press("Control+s");
+  await page.waitForTimeout(1500);
+  await page.reload({ waitUntil: "domcontentloaded" });
+  await page.locator(".jp-Notebook .jp-Cell").first().waitFor({ state: "attached", timeout: STEP });
+  const lost = cell(page, asks).locator(".akl-lost");
+  const started = Date.now();
+  await lost.waitFor({ timeout: STEP });
+  step.lost_after_ms = Date.now() - started;
+  step.lost = (await lost.innerText()).trim();
+  step.lost_stop = await lost.locator("button.akl-lost-stop").count();
+  step.buttons_while_lost = await cell(page, asks).locator(APPROVE).count();
+  await shot(page, "stranded", cell(page, asks));
+  await run(page, asks + 2); // %agent_stop, queued behind the sleeping cell
+  step.status = await waitStatus(page, asks, ENDED, 90_000);
+  step.header = (await cell(page, asks).locator(".akl-status").first().innerText()).trim();
+  step.lost_left = await cell(page, asks).locator(".akl-lost").count();
+  await page.keyboard.press("Control+s"); // the stopped run's final form is what is kept
+  await page.waitForTimeout(1500);
+  await shot(page, "stranded-stopped", cell(page, asks));
+  report.steps.stranded = step;
+  log("stranded", JSON.stringify(step));
 }
 
 async function main() {
@@ -221,6 +318,8 @@ async function main() {
     await page.waitForTimeout(1500);
     await holdStill(page);
     await reattach(page);
+    await countdown(page);
+    await stranded(page);
   } catch (err) {
     report.errors.push(String(err && err.stack ? err.stack : err));
     await shot(page, "failure", page).catch(() => {});

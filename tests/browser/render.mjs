@@ -101,6 +101,11 @@ function inspect() {
         [...card.querySelectorAll(".akl-args th")].map((th) => th.innerText.trim())),
       blocks: texts(root, ".akl-result .akl-block"),
       table_rows: root.querySelectorAll(".akl-table tbody tr").length,
+      memories: texts(root, ".akl-memory-text"),
+      memory_lines: texts(root, ".akl-memory .ak-memory-line"),
+      memory_ids: [...root.querySelectorAll(".akl-memory-ids li")].map((e) => e.textContent.trim()),
+      memory_shown: [...root.querySelectorAll(".akl-memories")].map(
+        (box) => [...box.querySelectorAll(".akl-memory")].map((e) => e.innerText).join("\n")),
       errors: texts(root, ".akl-error-text, .akl-error"),
       notices: texts(root, ".akl-notice"),
       markdown_strong: texts(root, ".akl-text strong"),

@@ -46,7 +46,13 @@ CELLS = [
     "%agent_triggers",
     "%agent remember that the standup is in the Oak room",
     "%agent_memory",
-    "%agent remind me every 10 minutes to drink water",  # live when saved (extension mode)
+    "%agent remind me every 10 minutes to drink water",  # live when saved
+    # without our extension, what the panel's controls tell a person to type to cancel
+    "from agent_kernel.triggers import scheduler_for\n"
+    "import agent_kernel.notebook.magics as m\n"
+    "every_2s = [t.id for t in scheduler_for(m.current().agent).triggers.values()\n"
+    "            if 'stretch' in t.prompt and t.active]\n"
+    "%agent_triggers cancel {every_2s[0]}",
 ]
 
 
@@ -154,7 +160,13 @@ def test_trigger_panel_updates_in_place_and_cancel_turns_to_text(
     step = _step(report, "triggers")
     assert step["status"] == DONE
     assert step["runs_live"] >= 2 and step["card_runs_live"] >= 2
-    assert step["panel_widgets"] == 0 and step["cancel_buttons"] == 1
+    if report["mode"] == "extension":
+        assert step["panel_widgets"] == 0 and step["cancel_buttons"] == 1
+    else:  # no widget: the controls are words naming the magic, which cancels
+        assert step["panel_widgets"] == 0 and step["cancel_buttons"] == 0
+        assert "every 2 s · remind me to stretch — cancel with %agent_triggers cancel trg_" \
+            in step["controls"]
+        assert "Cancelled trigger trg_" in step["cancel_cell"]
     assert "moved to a newer triggers panel" in step["card_controls"]
     assert step["outcome"].startswith("Cancelled trg_") and "(every 2 s)" in step["outcome"]
     assert "cancelled" in step["panel"] and "not run yet" not in step["panel"]
@@ -187,17 +199,25 @@ def test_reopened_without_a_kernel_every_run_reads_in_full(report: dict[str, Any
     assert stretch and not any("not run yet" in line for line in stretch)
     assert reopened["trigger_outcome"].startswith("Cancelled trg_")
     assert "standup is in the Oak room" in reopened["memory"]
-    if report["mode"] == "extension":  # saved while its trigger was live: text, no button
-        live = reopened["live_panel_controls"]
-        assert "every 10 min · remind me to drink water" in live
-        assert "%agent_triggers cancel trg_" in live
-        assert reopened["live_panel_buttons"] == 0
-        assert report["steps"]["live_trigger"]["buttons"] == 1  # Cancel, while it ran
-        measured = report["steps"]["live_trigger"]["contrast"]
-        assert {"Cancel", "Status", "Schedule"} <= {m["text"] for m in measured}
-        assert any("standup is in the Oak room" in m["text"] for m in measured)
-        low = [m for m in measured if m["ratio"] < AA]
-        assert not low, json.dumps(low, indent=1, ensure_ascii=False)
+    # saved while its trigger was live: text, no button, no widget
+    live = reopened["live_panel_controls"]
+    assert "every 10 min · remind me to drink water" in live
+    assert "%agent_triggers cancel trg_" in live
+    assert reopened["live_panel_buttons"] == 0
+    live_step = report["steps"]["live_trigger"]
+    assert live_step["widget_outputs"] == 0
+    # Cancel while it ran, with our extension; without it, the words that say how
+    assert live_step["buttons"] == (1 if report["mode"] == "extension" else 0)
+    assert "every 10 min · remind me to drink water" in live_step["controls"]
+    if report["mode"] == "widgets":
+        assert "%agent_triggers cancel trg_" in live_step["controls"]
+    measured = live_step["contrast"]
+    assert {"Status", "Schedule"} <= {m["text"] for m in measured}
+    if report["mode"] == "extension":
+        assert "Cancel" in {m["text"] for m in measured}
+    assert any("standup is in the Oak room" in m["text"] for m in measured)
+    low = [m for m in measured if m["ratio"] < AA]
+    assert not low, json.dumps(low, indent=1, ensure_ascii=False)
 
 
 def test_no_news_popup_and_screenshots_saved(report: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 import subprocess
 import urllib.request
@@ -136,21 +137,30 @@ def test_header_tells_the_truth(report: dict[str, Any]) -> None:
 def test_tool_cards_summaries_results_and_ledger(report: dict[str, Any]) -> None:
     run = report["runs"][0]
     assert run["tools"][0] == "✓bash · ran ls -la · exit 0 · 5 ms"
-    assert run["tool_states"] == ["ok", "failed", "failed", "ok", "ok", "ok", "ok", "failed",
-                                  "ok", "ok", "ok"]  # the last two in the nested Planner, Worker
+    assert run["tool_states"] == ["ok", "failed", "failed", "ok", "ok", "ok", "ok", "ok",
+                                  "failed", "ok", "ok", "ok"]  # the last two: Planner, Worker
     assert run["args"][0] == ["cmd"], "null arguments are hidden"
     assert sorted(run["args"][1]) == ["content", "path"]  # "mode": null hidden
     stdout = run["blocks"][0]
     assert "total 8\ndrwxr-xr-x" in stdout, "text results keep their line breaks"
     assert "first line\nsecond line" in run["blocks"]
     assert run["table_rows"] == 3, "a list of records is a table"
+    # recall's memories: a short list (text, date, tags), ids and scores folded (issue 25)
+    assert run["memories"] == ["Deploys go to staging first", "Production needs a ticket",
+                               "Friday deploys are off"]
+    assert re.fullmatch(r"2026-11-20 \d\d:\d\d \S+ · tags: deploy · long-term",
+                        run["memory_lines"][0]), run["memory_lines"]
+    shown = run["memory_shown"][0]
+    for storage in ("mem_", "run_a1", "memory.md", "score", "0.016393", "memory_id"):
+        assert storage not in shown, storage
+    assert run["memory_ids"][0] == "mem_20261120_090000_aa11bb22 · match 0.02"
     assert report["json_block"] == {"max_height": report["json_block"]["max_height"],
                                     "scrolls": True}
     assert report["json_block"]["max_height"] != "none"
     assert "You denied write_file, so notes.txt was not written." in run["errors"]
     assert run["ledger"][0] == "ledger rec_0001 · 12:04:31 · in ledger ✓ · 3f9a1c0b7e2d"
     assert len(run["ledger"]) == 10
-    fetched, failed = run["tools"][6], run["tools"][7]
+    fetched, failed = run["tools"][7], run["tools"][8]
     assert fetched.startswith("✓url_fetch · fetched http://127.0.0.1:8765/guide.html · 200")
     assert failed.startswith("✗run_command · ran python3 -c") and "exit 3" in failed
     assert "the command exited with code 3" in run["errors"]
@@ -161,11 +171,13 @@ def test_tool_cards_summaries_results_and_ledger(report: dict[str, Any]) -> None
 def test_a_team_agents_runs_are_nested_and_folded(report: dict[str, Any]) -> None:
     planner, worker = report["runs"][0]["agents"]
     assert planner == {"role": "planner", "inside": None,
-                       "summary": "planner-1 (Planner) · done · 2.1 s compare two cities for a "
-                                  "trip",
+                       # named by their work (the id is a tooltip)
+                       "summary": "compare two cities for… · Planner · done · 2.1 s compare "
+                                  "two cities for a trip",
                        "tools": ["✓delegate · research Paris · priority 7"]}
     assert worker == {"role": "worker", "inside": "planner",
-                      "summary": "worker-2 (Worker) · done · 0.9 s research Paris",
+                      # the whole task is its name: said once
+                      "summary": "research Paris · Worker · done · 0.9 s",
                       "tools": ["✓write_file · wrote files/paris.md · 11 bytes · 1 ms"]}
     assert "notes.txt" in report["runs"][0]["markdown_strong"]
     assert "paris.md" in report["runs"][0]["markdown_strong"]  # a nested reply's Markdown

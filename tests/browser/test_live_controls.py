@@ -23,7 +23,14 @@ from labserver import drive_notebook
 
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output" / "browser" / "live"
 CELLS = ["%load_ext agent_kernel", "%agent run the command: echo one",
-         "%agent run the command: echo two", "print('NEXT')"]
+         "%agent run the command: echo two", "print('NEXT')",
+         "import agent_kernel.notebook.magics as m\nm.current().agent.approvals.timeout = 20",
+         "%agent run the command: echo late",
+         # the usual 10 min again: the sleep below must not outlast the approval
+         "m.current().agent.approvals.timeout = 600\n%agent run the command: echo stranded",
+         "import time\ntime.sleep(25)",
+         "%agent_stop"]
+AA = 4.5
 
 pytestmark = [pytest.mark.browser, pytest.mark.kernel, pytest.mark.timeout(600)]
 
@@ -82,3 +89,33 @@ def test_an_answers_code_block_can_be_copied_and_inserted_below(
     assert code["cells_after"] == code["cells_before"] + 1
     assert code["inserted"] == "one"
     assert code["inserted_prompt"] == "[ ]:"  # inserted, not run
+
+
+def test_the_time_left_changes_near_the_end_and_stays_readable(
+        run: tuple[str, dict[str, Any]]) -> None:
+    """A 20 s approval: "answer within …" plain at first; in its last 10 s bold behind a
+    warning mark; its words at AA (4.5:1) and the mark too, light and dark."""
+    _, result = run
+    step = result["steps"]["countdown"]
+    early, late = step["early"], step["late"]
+    assert "answer within" in early["text"] and not early["late"], early
+    assert early["mark"] in ("none", "normal", ""), early
+    assert late["late"] and int(late["weight"]) >= 600 and "●" in late["mark"], late
+    assert early["ratios"] and late["ratios"]
+    assert min(early["ratios"] + late["ratios"]) >= AA, step
+    assert late["mark_ratio"] >= AA, late
+    assert step["status"] == "done"
+
+
+def test_a_run_that_cannot_be_reached_says_how_to_stop_it_and_agent_stop_does(
+        run: tuple[str, dict[str, Any]]) -> None:
+    """Reloaded while the kernel sleeps in a cell: the run's controls cannot come back, so
+    it says the kernel is busy and how to stop it (`%agent_stop`, a Stop that runs it);
+    `%agent_stop` in the next cell stops it once the kernel is free."""
+    _, result = run
+    step = result["steps"]["stranded"]
+    assert step["lost_after_ms"] < 15_000
+    assert "The kernel is busy" in step["lost"] and "%agent_stop" in step["lost"], step
+    assert step["lost_stop"] == 1 and step["buttons_while_lost"] == 0
+    assert step["status"] == "stopped" and step["header"].startswith("stopped by you"), step
+    assert step["lost_left"] == 0

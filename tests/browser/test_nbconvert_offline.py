@@ -133,7 +133,7 @@ def test_status_words_and_tool_summaries_are_shown(exported: dict[str, Any]) -> 
     assert re.fullmatch(r"✓ bash · ran printf 'one\\ntwo\\n' · exit 0 · \d+ ms",
                         runs["bash"]["summaries"][0])
     assert runs["denied"]["summaries"][0].startswith("✗ write_file · write_file was not run")
-    assert runs["question"]["summaries"][0].startswith("✓ ask_user · no answer (timed out)")
+    assert runs["question"]["summaries"][0].startswith("✓ ask_user · no answer in time")
 
 
 def test_answers_and_outcomes_read_in_full(exported: dict[str, Any]) -> None:

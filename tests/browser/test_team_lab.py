@@ -71,20 +71,23 @@ def test_each_agent_run_is_nested_in_the_tellers(report: dict[str, Any]) -> None
     assert step["agents"] == 4, step["agent_titles"]  # one Planner, three Workers
     assert step["nested_workers"] == 3  # each Worker folded inside the Planner
     titles = step["agent_titles"]
-    assert sum("(Planner)" in t for t in titles) == 1
-    assert sum("(Worker)" in t for t in titles) == 3
+    assert sum(" · Planner · " in t for t in titles) == 1  # named by their work
+    assert sum(" · Worker · " in t for t in titles) == 3
+    assert not any(re.search(r"(worker|planner)-\d", t) for t in titles), titles
     for city in CITIES:
         assert city in step["reply"], step["reply"]
     assert step["tables"] >= 1  # the Teller's comparison table, drawn as Markdown
     assert not _low(step["contrast"]), json.dumps(_low(step["contrast"]), indent=1)
 
 
-def test_a_workers_approval_is_asked_in_the_tellers_output_naming_it(
+def test_a_workers_approval_sits_in_its_calls_card_in_the_workers_run(
         report: dict[str, Any]) -> None:
     step = _step(report, "approval")
-    assert re.fullmatch(r"Approval for worker-\d+ \(Worker\):", step["label"]), step["label"]
+    assert step["label"] == "Approval:", step["label"]
     assert "sleep 30" in step["question"]
-    assert step["top_level"] == 1 and step["in_agent"] == 0
+    assert step["top_level"] == 0 and step["in_agent"] == 1
+    assert step["agent_name"].startswith("run command sleep 30 · Worker"), step["agent_name"]
+    assert re.fullmatch(r"worker-\d+", step["agent_title"] or ""), step["agent_title"]
     assert step["outcome"].startswith("Approved · ")
     # the board, shown while the Worker waited, said so on its row, and stopped saying it
     assert step["board_waiting"] == "waiting for your approval"
@@ -135,7 +138,8 @@ def test_reopened_without_a_kernel_the_team_reads_in_full(report: dict[str, Any]
     assert reopened["agents"] == 4
     for city in CITIES:
         assert city in reopened["transcript"]
-    assert re.search(r"Approval for worker-\d+ \(Worker\)", reopened["approval"])
+    assert "run command sleep 30 · Worker" in reopened["approval"]
+    assert "Approval for" not in reopened["approval"] and "Approved" in reopened["approval"]
     assert "Nothing is running." in reopened["board"]  # the last state, kept by the file
     assert "1 cancelled, 5 ok" in reopened["board"]
     assert re.search(r"Teller\s+idle", reopened["board"]), reopened["board"]

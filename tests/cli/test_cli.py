@@ -111,3 +111,17 @@ def test_run_into_a_closed_pipe_says_nothing(tmp_path):
     assert proc.wait(timeout=120) == 0, err
     assert "Traceback" not in err and "BrokenPipe" not in err
     assert "echo" in (tmp_path / "ws" / "ledger.jsonl").read_text()
+
+
+def test_triggers_into_a_closed_pipe_stops_quietly(tmp_path):
+    """``triggers | head -1``: any subcommand whose reader left stops without a traceback,
+    with the shell's code for a closed pipe (141), as CLIs do."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent_kernel", "triggers", "--workspace", str(tmp_path / "ws"),
+         "--duration", "0.1"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line is written
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141, err
+    assert "Traceback" not in err and "BrokenPipe" not in err

@@ -40,7 +40,10 @@ def test_a_trigger_made_in_terminal_ipython_fires_while_the_prompt_waits(
         child.sendline("%load_ext agent_kernel")
         child.expect_exact("In [2]")
         child.sendline("%agent in 2 seconds remind me to stretch")
+        # the reply says who runs it: this session, not the CLI
+        child.expect_exact("while this IPython session is open", timeout=20)
         child.expect_exact("In [3]")  # the run is over; only the prompt waits now
+        assert "agent_kernel triggers" not in output.getvalue()
         made = time.monotonic()
         child.expect(r">>> \[demo\] remind me to stretch \(trigger sch_\w+\)", timeout=20)
         child.expect_exact("(offline demo model) Reminder: stretch.", timeout=10)

@@ -32,7 +32,7 @@ def test_headless_kernel_ends_questions_at_once(run_notebook: Any, output_text: 
         "print('PENDING', (ws / 'pending_question.json').exists())",
     ], timeout=120)
     asked = output_text(nb.cells[1])
-    assert "ask_user: no answer (timed out)" in asked and "-> No answer in time" in asked
+    assert "ask_user: no answer in time" in asked and "-> No answer in time" in asked
     assert "question timed out with no answer" in asked
     text = output_text(nb.cells[3])
     assert "headless policy: deny" in text and "PENDING False" in text
@@ -80,7 +80,7 @@ def test_kernel_reports_a_click_route_for_blocking_cells(run_notebook: Any,
         output_text(nb.cells[0]))
     blocked = output_text(nb.cells[3])
     assert "clicks cannot reach this blocking cell" in blocked
-    assert "ask_user: no answer (timed out)" in blocked
+    assert "ask_user: no answer in time" in blocked
     # the question's buttons were shown, then replaced by how it ended: no widget is saved
     assert "\nNo answer in time · " in blocked
     assert not any("application/vnd.jupyter.widget-view+json" in o.get("data", {})

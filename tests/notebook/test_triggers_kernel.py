@@ -120,3 +120,34 @@ def test_triggers_notebook_runs(tmp_path: Path, run_notebook: Callable[..., Any]
     assert "trigger_fired" in everything
     fired = _records(workspace, "trigger_fired")
     assert len(fired) >= 3
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def test_a_live_trigger_panel_saved_without_the_extension_reopens_as_text(
+        tmp_path: Path, run_notebook: Callable[..., Any]) -> None:
+    """Someone can click, our extension is absent (ipywidgets' ground): the panel and its
+    controls are text, so the saved file holds no widget view to reopen as "Error
+    displaying widget: model not found"; the words say how to cancel the live trigger."""
+    workspace = tmp_path / "ws"
+    nb = run_notebook(["%load_ext agent_kernel\n%config AgentMagics.interactive = True",
+                       "%%agent --wait\nremind me every 10 minutes to drink water"],
+                      timeout=120, cwd=tmp_path, env={"AGENT_KERNEL_WORKSPACE": str(workspace)})
+    saved = tmp_path / "saved.ipynb"
+    nbformat.write(nb, saved)
+    reopened = nbformat.read(saved, as_version=4)
+    outputs = [o for c in reopened.cells for o in c.get("outputs", [])]
+    assert not [o for o in outputs if WIDGET_VIEW in o.get("data", {})]
+    [trigger] = _records(workspace, "trigger_created")
+    controls = [o["data"] for o in outputs
+                if "%agent_triggers cancel" in o.get("data", {}).get("text/plain", "")]
+    assert len(controls) == 1, [o.get("data", {}).get("text/plain") for o in outputs]
+    words = controls[0]
+    assert set(words) == {"text/plain", "text/html"}
+    assert words["text/plain"] == ("every 10 min · remind me to drink water — cancel with "
+                                   f"%agent_triggers cancel {trigger['trigger_id']}")
+    assert f"%agent_triggers cancel {trigger['trigger_id']}" in words["text/html"]
+    panel = [o["data"] for o in outputs if "agent-kernel-triggers" in
+             o.get("data", {}).get("text/html", "")]
+    assert panel and "drink water" in panel[0]["text/plain"]

@@ -305,8 +305,19 @@ async def test_a_workers_approval_goes_to_the_person_naming_the_worker(tmp_path)
                  if r.get("kind") == "approval"]
     assert [(r["source"], r["agent_id"], r["role"], r["task_id"]) for r in approvals] == [
         ("user", worker["agent_id"], "worker", worker["id"])]
-    bundle = mime_bundle(transcript_of(shown))
-    assert f"Approval for {worker['agent_id']} (Worker):" in bundle["text/html"]
+    shown_run = transcript_of(shown)
+    bundle = mime_bundle(shown_run)
+
+    def walk(entries: list[Any]) -> list[Any]:
+        return [x for e in entries for x in [e, *walk(e.get("entries") or [])]]
+
+    everything = walk(shown_run.state()["entries"])
+    assert not [e for e in everything if e["kind"] == "question"]  # none outside a card
+    [card] = [e for e in everything if e["kind"] == "tool" and e["tool"] == "write_file"]
+    assert card["approval"]["answer"] == "Approve" and card["approval"]["source"] == "user"
+    [member] = [e for e in everything if e["kind"] == "agent" and e["role"] == "worker"]
+    assert card in member["entries"]  # in the Worker's own run, as a single agent's is
+    assert bundle["text/html"].count("agent-kernel-answered") == 1  # the answer, once
 
 
 async def test_without_a_person_a_workers_approval_follows_the_headless_policy(tmp_path):

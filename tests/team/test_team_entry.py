@@ -136,7 +136,7 @@ def test_team_from_a_headless_kernel(server, run_notebook, output_text, tmp_path
     assert team_cell.outputs.index(run) < len(team_cell.outputs) - 1  # the tree is below
     # the Planner's and Workers' runs are nested in the run, each with its tool cards
     assert html.count("data-agent-role='worker'") == 2
-    assert "write_file" in run["data"]["text/plain"] and "(Worker) · done" in html
+    assert "write_file" in run["data"]["text/plain"] and "research Paris · Worker · done" in html
     assert (ws / "files" / "paris.md").read_text() == "Paris notes"
     assert (ws / "files" / "rome.md").read_text() == "Rome notes"
     # team mode on: plain %agent goes to the same Teller, which remembers the conversation

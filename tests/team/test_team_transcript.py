@@ -78,10 +78,12 @@ async def test_planner_and_worker_runs_are_nested_with_their_tool_cards(tmp_path
     html = mime_bundle(transcript)["text/html"]
     assert html.count("<details class='agent-kernel-agent' data-agent-role='worker'") == 2
     assert html.index("data-agent-role='planner'") < html.index("data-agent-role='worker'")
-    assert f"{workers[0]['agent_id']} (Worker) · done" in html
+    # named by their work; the id is only the tooltip (issue 25)
+    assert f"<b title='{workers[0]['agent_id']}'>research Paris · Worker · done" in html
     plain = mime_bundle(transcript)["text/plain"]
-    assert f"> {planner['agent_id']} (Planner) · done" in plain
-    assert f"    > {workers[0]['agent_id']} (Worker) · done" in plain
+    assert "> compare two cities · Planner · done" in plain
+    assert "    > research Paris · Worker · done" in plain
+    assert planner["agent_id"] not in plain and workers[0]["agent_id"] not in plain
     assert "        - write_file:" in plain
     said = text.getvalue()
     assert f"[{workers[1]['agent_id']}] [tool] write_file ok" in said

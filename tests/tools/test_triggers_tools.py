@@ -214,8 +214,9 @@ def test_cli_runs_saved_triggers_in_the_foreground(tmp_path: Path) -> None:
     assert empty.returncode == 0 and "No saved triggers" in empty.stdout
 
 
-async def test_panel_is_a_static_table_and_its_cancel_button_cancels(tmp_path: Path) -> None:
-    from agent_kernel.notebook.trigger_panel import PanelControls, TriggersPanel
+async def test_panel_is_a_static_table_and_its_controls_are_words(tmp_path: Path) -> None:
+    """Without our extension the controls are text naming the magic: no widget to save."""
+    from agent_kernel.notebook.trigger_panel import TextControls, TriggersPanel
 
     agent = make_agent(tmp_path)
     scheduler = scheduler_for(agent)
@@ -226,7 +227,8 @@ async def test_panel_is_a_static_table_and_its_cancel_button_cancels(tmp_path: P
     assert set(bundle) == {"text/html", "text/plain"}  # never a widget
     html = bundle["text/html"]
     assert "every hour" in html and "not run yet" in html and "data-status='active'" in html
-    assert re.search(r"\d\d:\d\d:\d\d \S+<br><span class='ak-muted'>in (59|60) min", html)
+    assert re.search(r"class='ak-time' title='[^']+'>\d\d:\d\d:\d\d \S+</td>", html)
+    assert " min" not in html and " ago" not in html  # saved, relative words go stale
     shown_id = trigger.id.replace("_", "_<wbr>")  # wraps at its underscores in a narrow cell
     assert html.index("echo from the panel") < html.index(f"class='ak-id'>{shown_id}")
     assert trigger.id in bundle["text/plain"] and "[recurring, active]" in bundle["text/plain"]
@@ -234,15 +236,22 @@ async def test_panel_is_a_static_table_and_its_cancel_button_cancels(tmp_path: P
     await scheduler.drain(timeout=180)
     html = panel.bundle()["text/html"]
     assert "The echo tool returned: from the panel" in html and "not run yet" not in html
-    assert "agent-kernel-trigger-runs'>1<" in html and re.search(r"(\d+ s|just now)", html)
-    controls = PanelControls(panel)
+    assert "agent-kernel-trigger-runs'>1<" in html and not re.search(r"\d+ s ago|just now", html)
+    controls = TextControls(panel)
     panel.controls = controls
+    words = controls.bundle()
+    assert set(words) == {"text/html", "text/plain"}  # never a widget
+    assert words["text/plain"] == (f"every hour · echo from the panel — cancel with "
+                                   f"%agent_triggers cancel {trigger.id}")
     newer = TriggersPanel(scheduler)  # a newer panel takes the trigger's controls
-    newer.controls = PanelControls(newer)
+    newer.controls = TextControls(newer)
     assert controls.settled and "moved to a newer triggers panel" in controls.outcomes[0]
-    newer.controls.rows[trigger.id].buttons["cancel"].click()
+    assert "moved to a newer triggers panel" in controls.bundle()["text/plain"]
+    scheduler.cancel(trigger.id)  # as `%agent_triggers cancel ID` does
     assert not trigger.active and newer.controls.settled
+    assert newer.controls.outcomes == [newer.controls.outcomes[0]]
     assert newer.controls.outcomes[0].startswith(f"Cancelled {trigger.id} (every hour) · ")
+    assert "%agent_triggers" not in newer.controls.bundle()["text/plain"]
     assert "data-status='cancelled'" in panel.bundle()["text/html"]
     await scheduler.close()
 

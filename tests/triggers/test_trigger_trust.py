@@ -216,26 +216,27 @@ async def test_approving_a_restored_condition_arms_it_and_the_approval_survives(
     await again.close()
 
 
-async def test_the_panel_says_needs_approval_and_its_button_approves(
+async def test_the_panel_says_needs_approval_and_its_control_approves(
         tmp_path: Path, clock: ManualClock) -> None:
-    from agent_kernel.notebook.trigger_panel import PanelControls, TriggersPanel
+    from agent_kernel.notebook.trigger_panel import TextControls, TriggersPanel
 
     workspace, marker = tmp_path / "ws", tmp_path / "MARKER"
     plant(workspace, condition={"kind": "expression", "expression": touching(marker)})
     scheduler = new_scheduler(workspace, clock, namespace={})
     panel = TriggersPanel(scheduler)
-    panel.controls = PanelControls(panel)
+    panel.controls = controls = TextControls(panel)
     html = panel.bundle()["text/html"]
     assert "data-status='needs_approval'" in html and "1 need approval" in html
-    approve = panel.controls.rows["trg_planted"].buttons["approve"]
-    assert approve.layout.display != "none" and not approve.disabled
+    assert "approve with %agent_triggers approve trg_planted" in controls.bundle()["text/plain"]
     assert "[conditional, needs approval]" in panel.bundle()["text/plain"]
     await tick(scheduler, clock)
     assert not marker.exists()
-    approve.click()
+    done, line = controls.use("approve", "trg_planted")  # what the magic and a click do
+    assert done and line.startswith("Approved trg_planted")
     assert "data-status='active'" in panel.bundle()["text/html"]
-    assert approve.layout.display == "none" and panel.controls.outcomes[0].startswith(
-        "Approved trg_planted")
+    hints = controls.bundle()["text/plain"]
+    assert "%agent_triggers approve" not in hints and "%agent_triggers cancel trg_planted" in hints
+    assert controls.outcomes[0].startswith("Approved trg_planted")
     await tick(scheduler, clock)
     assert marker.exists()
     await scheduler.close()
@@ -581,19 +582,18 @@ async def test_a_planted_time_trigger_never_runs_until_approved_then_runs(
         await tick(scheduler, clock, 70)
     assert trigger.runs == 0 and fired(workspace, "trg_planted") == 0
     assert planted.exists()  # kept for the person to read, not run and not dropped
-    from agent_kernel.notebook.trigger_panel import PanelControls, TriggersPanel
+    from agent_kernel.notebook.trigger_panel import TextControls, TriggersPanel
     from agent_kernel.tools.triggers import task_list
 
     assert [(r["id"], r["status"]) for r in task_list(scheduler, "triggers")] == [
         ("trg_planted", "needs_approval")]
     panel = TriggersPanel(scheduler)
-    panel.controls = PanelControls(panel)
+    panel.controls = TextControls(panel)
     html = panel.bundle()["text/html"]
     assert "data-status='needs_approval'" in html and "it is not run until you approve" in html
-    if kind == "once":  # the panel's button, as a person clicks it
-        approve = panel.controls.rows["trg_planted"].buttons["approve"]
-        assert approve.layout.display != "none"
-        approve.click()
+    if kind == "once":  # the panel's controls, as a person uses them
+        assert "%agent_triggers approve trg_planted" in panel.controls.bundle()["text/plain"]
+        assert panel.controls.use("approve", "trg_planted")[0]
         assert panel.controls.outcomes[0].startswith("Approved trg_planted")
     else:
         assert scheduler.approve("trg_planted")

@@ -49,3 +49,27 @@ def test_the_text_reads_as_numbered_lines_with_the_id_last() -> None:
     assert lines[3] == "  2. <b>Deploys</b> happen on Tuesdays"
     assert not re.search(r"run_id|long_term|memory_id|0\.016393", text)
     assert repr(MemoryTable([], "Memories matching “x”")) == "Memories matching “x”: none."
+
+
+def test_a_recall_card_is_the_same_short_list_not_a_table_of_storage_fields() -> None:
+    """``recall``'s card in the run (the HTML fallback the saved notebook keeps)."""
+    from agent_kernel.core.events import ToolCallFinished, ToolCallStarted
+    from agent_kernel.views.mime import Transcript
+    from agent_kernel.views.run_html import html_of
+
+    t = Transcript(run_id="run_m")
+    t.feed(ToolCallStarted("run_m", call_id="c1", tool_name="recall",
+                           arguments={"query": "where is the standup?"}))
+    result = {"memories": [{k: v for k, v in r.items() if k != "agent_id"} for r in ROWS],
+              "count": 2}
+    t.feed(ToolCallFinished("run_m", call_id="c1", tool_name="recall", arguments={},
+                            result=result, success=True, error=None, duration_ms=3))
+    html = html_of(t.state())
+    card = html[html.index("<details class='agent-kernel-tool'"):]
+    result = card[card.index("<div class='agent-kernel-memory'>"):]  # under the query
+    shown, folded = result.split("<details style=", 1)
+    assert "<table" not in result and "<ol" in shown
+    assert "The standup is in the Oak room" in shown and f"{WHEN} · tags: work, rooms" in shown
+    for storage in ("mem_", "run_x", "memory.md", "score", "memory_id", "run_id", "0.016393"):
+        assert storage not in shown, storage
+    assert "mem_20261123_161900_ab12cd34 · match 0.02" in folded

@@ -299,6 +299,10 @@ def _scheduled(_args: JsonObject, result: object) -> str | None:
     ident = result.get("taskId") or result.get("schedule_id")
     if "ipykernel" in sys.modules:  # a notebook: this kernel's scheduler runs it
         return f"Scheduled it as `{ident}`: I will run it while this kernel is alive."
+    ipython = sys.modules.get("IPython")
+    if ipython is not None and ipython.get_ipython() is not None:  # terminal IPython
+        return (f"Scheduled it as `{ident}`: I will run it while this IPython session is "
+                "open (its runs print here).")
     return (f"Scheduled it as `{ident}` and saved it in the workspace: "
             "`python -m agent_kernel triggers`, or a notebook using this workspace, "
             "runs it when it is due.")
