@@ -36,7 +36,7 @@ from agent_kernel.team.queue import RestoreReport, Task, TaskNode
 from agent_kernel.team.restored import Decision
 from agent_kernel.team.roles import TELLER, WORKER
 from agent_kernel.team.society import SocietyError, json_line
-from agent_kernel.team.supervisor import Supervisor, TeamLimits
+from agent_kernel.team.supervisor import TELLER_ID, Supervisor, TeamLimits
 from agent_kernel.team.toolsets import default_toolsets
 
 RESULT_CHARS = 4000
@@ -154,7 +154,7 @@ class Team:
         assert isinstance(desk, TriggerDesk)
         desk.supervisor = self.supervisor
         self.supervisor.desk = desk
-        self.teller = self.supervisor.make_agent(TELLER, "teller")
+        self.teller = self.supervisor.make_agent(TELLER, TELLER_ID)
         self.supervisor.asker = desk.questions = self.teller.questions  # type: ignore[assignment]
         self.ledger = self.teller.ledger
         self.restore_report: RestoreReport = self.supervisor.restore()
