@@ -251,6 +251,23 @@ ImagesOf = Callable[[Any], list[str]]
 in a message after the tool results (:meth:`Model.accepts_images`)."""
 
 
+Failure = Callable[[str], JsonObject]
+"""A failed call in its spec's shape, from the reason in words: spec 004's
+``{ok: false, error}`` or ``{error}``. A refusal (a precheck, a denied approval, bad
+arguments) or a raise of such a tool reaches the model as this object, not as
+``Error: ...`` text; the ledger still records the call as failed."""
+
+
+def ok_false(reason: str) -> JsonObject:
+    """Spec 004's failed call of the tools with an ``ok`` (files, commands, requests)."""
+    return {"ok": False, "error": reason}
+
+
+def error_only(reason: str) -> JsonObject:
+    """Spec 004's failed ``spawn_agent`` / ``terminate_agent``: ``{error}``."""
+    return {"error": reason}
+
+
 SideEffects = Callable[[JsonObject], bool]
 """Decides per call whether a tool's validated arguments need an approval (``url_fetch``:
 a GET does not, a POST does)."""
@@ -276,8 +293,12 @@ class Tool:
         approval_terms: ApprovalRule | None = None,
         for_model: ForModel | None = None,
         images: ImagesOf | None = None,
+        failure: Failure | None = None,
+        schema_extra: JsonObject | None = None,
     ) -> None:
         self.func = func
+        self.failure = failure
+        self.schema_extra = schema_extra
         self.images = images
         self.approval_terms = approval_terms
         self.for_model = for_model
@@ -339,6 +360,8 @@ class Tool:
         schema.setdefault("properties", {})
         schema.setdefault("required", [])
         schema.pop("additionalProperties", None)
+        if self.schema_extra:  # what a signature cannot say: "one of taskId or id"
+            schema.update(copy.deepcopy(self.schema_extra))
         return schema
 
     def schema(self) -> ToolSchema:

@@ -279,8 +279,10 @@ def summarise(tool: str, arguments: object, result: object, *, success: bool | N
     if not success and not is_envelope(result):
         return (failure or "failed").strip().splitlines()[0] if failure else "failed"
     if isinstance(result, dict) and result.get("ok") is False and not _said_more(result):
-        # a refusal the tool returned: its reason is the line
-        said = str(result.get("error") or failure or "").strip().splitlines()
+        # a refusal the tool returned, or one given in its shape before it ran: the
+        # person-facing line when there is one, else its reason
+        said = str((failure if not success else None) or result.get("error") or failure
+                   or "").strip().splitlines()
         return _short(said[0], 160) if said else "failed"
     line = None
     if (summariser := SUMMARISERS.get(tool)) is not None:

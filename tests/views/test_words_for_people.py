@@ -58,7 +58,9 @@ async def test_a_denied_call_says_so_to_the_person_and_guides_only_the_model(tmp
         assert REFUSAL_GUIDANCE not in text and "carry on" not in text, where
     assert REFUSAL_GUIDANCE not in result.reply and "did not go through" in result.reply
     [told] = tool_contents(agent.messages)
-    assert told.startswith("Error: Tool 'write_file' was not run: no one could approve it")
+    # write_file answers in spec 004's {ok: false, error}, refusals before it ran included
+    assert json.loads(told.split("\n\n", 1)[0]) == {
+        "ok": False, "error": "no one could approve it (headless policy: deny)."}
     assert told.endswith(REFUSAL_GUIDANCE)
     # The ledger and the run result keep the fact, without the guidance.
     assert REFUSAL_GUIDANCE not in result.tool_calls[0].error

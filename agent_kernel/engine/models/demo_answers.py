@@ -367,12 +367,30 @@ def salvage(text: str) -> Any:
     return None
 
 
+def refusal(content: str) -> str | None:
+    """Why a call did not go through, from what the model read of it, or None when it went
+    through: ``Error: ...`` text, or a refusal in the tool's spec shape (``{ok: false,
+    error}``, ``{error}``) with the loop's guidance after a blank line. What follows the
+    blank line is guidance for the model: followed, not repeated."""
+    head, _, rest = content.partition("\n\n")
+    if content.startswith("Error"):
+        return _NOT_RUN.sub("", head.removeprefix("Error: "))
+    if not rest:
+        return None
+    try:
+        shaped = json.loads(head)
+    except ValueError:
+        return None
+    if isinstance(shaped, dict) and (shaped.get("ok") is False or set(shaped) == {"error"}):
+        return _NOT_RUN.sub("", str(shaped.get("error") or "it gave no reason"))
+    return None
+
+
 def describe(name: str, args: JsonObject, content: str) -> str:
     """What the demo model says about one call of ``name`` whose result the model read."""
-    if content.startswith("Error"):
-        # What follows a blank line is guidance for the model: followed, not repeated.
-        error = content.removeprefix("Error: ").split("\n\n", 1)[0]
-        return f"The `{name}` call did not go through: {_NOT_RUN.sub('', error)}"
+    error = refusal(content)
+    if error is not None:
+        return f"The `{name}` call did not go through: {error}"
     cut = _CUT.search(content)
     try:
         result: Any = json.loads(content)
