@@ -197,7 +197,9 @@ def look_up(agent: CallHost, call: ToolCallRequest) -> Tool:
     tool_obj = agent.registry.get(call.name)
     if tool_obj is None:
         known = ", ".join(agent.registry.names())
-        raise CallRefused(f"Unknown tool: {call.name}.", summary=f"unknown tool '{call.name}'",
+        # spec 001's words (case 2 of its error handling), for the person's tools too
+        raise CallRefused(f"Unknown built-in tool: {call.name}",
+                          summary=f"unknown tool '{call.name}'",
                           guidance=f"Available tools: {known}")
     return tool_obj
 

@@ -472,7 +472,8 @@ def planner_waits(role: str, body: dict[str, Any]) -> Message:
     def planner(said: dict[str, Any], body: dict[str, Any]) -> Message:
         if said["role"] == "user" and said["content"].startswith("Message(s) arrived"):
             [told] = envelopes(said["content"])
-            return Message(text=f"Plan: the Worker said {told['payload']['text']} (from {told['from']})")
+            said = told["payload"]["text"]
+            return Message(text=f"Plan: the Worker said {said} (from {told['from']})")
         if said["role"] == "user":
             return Message(calls=[delegate("count the files", priority=4),
                                   tool_call("wait_for_message")])

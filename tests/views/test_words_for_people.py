@@ -113,7 +113,7 @@ async def test_unknown_tools_and_timeouts_read_as_what_happened(server, tmp_path
         assert "slow timed out after 0.2 s" in text, where
         assert "Available tools" not in text, where
     told = {m["tool_call_id"]: m["content"] for m in server.tool_messages(1)}
-    assert told["c1"].startswith("Error: Unknown tool: launch_rocket.")
+    assert told["c1"].startswith("Error: Unknown built-in tool: launch_rocket\n\n")
     assert "Available tools: " in told["c1"] and "slow" in told["c1"]
     assert told["c2"] == "Error: Tool 'slow' execution exceeded 0.2s timeout"
 
