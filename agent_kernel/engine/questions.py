@@ -47,6 +47,21 @@ class Pending:
     created: datetime
 
 
+class AnswerRefused(ValueError):
+    """An answer a question does not take: ``ask_user``'s ``options`` limit the reply (spec
+    000: "限制用户回复范围"), so any other text is refused and the question goes on waiting.
+    The message says what to answer instead, in the person's words."""
+
+
+def chosen_option(options: list[str], answer: str) -> str:
+    """The option ``answer`` names (trimmed, any case), or :class:`AnswerRefused`."""
+    said = answer.strip().casefold()
+    for option in options:
+        if option.casefold() == said:
+            return option
+    raise AnswerRefused("Answer with one of the choices: " + ", ".join(options) + ".")
+
+
 class QuestionChannel:
     """Asks, waits, and takes answers from any thread."""
 
@@ -123,10 +138,16 @@ class QuestionChannel:
         return {"answer": answer, "source": source}
 
     def answer(self, question_id: str, answer: str, source: AnswerSource = "user") -> bool:
-        """Answer a pending question from any thread; False if it is gone."""
+        """Answer a pending question from any thread; False if it is gone.
+
+        A question with options (``ask_user``'s) takes only one of them from a person:
+        :class:`AnswerRefused` for anything else, and the question goes on waiting."""
         pending = self.pending.get(question_id)
         if pending is None or pending.future.done():
             return False
+        event = pending.event
+        if source == "user" and event.kind == "ask" and event.options:
+            answer = chosen_option(event.options, answer)
 
         def settle() -> None:
             if not pending.future.done():
