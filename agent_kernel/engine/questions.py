@@ -146,7 +146,8 @@ class QuestionChannel:
         if pending is None or pending.future.done():
             return False
         event = pending.event
-        if source == "user" and event.kind == "ask" and event.options:
+        if source == "user" and event.kind == "ask" and event.options \
+                and answer != event.default:  # taking the question's own default is a choice
             answer = chosen_option(event.options, answer)
 
         def settle() -> None:
