@@ -295,8 +295,12 @@ class Tool:
         images: ImagesOf | None = None,
         failure: Failure | None = None,
         schema_extra: JsonObject | None = None,
+        envelope: bool = True,
     ) -> None:
         self.func = func
+        self.envelope = envelope
+        """Whether a ``{ok: false, ...}`` result is a failed call (spec 004's envelopes);
+        False for a tool whose result is a value it was given to compute (run_javascript)."""
         self.failure = failure
         self.schema_extra = schema_extra
         self.images = images

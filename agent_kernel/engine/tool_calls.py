@@ -139,7 +139,8 @@ async def execute(
             await finish(agent, call, run_id, arguments, None, "cancelled by the user",
                          monotonic_ms(started))
             raise
-        check_envelope(call, value, started)
+        if tool_obj.envelope:
+            check_envelope(call, value, started)
     except CallRefused as refused:
         shaped = agent.registry.get(call.name)
         if refused.result is None and shaped is not None and shaped.failure is not None:

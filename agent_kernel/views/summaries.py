@@ -75,12 +75,10 @@ def _searched(arguments: JsonObject, result: object) -> str | None:
 
 
 def _javascript(_arguments: JsonObject, result: object) -> str | None:
-    if not isinstance(result, dict) or result.get("ok") is not True:
-        return None
-    value = result.get("result")
-    shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    more = " (cut short)" if result.get("truncated") else ""
-    return f"returned {_short(shown, 50)}{more}"
+    """The code's value itself (spec 004): ``returned 579``."""
+    shown = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    more = " (cut short)" if isinstance(result, str) and "\n...[truncated: " in result else ""
+    return f"returned {_short(shown.split(chr(10))[0] if more else shown, 50)}{more}"
 
 
 def _write_file(arguments: JsonObject, result: object) -> str | None:

@@ -250,17 +250,14 @@ def _web_search(args: JsonObject, result: object) -> str | None:
 
 
 def _javascript(_args: JsonObject, result: object) -> str | None:
-    if not isinstance(result, dict) or not isinstance(result.get("ok"), bool):
-        return None
-    if not result["ok"]:
-        return f"The JavaScript failed{_because(result)}"
-    value = result.get("result")
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    # spec 004: the code's value itself (a failure arrives as an error)
+    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    text, cut, _ = text.partition("\n...[truncated: ")
     if "\n" in text or len(text) > 80:
         said = f"The JavaScript returned:\n\n{block(text)}"
     else:
         said = f"The JavaScript returned {code(text)}."
-    if result.get("truncated"):
+    if cut:
         said += "\n\n(The result was too long to pass back whole; this is its start.)"
     return said
 
@@ -388,6 +385,9 @@ def refusal(content: str) -> str | None:
 
 def describe(name: str, args: JsonObject, content: str) -> str:
     """What the demo model says about one call of ``name`` whose result the model read."""
+    ran = f"Error: Tool '{name}' execution failed: "
+    if name == "run_javascript" and content.startswith(ran):  # the code ran and failed
+        return f"The JavaScript failed:\n\n{block(content.removeprefix(ran).split(chr(10) * 2)[0])}"
     error = refusal(content)
     if error is not None:
         return f"The `{name}` call did not go through: {error}"
