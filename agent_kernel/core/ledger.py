@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import secrets
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -173,7 +174,7 @@ class RepairReport:
 
 
 def decision_record(*, agent_id: str, run_id: str, reasoning: str,
-                    decision_type: str) -> dict[str, Any]:
+                    decision_type: str) -> dict[str, object]:
     """A ``log_decision`` record (spec 001's decision log structure), not yet written."""
     return {"kind": "decision", "record_id": new_id("rec"), "decision_id": new_id("dec"),
             "agent_id": agent_id, "run_id": run_id, "reasoning": reasoning,
@@ -206,7 +207,8 @@ class Ledger:
         """
         return self.append_many([record])[0]
 
-    def append_many(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def append_many(self, records: Sequence[Mapping[str, object]]
+                    ) -> list[dict[str, object]]:
         """:meth:`append` for several records at once, chained in order: one lock, one
         write and one fsync for all of them (spec 001 writes its decision log in batches).
         All or none: a failed write removes every line of the batch."""
@@ -328,7 +330,7 @@ class Ledger:
             os.close(fd)
 
     @staticmethod
-    def _chain(body: dict[str, Any], prev_hash: str) -> str:
+    def _chain(body: dict[str, object], prev_hash: str) -> str:
         """Link ``body`` to the record before it; returns its own hash."""
         body["prev_hash"] = prev_hash
         body["hash"] = digest(body)

@@ -20,9 +20,9 @@ import inspect
 import re
 import threading
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic import Field as Field
@@ -251,19 +251,26 @@ ImagesOf = Callable[[Any], list[str]]
 in a message after the tool results (:meth:`Model.accepts_images`)."""
 
 
-Failure = Callable[[str], JsonObject]
+class FailedCall(TypedDict, total=False):
+    """A failed call in spec 004's words: ``{ok: false, error}`` or ``{error}``."""
+
+    ok: bool
+    error: str
+
+
+Failure = Callable[[str], FailedCall]
 """A failed call in its spec's shape, from the reason in words: spec 004's
 ``{ok: false, error}`` or ``{error}``. A refusal (a precheck, a denied approval, bad
 arguments) or a raise of such a tool reaches the model as this object, not as
 ``Error: ...`` text; the ledger still records the call as failed."""
 
 
-def ok_false(reason: str) -> JsonObject:
+def ok_false(reason: str) -> FailedCall:
     """Spec 004's failed call of the tools with an ``ok`` (files, commands, requests)."""
     return {"ok": False, "error": reason}
 
 
-def error_only(reason: str) -> JsonObject:
+def error_only(reason: str) -> FailedCall:
     """Spec 004's failed ``spawn_agent`` / ``terminate_agent``: ``{error}``."""
     return {"error": reason}
 
@@ -294,7 +301,7 @@ class Tool:
         for_model: ForModel | None = None,
         images: ImagesOf | None = None,
         failure: Failure | None = None,
-        schema_extra: JsonObject | None = None,
+        schema_extra: Mapping[str, object] | None = None,
         envelope: bool = True,
     ) -> None:
         self.func = func

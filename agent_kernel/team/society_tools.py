@@ -187,7 +187,7 @@ async def terminate_agent(
 
 async def send_message(
     to: Annotated[str, Field(min_length=1, max_length=200)],
-    payload: dict[str, Any],
+    payload: dict[str, object],
     ctx: ToolContext,
 ) -> dict[str, Any]:
     """Send a message to another agent of the team, or to the person with to="user". An agent

@@ -70,7 +70,7 @@ class DecisionBatch:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
         self.loop = asyncio.get_running_loop()
-        self.waiting: list[tuple[dict[str, Any], asyncio.Future[dict[str, Any]]]] = []
+        self.waiting: list[tuple[dict[str, object], asyncio.Future[dict[str, object]]]] = []
         self.writer: asyncio.Task[None] | None = None
         self.writes = 0
         """How many ledger writes the batches took (the tests count them)."""
@@ -83,9 +83,9 @@ class DecisionBatch:
             found = cls._batches[ledger] = cls(ledger)
         return found
 
-    async def write(self, record: dict[str, Any]) -> dict[str, Any]:
+    async def write(self, record: dict[str, object]) -> dict[str, object]:
         """Queue ``record`` and return it as written (with its hash) once it is on disk."""
-        done: asyncio.Future[dict[str, Any]] = self.loop.create_future()
+        done: asyncio.Future[dict[str, object]] = self.loop.create_future()
         self.waiting.append((record, done))
         if self.writer is None or self.writer.done():
             self.writer = self.loop.create_task(self._drain())
@@ -131,7 +131,7 @@ async def log_decision(
         agent_id=ctx.agent_id, run_id=ctx.run_id, reasoning=reasoning,
         decision_type=decision_type))
     ctx.emit(LedgerRecorded(ctx.run_id, record))
-    return {"decision_id": record["decision_id"], "timestamp": record["timestamp"]}
+    return {"decision_id": str(record["decision_id"]), "timestamp": str(record["timestamp"])}
 
 
 async def query_state(state_name: str, ctx: ToolContext) -> Any:

@@ -23,7 +23,7 @@ extension loads.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
@@ -240,8 +240,15 @@ async def list_tasks(
     return {"tasks": task_list(_scheduler(ctx), scope, role)}
 
 
+class Cancelled(TypedDict, total=False):
+    """What ``cancel_task`` answers (spec 000's ``{success}``; ``reason`` for an unknown id)."""
+
+    success: bool
+    reason: str
+
+
 async def cancel_task(ctx: ToolContext, taskId: str | None = None,  # noqa: N803
-                      id: str | None = None) -> dict[str, Any]:  # noqa: A002
+                      id: str | None = None) -> Cancelled:  # noqa: A002
     """Cancel a queued task or remove a trigger. A running task cannot be cancelled.
 
     Args:
@@ -272,7 +279,7 @@ async def cancel_task(ctx: ToolContext, taskId: str | None = None,  # noqa: N803
                                         f"{target[:80]!r}; list_tasks shows the ids"}
 
 
-CANCEL_TASK_SCHEMA: dict[str, Any] = {"minProperties": 1}
+CANCEL_TASK_SCHEMA: dict[str, int] = {"minProperties": 1}
 """One of ``taskId`` / ``id`` is required. Said with ``minProperties`` (the two are its only
 properties) rather than ``anyOf`` of two ``required`` lists: providers refuse a combinator at
 the top of a tool's parameters (Anthropic's ``input_schema`` does)."""
