@@ -52,6 +52,11 @@ class HistoryService(Protocol):
         """Wait until every queued record is written; False on timeout."""
         ...
 
+    def not_the_person(self, run_id: str) -> None:
+        """The prompt of run ``run_id`` is not the person's words (a team's results handed
+        to the Teller): its reply is history, its prompt is not."""
+        ...
+
 
 class SchedulerService(Protocol):
     """The agent's trigger scheduler (``triggers.scheduler``), as its owner's peers see it."""

@@ -300,6 +300,9 @@ class Team:
         listening = teller.bus.subscribe(
             lambda e: said.append(e.text) if isinstance(e, Reply) else None)
         rounds = asks = 0
+        # Whether the Teller's next prompt is the team's results alone (no answer of the
+        # person's in it): history keeps the person's conversation only.
+        handed_on = False
         try:
             if self._earlier is not None:  # Stop while it is put to the person keeps it
                 text = await self._settle_earlier(prompt, root)
@@ -309,6 +312,9 @@ class Team:
                 root.run_id = run_id
                 timer = asyncio.get_running_loop().call_later(
                     self.limits.timeouts[TELLER], teller.stop, run_id)
+                writer = teller.services.history_writer
+                if handed_on and writer is not None:  # results only: not the person's words
+                    writer.not_the_person(run_id)
                 try:
                     result = await teller.arun(text, run_id=run_id)
                 finally:
@@ -347,6 +353,7 @@ class Team:
                     break
                 teller.bus.emit(Notice(run_id, RESULTS_NOTICE if wave else ANSWER_NOTICE))
                 text = "\n\n".join(parts)
+                handed_on = asked is None
         except asyncio.CancelledError:
             if team.question is not None and team.question.trace_id == root.trace_id:
                 self._forget_question()  # stopped by the person: the question goes too

@@ -20,6 +20,7 @@ from agent_kernel.team.roles import PLANNER, TELLER
 
 FACT = "The person's cat is called Miso and eats only salmon."
 PROMPT = "Please remember my cat's name, then plan a birthday for her."
+SECOND = "And now a picnic."
 READS = ["recall", "search_memory", "memory_recently", "get_recent_history",
          "get_history_by_time"]
 
@@ -40,6 +41,8 @@ def planner_calls() -> list[Call]:
 def script(role: str, body: dict[str, Any]) -> Message:
     said = last(body)
     if role == TELLER:
+        if said["role"] == "user" and said["content"] == SECOND:
+            return Message(calls=[Call("delegate", json.dumps({"prompt": "plan the picnic"}))])
         if said["role"] == "user" and not said["content"].startswith("The work"):
             return Message(calls=[Call("remember", json.dumps({"content": FACT}))])
         if said["role"] == "tool" and "memory_id" in said["content"]:  # remembered: hand on
@@ -48,6 +51,8 @@ def script(role: str, body: dict[str, Any]) -> Message:
             return Message(calls=[Call("reply", json.dumps({"text": "Planned."}))])
         return Message(text="On it.")
     assert role == PLANNER, role
+    if said["role"] == "user" and said["content"] == "plan the picnic":
+        return Message(calls=[Call("get_recent_history", '{"count": 50}')])
     if said["role"] == "user":
         return Message(calls=planner_calls())
     return Message(text="A salmon party for Miso.")
@@ -85,6 +90,22 @@ async def test_the_planner_reads_what_the_teller_remembered_and_the_persons_talk
     assert [(r["role"], r["success"]) for r in records] == [(TELLER, True), (PLANNER, False)]
     mirrored = list((tmp_path / "ws" / "memory").glob("*.md"))
     assert len(mirrored) == 1 and FACT in mirrored[0].read_text()
+
+
+async def test_history_is_the_persons_conversation_not_the_results_handed_on(tmp_path):
+    """The Teller's later runs read the team's results; history keeps what the person said
+    and what the Teller answered, not those results (they are not the person's words)."""
+    with RoleModel(script) as model:
+        team = make_team(model, tmp_path / "ws")
+        assert (await team.arun(PROMPT)).status == "ok"
+        assert (await team.arun(SECOND)).status == "ok"
+        assert not model.hook_errors, model.hook_errors
+    planner = model.by_role(PLANNER)[-1]["messages"]
+    [read] = [json.loads(m["content"]) for m in planner if m["role"] == "tool"]
+    said = [(m["role"], m["text"]) for m in read["messages"]]
+    assert [text for role, text in said if role == "user"] == [PROMPT, SECOND]
+    assert ("assistant", "Planned.") in said
+    assert not any("The work you delegated" in text for _, text in said), said
 
 
 async def test_a_single_agent_keeps_its_own_memory(tmp_path):
