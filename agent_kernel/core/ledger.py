@@ -240,11 +240,15 @@ class Ledger:
             fd = self._open()
             try:
                 last, _ = self._heal(fd)
-                lines = []
-                for body in bodies:
-                    last = self._chain(body, last)
-                    lines.append(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
-                self._write(fd, ("\n".join(lines) + "\n").encode("utf-8"))
+                if len(bodies) == 1:
+                    self._write_record(fd, bodies[0], last)
+                else:
+                    lines = []
+                    for body in bodies:
+                        last = self._chain(body, last)
+                        lines.append(json.dumps(body, ensure_ascii=False,
+                                                separators=(",", ":")))
+                    self._write(fd, ("\n".join(lines) + "\n").encode("utf-8"))
             finally:
                 os.close(fd)
         return bodies

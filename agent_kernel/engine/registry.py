@@ -143,6 +143,7 @@ class ToolContext:
             options=options,
             timeout=timeout,
             default=default,
+            limited=True,  # spec 000: options limit the reply
         )
         return result
 

@@ -379,7 +379,7 @@ class Team:
         else:
             reply = await self.teller.questions.ask(
                 run_id=run_id, question=pending.question, options=pending.options,
-                timeout=pending.seconds_left(), default=pending.default)
+                timeout=pending.seconds_left(), default=pending.default, limited=True)
         for message in self.teller.messages:
             if message.get("role") == "tool" and message.get("tool_call_id") == pending.call_id:
                 message["content"] = tool_result(reply)
