@@ -42,6 +42,9 @@ class Settings:
     # The person's changes to which tools ask before they run (tool name -> asks); the
     # table and its limits: agent_kernel.engine.ask_policy.
     ask_before: dict[str, bool] = field(default_factory=dict)
+    # Spec 003's ``tools.<name>.enabled`` for every tool (tool name -> enabled; absent: on).
+    # A disabled tool is still offered; a call is refused with "<name> tool is disabled".
+    tools_enabled: dict[str, bool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.tool_timeout <= 0:

@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import secrets
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -172,6 +173,14 @@ class RepairReport:
         return "\n".join(out)
 
 
+def decision_record(*, agent_id: str, run_id: str, reasoning: str,
+                    decision_type: str) -> dict[str, object]:
+    """A ``log_decision`` record (spec 001's decision log structure), not yet written."""
+    return {"kind": "decision", "record_id": new_id("rec"), "decision_id": new_id("dec"),
+            "agent_id": agent_id, "run_id": run_id, "reasoning": reasoning,
+            "decision_type": decision_type, "timestamp": now_iso()}
+
+
 class Ledger:
     """Append-only JSON-lines ledger with a hash chain, safe and self-healing across processes."""
 
@@ -196,21 +205,33 @@ class Ledger:
         blobs the record names. A torn tail left by an earlier writer is moved aside first.
         Raises :class:`LedgerError` when the write fails; the partial line is removed.
         """
+        return self.append_many([record])[0]
+
+    def append_many(self, records: Sequence[Mapping[str, object]]
+                    ) -> list[dict[str, object]]:
+        """:meth:`append` for several records at once, chained in order: one lock, one
+        write and one fsync for all of them (spec 001 writes its decision log in batches).
+        All or none: a failed write removes every line of the batch."""
         self.root.mkdir(parents=True, exist_ok=True)
-        body = scrub(record)
-        body.setdefault("record_id", new_id("rec"))
-        body.setdefault("timestamp", now_iso())
-        try:
-            blobs = spill(body, self.limits or LIMITS)
-        except ValueError as exc:
-            raise LedgerError(str(exc)) from exc
-        try:
-            write_blobs(self.blob_folder, blobs)
-        except UnsafeWorkspacePath as exc:
-            raise LedgerError(f"{exc}; nothing was recorded") from exc
-        except OSError as exc:
-            raise LedgerError(f"cannot write a large field to {self.blob_folder} ({exc}); "
-                              "nothing was recorded") from exc
+        bodies = []
+        for record in records:
+            body = scrub(record)
+            body.setdefault("record_id", new_id("rec"))
+            body.setdefault("timestamp", now_iso())
+            try:
+                blobs = spill(body, self.limits or LIMITS)
+            except ValueError as exc:
+                raise LedgerError(str(exc)) from exc
+            try:
+                write_blobs(self.blob_folder, blobs)
+            except UnsafeWorkspacePath as exc:
+                raise LedgerError(f"{exc}; nothing was recorded") from exc
+            except OSError as exc:
+                raise LedgerError(f"cannot write a large field to {self.blob_folder} ({exc}); "
+                                  "nothing was recorded") from exc
+            bodies.append(body)
+        if not bodies:
+            return []
         try:
             held = self._lock.acquire()
         except OSError as exc:
@@ -219,10 +240,18 @@ class Ledger:
             fd = self._open()
             try:
                 last, _ = self._heal(fd)
-                self._write_record(fd, body, last)
+                if len(bodies) == 1:
+                    self._write_record(fd, bodies[0], last)
+                else:
+                    lines = []
+                    for body in bodies:
+                        last = self._chain(body, last)
+                        lines.append(json.dumps(body, ensure_ascii=False,
+                                                separators=(",", ":")))
+                    self._write(fd, ("\n".join(lines) + "\n").encode("utf-8"))
             finally:
                 os.close(fd)
-        return body
+        return bodies
 
     def repair(self) -> RepairReport:
         """Move a torn or unreadable tail aside now; report damage before it, untouched.
@@ -304,9 +333,15 @@ class Ledger:
         finally:
             os.close(fd)
 
-    def _write_record(self, fd: int, body: dict[str, Any], prev_hash: str) -> dict[str, Any]:
+    @staticmethod
+    def _chain(body: dict[str, object], prev_hash: str) -> str:
+        """Link ``body`` to the record before it; returns its own hash."""
         body["prev_hash"] = prev_hash
         body["hash"] = digest(body)
+        return str(body["hash"])
+
+    def _write_record(self, fd: int, body: dict[str, Any], prev_hash: str) -> dict[str, Any]:
+        self._chain(body, prev_hash)
         line = json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n"
         self._write(fd, line.encode("utf-8"))
         return body
@@ -358,18 +393,8 @@ class Ledger:
         self, *, agent_id: str, run_id: str, reasoning: str, decision_type: str
     ) -> dict[str, Any]:
         """Append a ``log_decision`` record (spec 001's decision log structure)."""
-        return self.append(
-            {
-                "kind": "decision",
-                "record_id": new_id("rec"),
-                "decision_id": new_id("dec"),
-                "agent_id": agent_id,
-                "run_id": run_id,
-                "reasoning": reasoning,
-                "decision_type": decision_type,
-                "timestamp": now_iso(),
-            }
-        )
+        return self.append(decision_record(agent_id=agent_id, run_id=run_id,
+                                           reasoning=reasoning, decision_type=decision_type))
 
     def record_event(self, kind: str, **fields: object) -> dict[str, Any]:
         """Append any other record (approvals, cancellations, trigger firings)."""

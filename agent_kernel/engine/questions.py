@@ -78,6 +78,23 @@ class Pending:
     future: asyncio.Future[tuple[str, AnswerSource]]
     loop: asyncio.AbstractEventLoop
     created: datetime
+    limited: bool = False
+    """Whether its options limit the reply (``ask_user``'s, spec 000)."""
+
+
+class AnswerRefused(ValueError):
+    """An answer a question does not take: ``ask_user``'s ``options`` limit the reply (spec
+    000: "限制用户回复范围"), so any other text is refused and the question goes on waiting.
+    The message says what to answer instead, in the person's words."""
+
+
+def chosen_option(options: list[str], answer: str) -> str:
+    """The option ``answer`` names (trimmed, any case), or :class:`AnswerRefused`."""
+    said = answer.strip().casefold()
+    for option in options:
+        if option.casefold() == said:
+            return option
+    raise AnswerRefused("Answer with one of the choices: " + ", ".join(options) + ".")
 
 
 class QuestionChannel:
@@ -138,8 +155,13 @@ class QuestionChannel:
         kind: str = "ask",
         details: dict[str, Any] | None = None,
         interactive: bool | None = None,
+        limited: bool = False,
     ) -> dict[str, str]:
-        """Ask and wait; returns ``{"answer": ..., "source": "user"|"default"|"timeout"}``."""
+        """Ask and wait; returns ``{"answer": ..., "source": "user"|"default"|"timeout"}``.
+
+        ``limited``: the options limit the reply (``ask_user``'s): a person's answer outside
+        them is refused (:meth:`answer`). Other questions with options (a team's restored
+        tasks) read any other answer as choosing none of them."""
         question_id = f"q_{secrets.token_hex(6)}"
         event = Question(run_id, question_id, question, options or None, float(timeout),
                          default, kind=kind, details=details)
@@ -153,7 +175,8 @@ class QuestionChannel:
             return {"answer": answer, "source": source}
         loop = asyncio.get_running_loop()
         created = datetime.now(timezone.utc)
-        pending = Pending(event, loop.create_future(), loop, created)
+        pending = Pending(event, loop.create_future(), loop, created,
+                          limited=limited and bool(options))
         self.pending[question_id] = pending
         self._write_pending()
         self.bus.emit(event)
@@ -208,10 +231,17 @@ class QuestionChannel:
                              "the first answer, there or here, counts.", level="info"))
 
     def answer(self, question_id: str, answer: str, source: AnswerSource = "user") -> bool:
-        """Answer a pending question from any thread; False if it is gone."""
+        """Answer a pending question from any thread; False if it is gone.
+
+        A question whose options limit the reply (``ask_user``'s) takes only one of them:
+        :class:`AnswerRefused` for anything else, and the question goes on waiting."""
         pending = self.pending.get(question_id)
         if pending is None or pending.future.done():
             return False
+        event = pending.event
+        if source == "user" and pending.limited and event.options \
+                and answer != event.default:  # taking the question's own default is a choice
+            answer = chosen_option(event.options, answer)
 
         def settle() -> None:
             if not pending.future.done():

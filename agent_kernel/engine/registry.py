@@ -20,9 +20,9 @@ import inspect
 import re
 import threading
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic import Field as Field
@@ -149,6 +149,7 @@ class ToolContext:
             options=options,
             timeout=timeout,
             default=default,
+            limited=True,  # spec 000: options limit the reply
         )
         return result
 
@@ -257,6 +258,30 @@ ImagesOf = Callable[[Any], list[str]]
 in a message after the tool results (:meth:`Model.accepts_images`)."""
 
 
+class FailedCall(TypedDict, total=False):
+    """A failed call in spec 004's words: ``{ok: false, error}`` or ``{error}``."""
+
+    ok: bool
+    error: str
+
+
+Failure = Callable[[str], FailedCall]
+"""A failed call in its spec's shape, from the reason in words: spec 004's
+``{ok: false, error}`` or ``{error}``. A refusal (a precheck, a denied approval, bad
+arguments) or a raise of such a tool reaches the model as this object, not as
+``Error: ...`` text; the ledger still records the call as failed."""
+
+
+def ok_false(reason: str) -> FailedCall:
+    """Spec 004's failed call of the tools with an ``ok`` (files, commands, requests)."""
+    return {"ok": False, "error": reason}
+
+
+def error_only(reason: str) -> FailedCall:
+    """Spec 004's failed ``spawn_agent`` / ``terminate_agent``: ``{error}``."""
+    return {"error": reason}
+
+
 SideEffects = Callable[[JsonObject], bool]
 """Decides per call whether a tool's validated arguments need an approval (``url_fetch``:
 a GET does not, a POST does)."""
@@ -282,8 +307,16 @@ class Tool:
         approval_terms: ApprovalRule | None = None,
         for_model: ForModel | None = None,
         images: ImagesOf | None = None,
+        failure: Failure | None = None,
+        schema_extra: Mapping[str, object] | None = None,
+        envelope: bool = True,
     ) -> None:
         self.func = func
+        self.envelope = envelope
+        """Whether a ``{ok: false, ...}`` result is a failed call (spec 004's envelopes);
+        False for a tool whose result is a value it was given to compute (run_javascript)."""
+        self.failure = failure
+        self.schema_extra = schema_extra
         self.images = images
         self.approval_terms = approval_terms
         self.for_model = for_model
@@ -345,6 +378,8 @@ class Tool:
         schema.setdefault("properties", {})
         schema.setdefault("required", [])
         schema.pop("additionalProperties", None)
+        if self.schema_extra:  # what a signature cannot say: "one of taskId or id"
+            schema.update(copy.deepcopy(self.schema_extra))
         return schema
 
     def schema(self) -> ToolSchema:

@@ -52,6 +52,11 @@ class HistoryService(Protocol):
         """Wait until every queued record is written; False on timeout."""
         ...
 
+    def not_the_person(self, run_id: str) -> None:
+        """The prompt of run ``run_id`` is not the person's words (a team's results handed
+        to the Teller): its reply is history, its prompt is not."""
+        ...
+
 
 class SchedulerService(Protocol):
     """The agent's trigger scheduler (``triggers.scheduler``), as its owner's peers see it."""
@@ -300,7 +305,12 @@ class AgentServices:
     memory_notices: set[str] = field(default_factory=set)
     """Memory notices this agent has already told the person."""
     history_writer: HistoryService | None = None
-    """Writes the agent's runs to history (the memory tool set; not on a team's members)."""
+    """Writes the conversation this agent reads to history (the memory tool set): its own
+    runs, or on a team's member the Teller's writer (a member's own runs are not recorded)."""
+    memory_owner: str | None = None
+    """Whose memories and conversation the memory tools read and write: None, the agent's
+    own; on a team's members the Teller's id (spec 000: the Planner reads the person's
+    conversation with the Teller and what the Teller remembered)."""
     triggers: SchedulerService | None = None
     """The agent's trigger scheduler (``triggers.scheduler_for``)."""
     budget: Budget | None = None

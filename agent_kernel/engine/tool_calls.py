@@ -97,9 +97,12 @@ class CallRefused(Exception):
 
     def __init__(self, error: str, *, summary: str | None = None,
                  guidance: str | None = None, result: Any = None,
-                 duration_ms: int = 0) -> None:
+                 duration_ms: int = 0, reason: str | None = None) -> None:
         super().__init__(error)
         self.error = error
+        self.reason = reason if reason is not None else error
+        """The refusal in words without the ``Tool 'NAME' ...`` frame: what a tool's own
+        failure shape (:data:`~agent_kernel.engine.registry.Failure`) carries."""
         self.summary = summary
         self.guidance = guidance
         self.result = result
@@ -122,6 +125,7 @@ async def execute(
         finally:  # the views hear of every call, with its arguments parsed when they parse
             agent.bus.emit(ToolCallStarted(run_id, call.id, call.name, arguments))
         tool_obj = look_up(agent, call)
+        switched_on(agent, call)
         permit(agent, call, tool_obj)
         values = validate(call, tool_obj, arguments)
         clock = ToolClock(tool_obj.timeout or agent.settings.tool_timeout)
@@ -135,8 +139,12 @@ async def execute(
             await finish(agent, call, run_id, arguments, None, "cancelled by the user",
                          monotonic_ms(started))
             raise
-        check_envelope(call, value, started)
+        if tool_obj.envelope:
+            check_envelope(call, value, started)
     except CallRefused as refused:
+        shaped = agent.registry.get(call.name)
+        if refused.result is None and shaped is not None and shaped.failure is not None:
+            refused.result = shaped.failure(refused.reason)  # the spec's shape, e.g. {ok: false}
         made = await finish(agent, call, run_id, arguments, refused.result, refused.error,
                             refused.duration_ms, summary=refused.summary,
                             guidance=refused.guidance)
@@ -190,9 +198,21 @@ def look_up(agent: CallHost, call: ToolCallRequest) -> Tool:
     tool_obj = agent.registry.get(call.name)
     if tool_obj is None:
         known = ", ".join(agent.registry.names())
-        raise CallRefused(f"Unknown tool: {call.name}.", summary=f"unknown tool '{call.name}'",
+        # spec 001's words (case 2 of its error handling), for the person's tools too
+        raise CallRefused(f"Unknown built-in tool: {call.name}",
+                          summary=f"unknown tool '{call.name}'",
                           guidance=f"Available tools: {known}")
     return tool_obj
+
+
+def switched_on(agent: CallHost, call: ToolCallRequest) -> None:
+    """Refuse a tool the person switched off (spec 003's ``tools.<name>.enabled``), in 003's
+    words."""
+    if agent.settings.tools_enabled.get(call.name, True):
+        return
+    raise CallRefused(f"{call.name} tool is disabled", summary=f"{call.name} is switched off",
+                      guidance="Do without it; the person switched it off "
+                               "(Settings.tools_enabled).")
 
 
 def permit(agent: CallHost, call: ToolCallRequest, tool_obj: Tool) -> None:
@@ -233,7 +253,7 @@ def precheck(call: ToolCallRequest, tool_obj: Tool, ctx: ToolContext,
         return tool_obj.precheck(values, ctx) if tool_obj.precheck is not None else None
     except ToolError as exc:  # refused before anyone is asked to approve it
         raise CallRefused(f"Tool '{call.name}' was not run: {exc}", summary=exc.summary,
-                          guidance=exc.guidance) from exc
+                          guidance=exc.guidance, reason=str(exc)) from exc
     except Exception as exc:  # a precheck that breaks refuses too: it cannot vouch
         raise CallRefused(f"Tool '{call.name}' was not run: its arguments could not be "
                           f"checked ({type(exc).__name__}: {exc})") from exc
@@ -244,7 +264,9 @@ async def approve(agent: CallHost, ctx: ToolContext, tool_obj: Tool, values: Jso
     """Ask for approval when the tool needs it; a denial (or no answer) refuses."""
     verdict = await agent.approvals.check(ctx, tool_obj, values, notes)
     if verdict is not None:
-        raise CallRefused(verdict.error, summary=verdict.summary, guidance=verdict.guidance)
+        raise CallRefused(verdict.error, summary=verdict.summary, guidance=verdict.guidance,
+                          reason=verdict.error.removeprefix(f"Tool '{tool_obj.name}' was not "
+                                                            "run: "))
 
 
 async def run(agent: CallHost, call: ToolCallRequest, tool_obj: Tool, values: JsonObject,
@@ -271,7 +293,7 @@ async def run(agent: CallHost, call: ToolCallRequest, tool_obj: Tool, values: Js
             message = f"{type(exc).__name__}: {message}"
         told = exc if isinstance(exc, ToolError) else None
         raise CallRefused(f"Tool '{call.name}' execution failed: {message}",
-                          duration_ms=monotonic_ms(started),
+                          duration_ms=monotonic_ms(started), reason=message,
                           summary=(told.summary if told else None) or message,
                           guidance=told.guidance if told else None) from exc
 

@@ -1,7 +1,8 @@
 """The conversation history writer: every run's prompt and final reply, kept in the journal.
 
 A :class:`HistoryWriter` listens to an agent's event bus. ``RunStarted``
-gives the user's prompt and ``RunFinished`` the assistant's reply; each
+gives the user's prompt, ``Reply`` (the ``reply`` tool) and ``RunFinished``
+the assistant's replies; each
 becomes a history record (role, text, createdAt, run and conversation ids).
 Subscribers run on the event loop, so the writer only queues the record: one
 daemon thread appends the queue to the history journal (:mod:`.journal`,
@@ -20,7 +21,7 @@ import threading
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from agent_kernel.core.events import Event, RunFinished, RunStarted
+from agent_kernel.core.events import Event, Reply, RunFinished, RunStarted
 from agent_kernel.core.ledger import new_id
 
 if TYPE_CHECKING:
@@ -43,17 +44,28 @@ class HistoryWriter:
         self._pending = 0
         self._idle = threading.Condition()
         self.errors: list[str] = []
+        self._not_said: set[str] = set()
 
     def __call__(self, event: Event) -> None:
         """Bus subscriber: queue a record for the events that carry conversation text."""
         if isinstance(event, RunStarted):
             if not getattr(self.agent, "messages", None):
                 self.conversation_id = new_id("conv")
-            self._put("user", event.prompt, event.run_id, event.at)
+            if event.run_id in self._not_said:
+                self._not_said.discard(event.run_id)
+            else:
+                self._put("user", event.prompt, event.run_id, event.at)
+        elif isinstance(event, Reply) and event.text:  # spec 000's reply tool: said to them
+            self._put("assistant", event.text, event.run_id, event.at)
         elif isinstance(event, RunFinished):
             reply = getattr(event.result, "reply", "") or ""
             if reply:
                 self._put("assistant", reply, event.run_id, event.at)
+
+    def not_the_person(self, run_id: str) -> None:
+        """The prompt of run ``run_id`` is not the person's words (the results a team hands
+        its Teller): its reply is history, its prompt is not."""
+        self._not_said.add(run_id)
 
     def _put(self, role: str, text: str, run_id: str, at: float) -> None:
         record = {"role": role, "text": text,

@@ -78,7 +78,7 @@ class Memory(_MemoryFields, total=False):
 
 
 class MemoryFull(ValueError):
-    """No room for another memory (every one left is long-term)."""
+    """More memories in one batch than an agent may keep at all (spec 001's limit)."""
 
 
 class MemoryStore:
@@ -191,7 +191,8 @@ class MemoryStore:
         return results
 
     def _make_room(self, agent_id: str, incoming: int) -> None:
-        """Keep each agent under the limit: drop its oldest short-term memories first."""
+        """Keep each agent under the limit (spec 001: the oldest are cleaned): its oldest
+        short-term memories first, then, when they are not enough, its oldest long-term ones."""
         if incoming > self.max_memories:
             raise MemoryFull(f"cannot store {incoming} memories at once: the limit is "
                              f"{self.max_memories} per agent")
@@ -209,20 +210,20 @@ class MemoryStore:
         self._counts[agent_id] = (count + incoming - max(0, excess), 0)
         if excess <= 0:
             return
+        columns = ["id", "created_at", "content", "long_term"]
         short = self.tables.scan(table, filters.where(agent_id, long_term=False),
-                                 ["id", "created_at", "content"]).sort_by("created_at")
-        if short.num_rows < excess:
-            raise MemoryFull(
-                f"memory is full: agent {agent_id!r} has {count} memories (the limit is "
-                f"{self.max_memories}) and only {short.num_rows} short-term ones can be "
-                "cleaned; forget some long-term memories first (%agent_memory forget ID)")
+                                 columns).sort_by("created_at")
         oldest = short.slice(0, excess).to_pylist()
+        if len(oldest) < excess:  # spec 001: the oldest memories go, long-term ones too
+            long = self.tables.scan(table, filters.where(agent_id, long_term=True),
+                                    columns).sort_by("created_at")
+            oldest += long.slice(0, excess - len(oldest)).to_pylist()
         ids = ", ".join(filters.quote(check_memory_id(r["id"])) for r in oldest)
         table.delete(f"id IN ({ids})")
         if self.mirror:
             for row in oldest:
                 markdown.remove(self.root, markdown.mirror_path(
-                    row["content"], row["created_at"], False), row["id"])
+                    row["content"], row["created_at"], bool(row["long_term"])), row["id"])
 
     def forget(self, memory_id: str, *, agent_id: str | None = None) -> bool:
         """Delete one memory (and its markdown entry); False when there is no such memory."""

@@ -239,6 +239,7 @@ class FrontendProbe:
             return handler(data)
         if action not in ("answer", "stop"):
             return False, f"unknown action {str(action)[:40]!r}"
+        from agent_kernel.engine.questions import AnswerRefused
         from agent_kernel.notebook.requests import AnswerRequest, read
 
         run = self._live_run(data)
@@ -251,6 +252,10 @@ class FrontendProbe:
             return False, request
         if len(request.answer) > _MAX_ANSWER:
             return False, f"That answer is too long (more than {_MAX_ANSWER} characters)."
-        if not run.answer(request.question_id, request.answer):
+        try:
+            taken = run.answer(request.question_id, request.answer)
+        except AnswerRefused as exc:  # not one of the question's options: it goes on waiting
+            return False, str(exc)
+        if not taken:
             return False, "This question is no longer waiting."
         return True, ""

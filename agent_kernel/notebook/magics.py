@@ -59,7 +59,7 @@ MAGIC_MODULES = ("agent_kernel.notebook.memory_magics", "agent_kernel.notebook.t
 # Traits that are the session agent's Settings (trait name -> Settings field).
 _SETTINGS = {"tool_timeout": "tool_timeout", "max_tool_calls": "max_tool_calls",
              "headless_approval": "headless_approval", "api_base": "api_base",
-             "ask_before": "ask_before"}
+             "ask_before": "ask_before", "tools_enabled": "tools_enabled"}
 _NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _LEADING_OPTIONS = re.compile(
     r"^\s*((?:--(?:wait|new|team|single)(?![\w=-])\s*|--model(?:=|\s+)(?!-)\S+\s*)*)(.*)$",
@@ -129,6 +129,9 @@ class AgentMagics(Magics, Configurable):
                       "run (tool name -> True/False), e.g. {'run_javascript': True}; code "
                       "for the kernel, writes and commands always ask "
                       "(%agent_config --asking).").tag(config=True)
+    tools_enabled = Dict(value_trait=Bool(), help="Tools switched off or on (tool name -> "
+                         "True/False), e.g. {'bash': False}: a call of a switched-off tool is "
+                         "refused with '<name> tool is disabled'.").tag(config=True)
     redact_patterns = List(Unicode(), help="More regular expressions whose matches are "
                            "redacted from the ledger, memory and saved outputs.").tag(config=True)
 
@@ -163,8 +166,9 @@ class AgentMagics(Magics, Configurable):
         name = _SETTINGS[change["name"]]
         changed: dict[str, Any] = {name: change["new"] if change["name"] != "api_base"
                                    else (change["new"] or None)}
-        if name == "ask_before":
+        if name in ("ask_before", "tools_enabled"):
             changed[name] = dict(change["new"])
+        if name == "ask_before":
             old = change["old"] or {}
             for tool, asks in change["new"].items():
                 if old.get(tool) != asks:
@@ -205,7 +209,8 @@ class AgentMagics(Magics, Configurable):
             settings = Settings(tool_timeout=self.tool_timeout, max_tool_calls=self.max_tool_calls,
                                 headless_approval=self.headless_approval,
                                 api_base=self.api_base or None,
-                                ask_before=dict(self.ask_before))
+                                ask_before=dict(self.ask_before),
+                                tools_enabled=dict(self.tools_enabled))
             self._agent = Agent(model=self.model, workspace=self.workspace or None,
                                 settings=settings, user_tools=self.user_tools)
             for tool, asks in self.ask_before.items():  # from ipython_config.py or %config

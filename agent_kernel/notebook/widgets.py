@@ -340,7 +340,15 @@ class WidgetView:
         control = self.questions.get(question_id)
         if control is not None:
             control.disable()
-        taken = bool(self.agent.questions.answer(question_id, text))
+        from agent_kernel.engine.questions import AnswerRefused
+
+        try:
+            taken = bool(self.agent.questions.answer(question_id, text))
+        except AnswerRefused:  # not one of its options (a button always is): it still waits,
+            if control is not None:  # and the extension tells the person why
+                for button in control.buttons:
+                    button.disabled = False
+            raise
         if not taken and control is not None:
             control.settle("This question is no longer waiting.")
         return taken

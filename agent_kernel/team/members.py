@@ -209,6 +209,8 @@ def shown_to_person(who: str, content: object) -> str:
     """A message to ``"user"`` as the notice says it: the sender named by the team, then
     the body, every further line of it indented, so no line of the body starts a notice
     of its own ("Message from teller: ...")."""
+    if isinstance(content, dict) and set(content) == {"text"}:  # spec 004's {text: "..."}
+        content = content["text"]
     said = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False,
                                                                default=str)
     lines = said.splitlines() or [""]
@@ -520,7 +522,7 @@ class Society:
         try:
             size = len(json.dumps(content, ensure_ascii=False).encode("utf-8"))
         except (TypeError, ValueError, RecursionError) as exc:
-            raise ToolError(f"content must be JSON data (text, numbers, lists, objects): "
+            raise ToolError(f"payload must be JSON data (text, numbers, lists, objects): "
                             f"{exc}") from None
         if size > MAX_MESSAGE_BYTES:
             raise ToolError(f"The message is {size:,} bytes as JSON; the limit is "

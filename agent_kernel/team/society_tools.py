@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any
 
-from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
+from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError, error_only
 from agent_kernel.team.tools import team_member
 
 if TYPE_CHECKING:
@@ -187,24 +187,19 @@ async def terminate_agent(
 
 async def send_message(
     to: Annotated[str, Field(min_length=1, max_length=200)],
+    payload: dict[str, object],
     ctx: ToolContext,
-    content: Any = None,
-    payload: Any = None,
 ) -> dict[str, Any]:
     """Send a message to another agent of the team, or to the person with to="user". An agent
     waiting with wait_for_message starts again with it.
 
     Args:
         to: An agent id (the agent that spawned you, one you spawned) or "user".
-        content: What to say: text, or JSON data such as {"type": "task_result", ...}.
-        payload: Spec 004's name for content; pass one of the two.
+        payload: The message, a JSON object: {"text": "..."} for words, or structured data
+            such as {"type": "task_result", "status": "success", "artifactRef": "artifact:..."}.
     """
-    if (content is None) == (payload is None):
-        raise ToolError("Pass the message as content (or as payload, spec 004's name), "
-                        "exactly one of them")
-    said = content if content is not None else payload
     society, agent = _society(ctx, "send_message")
-    result: dict[str, Any] = await society.send(agent, ctx.run_id, to, said)
+    result: dict[str, Any] = await society.send(agent, ctx.run_id, to, payload)
     return result
 
 
@@ -219,5 +214,6 @@ async def wait_for_message(ctx: ToolContext) -> dict[str, str]:
             "note": "Your run ends now; the next message for you starts it again."}
 
 
-TOOLS += [Tool(spawn_agent, source="builtin"), Tool(terminate_agent, source="builtin"),
+TOOLS += [Tool(spawn_agent, source="builtin", failure=error_only),
+          Tool(terminate_agent, source="builtin", failure=error_only),
           Tool(send_message, source="builtin"), Tool(wait_for_message, source="builtin")]

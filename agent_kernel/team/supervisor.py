@@ -35,7 +35,12 @@ from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.agent import Agent, RunResult
 from agent_kernel.engine.models import Model
 from agent_kernel.engine.registry import Tool, ToolContext, ToolError, Toolset
-from agent_kernel.engine.services import AgentServices, TaskSummary, share_kernel
+from agent_kernel.engine.services import (
+    AgentServices,
+    HistoryService,
+    TaskSummary,
+    share_kernel,
+)
 from agent_kernel.team.agent_ids import (
     TRUSTED_AGENT_NUMBER,
     first_agent_number,
@@ -50,6 +55,9 @@ from agent_kernel.team.queue import RestoreReport, Task, TaskQueue, task_of
 from agent_kernel.team.restart import Restart
 from agent_kernel.team.roles import MAX_AGENT_NUMBER, PLANNER, ROLE_PERMITS, ROLES, TELLER, WORKER
 from agent_kernel.triggers import existing_scheduler
+
+TELLER_ID = TELLER
+"""The Teller's agent id: whose memories and conversation a team's members share."""
 
 log = logging.getLogger(__name__)
 PROMPT_LIMIT = 100
@@ -113,6 +121,8 @@ class Supervisor:
         self.asker: Any = None
         """The Teller's question channel: every team agent's questions go there (set by the
         Team), so the view that answers the Teller answers a Worker's approval too."""
+        self.conversation: HistoryService | None = None
+        """The Teller's history writer: the person's conversation every member reads."""
         self.question_store = QuestionStore(workspace)
         self.question: PendingQuestion | None = None
         """The Teller's question waiting for the person (spec 000's ``ask_user``)."""
@@ -182,8 +192,15 @@ class Supervisor:
         agent.services.budget = self.budget
         if self.kernel is not None:
             share_kernel(self.kernel, agent.services)
-        if role != TELLER:  # history is the person's conversation with the Teller
-            writer, agent.services.history_writer = agent.services.history_writer, None
+        # Memory and history are the person's conversation with the Teller (spec 000): every
+        # member reads (and the Teller alone, by the matrix, writes) under the Teller's id, in
+        # this team's workspace; a member's own runs are not history.
+        agent.services.memory_owner = TELLER_ID
+        if role == TELLER:
+            self.conversation = agent.services.history_writer
+        else:
+            writer, agent.services.history_writer = (agent.services.history_writer,
+                                                     self.conversation)
             if writer is not None:
                 agent.bus.unsubscribe(writer)
         if self.desk is not None and role != TELLER:  # one scheduler holds the team's triggers

@@ -36,7 +36,7 @@ from agent_kernel.team.queue import RestoreReport, Task, TaskNode
 from agent_kernel.team.restored import Decision
 from agent_kernel.team.roles import TELLER, WORKER
 from agent_kernel.team.society import SocietyError, json_line
-from agent_kernel.team.supervisor import Supervisor, TeamLimits
+from agent_kernel.team.supervisor import TELLER_ID, Supervisor, TeamLimits
 from agent_kernel.team.toolsets import default_toolsets
 
 RESULT_CHARS = 4000
@@ -154,7 +154,7 @@ class Team:
         assert isinstance(desk, TriggerDesk)
         desk.supervisor = self.supervisor
         self.supervisor.desk = desk
-        self.teller = self.supervisor.make_agent(TELLER, "teller")
+        self.teller = self.supervisor.make_agent(TELLER, TELLER_ID)
         self.supervisor.asker = desk.questions = self.teller.questions  # type: ignore[assignment]
         self.ledger = self.teller.ledger
         self.restore_report: RestoreReport = self.supervisor.restore()
@@ -300,6 +300,9 @@ class Team:
         listening = teller.bus.subscribe(
             lambda e: said.append(e.text) if isinstance(e, Reply) else None)
         rounds = asks = 0
+        # Whether the Teller's next prompt is the team's results alone (no answer of the
+        # person's in it): history keeps the person's conversation only.
+        handed_on = False
         try:
             if self._earlier is not None:  # Stop while it is put to the person keeps it
                 text = await self._settle_earlier(prompt, root)
@@ -309,6 +312,9 @@ class Team:
                 root.run_id = run_id
                 timer = asyncio.get_running_loop().call_later(
                     self.limits.timeouts[TELLER], teller.stop, run_id)
+                writer = teller.services.history_writer
+                if handed_on and writer is not None:  # results only: not the person's words
+                    writer.not_the_person(run_id)
                 try:
                     result = await teller.arun(text, run_id=run_id)
                 finally:
@@ -347,6 +353,7 @@ class Team:
                     break
                 teller.bus.emit(Notice(run_id, RESULTS_NOTICE if wave else ANSWER_NOTICE))
                 text = "\n\n".join(parts)
+                handed_on = asked is None
         except asyncio.CancelledError:
             if team.question is not None and team.question.trace_id == root.trace_id:
                 self._forget_question()  # stopped by the person: the question goes too
@@ -372,7 +379,7 @@ class Team:
         else:
             reply = await self.teller.questions.ask(
                 run_id=run_id, question=pending.question, options=pending.options,
-                timeout=pending.seconds_left(), default=pending.default)
+                timeout=pending.seconds_left(), default=pending.default, limited=True)
         for message in self.teller.messages:
             if message.get("role") == "tool" and message.get("tool_call_id") == pending.call_id:
                 message["content"] = tool_result(reply)

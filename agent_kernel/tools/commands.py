@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import IO, Annotated, Any, TypedDict
 
 from agent_kernel.core.workspace import Workspace
-from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
+from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError, ok_false
 from agent_kernel.guards import cgroups, command_limits, sandbox
 from agent_kernel.guards.command_limits import MIB, CommandLimits
 from agent_kernel.guards.dangerous import find_danger
@@ -152,7 +152,8 @@ def precheck(script: str, tool_name: str, timeout: float | None, shown: str,
     """Refuse before approval (disabled, a bad timeout, a dangerous command, no sandbox);
     else the notes for the approval card: ``{"sandbox": sandbox_state()}``."""
     if not LIMITS.enabled:
-        raise ToolError(f"tool is disabled: {tool_name} (commands.LIMITS.enabled is false)")
+        raise ToolError(f"{tool_name} tool is disabled",  # spec 003's words
+                        guidance="commands.LIMITS.enabled (tools.bash.enabled) is false.")
     try:
         _checked_timeout(timeout, shown, scale)
         LIMITS.check()
@@ -331,7 +332,7 @@ async def bash(
         timeout_seconds: Seconds before the command is killed (default 30, at most 600).
     """
     if not LIMITS.enabled:
-        raise PermissionError("tool is disabled: bash (tools.bash.enabled is false)")
+        raise PermissionError("bash tool is disabled")  # spec 003's words
     timeout = _checked_timeout(timeout_seconds, "timeout_seconds")
     done = await run(ctx.workspace, cmd, _command_cwd(ctx.workspace, cwd), timeout)
     result: BashResult = {"exit_code": done.exit_code, "stdout": done.stdout,
@@ -361,8 +362,7 @@ async def run_command(
         timeoutMs: Milliseconds before the command is killed (default 60000, at most 600000).
     """
     if not LIMITS.enabled:
-        return {"ok": False, "error": "tool is disabled: run_command (tools.bash.enabled "
-                                      "is false)"}
+        return {"ok": False, "error": "run_command tool is disabled"}
     try:
         timeout = _checked_timeout(timeoutMs / 1000, "timeoutMs", 1000)
         done = await run(ctx.workspace, command, _command_cwd(ctx.workspace, None), timeout)
@@ -410,5 +410,5 @@ TOOLS = [
     Tool(bash, source="builtin", side_effects=True, timeout=LIMITS.max_timeout + 5.0,
          precheck=_bash_precheck),
     Tool(run_command, source="builtin", side_effects=True, timeout=LIMITS.max_timeout + 5.0,
-         precheck=_run_command_precheck),
+         precheck=_run_command_precheck, failure=ok_false),
 ]

@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
+import weakref
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from agent_kernel.core.events import ConsoleOutput, LedgerRecorded
 from agent_kernel.core.events import Reply as ReplyEvent
-from agent_kernel.core.ledger import now_iso
+from agent_kernel.core.ledger import Ledger, decision_record, now_iso
 from agent_kernel.engine.registry import Field, Tool, ToolContext, user_tools
 
 _STATE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
@@ -58,6 +59,56 @@ async def reply(text: str, ctx: ToolContext) -> None:
     return None
 
 
+class DecisionBatch:
+    """Spec 001 writes its decision log to the ledger in batches: the decisions logged while
+    a write is under way (the calls of one response, a team's agents at once) wait and go in
+    the next write, all with one lock and one fsync (``Ledger.append_many``). Each call
+    returns once its own record is on disk, as before."""
+
+    _batches: weakref.WeakKeyDictionary[Ledger, DecisionBatch] = weakref.WeakKeyDictionary()
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self.loop = asyncio.get_running_loop()
+        self.waiting: list[tuple[dict[str, object], asyncio.Future[dict[str, object]]]] = []
+        self.writer: asyncio.Task[None] | None = None
+        self.writes = 0
+        """How many ledger writes the batches took (the tests count them)."""
+
+    @classmethod
+    def of(cls, ledger: Ledger) -> DecisionBatch:
+        """The batch of ``ledger`` on the running loop."""
+        found = cls._batches.get(ledger)
+        if found is None or found.loop is not asyncio.get_running_loop():
+            found = cls._batches[ledger] = cls(ledger)
+        return found
+
+    async def write(self, record: dict[str, object]) -> dict[str, object]:
+        """Queue ``record`` and return it as written (with its hash) once it is on disk."""
+        done: asyncio.Future[dict[str, object]] = self.loop.create_future()
+        self.waiting.append((record, done))
+        if self.writer is None or self.writer.done():
+            self.writer = self.loop.create_task(self._drain())
+        return await asyncio.shield(done)  # a cancelled caller leaves the batch to be written
+
+    async def _drain(self) -> None:
+        await asyncio.sleep(0)  # the other calls of this response queue up first
+        while self.waiting:
+            batch, self.waiting = self.waiting, []
+            try:
+                written = await asyncio.to_thread(self.ledger.append_many,
+                                                  [record for record, _ in batch])
+            except Exception as exc:  # every caller of the batch hears why
+                for _, done in batch:
+                    if not done.done():
+                        done.set_exception(exc)
+                continue
+            self.writes += 1
+            for (_, done), body in zip(batch, written, strict=True):
+                if not done.done():
+                    done.set_result(body)
+
+
 async def log_decision(
     reasoning: Annotated[str, Field(json_schema_extra={"minLength": 1,
                                                        "maxLength": REASONING_CHARS})],
@@ -76,12 +127,11 @@ async def log_decision(
         raise ValueError("reasoning cannot be empty")
     if len(reasoning) > REASONING_CHARS:
         raise ValueError(f"reasoning exceeds {REASONING_CHARS} characters (got {len(reasoning)})")
-    record = await asyncio.to_thread(
-        ctx.agent.ledger.record_decision, agent_id=ctx.agent_id, run_id=ctx.run_id,
-        reasoning=reasoning, decision_type=decision_type,
-    )
+    record = await DecisionBatch.of(ctx.agent.ledger).write(decision_record(
+        agent_id=ctx.agent_id, run_id=ctx.run_id, reasoning=reasoning,
+        decision_type=decision_type))
     ctx.emit(LedgerRecorded(ctx.run_id, record))
-    return {"decision_id": record["decision_id"], "timestamp": record["timestamp"]}
+    return {"decision_id": str(record["decision_id"]), "timestamp": str(record["timestamp"])}
 
 
 async def query_state(state_name: str, ctx: ToolContext) -> Any:

@@ -39,7 +39,7 @@ from typing import Annotated, Any, Literal
 
 from agent_kernel.core.safe_open import folder_fd
 from agent_kernel.core.workspace import Workspace, WorkspaceError
-from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
+from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError, ok_false
 
 CACHE_ALIAS, STATE_ALIAS = "file_cache_dir", "file_state_dir"
 CACHE_DIR, STATE_DIR = "files", "state"
@@ -240,7 +240,7 @@ def _failed(error: str) -> Result:
 def _answer(tool_name: str, work: Callable[[], Result]) -> Result:
     """Run ``work`` as spec 004 answers: its result, or ``{ok: false, error}``."""
     if not getattr(LIMITS, f"{tool_name}_enabled"):
-        return _failed(f"{tool_name} tool is disabled (LIMITS.{tool_name}_enabled is false)")
+        return _failed(f"{tool_name} tool is disabled")  # spec 003's words
     try:
         return work()
     except (OSError, ValueError, RuntimeError) as exc:
@@ -503,7 +503,7 @@ def _write_precheck(values: dict[str, object], ctx: ToolContext) -> None:
     """Refuse, before anyone is asked, a write no approval could allow: the tool turned off,
     too much text, a path outside the files the agent may write or a protected one."""
     if not LIMITS.write_file_enabled:
-        raise ToolError("write_file tool is disabled (LIMITS.write_file_enabled is false)",
+        raise ToolError("write_file tool is disabled",
                         summary="Refused without asking you: writing files is turned off.")
     path, content = str(values["path"]), str(values["content"])
     try:
@@ -519,8 +519,10 @@ def _write_precheck(values: dict[str, object], ctx: ToolContext) -> None:
 
 
 TOOLS = [
-    Tool(read_file, source="builtin", side_effects=False),
-    Tool(write_file, source="builtin", side_effects=True, precheck=_write_precheck),
-    Tool(list_files, source="builtin", side_effects=False),
-    Tool(get_workspace_info, source="builtin", side_effects=False),
+    # Spec 004: every failure {ok: false, error}, refusals before the call included.
+    Tool(read_file, source="builtin", side_effects=False, failure=ok_false),
+    Tool(write_file, source="builtin", side_effects=True, precheck=_write_precheck,
+         failure=ok_false),
+    Tool(list_files, source="builtin", side_effects=False, failure=ok_false),
+    Tool(get_workspace_info, source="builtin", side_effects=False, failure=ok_false),
 ]

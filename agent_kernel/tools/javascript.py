@@ -2,8 +2,10 @@
 
 Spec 004 describes ``code`` as a function body with an explicit ``return``,
 ``input`` as the data passed in, an isolated environment with no file system
-or network, and a result the model reads; its sibling tools give the shape
-followed here: ``{ok: true, result}`` or ``{ok: false, error}``.
+or network, and the result as its examples show it: the code's value itself
+(``result = 579``). A failure is an error the model reads (``Error: Tool
+'run_javascript' execution failed: TypeError: ...``), never a value, so whatever
+the code returns (an ``{ok: false}`` object too) is data.
 
 The code is hostile until shown otherwise, so it never runs in the kernel:
 each call gets a fresh child (:mod:`agent_kernel.guards.js_runner`) running
@@ -41,7 +43,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from agent_kernel.core.workspace import Workspace
-from agent_kernel.engine.registry import Field, Tool, ToolContext
+from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
 from agent_kernel.guards import sandbox
 
 MIB = 1024 * 1024
@@ -260,8 +262,9 @@ async def run_javascript(
     code: Annotated[str, Field(min_length=1, max_length=100_000)],
     ctx: ToolContext,
     input: Any = None,  # noqa: A002  (the spec's name)
-) -> JsResult:
+) -> object:
     """Run JavaScript for exact calculation or data processing; no files, network or console.
+    Returns the value the code returns (spec 004: "result = 579").
 
     The code is approved by the person before it runs.
 
@@ -270,6 +273,24 @@ async def run_javascript(
             Example: "return input.items.filter(x => x.active).map(x => x.name)".
         input: JSON data passed to the code as `input`.
     """
+    return value_of(await run_script(code, ctx, input))
+
+
+def value_of(answer: JsResult) -> object:
+    """Spec 004's result: the code's value itself. A value too long to pass back whole is
+    its first characters as text with a ``[truncated: ...]`` line; a failure raises, so the
+    model reads ``Error: ...`` and no returned value can pass for one."""
+    if not answer.get("ok"):
+        raise ToolError(str(answer.get("error") or "the code failed"))
+    value = answer.get("result")
+    if answer.get("truncated"):
+        return f"{value}\n...[truncated: {answer.get('note', '')}]"
+    return value
+
+
+async def run_script(code: str, ctx: ToolContext, input: object = None  # noqa: A002
+                     ) -> JsResult:
+    """Run ``code`` in the engine's child: ``{ok: true, result}`` or ``{ok: false, error}``."""
     LIMITS.check()
     try:
         request = _request(code, input)
@@ -297,6 +318,7 @@ async def run_javascript(
 
 
 TOOLS = [
+    # Its result is the code's value: an {ok: false} the code returns is data, not a failure.
     Tool(run_javascript, source="builtin", side_effects=True,
-         timeout=2 * MAX_TIMEOUT_SECONDS + 10.0),
+         timeout=2 * MAX_TIMEOUT_SECONDS + 10.0, envelope=False),
 ]

@@ -7,6 +7,8 @@ most 2000 characters → ``{memory_id, timestamp}``) and returns all three.
 ``search_memory`` and the history tools are spec 000's, ``memory_recently``
 is spec 003's. Each runs its LanceDB and embedding work in a worker thread,
 so the event loop never waits for them, and emits its events on the loop.
+Each reads and writes the memories and conversation of ``services.memory_owner``
+(in a team the Teller's, spec 000) or else of the calling agent.
 
 The bounds spec 001 words itself (``content cannot be empty``, ``content
 exceeds 2000 characters (got 2001)``, ``limit must be between 1 and 20, got
@@ -79,6 +81,12 @@ async def _with_store(ctx: ToolContext, work: Callable[[MemoryStore], T]) -> T:
     return await asyncio.to_thread(work, store)
 
 
+def _owner(ctx: ToolContext) -> str:
+    """Whose memories and conversation the call reads and writes: the agent's own, or in a
+    team the Teller's (``services.memory_owner``; spec 000's Teller → memory → Planner)."""
+    return ctx.agent.services.memory_owner or ctx.agent_id
+
+
 def _flush_history(ctx: ToolContext) -> None:
     writer = ctx.agent.services.history_writer
     if writer is not None:
@@ -101,7 +109,7 @@ async def remember(
     """
     check_content(content)  # spec 001's words, before the store is opened
     return await _with_store(ctx, lambda store: store.remember(
-        content, agent_id=ctx.agent_id, tags=tags, long_term=longTerm, run_id=ctx.run_id))
+        content, agent_id=_owner(ctx), tags=tags, long_term=longTerm, run_id=ctx.run_id))
 
 
 async def recall(
@@ -119,7 +127,7 @@ async def recall(
     if not low <= limit <= high:
         raise ValueError(f"limit must be between {low} and {high}, got {limit}")
     memories = await _with_store(ctx, lambda store: store.search(
-        query, agent_id=ctx.agent_id, limit=limit))
+        query, agent_id=_owner(ctx), limit=limit))
     shown = [{k: v for k, v in memory.items() if k != "agent_id"} for memory in memories]
     return {"memories": shown, "count": len(shown)}
 
@@ -171,7 +179,7 @@ async def search_memory(
         limit: Maximum number of hits (default 5).
     """
     found = await _with_store(ctx, lambda store: store.search(
-        query, agent_id=ctx.agent_id, limit=limit, after=after, before=before))
+        query, agent_id=_owner(ctx), limit=limit, after=after, before=before))
     return {"hits": [{"source": m["path"], "content": m["content"][:SNIPPET_CHARS],
                       "score": m["score"]} for m in found]}
 
@@ -190,7 +198,7 @@ async def memory_recently(
         include_body: Also return each memory's full text.
     """
     found = await _with_store(ctx, lambda store: store.recent(
-        agent_id=ctx.agent_id, days=days, limit=limit))
+        agent_id=_owner(ctx), days=days, limit=limit))
     items: list[RecentItem] = []
     for memory in found:
         first = memory["content"].strip().splitlines()[0]
@@ -217,7 +225,7 @@ async def get_recent_history(
     """
     def read(store: MemoryStore) -> list[dict[str, str]]:
         _flush_history(ctx)
-        return store.history(agent_id=ctx.agent_id, count=count, offset=offset)
+        return store.history(agent_id=_owner(ctx), count=count, offset=offset)
 
     messages = await _with_store(ctx, read)
     return {"messages": list(reversed(messages))}
@@ -236,7 +244,7 @@ async def get_history_by_time(
     """
     def read(store: MemoryStore) -> list[dict[str, str]]:
         _flush_history(ctx)
-        return store.history(agent_id=ctx.agent_id, after=after, before=before)
+        return store.history(agent_id=_owner(ctx), after=after, before=before)
 
     messages = await _with_store(ctx, read)
     return {"messages": messages[-HISTORY_CAP:]}

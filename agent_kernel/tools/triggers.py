@@ -23,7 +23,7 @@ extension loads.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
@@ -101,7 +101,7 @@ async def schedule(
     trace_id = traceId or (ctx.trigger or {}).get("trace_id")
     scheduler = _scheduler(ctx)
     shape: dict[str, Any] | None = None
-    if condition is not None:
+    if condition is not None and type == "conditional":  # another type does not use it
         shape = Condition.parse(condition.model_dump(exclude_none=True)).to_dict()
     if type == "conditional" and shape is not None:
         scheduler.check_room()
@@ -153,9 +153,13 @@ async def schedule_cron(
         focus: What to focus on in each run (e.g. 'hourly build check').
     """
     from agent_kernel.triggers.make import make_cron
+    from agent_kernel.triggers.model import CronError
 
-    trigger = make_cron(_scheduler(ctx), cron_expression=cron_expression, focus=focus,
-                        source="schedule_cron", run_id=ctx.run_id)
+    try:
+        trigger = make_cron(_scheduler(ctx), cron_expression=cron_expression, focus=focus,
+                            source="schedule_cron", run_id=ctx.run_id)
+    except CronError as exc:  # spec 001's words; what is wrong goes to the model besides
+        raise ToolError(str(exc), guidance=exc.hint.capitalize() + ".") from None
     return {"schedule_id": trigger.id, "cron_expression": str(trigger.cron),
             "focus": trigger.prompt}
 
@@ -236,30 +240,49 @@ async def list_tasks(
     return {"tasks": task_list(_scheduler(ctx), scope, role)}
 
 
+class Cancelled(TypedDict, total=False):
+    """What ``cancel_task`` answers (spec 000's ``{success}``; ``reason`` for an unknown id)."""
+
+    success: bool
+    reason: str
+
+
 async def cancel_task(ctx: ToolContext, taskId: str | None = None,  # noqa: N803
-                      id: str | None = None) -> dict[str, bool]:  # noqa: A002
+                      id: str | None = None) -> Cancelled:  # noqa: A002
     """Cancel a queued task or remove a trigger. A running task cannot be cancelled.
 
     Args:
         taskId: The task or trigger id.
         id: The same id under another name; give one of the two.
     """
-    # taskId is spec 000's name for the argument, id spec 002's; both are accepted.
+    # taskId is spec 000's name for the argument, id spec 002's; the schema requires one
+    # (minProperties: 1, below). 002: queued or trigger true, running false; an id that is
+    # none of them is false too, with the reason.
     if taskId and id and taskId != id:
         raise ValueError(f"give taskId or id, not two different ids ({taskId!r}, {id!r})")
     target = taskId or id
     if not target:
         raise ValueError("taskId (or id) is required: the id list_tasks shows")
     team = ctx.agent.services.team
-    if team is not None:  # spec 002: queued or trigger true; running or unknown false
-        return {"success": team.cancel(target)}
-    scheduler = _scheduler(ctx)
-    if scheduler.cancel(target) or scheduler.cancel_queued(target):
-        return {"success": True}
-    if target in ctx.agent.running:
+    if team is not None:
+        if team.cancel(target):
+            return {"success": True}
+        running = any(row["id"] == target for row in team.rows("running"))
+    else:
+        scheduler = _scheduler(ctx)
+        if scheduler.cancel(target) or scheduler.cancel_queued(target):
+            return {"success": True}
+        running = target in ctx.agent.running
+    if running:
         return {"success": False}
-    raise ValueError(f"No queued task, running task or trigger has id {target!r}; "
-                     "list_tasks shows the ids")
+    return {"success": False, "reason": f"No queued task, running task or trigger has id "
+                                        f"{target[:80]!r}; list_tasks shows the ids"}
+
+
+CANCEL_TASK_SCHEMA: dict[str, int] = {"minProperties": 1}
+"""One of ``taskId`` / ``id`` is required. Said with ``minProperties`` (the two are its only
+properties) rather than ``anyOf`` of two ``required`` lists: providers refuse a combinator at
+the top of a tool's parameters (Anthropic's ``input_schema`` does)."""
 
 
 TOOLS = [
@@ -268,7 +291,7 @@ TOOLS = [
     Tool(schedule_cron, source="builtin"),
     Tool(cancel_schedule, source="builtin"),
     Tool(list_tasks, source="builtin"),
-    Tool(cancel_task, source="builtin"),
+    Tool(cancel_task, source="builtin", schema_extra=CANCEL_TASK_SCHEMA),
 ]
 
 

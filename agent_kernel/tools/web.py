@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from agent_kernel.core.redaction import redact_text, secret_name
-from agent_kernel.engine.registry import Field, Tool, ToolContext
+from agent_kernel.engine.registry import Field, Tool, ToolContext, ok_false
 from agent_kernel.guards.web.auth import AUTH_ENV_PREFIX, AuthProfile, env_profile
 from agent_kernel.tools import files
 
@@ -477,5 +477,5 @@ TOOLS = [
          timeout=LIMITS.max_timeout + 10.0),
     Tool(web_search, source="builtin", side_effects=False, timeout=LIMITS.max_timeout + 10.0),
     Tool(http_request, source="builtin", side_effects=_needs_approval,
-         timeout=LIMITS.max_timeout + 10.0),
+         timeout=LIMITS.max_timeout + 10.0, failure=ok_false),  # 004: {ok: false, error}
 ]

@@ -55,14 +55,11 @@ def make_schedule(scheduler: TriggerHost, *, prompt: str, type: str,
                          f"characters, got {trace_id!r:.80}")
     if type not in TYPES:
         raise ValueError(f"type must be one of {', '.join(TYPES)}, got {type!r}")
-    for name, value, wanted in (("interval", interval, "recurring"), ("runAt", runAt, "scheduled"),
-                                ("condition", condition, "conditional")):
-        if value is not None and type != wanted:
-            raise ValueError(f"{name} is only used with type '{wanted}', not '{type}'")
     if cooldown is None or cooldown < 0:
         raise ValueError(f"cooldown must be 0 or more seconds, got {cooldown}")
-    if cooldown and type != "conditional":
-        raise ValueError("cooldown is only used with type 'conditional'")
+    # Spec 000 makes interval, runAt and condition required for their own type and forbids
+    # none for another, and cooldown is "for conditional tasks": the ones another type does
+    # not use are accepted and play no part (the trigger holds only its own type's fields).
     if timeout is not None and timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds or null, got {timeout}")
     trigger = _base(scheduler, type, prompt, source, run_id, "trg")

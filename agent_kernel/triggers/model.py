@@ -69,19 +69,30 @@ def check_interval(interval: float | None) -> float:
     return float(interval)
 
 
+class CronError(ValueError):
+    """Spec 001's ``Invalid cron expression: <expression>``, word for word; ``hint`` says
+    what is wrong, for whoever can use more (the model's guidance)."""
+
+    def __init__(self, expression: str, hint: str) -> None:
+        super().__init__(f"Invalid cron expression: {expression}")
+        self.hint = hint
+
+
+CRON_FORMAT = "expected 'minute hour day month weekday', e.g. '0 9 * * 1-5'"
+
+
 def check_cron(expression: str, now: datetime) -> str:
     """Validate a cron expression with croniter and refuse anything under one minute."""
     from croniter import croniter
 
     expression = " ".join(str(expression).split())
     if not expression or not croniter.is_valid(expression):
-        raise ValueError(f"Invalid cron expression: {expression!r} (expected 'minute hour "
-                         "day month weekday', e.g. '0 9 * * 1-5')")
+        raise CronError(expression, CRON_FORMAT)
     try:
         runs = croniter(expression, now.astimezone())
         times = [runs.get_next(datetime) for _ in range(30)]
     except Exception as exc:  # croniter raises several types for impossible dates
-        raise ValueError(f"Invalid cron expression: {expression!r} ({exc})") from None
+        raise CronError(expression, f"{exc}; {CRON_FORMAT}") from None
     gap = min((b - a).total_seconds() for a, b in zip(times, times[1:], strict=False))
     if gap < CRON_FLOOR:
         raise ValueError(f"cron expression {expression!r} runs every {gap:g} s; the minimum "

@@ -76,12 +76,10 @@ def _searched(arguments: JsonObject, result: object) -> str | None:
 
 
 def _javascript(_arguments: JsonObject, result: object) -> str | None:
-    if not isinstance(result, dict) or result.get("ok") is not True:
-        return None
-    value = result.get("result")
-    shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    more = " (cut short)" if result.get("truncated") else ""
-    return f"returned {_short(shown, 50)}{more}"
+    """The code's value itself (spec 004): ``returned 579``."""
+    shown = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    more = " (cut short)" if isinstance(result, str) and "\n...[truncated: " in result else ""
+    return f"returned {_short(shown.split(chr(10))[0] if more else shown, 50)}{more}"
 
 
 def _write_file(arguments: JsonObject, result: object) -> str | None:
@@ -414,8 +412,10 @@ def summarise(tool: str, arguments: object, result: object, *, success: bool | N
     if not success and not is_envelope(result):
         return (failure or "failed").strip().splitlines()[0] if failure else "failed"
     if isinstance(result, dict) and result.get("ok") is False and not _said_more(result):
-        # a refusal the tool returned: its reason is the line
-        said = str(result.get("error") or failure or "").strip().splitlines()
+        # a refusal the tool returned, or one given in its shape before it ran: the
+        # person-facing line when there is one, else its reason
+        said = str((failure if not success else None) or result.get("error") or failure
+                   or "").strip().splitlines()
         return _short(said[0], 160) if said else "failed"
     line = None
     if (summariser := SUMMARISERS.get(tool)) is not None:

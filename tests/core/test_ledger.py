@@ -242,3 +242,32 @@ def test_cli_verify_exit_codes(tmp_path):
     broken = _cli(tmp_path)
     assert broken.returncode == 1
     assert f"line 2 ({records[1]['record_id']})" in broken.stdout
+
+
+def test_append_many_chains_a_batch_in_one_write(tmp_path, monkeypatch):
+    """Several records in one lock and one write (the decision log's batches), chained in
+    order after what was there; all or none."""
+    from agent_kernel.core import ledger_lines
+
+    ledger = Ledger(tmp_path / LEDGER_FILE)
+    first = ledger.append({"kind": "event", "n": 0})
+    writes: list[int] = []
+    real = ledger_lines.append_all
+
+    def counted(fd: int, data: bytes) -> None:
+        writes.append(data.count(b"\n"))
+        real(fd, data)
+
+    monkeypatch.setattr("agent_kernel.core.ledger.append_all", counted)
+    batch = ledger.append_many([{"kind": "event", "n": i} for i in (1, 2, 3)])
+    assert writes == [3]
+    assert [b["prev_hash"] for b in batch] == [first["hash"], batch[0]["hash"], batch[1]["hash"]]
+    assert [r["n"] for r in ledger.records()] == [0, 1, 2, 3] and ledger.verify().ok
+
+    def broken(fd: int, data: bytes) -> None:
+        raise ledger_lines.AppendFailed(OSError("disk full"), None)
+
+    monkeypatch.setattr("agent_kernel.core.ledger.append_all", broken)
+    with pytest.raises(Exception, match="disk full"):
+        ledger.append_many([{"kind": "event", "n": 4}, {"kind": "event", "n": 5}])
+    assert [r["n"] for r in ledger.records()] == [0, 1, 2, 3] and ledger.verify().ok

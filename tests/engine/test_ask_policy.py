@@ -80,7 +80,7 @@ async def test_run_javascript_runs_without_asking_by_default(tmp_path: Path) -> 
     asked = person(agent)
     record = await through_the_loop(agent, "run_javascript", code="return 6 * 7")
     assert asked == []
-    assert record.success and record.result == {"ok": True, "result": 42}
+    assert record.success and record.result == 42
 
 
 async def test_run_javascript_asks_when_the_person_chose_so(tmp_path: Path) -> None:

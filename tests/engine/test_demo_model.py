@@ -307,8 +307,9 @@ def test_failures_are_said_as_failures() -> None:
         "ok": False, "status": 500, "headers": {}, "body": "", "error": "HTTP 500 Internal"})
     assert server_error == ("The server answered my POST request to `https://h/` with an "
                             "error: HTTP 500 Internal, with an empty body.")
-    syntax = answer("run_javascript", {"code": "return ("}, {
-        "ok": False, "error": "SyntaxError: unexpected end\n  1 | return ("})
+    syntax = answer("run_javascript", {"code": "return ("},  # spec 004: a failure is an error
+                    "Error: Tool 'run_javascript' execution failed: SyntaxError: unexpected "
+                    "end\n  1 | return (")
     assert syntax == ("The JavaScript failed:\n\n```\nSyntaxError: unexpected end\n"
                       "  1 | return (\n```")
     assert answer("some_tool", {}, {"ok": False, "error": "tool is disabled"}) == (
@@ -345,7 +346,7 @@ def test_results_are_words_not_json() -> None:
         {"title": "Odd", "url": "javascript:alert(1)", "snippet": ""}]})
     assert found == ("I found 2 results for “x”:\n\n1. [A \\[b\\]](https://a.example/): first\n"
                      "2. Odd (`javascript:alert(1)`)")  # only web addresses become links
-    assert answer("run_javascript", {}, {"ok": True, "result": {"n": 579}}) == (
+    assert answer("run_javascript", {}, {"n": 579}) == (  # the code's value itself
         'The JavaScript returned `{"n": 579}`.')
     for said in (listed, info, found):
         assert "{" not in said and '"ok"' not in said
@@ -373,7 +374,7 @@ async def test_a_real_run_says_what_really_happened(tmp_path):
     assert "did not go through: network guard refused 169.254.169.254" in refused.reply
     computed = await agent.arun('run javascript: return input.a + input.b with '
                                 '{"a": 123, "b": 456}')
-    assert computed.tool_calls[0].result == {"ok": True, "result": 579}
+    assert computed.tool_calls[0].result == 579  # spec 004: the value itself
     assert computed.reply.endswith("The JavaScript returned `579`.")
     broken = await agent.arun("javascript: return (")
     assert not broken.tool_calls[0].success

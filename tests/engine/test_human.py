@@ -347,3 +347,53 @@ def test_interrupting_a_blocking_wait_stops_the_run(tmp_path: Path) -> None:
     assert "run_cancelled" in [r.get("kind") for r in agent.ledger.records()]
     time.sleep(2.0)
     assert not marker.exists()
+
+
+# -- options limit the reply (spec 000) ---------------------------------------
+
+async def test_an_answer_outside_the_options_is_refused_and_the_question_waits(
+        tmp_path: Path) -> None:
+    from agent_kernel.engine.questions import AnswerRefused
+    from agent_kernel.notebook.frontend import FrontendProbe
+
+    agent = _agent(tmp_path)
+    agent.questions.attach_answerer()
+    events: list[Any] = []
+    agent.bus.subscribe(events.append)
+    asking = asyncio.ensure_future(_ask(agent, question="Which environment?",
+                                        options=["staging", "production"], timeout=30))
+    for _ in range(200):
+        if any(isinstance(e, Question) for e in events):
+            break
+        await asyncio.sleep(0.01)
+    asked = next(e for e in events if isinstance(e, Question))
+    with pytest.raises(AnswerRefused, match="^Answer with one of the choices: staging, "
+                                            "production.$"):
+        agent.questions.answer(asked.question_id, "both")
+
+    class Run:  # what the extension's answer reaches (a run's view)
+        run_id = asked.run_id
+
+        def answer(self, question_id: str, text: str) -> bool:
+            return agent.questions.answer(question_id, text)
+
+    probe = FrontendProbe()
+    probe.add_run(Run())  # type: ignore[arg-type]
+    refused = probe.handle({"action": "answer", "run_id": asked.run_id,
+                            "question_id": asked.question_id, "answer": "dev"})
+    assert refused == (False, "Answer with one of the choices: staging, production.")
+    assert not asking.done() and asked.question_id in agent.questions.pending
+    # an option, in any case and with spaces, is that option
+    assert probe.handle({"action": "answer", "run_id": asked.run_id,
+                         "question_id": asked.question_id, "answer": " Production "}) == (
+        True, "")
+    assert await asking == {"answer": "production", "source": "user"}
+    # a question without options takes any text
+    free = asyncio.ensure_future(_ask(agent, question="Name?", timeout=30))
+    for _ in range(200):
+        if agent.questions.pending:
+            break
+        await asyncio.sleep(0.01)
+    [waiting] = list(agent.questions.pending)
+    assert agent.questions.answer(waiting, "anything at all") is True
+    assert await free == {"answer": "anything at all", "source": "user"}

@@ -153,7 +153,8 @@ async def test_unknown_tool_goes_back_to_the_model(server, tmp_path):
     result = await agent.arun("launch")
     assert result.status == "ok" and result.reply == "I cannot."
     [message] = server.tool_messages(1)
-    assert message["content"].startswith("Error: Unknown tool: launch_rocket.\n\nAvailable tools:")
+    assert message["content"].startswith(  # spec 001's words, then the tools there are
+        "Error: Unknown built-in tool: launch_rocket\n\nAvailable tools:")
     assert "echo" in message["content"]
     [record] = tool_records(agent)
     assert (record["tool_name"], record["success"]) == ("launch_rocket", False)

@@ -203,3 +203,30 @@ def test_a_bad_trace_id_is_refused_clearly(tmp_path: Path, bad: str) -> None:
     with pytest.raises(ValueError, match="traceId must be a non-empty string"):
         make_schedule(scheduler, prompt="p", type="recurring", interval=60, trace_id=bad)
     assert scheduler.active() == []
+
+
+async def test_log_decision_is_written_in_batches(server: ScriptedModel, tmp_path: Path) -> None:
+    """Spec 001: the decision log goes to the ledger in batches. Three decisions of one
+    response are one ledger write (one lock, one fsync); each call still answers with its
+    own decision_id once it is on disk, and the chain holds."""
+    from agent_kernel.tools.core import DecisionBatch
+
+    agent = make_agent(server, tmp_path / "ws")
+    kinds = ["capability_selection", "no_action", "other"]
+    server.script(Message(calls=[Call("log_decision", json.dumps(
+        {"reasoning": f"reason {i}", "decision_type": kind})) for i, kind in enumerate(kinds)]),
+        Message(text="logged"))
+    result = await agent.arun("decide")
+    assert result.ok, result.error
+    decisions = [r for r in agent.ledger.records() if r.get("kind") == "decision"]
+    assert [(d["reasoning"], d["decision_type"]) for d in decisions] == [
+        (f"reason {i}", kind) for i, kind in enumerate(kinds)]
+    answered = [json.loads(m["content"]) for m in server.tool_messages(1)]
+    assert [a["decision_id"] for a in answered] == [d["decision_id"] for d in decisions]
+    assert DecisionBatch.of(agent.ledger).writes == 1
+    assert agent.ledger.verify().ok
+    # a later single decision is a write of its own
+    server.script(Message(calls=[Call("log_decision", '{"reasoning": "one more"}')]),
+                  Message(text="ok"))
+    await agent.arun("again")
+    assert DecisionBatch.of(agent.ledger).writes == 2 and agent.ledger.verify().ok

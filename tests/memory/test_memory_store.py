@@ -162,9 +162,16 @@ def test_oldest_short_term_memories_are_cleaned_first_long_term_kept(tmp_path: P
     assert store.get(kept["memory_id"]) is not None
     for i in range(4):
         store.remember(f"Long-term rule {i + 2}", agent_id="a", long_term=True)
-    with pytest.raises(MemoryFull, match="memory is full"):
-        store.remember("Long-term rule six", agent_id="a", long_term=True)
+    # only long-term memories left: spec 001 cleans the oldest, long-term too (no MemoryFull)
+    assert [m["content"] for m in store.list(agent_id="a", limit=10)] == [
+        f"Long-term rule {i}" for i in (5, 4, 3, 2)] + ["Long-term rule one"]
+    six = store.remember("Long-term rule six", agent_id="a", long_term=True)
+    assert store.count("a") == 5 and store.get(kept["memory_id"]) is None
+    assert store.get(six["memory_id"]) is not None
+    assert "Long-term rule one" not in (store.root / "memory.md").read_text()
+    assert "Long-term rule six" in (store.root / "memory.md").read_text()
     store.remember("another agent is not affected", agent_id="b")
+    assert store.count("a") == 5 and store.count("b") == 1
 
 
 def test_the_real_limit_of_10000_memories_per_agent(tmp_path: Path) -> None:

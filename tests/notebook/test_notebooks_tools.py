@@ -138,7 +138,7 @@ def test_tools_notebook_runs(run_notebook: Any, tmp_path: Path) -> None:
     assert closed["stdout"] == "no way through\n" and "Connection refused" in closed["stderr"]
     assert "It printed:\n\n```\nno way through\n```" in _reply(_closed(cells))
 
-    assert _tool(cells[JAVASCRIPT])["result"] == {"ok": True, "result": 579}
+    assert _tool(cells[JAVASCRIPT])["result"] == 579  # spec 004: the value itself
     assert _reply(cells[JAVASCRIPT]).endswith("The JavaScript returned `579`.")
     assert _reply(cells["%agent run javascript: return typeof fetch + ' ' + typeof require"]
                   ).endswith("The JavaScript returned `undefined undefined`.")
@@ -170,5 +170,5 @@ def test_without_a_working_sandbox_the_command_cells_refuse_in_words(
         assert "cannot start a sandbox here (bwrap: No permissions" in said
         assert "apt-get install bubblewrap" in said
     assert "refused before anyone was asked" in _reply(cells["%agent run command: sudo reboot"])
-    assert _tool(cells[JAVASCRIPT])["result"] == {"ok": True, "result": 579}
+    assert _tool(cells[JAVASCRIPT])["result"] == 579  # spec 004: the value itself
     assert (workspace / "files" / "notes.txt").is_file()

@@ -274,7 +274,9 @@ async def test_cancel_queued_trigger_and_running_tasks(tmp_path):
 
         assert await call(teller, "cancel_task", taskId=queued[0]["id"]) == {"success": True}
         assert await call(teller, "cancel_task", id=job_a.id) == {"success": False}
-        assert await call(teller, "cancel_task", id="task_unknown") == {"success": False}
+        assert await call(teller, "cancel_task", id="task_unknown") == {  # with the reason
+            "success": False, "reason": "No queued task, running task or trigger has id "
+                                        "'task_unknown'; list_tasks shows the ids"}
         assert await call(teller, "cancel_task", id=watch["id"]) == {"success": True}
         assert team.stop(job_a.id)
         result = await asyncio.wait_for(running, 30)

@@ -23,6 +23,7 @@ from test_team_society import call, ok
 
 from agent_kernel import Agent
 from agent_kernel.core.events import Notice
+from agent_kernel.engine import tool_calls
 from agent_kernel.engine.models import ModelRequest
 from agent_kernel.team import Team, TeamLimits
 from agent_kernel.team.roles import PLANNER, TELLER
@@ -95,7 +96,7 @@ def review(role: str, body: dict[str, Any]) -> Message:
             [report] = envelopes(said["content"])
             assert AGENT_ID.fullmatch(report["from"]), said["content"]
             return Message(calls=[tool_call("send_message", to=report["from"],
-                                            content="approved, finish up")])
+                                            payload={"text": "approved, finish up"})])
         if said["role"] == "user":
             return Message(calls=[tool_call(
                 "create_role", name="Reviewer",
@@ -118,13 +119,13 @@ def review(role: str, body: dict[str, Any]) -> Message:
         parent = brief_says(body, "spawned by")
         return Message(calls=[
             tool_call("send_message", to=parent,
-                      content={"type": "task_result", "status": "success", "verdict": "yes"}),
+                      payload={"type": "task_result", "status": "success", "verdict": "yes"}),
             tool_call("send_message", to="user", payload={"text": "Review done: yes"}),
             tool_call("wait_for_message")])
     said = last(body)
     if said["role"] == "user" and said["content"].startswith("Message(s) arrived"):
         [answer] = envelopes(said["content"])
-        return Message(text=f"Verdict: yes ({answer['payload']})")
+        return Message(text=f"Verdict: yes ({answer['payload']['text']})")
     return Message(text=f"unexpected: {said['content'][:200]}")
 
 
@@ -190,7 +191,8 @@ async def test_a_planner_spawns_an_agent_that_reports_waits_and_is_answered(tmp_
     assert log == [(record.id, planner_task["agent_id"], planner_task["id"], True),
                    (record.id, "user", planner_task["id"], True),
                    (planner_task["agent_id"], record.id, planner_task["id"], True)]
-    assert f"Message from {record.id} (Reviewer): {{\"text\": \"Review done: yes\"}}" in notices
+    # spec 004's {text: ...} payload: the person reads the words, not the object
+    assert f"Message from {record.id} (Reviewer): Review done: yes" in notices
 
     # the ledger: the agent's calls carry its role, task, parent and trace
     records = team.ledger.records()
@@ -251,7 +253,7 @@ def chain(role: str, body: dict[str, Any]) -> Message:
             return Message(calls=[tool_call("spawn_agent", roleId=role_id, taskBrief=BRIEF)])
         if said["role"] == "tool" and '"roleName"' in said["content"]:
             return Message(calls=[tool_call("send_message", to=brief_says(body, "spawned by"),
-                                            content="ready"),
+                                            payload={"text": "ready"}),
                                   tool_call("wait_for_message")])
         return Message(text="lead: unexpected")
     assert role == "helper"
@@ -387,23 +389,28 @@ async def test_each_constraint_is_refused_with_a_clear_message(tmp_path: Path) -
         assert f"{grandchild['id']} is {child['id']}'s, not your child" in error
         error = await told(first, "terminate_agent", agentId="agent-000000000000")
         assert "Terminate refused: no agent, not your child" in error
+        # spec 004's failure shape: {error}, what the model reads, recorded as a failure
+        record = await call(first, "terminate_agent", agentId="agent-000000000000")
+        assert not record.success and set(record.result) == {"error"}
+        assert record.result["error"].startswith("Terminate refused: no agent, not your child")
+        assert tool_calls.tool_message(record, 10_000)["content"].startswith('{"error": ')
         assert f"Your live children: {child['id']}." in error
 
         # messages: unknown, ended or unreachable recipients; from is never the model's
-        error = await told(first, "send_message", to="agent-000000000000", content="hi")
+        error = await told(first, "send_message", to="agent-000000000000", payload={"text": "hi"})
         assert "No agent 'agent-000000000000' in this team can receive messages" in error
         assert "Send to 'user' (the person)" in error
-        error = await told(first, "send_message", to="teller", content="hi")
+        error = await told(first, "send_message", to="teller", payload={"text": "hi"})
         assert "send to 'user' to reach the person" in error
         error = await told(first, "send_message", to="user")
-        assert "Pass the message as content (or as payload" in error
-        error = await told(first, "send_message", to="user", content="a", **{"from": "x"})
+        assert "payload: required argument is missing" in error  # spec 004: required
+        error = await told(first, "send_message", to="user", payload={"text": "a"}, **{"from": "x"})
         assert "from" in error and society.messages == []
 
         assert await ok(first, "terminate_agent", agentId=child["id"]) == {"ok": True}
         assert [society.records[a["id"]].status for a in (child, grandchild)] == [
             "terminated", "terminated"]
-        error = await told(first, "send_message", to=child["id"], content="still there?")
+        error = await told(first, "send_message", to=child["id"], payload={"text": "still there?"})
         assert f"Agent {child['id']} has ended (terminated)" in error
         error = await told(first, "terminate_agent", agentId=child["id"])
         assert "has already ended (terminated)" in error
@@ -424,8 +431,9 @@ async def test_a_new_team_restores_agents_and_messages(tmp_path: Path) -> None:
         child = await ok(planner, "spawn_agent", roleId=role["id"], taskBrief=BRIEF)
         await until(lambda: society.members[child["id"]].waiting)
         assert society.records[child["id"]].status == "waiting"
-        await ok(planner, "send_message", to="user", content="a note sk-abcdef0123456789abcd")
-        await ok(planner, "send_message", to=child["id"], content={"do": "this"})
+        await ok(planner, "send_message", to="user",
+                 payload={"text": "a note sk-abcdef0123456789abcd"})
+        await ok(planner, "send_message", to=child["id"], payload={"do": "this"})
 
         # the kernel "dies" here: a second team on the same workspace
         later = Team(model=team.supervisor.model, workspace=tmp_path / "ws",
@@ -440,7 +448,7 @@ async def test_a_new_team_restores_agents_and_messages(tmp_path: Path) -> None:
         assert [(m.sender, m.to) for m in again.messages] == [
             ("planner-1", "user"), ("planner-1", child["id"])]
         assert again.messages[1].content == {"do": "this"}
-        note = again.messages[0].content
+        note = again.messages[0].content["text"]
         assert note.startswith("a note ") and "sk-abcdef0123456789abcd" not in note  # redacted
         interrupted = [r for r in later.ledger.records() if r.get("kind") == "agent_interrupted"]
         assert [(r["agent_id"], r["role"]) for r in interrupted] == [(child["id"], "Scribe")]
@@ -464,7 +472,8 @@ def planner_waits(role: str, body: dict[str, Any]) -> Message:
     def planner(said: dict[str, Any], body: dict[str, Any]) -> Message:
         if said["role"] == "user" and said["content"].startswith("Message(s) arrived"):
             [told] = envelopes(said["content"])
-            return Message(text=f"Plan: the Worker said {told['payload']} (from {told['from']})")
+            said = told["payload"]["text"]
+            return Message(text=f"Plan: the Worker said {said} (from {told['from']})")
         if said["role"] == "user":
             return Message(calls=[delegate("count the files", priority=4),
                                   tool_call("wait_for_message")])
@@ -475,7 +484,8 @@ def planner_waits(role: str, body: dict[str, Any]) -> Message:
         return made
     said = last(body)
     if said["role"] == "user":
-        return Message(calls=[tool_call("send_message", to="planner-1", content="3 files")])
+        return Message(calls=[tool_call("send_message", to="planner-1",
+                                        payload={"text": "3 files"})])
     return Message(text="counted")
 
 

@@ -126,7 +126,7 @@ def test_the_single_agent_keeps_every_tool_but_the_team_only_ones(tmp_path: Path
     ("delegate", {"prompt": "x"}),
     ("spawn_agent", {"roleId": "role-x", "taskBrief": {}}),
     ("terminate_agent", {"agentId": "agent-x"}),
-    ("send_message", {"to": "user", "content": "hi"}),
+    ("send_message", {"to": "user", "payload": {"text": "hi"}}),
     ("wait_for_message", {}),
 ])
 async def test_team_tools_outside_a_team_are_refused_with_a_pointer(
@@ -150,7 +150,7 @@ async def test_the_society_tools_themselves_say_they_need_a_team(name: str,
     assert tool is not None
     arguments = {"spawn_agent": {"roleId": "role-x", "taskBrief": {}},
                  "terminate_agent": {"agentId": "agent-x"},
-                 "send_message": {"to": "user", "content": "hi"}}.get(name, {})
+                 "send_message": {"to": "user", "payload": {"text": "hi"}}}.get(name, {})
     ctx = ToolContext(agent=agent, run_id="run_x", agent_id=agent.agent_id,
                       workspace=agent.workspace)
     with pytest.raises(ToolError, match="works only inside a team"):

@@ -45,14 +45,22 @@ async def ok(agent: Agent, tool: str, /, **arguments: Any) -> Any:
     return record.result
 
 
+SHAPED = ("spawn_agent", "terminate_agent")
+
+
 async def refused(agent: Agent, tool: str, /, **arguments: Any) -> str:
     """The refusal the tool gave, as the person is shown it (the model reads the same
     fact with the tool's name before it)."""
     record = await call(agent, tool, **arguments)
-    assert not record.success and record.result is None
+    assert not record.success
     prefix = f"Tool '{tool}' execution failed: "
     assert record.error is not None and record.error.startswith(prefix), record.error
     told = record.error[len(prefix):]
+    # spec 004: spawn_agent and terminate_agent fail as {error}; the model reads that object
+    assert record.result == ({"error": told} if tool in SHAPED else None), record.result
+    if tool in SHAPED:
+        assert json.loads(tool_calls.tool_message(record, 10_000)["content"].split(
+            "\n\n", 1)[0]) == {"error": told}
     assert record.summary == told or record.summary and tool in record.summary
     assert record.guidance
     return told

@@ -435,7 +435,9 @@ async def test_errors_reach_the_model_as_tool_results(agent: Agent) -> None:
     # refused before anyone is asked (issue 25), and the model reads why
     from agent_kernel.engine.tool_calls import tool_message
 
-    assert not record.success and record.result is None
+    # in spec 004's shape, {ok: false, error}, though the tool never ran
+    assert not record.success and record.result["ok"] is False
+    assert record.result["error"].startswith("path '../../outside.txt' is outside the workspace")
     assert "path '../../outside.txt' is outside the workspace" in str(
         tool_message(record, 10_000)["content"])
     assert result.ok and not (agent.workspace.root.parent.parent / "outside.txt").exists()
@@ -488,8 +490,10 @@ async def test_a_run_reads_the_envelopes(tmp_path: Path) -> None:
     assert json.loads(first) == {"ok": True, "path": "files/notes.txt", "bytes": 25,
                                  "mode": "overwrite"}
     # refused before anyone was asked (issue 25): the model reads the error and what to do
-    assert second.startswith("Error: Tool 'write_file' was not run: ")
-    assert "belongs to the runtime" in second and "Use a relative path" in second
+    envelope, guidance = second.split("\n\n", 1)  # spec 004's {ok: false, error}, then what to do
+    assert json.loads(envelope)["ok"] is False
+    assert "belongs to the runtime" in json.loads(envelope)["error"]
+    assert "Use a relative path" in guidance
     told = [json.loads(m["content"]) for m in server.tool_messages(2)[-3:]]
     assert {e["name"] for e in told[0]["entries"]} == {"notes.txt", "pipe"}
     assert refused(told[1], "is a FIFO (named pipe)")

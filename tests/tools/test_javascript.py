@@ -13,7 +13,7 @@ import pytest
 from tool_helpers import call_tool
 
 from agent_kernel import Agent, Settings
-from agent_kernel.engine.registry import ToolContext
+from agent_kernel.engine.registry import ToolContext, ToolError
 from agent_kernel.guards import sandbox
 from agent_kernel.tools import javascript
 
@@ -33,7 +33,17 @@ def limits(monkeypatch: pytest.MonkeyPatch) -> javascript.JavaScriptLimits:
 
 
 async def call(agent: Agent, **arguments: Any) -> Any:
-    return await call_tool(agent, "run_javascript", **arguments)
+    """The tool's answer, seen as ``{ok: true, result}`` / ``{ok: false, error}`` so each
+    test reads both outcomes alike: the tool itself returns the code's value (spec 004's
+    examples) and raises its failure (see the run tests below for the shapes as such)."""
+    try:
+        value = await call_tool(agent, "run_javascript", **arguments)
+    except ToolError as exc:
+        return {"ok": False, "error": str(exc)}
+    if isinstance(value, str) and "\n...[truncated: " in value:
+        text, _, note = value.partition("\n...[truncated: ")
+        return {"ok": True, "result": text, "truncated": True, "note": note.removesuffix("]")}
+    return {"ok": True, "result": value}
 
 
 def _parent(pid: int) -> int:
@@ -254,9 +264,9 @@ async def test_hostile_strings_round_trip(agent: Agent) -> None:
 
 async def test_bad_input_is_refused_before_running(
         agent: Agent, limits: javascript.JavaScriptLimits) -> None:
-    nan = await javascript.run_javascript("return 1", ToolContext(
-        agent=agent, run_id="r", agent_id="a", workspace=agent.workspace), float("nan"))
-    assert nan["ok"] is False and nan["error"].startswith("input must be JSON data")
+    with pytest.raises(ToolError, match="^input must be JSON data"):
+        await javascript.run_javascript("return 1", ToolContext(
+            agent=agent, run_id="r", agent_id="a", workspace=agent.workspace), float("nan"))
     limits.max_input_bytes = 1000
     big = await call(agent, code="return 1", input="x" * 2000)
     assert big == {"ok": False, "error": "input is 2,002 bytes of JSON; at most 1,000 are "
@@ -389,18 +399,17 @@ def test_a_run_asks_first_then_the_model_reads_the_result(tmp_path: Path) -> Non
     # By default the sandbox protects, so nothing asks (issue 25: approvals by effect) ...
     result, told, agent = run_agent(tmp_path / "free", "deny", "return input.a + input.b",
                                     {"a": 123, "b": 456})
-    assert json.loads(told[0]["content"]) == {"ok": True, "result": 579}
+    assert json.loads(told[0]["content"]) == 579  # spec 004: "result = 579"
     assert "approval" not in [r.get("kind") for r in agent.ledger.records()]
     # ... and a person who chose to be asked is.
     result, told, agent = run_agent(tmp_path / "yes", "allow", "return input.a + input.b",
                                     {"a": 123, "b": 456}, ask=True)
     assert result.ok and result.reply == "done"
-    assert json.loads(told[0]["content"]) == {"ok": True, "result": 579}
+    assert json.loads(told[0]["content"]) == 579
     kinds = [r.get("kind") for r in agent.ledger.records()]
     assert "approval" in kinds
     [record] = [r for r in agent.ledger.records() if r.get("kind") == "tool_call"]
-    assert record["tool_name"] == "run_javascript" and record["result"] == {"ok": True,
-                                                                             "result": 579}
+    assert record["tool_name"] == "run_javascript" and record["result"] == 579
 
     result, told, agent = run_agent(tmp_path / "no", "deny", "return 1", None, ask=True)
     assert result.ok and result.reply == "done"
@@ -413,9 +422,9 @@ def test_a_run_asks_first_then_the_model_reads_the_result(tmp_path: Path) -> Non
 def test_a_failing_script_is_a_result_the_run_carries_on_from(tmp_path: Path) -> None:
     result, told, _ = run_agent(tmp_path, "allow", "return input.missing.field", {})
     assert result.ok and result.reply == "done"
-    said = json.loads(told[0]["content"])
-    assert said["ok"] is False
-    assert said["error"].startswith("TypeError: cannot read property 'field' of undefined")
+    said = told[0]["content"]  # the failure is an error the model reads, never a value
+    assert said.startswith("Error: Tool 'run_javascript' execution failed: TypeError: cannot "
+                           "read property 'field' of undefined")
 
 
 @pytest.mark.kernel
@@ -430,10 +439,10 @@ def test_the_kernel_lives_on_after_an_endless_loop(run_notebook: Any, output_tex
         f"agent = Agent(workspace={str(tmp_path / 'ws')!r})\n"
         "ctx = ToolContext(agent=agent, run_id='r', agent_id='a', workspace=agent.workspace)\n"
         "javascript.LIMITS.timeout_seconds = 1.0\n"
-        "print(await javascript.run_javascript('while (true) {}', ctx))",
+        "print(await javascript.run_script('while (true) {}', ctx))",
         "print(await javascript.run_javascript('return input * 2', ctx, 21), os.getpid())",
     ]
     nb = run_notebook(cells)
     assert "stopped after 1 s" in output_text(nb.cells[0])
-    assert "{'ok': True, 'result': 42}" in output_text(nb.cells[1])
+    assert output_text(nb.cells[1]).startswith("42 ")  # the value itself (spec 004)
     assert str(os.getpid()) not in output_text(nb.cells[1])

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tool_helpers import call_tool
+from tool_helpers import call_tool, through_the_loop
 
 from agent_kernel import Agent, Settings, state
 from agent_kernel.triggers import scheduler_for
@@ -76,10 +76,6 @@ async def test_prompts_are_cut_at_100_characters(tmp_path: Path) -> None:
     ({"prompt": "p", "type": "scheduled"}, "runAt (ISO 8601) is required"),
     ({"prompt": "p", "type": "scheduled", "runAt": "next tuesday"}, "ISO 8601"),
     ({"prompt": "p", "type": "conditional"}, "condition is required"),
-    ({"prompt": "p", "type": "recurring", "interval": 60, "runAt": "2030-01-01T00:00:00Z"},
-     "runAt is only used with type 'scheduled'"),
-    ({"prompt": "p", "type": "recurring", "interval": 60, "cooldown": 5},
-     "cooldown is only used with type 'conditional'"),
     ({"prompt": "p", "type": "recurring", "interval": 60, "timeout": 0}, "timeout must be"),
     ({"prompt": "p", "type": "conditional",
       "condition": {"kind": "expression", "expression": "len(df) >"}}, "not valid Python"),
@@ -94,6 +90,26 @@ async def test_schedule_refuses_bad_arguments_clearly(
     assert scheduler_for(agent).active() == []
 
 
+async def test_schedule_accepts_what_spec_000_allows(tmp_path: Path) -> None:
+    """000 makes interval, runAt and condition required for their own type and forbids none
+    of them for another; cooldown is for conditional tasks. Another type's fields are
+    accepted and play no part."""
+    agent = make_agent(tmp_path)
+    made = await call(agent, "schedule", prompt="p", type="recurring", interval=60,
+                      runAt="2030-01-01T00:00:00Z", cooldown=5,
+                      condition={"kind": "file", "path": "x.csv"})
+    trigger = scheduler_for(agent).triggers[made["taskId"]]
+    assert (trigger.kind, trigger.interval, trigger.run_at, trigger.condition,
+            trigger.cooldown) == ("recurring", 60, None, None, 0)
+    at = await call(agent, "schedule", prompt="p", type="scheduled", interval=5,
+                    runAt="2030-01-01T00:00:00Z", timeout=None)
+    trigger = scheduler_for(agent).triggers[at["taskId"]]
+    assert (trigger.kind, trigger.interval, trigger.run_at) == (
+        "scheduled", None, "2030-01-01T00:00:00.000Z")
+    assert [r["kind"] for r in agent.ledger.records() if r["kind"] == "approval"] == []
+    await scheduler_for(agent).close()
+
+
 async def test_errors_reach_the_model_as_readable_tool_results(tmp_path: Path) -> None:
     agent = make_agent(tmp_path)
     result = await agent.arun("in 3000000 seconds check the build")
@@ -101,13 +117,23 @@ async def test_errors_reach_the_model_as_readable_tool_results(tmp_path: Path) -
     assert record.tool_name == "schedule_once" and not record.success
     assert record.error == ("Tool 'schedule_once' execution failed: delay_seconds must be "
                             "between 1 and 2592000, got 3000000")
-    for bad in ("0 9 * *", "61 9 * * *", "* * * * * */5"):
-        with pytest.raises(ValueError, match="cron"):
-            await call(agent, "schedule_cron", cron_expression=bad, focus="x")
+    for bad in ("0 9 * *", "61 9 * * *"):  # spec 001's words, exactly; the format besides
+        record = await through_the_loop(agent, "schedule_cron", cron_expression=bad, focus="x")
+        assert record.error == ("Tool 'schedule_cron' execution failed: "
+                                f"Invalid cron expression: {bad}")
+        assert "minute hour day month weekday" in (record.guidance or "")
+    with pytest.raises(ValueError, match="the minimum interval is 60 s"):
+        await call(agent, "schedule_cron", cron_expression="* * * * * */5", focus="x")
     with pytest.raises(ValueError, match="taskId .or id. is required"):
         await call(agent, "cancel_task")
-    with pytest.raises(ValueError, match="No queued task, running task or trigger"):
-        await call(agent, "cancel_task", taskId="trg_nope")
+    # spec 002: an id that is no queued task nor trigger is success false, with the reason
+    assert await call(agent, "cancel_task", taskId="trg_nope") == {
+        "success": False, "reason": "No queued task, running task or trigger has id "
+                                    "'trg_nope'; list_tasks shows the ids"}
+    # one of taskId / id is required by the schema the model reads
+    schema = agent.registry.get("cancel_task").parameters
+    assert schema["minProperties"] == 1 and set(schema["properties"]) == {"taskId", "id"}
+    assert "anyOf" not in schema and schema["required"] == []
     await scheduler_for(agent).close()
 
 

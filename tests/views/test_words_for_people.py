@@ -58,7 +58,9 @@ async def test_a_denied_call_says_so_to_the_person_and_guides_only_the_model(tmp
         assert REFUSAL_GUIDANCE not in text and "carry on" not in text, where
     assert REFUSAL_GUIDANCE not in result.reply and "did not go through" in result.reply
     [told] = tool_contents(agent.messages)
-    assert told.startswith("Error: Tool 'write_file' was not run: no one could approve it")
+    # write_file answers in spec 004's {ok: false, error}, refusals before it ran included
+    assert json.loads(told.split("\n\n", 1)[0]) == {
+        "ok": False, "error": "no one could approve it (headless policy: deny)."}
     assert told.endswith(REFUSAL_GUIDANCE)
     # The ledger and the run result keep the fact, without the guidance.
     assert REFUSAL_GUIDANCE not in result.tool_calls[0].error
@@ -111,7 +113,7 @@ async def test_unknown_tools_and_timeouts_read_as_what_happened(server, tmp_path
         assert "slow timed out after 0.2 s" in text, where
         assert "Available tools" not in text, where
     told = {m["tool_call_id"]: m["content"] for m in server.tool_messages(1)}
-    assert told["c1"].startswith("Error: Unknown tool: launch_rocket.")
+    assert told["c1"].startswith("Error: Unknown built-in tool: launch_rocket\n\n")
     assert "Available tools: " in told["c1"] and "slow" in told["c1"]
     assert told["c2"] == "Error: Tool 'slow' execution exceeded 0.2s timeout"
 

@@ -251,17 +251,14 @@ def _web_search(args: JsonObject, result: object) -> str | None:
 
 
 def _javascript(_args: JsonObject, result: object) -> str | None:
-    if not isinstance(result, dict) or not isinstance(result.get("ok"), bool):
-        return None
-    if not result["ok"]:
-        return f"The JavaScript failed{_because(result)}"
-    value = result.get("result")
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    # spec 004: the code's value itself (a failure arrives as an error)
+    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    text, cut, _ = text.partition("\n...[truncated: ")
     if "\n" in text or len(text) > 80:
         said = f"The JavaScript returned:\n\n{block(text)}"
     else:
         said = f"The JavaScript returned {code(text)}."
-    if result.get("truncated"):
+    if cut:
         said += "\n\n(The result was too long to pass back whole; this is its start.)"
     return said
 
@@ -373,12 +370,33 @@ def salvage(text: str) -> Any:
     return None
 
 
+def refusal(content: str) -> str | None:
+    """Why a call did not go through, from what the model read of it, or None when it went
+    through: ``Error: ...`` text, or a refusal in the tool's spec shape (``{ok: false,
+    error}``, ``{error}``) with the loop's guidance after a blank line. What follows the
+    blank line is guidance for the model: followed, not repeated."""
+    head, _, rest = content.partition("\n\n")
+    if content.startswith("Error"):
+        return _NOT_RUN.sub("", head.removeprefix("Error: "))
+    if not rest:
+        return None
+    try:
+        shaped = json.loads(head)
+    except ValueError:
+        return None
+    if isinstance(shaped, dict) and (shaped.get("ok") is False or set(shaped) == {"error"}):
+        return _NOT_RUN.sub("", str(shaped.get("error") or "it gave no reason"))
+    return None
+
+
 def describe(name: str, args: JsonObject, content: str) -> str:
     """What the demo model says about one call of ``name`` whose result the model read."""
-    if content.startswith("Error"):
-        # What follows a blank line is guidance for the model: followed, not repeated.
-        error = content.removeprefix("Error: ").split("\n\n", 1)[0]
-        return f"The `{name}` call did not go through: {_NOT_RUN.sub('', error)}"
+    ran = f"Error: Tool '{name}' execution failed: "
+    if name == "run_javascript" and content.startswith(ran):  # the code ran and failed
+        return f"The JavaScript failed:\n\n{block(content.removeprefix(ran).split(chr(10) * 2)[0])}"
+    error = refusal(content)
+    if error is not None:
+        return f"The `{name}` call did not go through: {error}"
     cut = _CUT.search(content)
     try:
         result: Any = json.loads(content)

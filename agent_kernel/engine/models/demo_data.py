@@ -20,7 +20,7 @@ import re
 from typing import NamedTuple
 
 from agent_kernel.engine.models.base import ChatMessage
-from agent_kernel.engine.models.demo_answers import block, code, short
+from agent_kernel.engine.models.demo_answers import block, code, refusal, short
 
 Args = dict[str, object]
 
@@ -54,7 +54,6 @@ _PLOT = re.compile(r"\b(?:plot|chart|graph|draw)\b.*\bmonth(?:ly|s)?\b|\bmonthly
                    r"chart|graph)\b", re.I)
 _FIX = re.compile(r"\b(?:fix|explain|debug|solve)\b.*\b(?:error|exception|bug|traceback)\b|"
                   r"\bwhat\s+went\s+wrong\b", re.I)
-_NOT_RUN = re.compile(r"^Tool '[^']*' (?:was not run|execution failed|failed): ")
 _NAMED = re.compile(r"\b(?:of|in|for|from)\s+`?([A-Za-z_]\w*)`?", re.I)
 
 
@@ -90,10 +89,9 @@ def seen_calls(turn: list[ChatMessage]) -> list[Seen]:
             except ValueError:
                 args = {}
             content = results.get(call.get("id"), "")
-            if content.startswith("Error"):
-                why = content.removeprefix("Error: ").split("\n\n", 1)[0]
-                out.append(Seen(fn.get("name", "?"), args, None,
-                                _NOT_RUN.sub("", why).rstrip(". ")))
+            why = refusal(content)
+            if why is not None:
+                out.append(Seen(fn.get("name", "?"), args, None, why.rstrip(". ")))
                 continue
             try:
                 result: object = json.loads(content)

@@ -26,6 +26,7 @@ import re
 from agent_kernel.engine.models import demo
 from agent_kernel.engine.models.base import ChatMessage, JsonObject, ToolSchema
 from agent_kernel.engine.models.demo import LABEL, DemoTurn, plan_calls, plan_for_tool
+from agent_kernel.engine.models.demo_answers import refusal
 
 Facts = dict[str, str | int]
 """What the sample notes say of a place: ``known for``, ``best season``, a daily budget."""
@@ -123,8 +124,7 @@ def _calls(turn: list[ChatMessage]) -> list[Seen]:
 
 def _failed(result: str) -> str | None:
     """The reason a call failed, or None when it went through."""
-    return result.removeprefix("Error: ").split("\n\n", 1)[0] if result.startswith("Error") \
-        else None
+    return refusal(result)
 
 
 TEAM_ROLES = ("teller", "planner", "worker")
