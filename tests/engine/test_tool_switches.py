@@ -22,6 +22,13 @@ SPEC_003_TOOLS: dict[str, dict[str, Any]] = {
     "url_fetch": {"url": "http://127.0.0.1:9/"},
     "web_search": {"q": "weather"},
     "memory_recently": {},
+    "todo_update": {"action": "add", "content": "buy tea", "people": []},
+    "todo_list": {},
+    "contacts_upsert": {"contact_id": "ana", "contact_nickname": "Ana"},
+    "contacts_list": {},
+    "contacts_candidate_rank": {},
+    "contacts_send": {"contact_id": "ana", "message_text": "hello"},
+    "plan_create": {"task": "plan my week"},
 }
 SHAPED = {"read_file", "write_file"}
 """Tools that answer in spec 004's {ok: false, error} (the file tools)."""
