@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING
 
 from agent_kernel.channels.config import CONFIG, ChannelConfig, ChannelError, ChannelName
 from agent_kernel.core.events import LedgerRecorded, Notice, Question
+from agent_kernel.core.redaction import redact_text, secret_marks
 from agent_kernel.core.statuses import AnswerSource
+from agent_kernel.core.unseen import mixed_words, with_tokens
 
 if TYPE_CHECKING:
     from agent_kernel.channels.telegram import Payload, TelegramBot
@@ -52,10 +54,41 @@ class OpenQuestion:
     message_id: int | None = None
 
 
+@dataclass(frozen=True)
+class PhoneArguments:
+    """An approval's arguments as a phone may show them, or why it may not approve them."""
+
+    text: str
+    refused: str | None = None
+    """Why the phone offers only Deny: the person approves only what they see whole."""
+
+
+def phone_arguments(question: Question) -> PhoneArguments:
+    """The approval's exact arguments for a phone, with what draws nothing written as
+    ``<U+202E>``; refused when they hold what looks like a secret (a phone is another
+    company's server: nothing redaction would mask is sent there, and a masked argument
+    is one the person cannot see) or are too long to show whole."""
+    arguments = (question.details or {}).get("arguments", {})
+    text = json.dumps(arguments, ensure_ascii=False, indent=2)
+    if secret_marks(text) or "[REDACTED]" in text:
+        return PhoneArguments("", "they hold something that looks like a secret, which is "
+                                  "never sent to a phone")
+    if len(text) > MAX_ARGUMENTS:
+        return PhoneArguments("", f"they are {len(text):,} characters long, too long to "
+                                  "show whole on a phone")
+    shown = with_tokens(text)
+    notes = [f"{text[start:end]} mixes alphabets: {names}"
+             for start, end, names in mixed_words(text)]
+    if shown != text:
+        notes.insert(0, "characters that draw nothing are written as <U+…>")
+    return PhoneArguments(shown + "".join(f"\n({note})" for note in notes))
+
+
 def options_for(question: Question) -> list[str]:
-    """The answers a phone may give: an approval's Approve and Deny, else the options."""
+    """The answers a phone may give: an approval's Approve and Deny (Deny alone when the
+    phone cannot show the arguments whole), else the options."""
     if question.kind == "approval":
-        return [APPROVE, DENY]
+        return [DENY] if phone_arguments(question).refused else [APPROVE, DENY]
     return list(question.options or [])
 
 
@@ -64,12 +97,15 @@ def words(question: Question, channel: ChannelName, also: str) -> str:
     details = question.details or {}
     if question.kind == "approval":
         tool = str(details.get("tool", "a tool"))
-        arguments = json.dumps(details.get("arguments", {}), ensure_ascii=False, indent=2)
-        if len(arguments) > MAX_ARGUMENTS:
-            arguments = arguments[:MAX_ARGUMENTS] + "\n… (cut; the notebook shows all of it)"
-        head = f"The agent asks to run {tool} with exactly these arguments:\n{arguments}"
+        shown = phone_arguments(question)
+        if shown.refused:
+            head = (f"The agent asks to run {tool}. Its arguments are not shown here: "
+                    f"{shown.refused}. To approve it, see it in the notebook; "
+                    "here you can only deny it.")
+        else:
+            head = f"The agent asks to run {tool} with exactly these arguments:\n{shown.text}"
     else:
-        head = f"The agent asks: {question.question}"
+        head = f"The agent asks: {with_tokens(redact_text(question.question))}"
     lines = [head]
     options = options_for(question)
     if channel == "email":

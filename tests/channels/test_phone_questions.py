@@ -104,6 +104,52 @@ async def test_a_deny_from_the_phone_is_the_persons_denial(bot: BotApi, tmp_path
     assert "the user denied it" in json.dumps(record.error)
 
 
+@pytest.mark.parametrize("content, why", [
+    ("export OPENAI_API_KEY=sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2, "looks like a secret"),
+    ("x" * 3000, "too long to show whole"),
+])
+async def test_a_phone_cannot_approve_what_it_cannot_show_whole(
+        bot: BotApi, tmp_path: Path, content: str, why: str) -> None:
+    """Arguments holding what looks like a secret are never sent to the phone, and arguments
+    too long to show whole are not cut and approved: the phone offers Deny alone, and an
+    Approve forged with the question's id and the old button number is ignored."""
+    from tool_helpers import through_the_loop
+
+    agent = Agent(workspace=tmp_path)
+    call = asyncio.create_task(through_the_loop(agent, "write_file", path="note.txt",
+                                                content=content))
+    message = (await asyncio.to_thread(bot.wait_sent, 1))[0]
+    assert content[:40] not in message["text"] and why in message["text"]
+    assert "sk-proj" not in json.dumps(bot.requests)
+    labels = [b["text"] for row in message["reply_markup"]["inline_keyboard"] for b in row]
+    assert labels == ["Deny"]
+    question_id = message["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+    bot.press(message, "Approve", data=question_id.rsplit(":", 1)[0] + ":1")
+    await asyncio.sleep(1.0)
+    assert not call.done()
+    bot.press(message, "Deny")
+    record = await asyncio.wait_for(call, 20)
+    assert not record.success and not (tmp_path / "files" / "note.txt").exists()
+    assert [r["reason"] for r in _records(agent, "channel_answer_ignored")] == [
+        "the answer is not one of the question's options"]
+
+
+async def test_what_draws_nothing_reaches_the_phone_as_a_token(bot: BotApi,
+                                                               tmp_path: Path) -> None:
+    """A right-to-left override in the arguments cannot reorder what the phone shows: it
+    arrives as <U+202E>, and a word mixing alphabets is named."""
+    from tool_helpers import through_the_loop
+
+    agent = Agent(workspace=tmp_path)
+    call = asyncio.create_task(through_the_loop(agent, "write_file", path="note.txt",
+                                                content="safe \u202etxt.exe go to g\u043eogle"))
+    message = (await asyncio.to_thread(bot.wait_sent, 1))[0]
+    assert "\u202e" not in message["text"] and "<U+202E>" in message["text"]
+    assert "mixes alphabets: U+043E" in message["text"]
+    bot.press(message, "Deny")
+    assert not (await asyncio.wait_for(call, 20)).success
+
+
 async def test_the_notebook_answers_first_and_the_phone_is_told(bot: BotApi,
                                                                 tmp_path: Path) -> None:
     CONFIG.ask_after = 0.3
