@@ -16,7 +16,8 @@ the conversational topics). Every send asks the person first (engine/ask_policy.
 card names the recipient in words, the channel and the exact text. The result is 003's
 ``{outcome}`` with, ours, ``channel`` and ``recipient`` (the one-liner reads them); the
 send is recorded (``message_sent``: channel, contact, address, message id; never a
-secret).
+secret). A message holding what redaction would mask (a key, a token, a password) is
+refused before anyone is asked: secrets never leave for another company's server.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from datetime import datetime, timezone
 from typing import Literal, TypedDict
 
 from agent_kernel.core.events import LedgerRecorded
+from agent_kernel.core.redaction import secret_marks
 from agent_kernel.engine.registry import Tool, ToolContext, ToolError
 from agent_kernel.organiser.contacts import Contact, ContactError, ContactStore
 
@@ -203,6 +205,11 @@ def route(ctx: ToolContext, arguments: Arguments) -> Route:
         topic, str(arguments.get("content_type") or ""), _opt(arguments, "message_text"),
         _opt(arguments, "payload_base64"), _opt(arguments, "session_id"),
         _opt(arguments, "reply_to"))
+    if secret_marks(json.dumps(envelope, ensure_ascii=False)):
+        raise ToolError("the message holds something that looks like a secret (a key, a "
+                        "token or a password); it is not sent",
+                        guidance="Secrets never leave for another server; write the "
+                                 "message without it.")
     try:
         contact = ContactStore(ctx.workspace).get(contact_id)
     except ContactError as exc:

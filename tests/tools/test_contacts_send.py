@@ -87,6 +87,16 @@ ERRORS: list[tuple[dict[str, Any], str]] = [
      "payload envelope session_id must be uuid_v7"),
     ({"contact_id": "nobody", "message_text": "hi", "session_id": SESSION},
      "contact not found: nobody"),
+    # Ours: a secret never leaves, whoever approves it.
+    ({"contact_id": "ana", "session_id": SESSION,
+      "message_text": "the key is sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2},
+     "the message holds something that looks like a secret (a key, a token or a password); "
+     "it is not sent"),
+    ({"contact_id": "ana", "payload_base64": _b64({
+        "message_id": "m", "sent_at": "2026-02-10T08:00:00Z", "session_id": SESSION,
+        "text": "hi", "note": "Bearer eyJhbGciOiJIUzI1NiJ9.abcdefghijklmnop.qrstuvwx"})},
+     "the message holds something that looks like a secret (a key, a token or a password); "
+     "it is not sent"),
 ]
 
 
