@@ -5,39 +5,27 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tool_helpers import call_tool as call
 
 from agent_kernel import Agent
-from agent_kernel.engine.registry import ToolContext
 from agent_kernel.organiser.contacts import Contact
 from agent_kernel.organiser.ranking import Candidate, parse_window, rank, uuid7
 from agent_kernel.tools import contacts
 
 
 @pytest.fixture(autouse=True)
-def limits() -> Iterator[None]:
-    saved = contacts.LIMITS
-    contacts.LIMITS = contacts.ContactsLimits()
-    yield
-    contacts.LIMITS = saved
+def limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(contacts, "LIMITS", contacts.ContactsLimits())
 
 
 @pytest.fixture
 def agent(tmp_path: Path) -> Agent:
     return Agent(workspace=tmp_path / "ws")
-
-
-async def call(agent: Agent, name: str, **arguments: Any) -> Any:
-    tool = agent.registry.get(name)
-    assert tool is not None, name
-    ctx = ToolContext(agent=agent, run_id="run_t", agent_id=agent.agent_id,
-                      workspace=agent.workspace)
-    return await tool.invoke(tool.validate(arguments), ctx)
 
 
 async def fails(agent: Agent, name: str, **arguments: Any) -> str:

@@ -4,7 +4,6 @@ litellm's HTTP path to the scripted server, the offline demo model, and plan_cre
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +22,8 @@ MODEL = "openai/test-model"
 
 
 @pytest.fixture(autouse=True)
-def limits() -> Iterator[None]:
-    saved = plans.LIMITS
-    plans.LIMITS = plans.PlanLimits()
-    yield
-    plans.LIMITS = saved
+def limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plans, "LIMITS", plans.PlanLimits())
 
 
 def _args(**values: Any) -> str:

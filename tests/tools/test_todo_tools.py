@@ -9,7 +9,7 @@ through litellm to the scripted HTTP server in test_organiser_litellm.py.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +51,8 @@ def keep_all(payload: dict[str, Any]) -> object:
 
 
 @pytest.fixture(autouse=True)
-def limits() -> Iterator[None]:
-    saved = todos.LIMITS
-    todos.LIMITS = todos.TodoLimits()
-    yield
-    todos.LIMITS = saved
+def limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(todos, "LIMITS", todos.TodoLimits())
 
 
 @pytest.fixture
