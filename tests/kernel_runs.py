@@ -2,13 +2,17 @@
 
 The ``run_notebook`` fixture (tests/conftest.py) hands :func:`execute_notebook` to tests
 marked ``kernel``; a module-scoped fixture that needs one notebook for a whole module
-(tests/browser/test_nbconvert_offline.py) imports it from here.
+(tests/browser/test_nbconvert_offline.py) imports it from here. :class:`IdleKernel` runs
+cells one at a time in one kernel that sits idle in between (triggers fire, phones answer),
+and :func:`ledger_records` with :func:`eventually` reads what it wrote off the loop.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -67,3 +71,58 @@ def cell_text(client: Any, msg_id: str, timeout: float = 120) -> str:
         elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
             return text
     raise AssertionError(f"the cell did not finish in {timeout} s: {text}")
+
+
+def outputs_text(cell: Any) -> str:
+    """A cell's outputs as text: streams, ``ename: evalue`` for an error, else text/plain."""
+    parts = []
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            parts.append(out.get("text", ""))
+        elif out.get("output_type") == "error":
+            parts.append(f"{out.get('ename')}: {out.get('evalue')}")
+        else:
+            parts.append(str(out.get("data", {}).get("text/plain", "")))
+    return "\n".join(parts)
+
+
+class IdleKernel:
+    """One kernel whose cells we run one at a time, leaving it idle in between; ``env`` adds
+    to its environment (start it with ``client.setup_kernel(env=kernel.env)``)."""
+
+    def __init__(self, workspace: Path, cwd: Path, env: dict[str, str] | None = None) -> None:
+        import nbformat
+        from nbclient import NotebookClient
+
+        self.nb = nbformat.v4.new_notebook()
+        self.nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                          "language": "python"}
+        self.client = NotebookClient(self.nb, timeout=120, kernel_name="python3",
+                                     resources={"metadata": {"path": str(cwd)}})
+        self.env = {**os.environ, "AGENT_KERNEL_WORKSPACE": str(workspace), **(env or {})}
+
+    def run(self, source: str) -> str:
+        """Run ``source`` as the next cell and return its outputs as text."""
+        import nbformat
+
+        cell = nbformat.v4.new_code_cell(source)
+        self.nb.cells.append(cell)
+        self.client.execute_cell(cell, len(self.nb.cells) - 1)
+        return outputs_text(cell)
+
+
+def ledger_records(workspace: Path, kind: str) -> list[dict[str, Any]]:
+    """The records of ``kind`` in the workspace's ledger, as a kernel wrote them."""
+    from agent_kernel.core.ledger import Ledger
+
+    return [r for r in Ledger(workspace / "ledger.jsonl").records() if r["kind"] == kind]
+
+
+def eventually(read: Callable[[], list[dict[str, Any]]], seconds: float = 10.0
+               ) -> list[dict[str, Any]]:
+    """What ``read`` finds once it finds something, or its last empty answer after
+    ``seconds``: the kernel writes its records off the loop, so wait for them to land."""
+    deadline = time.monotonic() + seconds
+    while not (found := read()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return found

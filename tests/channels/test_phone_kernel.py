@@ -6,17 +6,13 @@ back), and with no other answer the call is not run."""
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import nbformat
 import pytest
 from bot_api_server import PERSON, BotApi
+from kernel_runs import IdleKernel, eventually, ledger_records
 from mail_server import PASSWORD, USER, MailServer
-from nbclient import NotebookClient
 
 from agent_kernel.core.ledger import Ledger
 
@@ -24,60 +20,28 @@ pytestmark = pytest.mark.kernel
 
 TOKEN = "777777:KERNEL-test-bot-token"
 TESTS = str(Path(__file__).resolve().parents[1])
+NIGHT = "%agent --wait in 2 seconds write a file night.txt with all quiet"
 
 
-def _text(cell: Any) -> str:
-    parts = []
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "stream":
-            parts.append(out.get("text", ""))
-        elif out.get("output_type") == "error":
-            parts.append(f"{out.get('ename')}: {out.get('evalue')}")
-        else:
-            parts.append(str(out.get("data", {}).get("text/plain", "")))
-    return "\n".join(parts)
-
-
-class Kernel:
-    def __init__(self, workspace: Path, cwd: Path, env: dict[str, str]) -> None:
-        self.nb = nbformat.v4.new_notebook()
-        self.nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                          "language": "python"}
-        self.client = NotebookClient(self.nb, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(cwd)}})
-        self.env = {**os.environ, "AGENT_KERNEL_WORKSPACE": str(workspace), **env}
-
-    def run(self, source: str) -> str:
-        cell = nbformat.v4.new_code_cell(source)
-        self.nb.cells.append(cell)
-        self.client.execute_cell(cell, len(self.nb.cells) - 1)
-        return _text(cell)
-
-
-def _records(workspace: Path, kind: str) -> list[dict[str, Any]]:
-    return [r for r in Ledger(workspace / "ledger.jsonl").records() if r["kind"] == kind]
-
-
-def _eventually(read: Callable[[], Any], seconds: float = 30.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while not (found := read()) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return found
+def _kernel(tmp_path: Path, profile: str, secret: str) -> IdleKernel:
+    """A kernel on ``tmp_path/ws`` whose ``profile`` channel may use ``secret`` on 127.0.0.1
+    only, set as the person sets it (in the environment, never in a cell)."""
+    return IdleKernel(tmp_path / "ws", tmp_path, {
+        f"AGENT_KERNEL_AUTH_{profile}_TOKEN": secret,
+        f"AGENT_KERNEL_AUTH_{profile}_HOSTS": "127.0.0.1"})
 
 
 def test_a_night_triggers_approval_is_answered_on_telegram(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     with BotApi(TOKEN) as bot:
-        kernel = Kernel(workspace, tmp_path, {
-            "AGENT_KERNEL_AUTH_TELEGRAM_TOKEN": TOKEN,
-            "AGENT_KERNEL_AUTH_TELEGRAM_HOSTS": "127.0.0.1"})
+        kernel = _kernel(tmp_path, "TELEGRAM", TOKEN)
         with kernel.client.setup_kernel(env=kernel.env):
             out = kernel.run(
                 "from agent_kernel.channels import CONFIG, TelegramConfig\n"
                 f"CONFIG.telegram = TelegramConfig(chat_id={PERSON}, base_url={bot.url!r}, "
                 "poll_seconds=1)\n"
                 "%load_ext agent_kernel\n"
-                "%agent --wait in 2 seconds write a file night.txt with all quiet")
+                + NIGHT)
             assert "Scheduled" in out, out
             # The kernel sits idle; the trigger fires, its write_file asks, nobody can click.
             message = bot.wait_sent(1, timeout=40)[0]
@@ -87,15 +51,15 @@ def test_a_night_triggers_approval_is_answered_on_telegram(tmp_path: Path) -> No
             time.sleep(1.5)
             assert not (workspace / "files" / "night.txt").exists()
             bot.press(message, "Approve")
-            runs = _eventually(lambda: _records(workspace, "trigger_run"))
+            runs = eventually(lambda: ledger_records(workspace, "trigger_run"), 30)
             assert runs and runs[0]["status"] == "ok", runs
             assert (workspace / "files" / "night.txt").read_text() == "all quiet"
-    approvals = _records(workspace, "approval")
+    approvals = ledger_records(workspace, "approval")
     assert [(a["tool_name"], a["decision"], a["source"]) for a in approvals] == [
         ("write_file", "approved", "telegram")]
-    ignored = _records(workspace, "channel_answer_ignored")
+    ignored = ledger_records(workspace, "channel_answer_ignored")
     assert [r["from_id"] for r in ignored] == [31337]
-    sent = _records(workspace, "channel_sent")
+    sent = ledger_records(workspace, "channel_sent")
     assert [(r["channel"], r["what"]) for r in sent] == [("telegram", "approval")]
     ledger_text = (workspace / "ledger.jsonl").read_text()
     assert TOKEN not in ledger_text
@@ -106,9 +70,7 @@ def test_a_night_triggers_approval_is_answered_on_telegram(tmp_path: Path) -> No
 def test_a_night_triggers_approval_by_mail_carries_the_question(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     with MailServer(tmp_path) as mail:
-        kernel = Kernel(workspace, tmp_path, {
-            "AGENT_KERNEL_AUTH_SMTP_TOKEN": PASSWORD,
-            "AGENT_KERNEL_AUTH_SMTP_HOSTS": "127.0.0.1"})
+        kernel = _kernel(tmp_path, "SMTP", PASSWORD)
         with kernel.client.setup_kernel(env=kernel.env):
             out = kernel.run(
                 "from agent_kernel.channels import CONFIG, EmailConfig\n"
@@ -118,9 +80,9 @@ def test_a_night_triggers_approval_by_mail_carries_the_question(tmp_path: Path) 
                 "%load_ext agent_kernel\n"
                 "from agent_kernel.notebook.magics import current\n"
                 "current(get_ipython()).agent.approvals.timeout = 4\n"
-                "%agent --wait in 2 seconds write a file night.txt with all quiet")
+                + NIGHT)
             assert "Scheduled" in out, out
-            runs = _eventually(lambda: _records(workspace, "trigger_run"), 60)
+            runs = eventually(lambda: ledger_records(workspace, "trigger_run"), 60)
             assert runs, "the trigger did not run"
     [message] = mail.messages
     body = message.get_payload(decode=True).decode()
@@ -130,9 +92,9 @@ def test_a_night_triggers_approval_by_mail_carries_the_question(tmp_path: Path) 
     assert mail.logins == [USER]
     # No answer came back: the call was not run, and the ledger says so.
     assert not (workspace / "files" / "night.txt").exists()
-    approvals = _records(workspace, "approval")
+    approvals = ledger_records(workspace, "approval")
     assert [(a["decision"], a["source"]) for a in approvals] == [("denied", "default")]
-    assert [r["channel"] for r in _records(workspace, "channel_sent")] == ["email"]
+    assert [r["channel"] for r in ledger_records(workspace, "channel_sent")] == ["email"]
     assert PASSWORD not in (workspace / "ledger.jsonl").read_text()
 
 

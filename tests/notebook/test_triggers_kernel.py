@@ -5,7 +5,6 @@ their runs in the ledger, restoring in a new kernel on the same workspace, and t
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+from kernel_runs import IdleKernel, eventually, ledger_records, outputs_text
 
 from agent_kernel.core.ledger import Ledger
 
@@ -22,64 +21,21 @@ pytestmark = pytest.mark.kernel
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "03-triggers.ipynb"
 
 
-def _text(cell: Any) -> str:
-    parts = []
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "stream":
-            parts.append(out.get("text", ""))
-        elif out.get("output_type") == "error":
-            parts.append(f"{out.get('ename')}: {out.get('evalue')}")
-        else:
-            parts.append(str(out.get("data", {}).get("text/plain", "")))
-    return "\n".join(parts)
-
-
-class IdleKernel:
-    """One kernel whose cells we run one at a time, leaving it idle in between."""
-
-    def __init__(self, workspace: Path, cwd: Path) -> None:
-        self.nb = nbformat.v4.new_notebook()
-        self.nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                          "language": "python"}
-        self.client = NotebookClient(self.nb, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(cwd)}})
-        self.env = {**os.environ, "AGENT_KERNEL_WORKSPACE": str(workspace)}
-
-    def run(self, source: str) -> str:
-        cell = nbformat.v4.new_code_cell(source)
-        self.nb.cells.append(cell)
-        self.client.execute_cell(cell, len(self.nb.cells) - 1)
-        return _text(cell)
-
-
-def _records(workspace: Path, kind: str) -> list[dict[str, Any]]:
-    return [r for r in Ledger(workspace / "ledger.jsonl").records() if r["kind"] == kind]
-
-
-def _eventually(read: Callable[[], list[dict[str, Any]]], seconds: float = 10.0
-                ) -> list[dict[str, Any]]:
-    """The scheduler writes its own records off the loop: wait for them to land."""
-    deadline = time.monotonic() + seconds
-    while not (found := read()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return found
-
-
 def test_trigger_fires_while_idle_and_a_new_kernel_restores_it(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     first = IdleKernel(workspace, tmp_path)
     with first.client.setup_kernel(env=first.env):
         out = first.run("%load_ext agent_kernel\n%agent --wait every 2 seconds check the build")
         assert "Scheduled it as" in out
-        made = _eventually(lambda: _records(workspace, "trigger_created"))
+        made = eventually(lambda: ledger_records(workspace, "trigger_created"))
         assert len(made) == 1
         trigger_id = made[0]["trigger_id"]
-        before = len(_records(workspace, "trigger_fired"))
+        before = len(ledger_records(workspace, "trigger_fired"))
         time.sleep(6.5)  # the kernel is idle: no cell is running
-        fired = [r for r in _records(workspace, "trigger_fired")
+        fired = [r for r in ledger_records(workspace, "trigger_fired")
                  if r["trigger_id"] == trigger_id]
         assert len(fired) - before >= 2, fired
-        runs = {r["run_id"]: r for r in _records(workspace, "trigger_run")}
+        runs = {r["run_id"]: r for r in ledger_records(workspace, "trigger_run")}
         finished = [runs[r["run_id"]] for r in fired if r["run_id"] in runs]
         assert len(finished) >= 2 and all(r["status"] == "ok" for r in finished)
         run_ids = {r["run_id"] for r in finished}
@@ -94,10 +50,10 @@ def test_trigger_fires_while_idle_and_a_new_kernel_restores_it(tmp_path: Path) -
     with second.client.setup_kernel(env=second.env):
         out = second.run("%load_ext agent_kernel")
         assert "Restored 1 trigger(s)" in out and trigger_id in out
-        restored_at = len(_records(workspace, "trigger_fired"))
+        restored_at = len(ledger_records(workspace, "trigger_fired"))
         time.sleep(4.5)
-        assert len(_records(workspace, "trigger_fired")) - restored_at >= 1
-        assert _records(workspace, "trigger_restored")[-1]["trigger_id"] == trigger_id
+        assert len(ledger_records(workspace, "trigger_fired")) - restored_at >= 1
+        assert ledger_records(workspace, "trigger_restored")[-1]["trigger_id"] == trigger_id
         out = second.run(f"%agent_triggers cancel {trigger_id}")
         assert f"Cancelled trigger {trigger_id}" in out
     assert not (workspace / "triggers" / f"{trigger_id}.json").exists()
@@ -108,7 +64,7 @@ def test_triggers_notebook_runs(tmp_path: Path, run_notebook: Callable[..., Any]
     nb = run_notebook(NOTEBOOK, timeout=120, cwd=tmp_path,
                       env={"AGENT_KERNEL_WORKSPACE": str(workspace)})
     code = [c for c in nb.cells if c.cell_type == "code"]
-    texts = [_text(c) for c in code]
+    texts = [outputs_text(c) for c in code]
     assert not any("Traceback" in t or "Error:" in t.split("\n")[0] for t in texts), texts
     everything = "\n".join(texts)
     assert "every 2 s: check the build" in everything
@@ -118,7 +74,7 @@ def test_triggers_notebook_runs(tmp_path: Path, run_notebook: Callable[..., Any]
     assert "not approved" in everything  # the model's condition needed approval
     assert "cancelling" in everything
     assert "trigger_fired" in everything
-    fired = _records(workspace, "trigger_fired")
+    fired = ledger_records(workspace, "trigger_fired")
     assert len(fired) >= 3
 
 
@@ -139,7 +95,7 @@ def test_a_live_trigger_panel_saved_without_the_extension_reopens_as_text(
     reopened = nbformat.read(saved, as_version=4)
     outputs = [o for c in reopened.cells for o in c.get("outputs", [])]
     assert not [o for o in outputs if WIDGET_VIEW in o.get("data", {})]
-    [trigger] = _records(workspace, "trigger_created")
+    [trigger] = ledger_records(workspace, "trigger_created")
     controls = [o["data"] for o in outputs
                 if "%agent_triggers cancel" in o.get("data", {}).get("text/plain", "")]
     assert len(controls) == 1, [o.get("data", {}).get("text/plain") for o in outputs]
