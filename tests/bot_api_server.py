@@ -19,8 +19,13 @@ import ssl
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pytest
 
 PERSON = 4242
 """The configured person's user id (their private chat's id too)."""
@@ -171,6 +176,22 @@ def press_update(message: dict[str, Any], label: str, *, user: int = PERSON,
         "message": {"message_id": message["message_id"],
                     "chat": {"id": message["chat"]["id"] if chat is None else chat,
                              "type": "private"}}}}
+
+
+@contextmanager
+def phone_bot(monkeypatch: pytest.MonkeyPatch, token: str,
+              poll_seconds: int = 25) -> Iterator[BotApi]:
+    """A scripted Bot API, and the channels configured to reach it as the person's phone:
+    their chat, the API's URL, and ``token`` for 127.0.0.1 only (as the person sets it)."""
+    from agent_kernel.channels import CONFIG, TelegramConfig
+    from agent_kernel.guards.web.auth import AuthProfile
+
+    with BotApi(token) as api:
+        monkeypatch.setattr(CONFIG, "telegram", TelegramConfig(
+            chat_id=PERSON, base_url=api.url, poll_seconds=poll_seconds))
+        monkeypatch.setattr(CONFIG, "profiles", {"telegram": AuthProfile(
+            hosts=["127.0.0.1"], token=token)})
+        yield api
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bot_api_server import PERSON, BotApi
+from bot_api_server import PERSON, BotApi, phone_bot
 
 from agent_kernel import Agent
 from agent_kernel.channels import CONFIG, TelegramConfig
@@ -27,13 +27,8 @@ TOKEN = "123456:TEST-bot-token-that-is-secret"
 @pytest.fixture
 def bot(monkeypatch: pytest.MonkeyPatch) -> Iterator[BotApi]:
     """A scripted Bot API, and the channels configured to reach it."""
-    with BotApi(TOKEN) as api:
-        monkeypatch.setattr(CONFIG, "telegram", TelegramConfig(chat_id=PERSON,
-                                                               base_url=api.url,
-                                                               poll_seconds=1))
-        monkeypatch.setattr(CONFIG, "ask_after", 300.0)
-        monkeypatch.setattr(CONFIG, "profiles", {"telegram": AuthProfile(
-            hosts=["127.0.0.1"], token=TOKEN)})
+    monkeypatch.setattr(CONFIG, "ask_after", 300.0)
+    with phone_bot(monkeypatch, TOKEN, poll_seconds=1) as api:
         yield api
 
 

@@ -7,26 +7,20 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-from bot_api_server import PERSON, BotApi
+from bot_api_server import BotApi, phone_bot
 from test_team import RoleModel, make_team
 from test_team_ask import worker_writes
 
-from agent_kernel.channels import CONFIG, TelegramConfig
 from agent_kernel.channels.relay import PhoneRelay
 from agent_kernel.core.ledger import Ledger
-from agent_kernel.guards.web.auth import AuthProfile
 
 TOKEN = "999999:TEAM-test-bot-token"
 
 
 @pytest.fixture
 def bot(monkeypatch: pytest.MonkeyPatch) -> Iterator[BotApi]:
-    with BotApi(TOKEN) as api:
-        monkeypatch.setattr(CONFIG, "telegram", TelegramConfig(chat_id=PERSON,
-                                                               base_url=api.url,
-                                                               poll_seconds=1))
-        monkeypatch.setattr(CONFIG, "profiles", {"telegram": AuthProfile(
-            hosts=["127.0.0.1"], token=TOKEN)})
+    """A scripted Bot API, and the channels configured to reach it."""
+    with phone_bot(monkeypatch, TOKEN, poll_seconds=1) as api:
         yield api
 
 

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bot_api_server import PERSON, BotApi
+from bot_api_server import PERSON, BotApi, phone_bot
 from mail_server import PASSWORD, USER, MailServer
 from tool_helpers import call_tool, person, through_the_loop
 
 from agent_kernel import Agent
-from agent_kernel.channels import CONFIG, EmailConfig, TelegramConfig
+from agent_kernel.channels import CONFIG, EmailConfig
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.approvals import DENY
 from agent_kernel.engine.registry import ToolError
@@ -48,11 +48,7 @@ def agent(tmp_path: Path) -> Agent:
 
 @pytest.fixture
 def bot(monkeypatch: pytest.MonkeyPatch) -> Iterator[BotApi]:
-    with BotApi(TOKEN) as api:
-        monkeypatch.setattr(CONFIG, "telegram", TelegramConfig(chat_id=PERSON,
-                                                               base_url=api.url))
-        monkeypatch.setattr(CONFIG, "profiles", {"telegram": AuthProfile(
-            hosts=["127.0.0.1"], token=TOKEN)})
+    with phone_bot(monkeypatch, TOKEN) as api:
         yield api
 
 
