@@ -1,11 +1,14 @@
-"""Call one tool the way the loop does (schema first, then the function), and play the
-person who answers its approvals, for tool tests."""
+"""Call one tool the way the loop does (schema first, then the function), play the
+person who answers its approvals, and load the magics in a shell, for tool tests."""
 
 from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel import Agent
 from agent_kernel.core.events import Event, Question
@@ -13,6 +16,9 @@ from agent_kernel.engine.approvals import APPROVE
 from agent_kernel.engine.models.llm import ToolCallRequest
 from agent_kernel.engine.registry import ToolContext
 from agent_kernel.engine.tool_calls import ToolCallRecord, execute
+
+if TYPE_CHECKING:
+    from agent_kernel.notebook.magics import AgentMagics
 
 
 async def call_tool(agent: Agent, name: str, **arguments: Any) -> Any:
@@ -44,3 +50,23 @@ async def through_the_loop(agent: Agent, name: str, **arguments: Any) -> ToolCal
     """One call as the model makes it: parsed, prechecked, approved, run and recorded."""
     request = ToolCallRequest(id="call_1", name=name, arguments=json.dumps(arguments))
     return await execute(agent, request, "run_t")
+
+
+@contextmanager
+def loaded_magics(workspace: Path) -> Iterator[AgentMagics]:
+    """``%load_ext agent_kernel`` in a fresh IPython shell with its own session tools, the
+    agent on ``workspace``; unloaded again afterwards, whatever the test did."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel.engine.registry import UserTools, session_tools
+    from agent_kernel.notebook import magics as m
+
+    shell = InteractiveShell()
+    with session_tools(UserTools()):
+        m.load_ipython_extension(shell)
+    try:
+        magics = m.current(shell)
+        magics.workspace = str(workspace)
+        yield magics
+    finally:
+        m.unload_ipython_extension(shell)

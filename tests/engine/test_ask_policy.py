@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tool_helpers import person, through_the_loop
+from tool_helpers import loaded_magics, person, through_the_loop
 
 from agent_kernel import Agent, Settings
 from agent_kernel.engine import ask_policy
@@ -109,17 +109,7 @@ async def test_code_for_the_kernel_asks_whatever_was_chosen(tmp_path: Path) -> N
 
 
 def test_the_magic_changes_the_table_and_the_ledger_keeps_it(tmp_path: Path) -> None:
-    from IPython.core.interactiveshell import InteractiveShell
-
-    from agent_kernel.engine.registry import UserTools, session_tools
-    from agent_kernel.notebook import magics as m
-
-    shell = InteractiveShell()
-    with session_tools(UserTools()):
-        m.load_ipython_extension(shell)
-    try:
-        magics = m.current(shell)
-        magics.workspace = str(tmp_path / "ws")
+    with loaded_magics(tmp_path / "ws") as magics:
         refused = magics.choose_asking(None, "run_python")
         assert refused.startswith("agent-kernel: nothing changed. run_python always asks")
         assert magics.ask_before == {}
@@ -131,8 +121,6 @@ def test_the_magic_changes_the_table_and_the_ledger_keeps_it(tmp_path: Path) -> 
         changes = [(r["tool_name"], r["asks"], r["by"]) for r in magics.agent.ledger.records()
                    if r.get("kind") == "ask_policy_changed"]
         assert changes == [("run_javascript", True, "user"), ("run_javascript", False, "user")]
-    finally:
-        m.unload_ipython_extension(shell)
 
 
 def test_the_table_says_why_for_every_row() -> None:

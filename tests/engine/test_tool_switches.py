@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tool_helpers import person, through_the_loop
+from tool_helpers import loaded_magics, person, through_the_loop
 
 from agent_kernel import Agent, Settings
 from agent_kernel.engine.tool_calls import tool_message
@@ -60,19 +60,7 @@ async def test_other_tools_and_a_switch_left_on_still_run(tmp_path: Path) -> Non
 
 
 def test_the_magic_switches_a_tool_off_for_the_session_agent(tmp_path: Path) -> None:
-    from IPython.core.interactiveshell import InteractiveShell
-
-    from agent_kernel.engine.registry import UserTools, session_tools
-    from agent_kernel.notebook import magics as m
-
-    shell = InteractiveShell()
-    with session_tools(UserTools()):
-        m.load_ipython_extension(shell)
-    try:
-        magics = m.current(shell)
-        magics.workspace = str(tmp_path / "ws")
+    with loaded_magics(tmp_path / "ws") as magics:
         assert magics.agent.settings.tools_enabled == {}
-        shell.run_line_magic("config", "AgentMagics.tools_enabled = {'bash': False}")
+        magics.shell.run_line_magic("config", "AgentMagics.tools_enabled = {'bash': False}")
         assert magics.agent.settings.tools_enabled == {"bash": False}
-    finally:
-        m.unload_ipython_extension(shell)
