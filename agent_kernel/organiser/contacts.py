@@ -121,6 +121,11 @@ def _weights(value: Mapping[str, object]) -> dict[str, float]:
     return out
 
 
+ContactJson = dict[str, object]
+"""A contact as JSON (``contacts_list``'s elements): :class:`Contact`'s fields by name, so
+the fields are written down once, in the dataclass."""
+
+
 @dataclass
 class Contact:
     """One person or agent the agent knows (spec 003's ``Contact``, ``contacts/types.go``)."""
@@ -154,34 +159,7 @@ class Contact:
 
     def to_json(self) -> ContactJson:
         """The contact as plain JSON data (the tools' and the file's shape)."""
-        return cast(ContactJson, asdict(self))
-
-
-class ContactJson(TypedDict):
-    """A contact as JSON (``contacts_list``'s elements)."""
-
-    contact_id: str
-    kind: str
-    status: str
-    contact_nickname: str
-    persona_brief: str
-    persona_traits: dict[str, float]
-    pronouns: str
-    timezone: str
-    preference_context: str
-    subject_id: str
-    node_id: str
-    peer_id: str
-    addresses: list[str]
-    understanding_depth: float
-    topic_weights: dict[str, float]
-    reciprocity_norm: float
-    created_at: str
-    updated_at: str
-    last_interaction_at: str
-    last_shared_at: str
-    last_shared_item_id: str
-    cooldown_until: str
+        return asdict(self)
 
 
 class ContactUpdate(TypedDict, total=False):
