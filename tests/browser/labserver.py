@@ -26,6 +26,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 CHROMIUM = Path("/usr/bin/chromium")
+THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
+"""The themes a saved run is drawn in, by the key its report goes under."""
 PLAYWRIGHT = HERE / "node_modules" / "playwright-core"
 SETTINGS_OVERRIDES = {
     "@jupyterlab/apputils-extension:notification": {
@@ -179,6 +181,47 @@ def write_notebook(lab: Lab, name: str, cells: list[str]) -> Path:
     nbformat.write(nb, str(path))
     return path
 
+
+def write_saved_runs(lab: Lab, name: str, cells: list[tuple[str, dict[str, Any]]]) -> None:
+    """A notebook of saved ``%agent`` cells, each (source, output bundle), with a kernel that
+    does not exist: JupyterLab asks, and render.mjs picks "No Kernel"."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "agent-kernel-none", "display_name": "None",
+                                 "language": "python"}
+    for source, data in cells:
+        cell = nbformat.v4.new_code_cell(source, execution_count=1)
+        cell.outputs = [nbformat.v4.new_output("display_data", data=data)]
+        nb.cells.append(cell)
+    nbformat.validate(nb)
+    nbformat.write(nb, str(lab.root / name))
+
+
+def render(lab: Lab, notebook: str, theme: str, shots: Path) -> dict[str, Any]:
+    """render.mjs's report on ``notebook`` as it is drawn (``theme`` names its shots), with
+    the kernels the server runs afterwards (a saved run must start none)."""
+    config = {"url": lab.notebook_url(notebook), "shots": str(shots), "theme": theme,
+              "chromium": str(CHROMIUM), "profile": str(lab.base / f"chromium-{theme}")}
+    done = subprocess.run(["node", str(HERE / "render.mjs"), json.dumps(config)],
+                          capture_output=True, text=True, timeout=180, cwd=HERE)
+    line = next((x for x in reversed(done.stdout.splitlines()) if x.startswith("REPORT ")), None)
+    if line is None:
+        raise RuntimeError(f"render.mjs gave no report (exit {done.returncode}):\n"
+                           f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}\n{lab.log()}")
+    report: dict[str, Any] = json.loads(line[len("REPORT "):])
+    with urllib.request.urlopen(f"{lab.url}/api/kernels?token={lab.token}", timeout=10) as r:
+        report["kernels"] = json.load(r)
+    return report
+
+
+def render_in_themes(lab: Lab, notebook: str, shots: Path) -> dict[str, dict[str, Any]]:
+    """:func:`render`'s report in each of :data:`THEMES`, by its key."""
+    found: dict[str, dict[str, Any]] = {}
+    for key, theme in THEMES.items():
+        set_theme(lab, theme)
+        found[key] = render(lab, notebook, key, shots)
+    return found
 
 def drive(lab: Lab, notebook: str, scenario: str, shots: Path, timeout: float = 300.0,
           script: str = "drive.mjs", **options: Any) -> dict[str, Any]:

@@ -16,19 +16,23 @@ import copy
 import json
 import re
 import shutil
-import subprocess
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-from labserver import CHROMIUM, HERE, Lab, missing_requirements, set_theme, start_lab
+from labserver import (
+    THEMES,
+    Lab,
+    missing_requirements,
+    render_in_themes,
+    start_lab,
+    write_saved_runs,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "labextension" / "test" / "fixtures" / "run.json"
 OUTPUT = ROOT / "test-output" / "browser" / "labextension"
 RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
-THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
 AA = 4.5
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
@@ -55,35 +59,9 @@ def bundle(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_saved_notebook(lab: Lab, name: str) -> None:
-    import nbformat
-
     state = json.loads(FIXTURE.read_text(encoding="utf-8"))
-    nb = nbformat.v4.new_notebook()
-    # A kernel that does not exist: JupyterLab asks, the driver picks "No Kernel".
-    nb.metadata["kernelspec"] = {"name": "agent-kernel-none", "display_name": "None",
-                                 "language": "python"}
-    for source, run in ((f"%agent {state['prompt']}", state),
-                        ("%agent hello", running_variant(state))):
-        cell = nbformat.v4.new_code_cell(source, execution_count=1)
-        cell.outputs = [nbformat.v4.new_output("display_data", data=bundle(run))]
-        nb.cells.append(cell)
-    nbformat.validate(nb)
-    nbformat.write(nb, str(lab.root / name))
-
-
-def render(lab: Lab, notebook: str, theme: str) -> dict[str, Any]:
-    config = {"url": lab.notebook_url(notebook), "shots": str(OUTPUT), "theme": theme,
-              "chromium": str(CHROMIUM), "profile": str(lab.base / f"chromium-{theme}")}
-    done = subprocess.run(["node", str(HERE / "render.mjs"), json.dumps(config)],
-                          capture_output=True, text=True, timeout=180, cwd=HERE)
-    line = next((x for x in reversed(done.stdout.splitlines()) if x.startswith("REPORT ")), None)
-    if line is None:
-        raise RuntimeError(f"render.mjs gave no report (exit {done.returncode}):\n"
-                           f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}\n{lab.log()}")
-    report: dict[str, Any] = json.loads(line[len("REPORT "):])
-    with urllib.request.urlopen(f"{lab.url}/api/kernels?token={lab.token}", timeout=10) as r:
-        report["kernels"] = json.load(r)
-    return report
+    write_saved_runs(lab, name, [(f"%agent {state['prompt']}", bundle(state)),
+                                 ("%agent hello", bundle(running_variant(state)))])
 
 
 @pytest.fixture(scope="module")
@@ -97,10 +75,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     lab = start_lab(tmp_path_factory.mktemp("lab"))
     try:
         write_saved_notebook(lab, "saved_runs.ipynb")
-        found: dict[str, dict[str, Any]] = {}
-        for key, theme in THEMES.items():
-            set_theme(lab, theme)
-            found[key] = render(lab, "saved_runs.ipynb", key)
+        found = render_in_themes(lab, "saved_runs.ipynb", OUTPUT)
         (OUTPUT / "report.json").write_text(json.dumps(found, indent=2))
         return found
     finally:

@@ -8,19 +8,16 @@ a plan whose steps carry markup; ``render.mjs`` reports what the renderer drew.
 from __future__ import annotations
 
 import json
-import subprocess
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-from labserver import CHROMIUM, HERE, Lab, missing_requirements, set_theme, start_lab
+from labserver import THEMES, missing_requirements, render_in_themes, start_lab, write_saved_runs
 
 from agent_kernel.views.mime import mime_bundle, transcript_of
 
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = ROOT / "test-output" / "browser" / "organiser"
-THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
 AA = 4.5
 STEP = "load the <img src=x onerror=\"window.__akl_xss=1\"> data"
 
@@ -41,25 +38,8 @@ def organiser_run(tmp: Path) -> dict[str, Any]:
     return mime_bundle(transcript_of(events))
 
 
-def render(lab: Lab, notebook: str, theme: str) -> dict[str, Any]:
-    config = {"url": lab.notebook_url(notebook), "shots": str(OUTPUT), "theme": theme,
-              "chromium": str(CHROMIUM), "profile": str(lab.base / f"chromium-{theme}")}
-    done = subprocess.run(["node", str(HERE / "render.mjs"), json.dumps(config)],
-                          capture_output=True, text=True, timeout=180, cwd=HERE)
-    line = next((x for x in reversed(done.stdout.splitlines()) if x.startswith("REPORT ")), None)
-    if line is None:
-        raise RuntimeError(f"render.mjs gave no report (exit {done.returncode}):\n"
-                           f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}\n{lab.log()}")
-    report: dict[str, Any] = json.loads(line[len("REPORT "):])
-    with urllib.request.urlopen(f"{lab.url}/api/kernels?token={lab.token}", timeout=10) as r:
-        report["kernels"] = json.load(r)
-    return report
-
-
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    import nbformat
-
     problem = missing_requirements()
     if problem:
         pytest.fail(f"the browser test needs Chromium and playwright-core: {problem}",
@@ -68,18 +48,8 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     bundle = organiser_run(tmp_path_factory.mktemp("agent"))
     lab = start_lab(tmp_path_factory.mktemp("lab"))
     try:
-        nb = nbformat.v4.new_notebook()
-        nb.metadata["kernelspec"] = {"name": "agent-kernel-none", "display_name": "None",
-                                     "language": "python"}
-        cell = nbformat.v4.new_code_cell("%agent plan: ...", execution_count=1)
-        cell.outputs = [nbformat.v4.new_output("display_data", data=bundle)]
-        nb.cells.append(cell)
-        nbformat.write(nb, str(lab.root / "organiser.ipynb"))
-        found: dict[str, dict[str, Any]] = {}
-        for key, theme in THEMES.items():
-            set_theme(lab, theme)
-            found[key] = render(lab, "organiser.ipynb", key)
-        return found
+        write_saved_runs(lab, "organiser.ipynb", [("%agent plan: ...", bundle)])
+        return render_in_themes(lab, "organiser.ipynb", OUTPUT)
     finally:
         lab.stop()
 
