@@ -186,6 +186,7 @@ def test_the_demo_model_uses_the_organiser_tools_from_plain_words(tmp_path: Path
                          ("add a todo: send Alice the sales report", "todo_update"),
                          ("show my todos", "todo_list"),
                          ("done: the sales report", "todo_update"),
+                         ("show my todos, done ones too", "todo_list"),
                          ("plan: load the sales data; chart it by month", "plan_create"),
                          ("list contacts", "contacts_list")]:
         result = agent.run(prompt)
@@ -195,6 +196,8 @@ def test_the_demo_model_uses_the_organiser_tools_from_plain_words(tmp_path: Path
     assert "Added “send Alice (tg:@alice) the sales report” to your todo list" in \
         said["add a todo: send Alice the sales report"]
     assert "Ticked off" in said["done: the sales report"]
+    assert said["show my todos, done ones too"].endswith(  # its own paragraph, not in a list
+        "1 done.\n\nDone:\n- send Alice (tg:@alice) the sales report")
     assert "1. Load the sales data\n2. Chart it by month" in \
         said["plan: load the sales data; chart it by month"]
     assert "{" not in "".join(said.values())  # words, not JSON

@@ -268,9 +268,9 @@ def _todo_list_words(_args: dict[str, object], result: object) -> str | None:
         return None
     lines = [f"{result.get('open_count', 0)} open, {result.get('done_count', 0)} done."]
     if result.get("wip_items"):
-        lines += ["Open:", *_items(result.get("wip_items"))]
-    if result.get("done_items"):
-        lines += ["Done:", *_items(result.get("done_items"))]
+        lines += ["", "Open:", *_items(result.get("wip_items"))]
+    if result.get("done_items"):  # a blank line first: Markdown would run it into the list
+        lines += ["", "Done:", *_items(result.get("done_items"))]
     return "\n".join(lines)
 
 
@@ -315,7 +315,7 @@ WORDS = {"todo_update": _todo_words, "todo_list": _todo_list_words, "plan_create
 """What the demo says about each organiser tool's result (merged into demo_answers')."""
 
 
-_SEND = (r"^(?:please\s+)?(?:send|write|mail|e-?mail|message)\s+(?:to\s+)?([A-Z][\w'-]*)"
+_SEND = (r"^(?:please\s+)?(?:send|e-?mail|message)\s+(?:to\s+)?([A-Z][\w'-]*)"
          r"(?:\s+(?:a|an)\s+(?:message|note|mail|e-?mail))?\s*:\s*(.+)$")
 
 
