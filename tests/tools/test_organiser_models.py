@@ -182,6 +182,7 @@ def test_the_demo_model_uses_the_organiser_tools_from_plain_words(tmp_path: Path
                          ("add a todo: send Alice the sales report", "todo_update"),
                          ("show my todos", "todo_list"),
                          ("done: the sales report", "todo_update"),
+                         ("show my todos, done ones too", "todo_list"),
                          ("plan: load the sales data; chart it by month", "plan_create"),
                          ("list contacts", "contacts_list")]:
         result = agent.run(prompt)
@@ -191,6 +192,51 @@ def test_the_demo_model_uses_the_organiser_tools_from_plain_words(tmp_path: Path
     assert "Added “send Alice (tg:@alice) the sales report” to your todo list" in \
         said["add a todo: send Alice the sales report"]
     assert "Ticked off" in said["done: the sales report"]
+    assert said["show my todos, done ones too"].endswith(  # its own paragraph, not in a list
+        "1 done.\n\nDone:\n- send Alice (tg:@alice) the sales report")
     assert "1. Load the sales data\n2. Chart it by month" in \
         said["plan: load the sales data; chart it by month"]
     assert "{" not in "".join(said.values())  # words, not JSON
+
+
+def test_the_demo_model_sends_a_message_from_plain_words(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """``send Ana a message: ...``: the demo looks Ana up, asks to send to her contact, and
+    says what happened; approved, the mail arrives; denied, nothing goes."""
+    import uuid
+
+    from mail_server import PASSWORD, USER, MailServer
+    from tool_helpers import person
+
+    from agent_kernel.channels import CONFIG, EmailConfig
+    from agent_kernel.engine.approvals import DENY
+    from agent_kernel.guards.web.auth import AuthProfile
+
+    agent = Agent(workspace=tmp_path / "ws")
+    ContactStore(agent.workspace).upsert({"contact_id": "email:ana@example.org",
+                                          "contact_nickname": "Ana"})
+    with MailServer(tmp_path) as mail:
+        monkeypatch.setattr(CONFIG, "email", EmailConfig(
+            host="127.0.0.1", port=mail.port, to="me@example.org", sender="agent@example.org",
+            username=USER, verify=mail.ca))
+        monkeypatch.setattr(CONFIG, "profiles", {"smtp": AuthProfile(
+            hosts=["127.0.0.1"], token=PASSWORD)})
+        person(agent, DENY)
+        refused = agent.run("send Ana a message: the slides are ready")
+        assert [c.tool_name for c in refused.tool_calls] == ["contacts_list", "contacts_send"]
+        assert not refused.tool_calls[1].success and mail.messages == []
+        assert refused.reply.startswith("(offline demo model) The message to Ana was not sent:")
+        agent = Agent(workspace=tmp_path / "ws")
+        asked = person(agent)
+        sent = agent.run("send Ana a message: the slides are ready")
+        assert len(asked) == 1
+        call = sent.tool_calls[1]
+        assert call.success and call.arguments["contact_id"] == "email:ana@example.org"
+        assert uuid.UUID(str(call.arguments["session_id"])).version == 7
+        [message] = mail.messages
+        assert message["To"] == "ana@example.org"
+        assert message.get_payload(decode=True).decode().strip() == "the slides are ready"
+        assert sent.reply == "(offline demo model) I sent your message to Ana by e-mail."
+        nobody = agent.run("send Bo a message: hello")
+        assert nobody.reply.endswith("I found no contact called Bo, so I sent nothing.")
+        assert len(mail.messages) == 1

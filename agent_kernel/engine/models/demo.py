@@ -370,6 +370,10 @@ def respond(messages: list[ChatMessage], tools: list[ToolSchema]) -> DemoTurn:
     prompt = _text_of(messages[last_user]).strip() if last_user >= 0 else ""
     turn = messages[last_user + 1 :]
     results = {m.get("tool_call_id"): _text_of(m) for m in turn if m.get("role") == "tool"}
+    message = demo_organiser.message_story(prompt, turn, names) if prompt else None
+    if message is not None:  # "send Ana a message: ...": look her up, then send (asks)
+        return DemoTurn(text=f"{LABEL} {message[0]}" if message[0] else "",
+                        tool_calls=list(message[1]))
     organised = demo_organiser.plan_call(prompt, names) if prompt else None
     story = None if organised else demo_data.play(prompt, turn, names)  # the notebook's data
     if story is not None:

@@ -268,9 +268,9 @@ def _todo_list_words(_args: dict[str, object], result: object) -> str | None:
         return None
     lines = [f"{result.get('open_count', 0)} open, {result.get('done_count', 0)} done."]
     if result.get("wip_items"):
-        lines += ["Open:", *_items(result.get("wip_items"))]
-    if result.get("done_items"):
-        lines += ["Done:", *_items(result.get("done_items"))]
+        lines += ["", "Open:", *_items(result.get("wip_items"))]
+    if result.get("done_items"):  # a blank line first: Markdown would run it into the list
+        lines += ["", "Done:", *_items(result.get("done_items"))]
     return "\n".join(lines)
 
 
@@ -313,3 +313,78 @@ WORDS = {"todo_update": _todo_words, "todo_list": _todo_list_words, "plan_create
          "contacts_upsert": _contact_words, "contacts_list": _contacts_words,
          "contacts_candidate_rank": _rank_words}
 """What the demo says about each organiser tool's result (merged into demo_answers')."""
+
+
+_SEND = (r"^(?:please\s+)?(?:send|e-?mail|message)\s+(?:to\s+)?([A-Z][\w'-]*)"
+         r"(?:\s+(?:a|an)\s+(?:message|note|mail|e-?mail))?\s*:\s*(.+)$")
+
+
+def _uuid7(now_ms: int, rand: int) -> str:
+    """A UUIDv7 (RFC 9562): 48 bits of Unix milliseconds, the version, random bits."""
+    value = (now_ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | (rand >> 62 & 0xFFF) << 64 \
+        | 0b10 << 62 | rand & ((1 << 62) - 1)
+    text = f"{value:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+def _seen(turn: list[ChatMessage]) -> dict[str, tuple[dict[str, object], str]]:
+    """This turn's calls by tool name: the arguments and what came back (text)."""
+    results = {m.get("tool_call_id"): str(m.get("content") or "") for m in turn
+               if m.get("role") == "tool"}
+    seen: dict[str, tuple[dict[str, object], str]] = {}
+    for message in turn:
+        for call in message.get("tool_calls") or [] if message.get("role") == "assistant" else []:
+            fn = call.get("function", {})
+            try:
+                args = json.loads(fn.get("arguments") or "{}")
+            except ValueError:
+                args = {}
+            seen[str(fn.get("name"))] = (args if isinstance(args, dict) else {},
+                                         results.get(call.get("id"), ""))
+    return seen
+
+
+def message_story(prompt: str, turn: list[ChatMessage],
+                  tools: set[str]) -> tuple[str, list[tuple[str, dict[str, object]]]] | None:
+    """``send Ana a message: ...``: look the name up in the contacts, then ``contacts_send``
+    to the one contact of that name (which asks the person), then say what happened.
+    Returns (answer text, tool calls), or None when the prompt is not a message."""
+    m = re.match(_SEND, prompt.strip(), re.S)
+    if not m or not {"contacts_list", "contacts_send"} <= tools:
+        return None
+    name, text = m.group(1), m.group(2).strip()
+    seen = _seen(turn)
+    if "contacts_send" in seen:
+        _args, said = seen["contacts_send"]
+        try:
+            sent = json.loads(said)
+        except ValueError:
+            sent = None
+        outcome = sent.get("outcome") if isinstance(sent, dict) else None
+        if isinstance(outcome, dict) and outcome.get("accepted"):
+            how = "by e-mail" if sent.get("channel") == "email" else "on Telegram"
+            return f"I sent your message to {name} {how}.", []
+        why = re.sub(r"^Tool '[^']*' (?:was not run|execution failed|failed): ", "",
+                     said.removeprefix("Error: ").split("\n\n", 1)[0].strip())
+        if isinstance(outcome, dict) and outcome.get("error"):
+            why = str(outcome["error"])
+        return f"The message to {name} was not sent: {why.rstrip('.')}.", []
+    if "contacts_list" not in seen:
+        return "", [("contacts_list", {"status": "active"})]
+    try:
+        listed = json.loads(seen["contacts_list"][1])
+    except ValueError:
+        listed = []
+    hits = [c for c in listed if isinstance(c, dict)
+            and str(c.get("contact_nickname") or "").strip().lower() == name.lower()] \
+        if isinstance(listed, list) else []
+    if len(hits) != 1:
+        found = "no contact" if not hits else f"{len(hits)} contacts"
+        return f"I found {found} called {name}, so I sent nothing.", []
+    import secrets
+    import time
+
+    return "", [("contacts_send", {"contact_id": str(hits[0].get("contact_id")),
+                                   "message_text": text,
+                                   "session_id": _uuid7(time.time_ns() // 1_000_000,
+                                                        secrets.randbits(74))})]
