@@ -5,8 +5,7 @@ drawn as a checklist, and the message to Ana, which nobody can approve in a head
 is not sent: the local mailbox stays empty and the ledger has no ``message_sent``. Every
 HTML output is escaped (a reply's Markdown is cleaned to an allow-list of tags), and the
 notebook's fake mail password is nowhere but its one cell.
-The committed notebook carries the outputs of such a headless run, readable without a
-kernel."""
+The committed notebook carries no outputs, as the others (Binder and a reader run it)."""
 
 from __future__ import annotations
 
@@ -133,12 +132,12 @@ def _the_story_holds(nb: Any) -> None:
         cells["import os"]]  # the one cell that sets the fake password, in the open
 
 
-def test_the_committed_notebook_shows_a_headless_run_and_says_how_it_approves() -> None:
+def test_the_committed_notebook_has_no_outputs_and_says_how_it_approves() -> None:
     nb = nbformat.read(NOTEBOOK, as_version=4)
     nbformat.validate(nb)
-    assert all(c.outputs for c in nb.cells if c.cell_type == "code"
-               and c.source != "%load_ext agent_kernel"), "saved with its outputs"
-    _the_story_holds(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, cell.source
     words = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "stands in for your mail server" in words and "offline demo model" in words
     assert "you approve it first" in words and "never approved by a policy" in words
