@@ -261,15 +261,22 @@ class PhoneRelay:
             if mailer.config.answers_back:
                 entry.code = answer_code()
                 subject = f"{subject} [answer code {entry.code}]"
-                await MAIL.mark(self)  # replies are what arrives from now on
-            await mailer.send(subject, words(question, channel, also, entry.code))
+                self.open[question.question_id] = entry
+                self._sending.add(question.question_id)  # :meth:`settled` may come first
+            try:
+                if entry.code is not None:
+                    await MAIL.mark(self)  # replies are what arrives from now on
+                await mailer.send(subject, words(question, channel, also, entry.code))
+            except BaseException:
+                self.open.pop(question.question_id, None)
+                raise
+            finally:
+                self._sending.discard(question.question_id)
             await self._record("channel_sent", question.run_id, channel="email", what=what,
                                question_id=question.question_id, to=mailer.config.to)
-            if entry.code is not None:
-                ended = self._ended.pop(question.question_id, None)
-                if ended is None:
-                    self.open[question.question_id] = entry
-                    MAIL.listen(self)
+            if entry.code is not None and \
+                    self._ended.pop(question.question_id, None) is None:
+                MAIL.listen(self)  # unless it was answered while the mail was on its way
         return channel
 
     def settled(self, question_id: str, answer: str, source: AnswerSource) -> None:
@@ -548,6 +555,7 @@ class MailInbox:
         """Codes of questions already answered: a late reply changes nothing."""
         self._poller: asyncio.Task[None] | None = None
         self._pause: asyncio.Future[None] | None = None
+        self._ended_pause: asyncio.Future[None] | None = None
 
     @property
     def polling(self) -> bool:
@@ -592,6 +600,7 @@ class MailInbox:
         """Nothing left to wait for: end the pause between looks now."""
         pause = self._pause
         if not self.open() and pause is not None and not pause.done():
+            self._ended_pause = pause
             pause.cancel()
 
     async def _poll(self) -> None:
@@ -620,8 +629,8 @@ class MailInbox:
             try:
                 await self._pause
             except asyncio.CancelledError:
-                if self._pause.cancelled() and not self.open():
-                    break  # ended because nothing is open any more
+                if self._ended_pause is self._pause:
+                    continue  # ended because nothing was open (the loop looks again)
                 raise
 
     async def handle(self, message: EmailMessage, fallback: PhoneRelay) -> None:
