@@ -279,3 +279,37 @@ def test_what_a_reply_says() -> None:
     assert answer_in("> only quoted", []) is None
     assert answer_in("-----Original Message-----\nApprove", ["Approve"]) is None
     assert answer_in("at noon\nthanks", []) == "at noon"
+
+
+async def test_two_agents_share_the_mailbox_and_each_reply_finds_its_question(
+        servers: Servers, tmp_path: Path) -> None:
+    """One reader per mailbox: each reply goes to the question whose code it carries, and a
+    question asked after the reader stopped starts it again."""
+    from tool_helpers import call_tool
+
+    first = Agent(workspace=tmp_path / "one")
+    second = Agent(workspace=tmp_path / "two")
+    one = asyncio.create_task(call_tool(first, "ask_user", question="First?",
+                                        options=["a", "b"]))
+    two = asyncio.create_task(call_tool(second, "ask_user", question="Second?",
+                                        options=["c", "d"]))
+    sent = await asyncio.to_thread(servers.wait_mail, 2)
+    by_question = {_body(m).splitlines()[0]: m for m in sent}
+    second_mail = by_question["The agent asks: Second?"]
+    first_mail = by_question["The agent asks: First?"]
+    assert _code(first_mail) != _code(second_mail)
+    # The first agent's answer in a reply to the second's question is not offered there.
+    servers.reply(f"Re: {second_mail['Subject']}", "b")
+    servers.reply(f"Re: {second_mail['Subject']}", "D")
+    servers.reply(f"Re: {first_mail['Subject']}", "b")
+    assert await asyncio.wait_for(two, 20) == {"answer": "d", "source": "email"}
+    assert await asyncio.wait_for(one, 20) == {"answer": "b", "source": "email"}
+    assert [r["reason"] for r in _records(second, "channel_answer_ignored")] == [
+        "the answer is not one of the question's options"]
+    assert not _records(first, "channel_answer_ignored")
+    await _until(lambda: not MAIL.polling)
+    again = asyncio.create_task(call_tool(first, "ask_user", question="Again?",
+                                          options=["yes", "no"]))
+    third = (await asyncio.to_thread(servers.wait_mail, 3))[2]
+    servers.reply(f"Re: {third['Subject']}", "no")
+    assert await asyncio.wait_for(again, 20) == {"answer": "no", "source": "email"}
