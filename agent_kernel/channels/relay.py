@@ -316,10 +316,6 @@ class PhoneRelay:
         """This relay's questions out by mail, waiting for a reply."""
         return [e for e in self.open.values() if e.channel == "email" and e.code]
 
-    def mailbox(self) -> Mailbox:
-        """The agent's mailbox (one reader per mailbox in the process)."""
-        return MAIL.box(self)
-
     async def mail_reply(self, message: EmailMessage, entry: OpenQuestion | None,
                          codes: list[str]) -> None:
         """One mail in the agent's mailbox: ``entry`` is the open question whose code it
