@@ -50,7 +50,8 @@ class TelegramConfig:
 
 @dataclass
 class EmailConfig:
-    """An SMTP server with STARTTLS, and the person's address."""
+    """An SMTP server with STARTTLS, the person's address, and (optionally) the agent's
+    IMAP mailbox where the person's replies arrive."""
 
     host: str
     to: str
@@ -62,6 +63,24 @@ class EmailConfig:
     # True: the system's roots; a path: a CA bundle (a test's own certificate).
     verify: bool | str = True
     timeout: float = 30.0
+    # The agent's mailbox, read over IMAP for the person's replies to a question (None:
+    # mail carries questions one way). Port 993 is IMAPS; with ``imap_starttls`` the
+    # connection starts plain and must upgrade (usually port 143). The login is
+    # ``imap_username`` (default: ``username``) with the secret of ``imap_auth_profile``
+    # (default: ``auth_profile``), which must name the IMAP host among its hosts.
+    imap_host: str | None = None
+    imap_port: int = 993
+    imap_starttls: bool = False
+    imap_username: str | None = None
+    imap_auth_profile: str | None = None
+    mailbox: str = "INBOX"
+    # Seconds between two looks at the mailbox while a mail question is open.
+    poll_every: float = 5.0
+
+    @property
+    def answers_back(self) -> bool:
+        """Whether the person's replies are read (an IMAP mailbox is configured)."""
+        return self.imap_host is not None
 
 
 @dataclass

@@ -11,7 +11,10 @@ Approve and Deny only; "Always allow" is never granted from a phone). A button p
 taken only from the configured person in the configured chat, only for a question still
 open, and only for one of its options; anything else is ignored and recorded in the ledger
 (``channel_answer_ignored``), and a press on a question already answered only stops the
-button's spinner. By mail the question carries its options and says where to answer.
+button's spinner. By mail the question carries its options and a one-time answer code;
+with the agent's mailbox configured (IMAP) a reply counts only from the person's address,
+carrying the code of a question still open, and naming one of its options
+(:class:`MailInbox`); without it the mail says to answer in the notebook.
 Every message sent is recorded (``channel_sent``: which channel, what, to whom; never a
 secret).
 """
@@ -21,6 +24,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
+import secrets
 import weakref
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -33,6 +38,9 @@ from agent_kernel.core.statuses import AnswerSource
 from agent_kernel.core.unseen import mixed_words, with_tokens
 
 if TYPE_CHECKING:
+    from email.message import EmailMessage
+
+    from agent_kernel.channels.mail import Mailbox
     from agent_kernel.channels.telegram import Payload, TelegramBot
     from agent_kernel.core.events import EventBus
     from agent_kernel.core.ledger import Ledger
@@ -41,6 +49,10 @@ if TYPE_CHECKING:
 APPROVE, DENY, ALWAYS = "Approve", "Deny", "Always allow this tool"
 MAX_ARGUMENTS = 2500
 WHERE = {"user": "in the notebook", "telegram": "on Telegram", "email": "by e-mail"}
+CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O or 1/I to misread
+CODE_LENGTH = 12
+CODE_PATTERN = re.compile(r"answer code ([A-Za-z0-9]{10,})", re.IGNORECASE)
+END_OF_REPLY = re.compile(r"^(-{2,}\s*original message|on .+ wrote:$|--$)", re.IGNORECASE)
 
 
 @dataclass
@@ -52,6 +64,8 @@ class OpenQuestion:
     answer: Answerer
     channel: ChannelName
     message_id: int | None = None
+    code: str | None = None
+    """The one-time answer code a mail reply must carry."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +106,42 @@ def options_for(question: Question) -> list[str]:
     return list(question.options or [])
 
 
-def words(question: Question, channel: ChannelName, also: str) -> str:
+def answer_code() -> str:
+    """A fresh one-time code for a mail question (only the person's mail holds it)."""
+    return "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LENGTH))
+
+
+def reply_lines(body: str) -> list[str]:
+    """The lines the person wrote in a reply: not quoted (``>``), up to the quoted
+    original ("On ... wrote:", "-----Original Message-----") or a signature (``--``)."""
+    found = []
+    for line in body.splitlines():
+        text = line.strip()
+        if text.startswith(">"):
+            continue
+        if END_OF_REPLY.match(text):
+            break
+        if text:
+            found.append(text)
+    return found
+
+
+def answer_in(body: str, options: list[str]) -> str | None:
+    """The answer a reply gives: the first of its own lines that is one of ``options``
+    (case-insensitive), or with no options its first line; None when there is none."""
+    lines = reply_lines(body)
+    if not options:
+        return lines[0][:4000] if lines else None
+    for line in lines:
+        said = line.rstrip(".!").strip().casefold()
+        for option in options:
+            if said == option.casefold():
+                return option
+    return None
+
+
+def words(question: Question, channel: ChannelName, also: str,
+          code: str | None = None) -> str:
     """The question as the person reads it on the phone (plain text)."""
     details = question.details or {}
     if question.kind == "approval":
@@ -111,7 +160,15 @@ def words(question: Question, channel: ChannelName, also: str) -> str:
     if channel == "email":
         if options:
             lines.append("Options: " + " · ".join(options))
-        lines.append(f"Answer in the notebook{also}. This mail cannot carry your answer back.")
+        if code is not None:
+            how = ("write one of the options on the first line" if options
+                   else "write your answer on the first line")
+            lines.append(f"Answer by replying to this mail: {how}, and keep the answer "
+                         f"code [answer code {code}] in the reply. Or answer in the "
+                         f"notebook{also}.")
+        else:
+            lines.append(f"Answer in the notebook{also}. "
+                         "This mail cannot carry your answer back.")
     elif not options:
         lines.append("Answer by replying to this message.")
     if question.default is not None:
@@ -201,15 +258,34 @@ class PhoneRelay:
             also = " or on Telegram" if self.channels.telegram is not None else ""
             subject = ("Approval needed: " + str((question.details or {}).get("tool", ""))
                        if what == "approval" else "A question from your agent")
-            await mailer.send(subject, words(question, channel, also))
+            if mailer.config.answers_back:
+                entry.code = answer_code()
+                subject = f"{subject} [answer code {entry.code}]"
+                self.open[question.question_id] = entry
+                self._sending.add(question.question_id)  # :meth:`settled` may come first
+            try:
+                if entry.code is not None:
+                    await MAIL.mark(self)  # replies are what arrives from now on
+                await mailer.send(subject, words(question, channel, also, entry.code))
+            except BaseException:
+                self.open.pop(question.question_id, None)
+                raise
+            finally:
+                self._sending.discard(question.question_id)
             await self._record("channel_sent", question.run_id, channel="email", what=what,
                                question_id=question.question_id, to=mailer.config.to)
+            if entry.code is not None and \
+                    self._ended.pop(question.question_id, None) is None:
+                MAIL.listen(self)  # unless it was answered while the mail was on its way
         return channel
 
     def settled(self, question_id: str, answer: str, source: AnswerSource) -> None:
         """The question ended: forget it; on Telegram, say how it ended."""
         entry = self.open.pop(question_id, None)
         INBOX.stop_if_idle()
+        if entry is not None and entry.code is not None:
+            MAIL.closed.add(entry.code)
+            MAIL.stop_if_idle()
         if entry is not None and entry.message_id is None and question_id in self._sending:
             self._ended[question_id] = (answer, source)  # :meth:`put` finishes the job
             return
@@ -235,6 +311,40 @@ class PhoneRelay:
 
     def _listen(self) -> None:
         INBOX.listen(self)
+
+    def mail_open(self) -> list[OpenQuestion]:
+        """This relay's questions out by mail, waiting for a reply."""
+        return [e for e in self.open.values() if e.channel == "email" and e.code]
+
+    async def mail_reply(self, message: EmailMessage, entry: OpenQuestion | None,
+                         codes: list[str]) -> None:
+        """One mail in the agent's mailbox: ``entry`` is the open question whose code it
+        carries (of this relay), or None."""
+        from email.utils import parseaddr
+
+        config = self.channels.email
+        sender = parseaddr(str(message.get("From", "")))[1]
+        why = None
+        answer = None
+        if config is None:
+            why = "e-mail is not configured"
+        elif sender.casefold() != parseaddr(config.to)[1].casefold():
+            why = "the reply came from another address"
+        elif entry is None:
+            if any(code in MAIL.closed for code in codes):
+                return  # a reply to a question already answered: nothing to do
+            why = "the reply carries no answer code of an open question"
+        else:
+            answer = answer_in(mail_text(message), entry.options)
+            if answer is None:
+                why = "the answer is not one of the question's options"
+        if why is not None or entry is None or answer is None:
+            await self._record("channel_answer_ignored",
+                               entry.question.run_id if entry is not None else "channels",
+                               channel="email", reason=why, from_address=sender[:320],
+                               question_id=entry.question.question_id if entry else None)
+            return
+        entry.answer(answer, "email")
 
     def telegram_open(self) -> list[OpenQuestion]:
         """This relay's questions out on Telegram, with their message sent."""
@@ -414,3 +524,121 @@ class Inbox:
 
 INBOX = Inbox()
 """The process's reader of the bot's updates."""
+
+
+def mail_text(message: EmailMessage) -> str:
+    """The plain-text body of a mail ("" when it has none)."""
+    body = message.get_body(preferencelist=("plain",))
+    if body is None:
+        return ""
+    try:
+        content = body.get_content()
+    except (LookupError, ValueError):
+        return ""
+    return content if isinstance(content, str) else ""
+
+
+class MailInbox:
+    """The one reader of each mailbox in this process, for every agent's relay: it looks
+    at the mailbox every ``EmailConfig.poll_every`` seconds while any relay has a
+    question out by mail (the IMAP work off the event loop), and gives each new mail to
+    the relay whose open question's code it carries."""
+
+    def __init__(self) -> None:
+        self.relays: weakref.WeakSet[PhoneRelay] = weakref.WeakSet()
+        self.boxes: dict[str, Mailbox] = {}
+        self.closed: set[str] = set()
+        """Codes of questions already answered: a late reply changes nothing."""
+        self._poller: asyncio.Task[None] | None = None
+        self._pause: asyncio.Future[None] | None = None
+        self._ended_pause: asyncio.Future[None] | None = None
+
+    @property
+    def polling(self) -> bool:
+        """Whether the mailbox is being watched now."""
+        return self._poller is not None and not self._poller.done()
+
+    def open(self) -> list[tuple[PhoneRelay, OpenQuestion]]:
+        """Every question out by mail, with the relay it belongs to."""
+        return [(relay, entry) for relay in list(self.relays) for entry in relay.mail_open()]
+
+    def box(self, relay: PhoneRelay) -> Mailbox:
+        """``relay``'s mailbox, the same object for every relay reading it."""
+        from agent_kernel.channels.mail import Mailbox
+
+        fresh = Mailbox(channels=relay.channels)
+        key = f"{fresh.key}#{id(fresh.config)}"
+        return self.boxes.setdefault(key, fresh)
+
+    async def mark(self, relay: PhoneRelay) -> None:
+        """Before a question mail goes: note where the mailbox ends (unless it is being
+        watched already), so its reply is the news. A failure is a notice: the first look
+        marks it instead."""
+        box = self.box(relay)
+        if not self.polling:
+            box.next_uid = None
+        try:
+            await box.mark()
+        except ChannelError as exc:
+            relay.bus.emit(Notice("channels", f"Could not read the mailbox: {exc}",
+                                  level="warning"))
+
+    def listen(self, relay: PhoneRelay) -> None:
+        """``relay`` has a question out by mail: make sure someone reads the replies."""
+        self.relays.add(relay)
+        loop = asyncio.get_running_loop()
+        poller = self._poller
+        if poller is not None and not poller.done() and poller.get_loop() is loop:
+            return
+        self._poller = loop.create_task(self._poll())
+
+    def stop_if_idle(self) -> None:
+        """Nothing left to wait for: end the pause between looks now."""
+        pause = self._pause
+        if not self.open() and pause is not None and not pause.done():
+            self._ended_pause = pause
+            pause.cancel()
+
+    async def _poll(self) -> None:
+        failures = 0
+        while (found_open := self.open()):
+            relays = {id(self.box(relay)): relay for relay, _ in found_open}
+            every = 5.0
+            for relay in relays.values():
+                config = relay.channels.email
+                every = min(every, config.poll_every) if config is not None else every
+                try:
+                    found = await self.box(relay).new_mail()
+                    failures = 0
+                except ChannelError as exc:
+                    failures += 1
+                    if failures in (1, 10):
+                        relay.bus.emit(Notice("channels", f"Could not read answers by "
+                                              f"e-mail: {exc}", level="warning"))
+                    found = []
+                for message in found:
+                    await self.handle(message, relay)
+            if not self.open():
+                break
+            self._pause = asyncio.ensure_future(asyncio.sleep(
+                max(0.2, every) * (1 if failures == 0 else min(8, 2 ** min(failures, 3)))))
+            try:
+                await self._pause
+            except asyncio.CancelledError:
+                if self._ended_pause is self._pause:
+                    continue  # ended because nothing was open (the loop looks again)
+                raise
+
+    async def handle(self, message: EmailMessage, fallback: PhoneRelay) -> None:
+        """Give one new mail to the relay whose open question's code it carries."""
+        text = f"{message.get('Subject', '')}\n{mail_text(message)}"
+        codes = [code.upper() for code in CODE_PATTERN.findall(text)]
+        owner = next(((r, e) for r, e in self.open() if e.code in codes), None)
+        if owner is None:
+            await fallback.mail_reply(message, None, codes)
+        else:
+            await owner[0].mail_reply(message, owner[1], codes)
+
+
+MAIL = MailInbox()
+"""The process's reader of the agent's mailbox."""

@@ -1,16 +1,22 @@
 """A REAL KERNEL: a trigger fires with nobody at the notebook (nbclient draws no controls),
 its approval goes to a scripted Telegram Bot API on 127.0.0.1, the person's button press
 comes back, and the run goes on; the ledger says the answer came from Telegram. The same
-approval by mail: the mail carries the question and its options (a mail answer cannot come
-back), and with no other answer the call is not run."""
+approval by mail: the person's reply, delivered into the agent's IMAP mailbox (Dovecot on
+127.0.0.1), approves it and the ledger says e-mail; with no mailbox configured the mail
+carries the question one way, and with no other answer the call is not run."""
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from pathlib import Path
 
 import pytest
 from bot_api_server import PERSON, BotApi
+from imap_server import DOVECOT, ImapServer
+from imap_server import PASSWORD as IMAP_PASSWORD
+from imap_server import USER as IMAP_USER
 from kernel_runs import IdleKernel, eventually, ledger_records
 from mail_server import PASSWORD, USER, MailServer
 
@@ -98,3 +104,46 @@ def test_a_night_triggers_approval_by_mail_carries_the_question(tmp_path: Path) 
     assert PASSWORD not in (workspace / "ledger.jsonl").read_text()
 
 
+@pytest.mark.skipif(DOVECOT is None and not os.environ.get("CI"),
+                    reason="dovecot is not installed (apt-get install dovecot-imapd)")
+def test_a_night_triggers_approval_is_answered_by_a_mail_reply(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    with MailServer(tmp_path) as mail, ImapServer() as imap:
+        bundle = tmp_path / "both-ca.pem"
+        bundle.write_text(Path(mail.ca).read_text() + Path(imap.ca).read_text())
+        kernel = IdleKernel(workspace, tmp_path, {
+            "AGENT_KERNEL_AUTH_SMTP_TOKEN": PASSWORD,
+            "AGENT_KERNEL_AUTH_SMTP_HOSTS": "127.0.0.1",
+            "AGENT_KERNEL_AUTH_IMAP_TOKEN": IMAP_PASSWORD,
+            "AGENT_KERNEL_AUTH_IMAP_HOSTS": "127.0.0.1"})
+        with kernel.client.setup_kernel(env=kernel.env):
+            out = kernel.run(
+                "from agent_kernel.channels import CONFIG, EmailConfig\n"
+                f"CONFIG.email = EmailConfig(host='127.0.0.1', port={mail.port}, "
+                f"to='me@example.org', sender='agent@example.org', username={USER!r}, "
+                f"verify={str(bundle)!r}, imap_host='127.0.0.1', imap_port={imap.port}, "
+                f"imap_username={IMAP_USER!r}, imap_auth_profile='imap', poll_every=0.5)\n"
+                "%load_ext agent_kernel\n"
+                + NIGHT)
+            assert "Scheduled" in out, out
+            assert eventually(lambda: mail.messages, 40), "no question mail came"
+            [message] = mail.messages
+            found = re.search(r"\[answer code ([A-Z0-9]+)\]", str(message["Subject"]))
+            assert found and "write_file" in message["Subject"]
+            assert not (workspace / "files" / "night.txt").exists()
+            imap.deliver("mallory@example.org", f"Re: {message['Subject']}", "Approve")
+            time.sleep(1.5)
+            assert not (workspace / "files" / "night.txt").exists()
+            imap.deliver("me@example.org", f"Re: {message['Subject']}", "Approve\n\n> ...")
+            runs = eventually(lambda: ledger_records(workspace, "trigger_run"), 40)
+            assert runs and runs[0]["status"] == "ok", runs
+            assert (workspace / "files" / "night.txt").read_text() == "all quiet"
+    approvals = ledger_records(workspace, "approval")
+    assert [(a["tool_name"], a["decision"], a["source"]) for a in approvals] == [
+        ("write_file", "approved", "email")]
+    ignored = ledger_records(workspace, "channel_answer_ignored")
+    assert [(r["from_address"], r["reason"]) for r in ignored] == [
+        ("mallory@example.org", "the reply came from another address")]
+    assert [r["channel"] for r in ledger_records(workspace, "channel_sent")] == ["email"]
+    ledger_text = (workspace / "ledger.jsonl").read_text()
+    assert PASSWORD not in ledger_text and IMAP_PASSWORD not in ledger_text
