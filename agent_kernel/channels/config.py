@@ -90,8 +90,9 @@ class ChannelConfig:
     telegram: TelegramConfig | None = None
     email: EmailConfig | None = None
     # Where a run's questions go when nobody answers in the notebook (None: Telegram when
-    # it is configured, else e-mail, else nowhere: questions end by the usual rules).
-    ask_on: ChannelName | None = None
+    # it is configured, else e-mail, else nowhere; "notebook": nowhere, the channels only
+    # send what contacts_send sends; with nowhere, questions end by the usual rules).
+    ask_on: ChannelName | Literal["notebook"] | None = None
     # Seconds a question the notebook could answer waits before it goes out too; one
     # nobody can click (a trigger's run with no notebook open, a CLI with no terminal)
     # goes at once.
@@ -101,6 +102,8 @@ class ChannelConfig:
 
     def question_channel(self) -> ChannelName | None:
         """The channel questions go to now, or None."""
+        if self.ask_on == "notebook":
+            return None
         if self.ask_on is not None:
             return self.ask_on if getattr(self, self.ask_on) is not None else None
         if self.telegram is not None:

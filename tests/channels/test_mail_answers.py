@@ -121,7 +121,7 @@ async def test_an_approval_is_answered_by_a_reply_and_only_the_persons_counts(
     assert len(code) >= 10 and f"[answer code {code}]" in body
     assert "write_file" in message["Subject"] and '"content": "hello"' in body
     assert "Options: Approve · Deny" in body and "Answer by replying to this mail" in body
-    assert MAIL.polling
+    await _until(lambda: MAIL.polling)  # it starts once the mail is sent: soon after it lands
     subject = f"Re: {message['Subject']}"
     # None of these answers: no code, a wrong code, another sender, an answer not offered.
     servers.reply("Re: Approval needed", "Approve")

@@ -192,6 +192,17 @@ async def test_nothing_configured_keeps_the_old_rules(tmp_path: Path) -> None:
         "answer": "no", "source": "default"}
 
 
+async def test_questions_kept_in_the_notebook_never_go_out(bot: BotApi, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``CONFIG.ask_on = "notebook"``: a channel is configured (for contacts_send), yet a
+    question nobody can click ends by the usual rules at once and nothing is sent."""
+    monkeypatch.setattr(CONFIG, "ask_on", "notebook")
+    agent = Agent(workspace=tmp_path)
+    record = await _write_file(agent)
+    assert not record.success and "no one could approve it" in json.dumps(record.error)
+    assert bot.calls("sendMessage") == [] and _records(agent, "channel_sent") == []
+
+
 async def test_the_bot_talks_https_through_the_guard(tmp_path: Path) -> None:
     trustme = pytest.importorskip("trustme")
     ca = trustme.CA()
