@@ -178,10 +178,9 @@ def _teller(prompt: str, turn: list[ChatMessage], names: set[str],
         why = _failed(result)
         if why:
             return DemoTurn(text=f"{LABEL} I could not hand this on: {why}")
-        task = (re.search(r"task_\w+", result) or re.search(r"\S+", result or "?"))
-        return DemoTurn(text=(f"{LABEL} I handed your ask to the Planner (task "
-                              f"`{task.group() if task else '?'}`). It splits the work for the "
-                              "Workers; when their results are back I answer from them."))
+        return DemoTurn(text=(f"{LABEL} I handed your ask to the Planner. It splits the work "
+                              "for the Workers; when their results are back I answer from "
+                              "them."))
     if "delegate" not in names or not prompt or prompt.startswith("You asked the person"):
         return None
     if items_of(prompt) is None and re.search(
