@@ -189,11 +189,9 @@ def memory_rows(text: str) -> list[dict[str, Any]]:
 
 def live_widgets(text: str) -> dict[str, Any]:
     """The live ipywidgets with ``text`` in every field: a question's and an approval's
-    controls and the team board's rows (name -> its box)."""
-    import ipywidgets as w
+    controls (name -> its box)."""
 
     from agent_kernel.core.events import Question
-    from agent_kernel.notebook.board import WidgetBoardControls
     from agent_kernel.notebook.widgets import QuestionControl
 
     approval = Question("run_h", "qa", text, ["Approve", "Deny"], 60.0, "Deny",
@@ -205,11 +203,6 @@ def live_widgets(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "approval widget": QuestionControl(approval, lambda _answer: None, exact),
         "question widget": QuestionControl(ask, lambda _answer: None)}
-    board = WidgetBoardControls.__new__(WidgetBoardControls)
-    board._widgets, board.rows, board.outcomes = {}, {text: ("cancel", text)}, [text]
-    board.note, board.box = w.HTML(""), w.VBox([])
-    board._build()
-    out["board widget"] = board
     return out
 
 
@@ -258,7 +251,19 @@ def views(text: str) -> dict[str, str]:
         "notices": outcome_bundle([text, text])["text/html"],
         "control outcome": static_bundle(text)["text/html"],
         "triggers panel controls": trigger_controls(text)["text/html"],
+        "board controls": board_controls(text)["text/html"],
     }
+
+
+def board_controls(text: str) -> dict[str, str]:
+    """The team board's controls without our extension (words, no widget), with
+    ``text`` in every field."""
+    from agent_kernel.notebook.board import TextBoardControls
+
+    controls = TextBoardControls.__new__(TextBoardControls)
+    controls.rows = {text: ("cancel", text), f"{text}2": ("stop", text)}
+    controls.outcomes = [text]
+    return controls.bundle()
 
 
 def trigger_controls(text: str) -> dict[str, str]:

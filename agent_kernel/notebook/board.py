@@ -17,9 +17,11 @@ What a person presses lives in a SEPARATE output: one row per queued or held
 task (Cancel), running task (Stop: ``Supervisor.stop``) and trigger (Cancel),
 drawn by our JupyterLab extension where it is active (a
 ``application/vnd.agent-kernel.controls.v1+json`` bundle of ``kind: "team"``,
-clicks coming back over the probe comm as action ``team``) and as ipywidgets
-otherwise. With no row left the output is plain text (what was done); rows
-that appear later (the next prompt's tasks) bring the buttons back. Only the
+clicks coming back over the probe comm as action ``team``) and otherwise as words
+naming the ``%agent_team stop|cancel ID`` line that does each (never a widget,
+so a notebook saved while work runs reopens as text). With no row left the
+output is plain text (what was done); rows that appear later (the next prompt's
+tasks) bring the buttons back. Only the
 newest board is live: an older one stops updating and its controls turn into
 text. Headless clients get no controls. Imported on the first ``%agent_team``
 only.
@@ -39,7 +41,6 @@ from agent_kernel.core.events import Question, QuestionAnswered
 from agent_kernel.notebook.cells import LiveOutput, in_cell, outcome_bundle
 from agent_kernel.triggers import existing_scheduler
 from agent_kernel.views.board import board_bundle, one_line, snapshot
-from agent_kernel.views.safe_html import esc
 from agent_kernel.views.trigger_panel import local_time
 
 if TYPE_CHECKING:
@@ -111,7 +112,8 @@ class TeamBoard:
         """Display the board (and its controls when a person can click) in this cell.
 
         With ``channel`` (our extension's), the extension draws the controls; otherwise
-        they are ipywidgets. This board becomes the live one; an older one retires.
+        they are words naming the magic (:class:`TextBoardControls`). This board becomes
+        the live one; an older one retires.
         """
         global _LIVE
 
@@ -120,7 +122,7 @@ class TeamBoard:
             previous.retire()
         if controls:  # above the board: Stop sits next to the Running section it acts on
             made: BoardControls = (ExtensionBoardControls(self, channel) if channel is not None
-                                   else WidgetBoardControls(self))
+                                   else TextBoardControls(self))
             self.controls = made
             made.show()
         self.output.show()
@@ -221,6 +223,7 @@ class BoardControls:
         self.handle: DisplayHandle | None = None
         self.live = True
         """False once a newer board holds the controls."""
+        self.rows = self.wanted()
 
     def wanted(self) -> dict[str, tuple[str, str]]:
         """The rows the team calls for now: queued and held tasks, running ones, triggers."""
@@ -299,7 +302,6 @@ class ExtensionBoardControls(BoardControls):
         from agent_kernel.notebook.requests import TeamRequest
 
         channel.on_action("team", TeamRequest, _team_action)
-        self.rows = self.wanted()
 
     def show(self) -> None:
         """Display the controls' bundle."""
@@ -322,69 +324,36 @@ class ExtensionBoardControls(BoardControls):
         self._update(self.bundle(), raw=True)
 
 
-class WidgetBoardControls(BoardControls):
-    """The board's Cancel / Stop as ipywidgets, in an output of their own.
+class TextBoardControls(BoardControls):
+    """Without our extension: each live row as words with the magic that acts on it.
 
-    With no row live the output shows text instead of the widget, so a notebook saved
-    while the team is idle holds no button."""
-
-    def __init__(self, board: TeamBoard) -> None:
-        import ipywidgets as w
-
-        super().__init__(board)
-        self.note = w.HTML("")
-        self.box = w.VBox([self.note])
-        self.box.add_class("agent-kernel-team-controls")
-        self._widgets: dict[str, Any] = {}
-        self.rows = self.wanted()
-        self._build()
+    No widget, as the triggers panel's :class:`~.trigger_panel.TextControls`: a live
+    widget saved in a notebook (JupyterLab saves every two minutes, and a team's work
+    runs for minutes) reopens as "Error displaying widget: model not found", since
+    JupyterLab's widget renderer wins over every fallback in the bundle. So the
+    controls are what a saved notebook shows too: plain text, updated in place, and
+    ``%agent_team stop ID`` / ``cancel ID`` act (what they did is added here).
+    """
 
     def show(self) -> None:
-        """Display the buttons (or, with none live, the text)."""
+        """Display the rows' words (or, with none live, what was done)."""
         from IPython.display import display
 
-        if self.rows:
-            self.handle = display(self._widget_bundle(), raw=True, display_id=True)
-        else:
-            self.handle = display(self.text_bundle(), raw=True, display_id=True)
+        self.handle = display(self.bundle(), raw=True, display_id=True)
 
-    def _build(self) -> None:
-        import ipywidgets as w
+    def hints(self) -> list[str]:
+        """One line per live row: what it is and the magic that stops or cancels it."""
+        return [f"{label} — {op} with %agent_team {op} {ident}"
+                for ident, (op, label) in self.rows.items()]
 
-        for ident in [i for i in self._widgets if i not in self.rows]:
-            row = self._widgets.pop(ident)
-            for widget in (*row.children, row):
-                widget.close()
-        for ident, (op, label) in self.rows.items():
-            if ident in self._widgets:
-                continue
-            button = w.Button(description=op.capitalize(), tooltip=f"{op} {ident}",
-                              layout=w.Layout(width="90px"))
-            button.add_class(f"agent-kernel-team-{op}")
-            button.on_click(lambda _b, i=ident, o=op: self.use(o, i))
-            text = w.HTML(f"<code>{esc(ident)}</code> · {esc(label)}")
-            self._widgets[ident] = w.HBox([button, text], layout=w.Layout(align_items="center"))
-        self.note.value = "<br>".join(esc(o) for o in self.outcomes)
-        self.box.children = (self.note, *(self._widgets[i] for i in self.rows))
+    def bundle(self) -> dict[str, str]:
+        """What was done first, then the live rows as words; never a widget."""
+        if not self.rows:
+            return self.text_bundle()
+        return outcome_bundle([*self.outcomes, *self.hints()])
 
     def redraw(self) -> None:
-        self._build()
-        if not self.rows:
-            self._update(self.text_bundle(), raw=True)
-        else:
-            self._update(self._widget_bundle(), raw=True)
-
-    def _widget_bundle(self) -> dict[str, Any]:
-        """The buttons' widget, with words (not a widget's repr) for frontends without it."""
-        hint = "; ".join(f"%agent_team {op} {i}" for i, (op, _label) in self.rows.items())
-        return {"application/vnd.jupyter.widget-view+json": {
-                    "version_major": 2, "version_minor": 0, "model_id": self.box.model_id},
-                "text/plain": "\n".join([*self.outcomes,
-                                         f"Live controls (while the kernel runs): {hint}"])}
-
-    def button(self, ident: str) -> Any:
-        """The Cancel or Stop button of row ``ident``."""
-        return self._widgets[ident].children[0]
+        self._update(self.bundle(), raw=True)
 
 
 def _team_action(request: TeamRequest) -> tuple[bool, str]:
@@ -415,7 +384,11 @@ def agent_team(agent_magics: AgentMagics, line: str) -> None:
             print(USAGE, file=sys.stderr)
             return
         op, ident = words
-        done = team.stop(ident) if op == "stop" else team.cancel(ident)
+        controls = _LIVE.controls if _LIVE is not None and _LIVE.team is team else None
+        if controls is not None and ident in controls.rows:  # what was done shows there too
+            done = controls.use(op, ident)[0]
+        else:
+            done = team.stop(ident) if op == "stop" else team.cancel(ident)
         if done:
             print(f"{'Stopped' if op == 'stop' else 'Cancelled'} {ident}.")
         else:

@@ -154,9 +154,12 @@ async def test_board_shows_the_team_and_its_controls_cancel_and_stop(tmp_path: P
     assert team.ledger.verify().ok
 
 
-async def test_widget_controls_cancel_a_queued_task(tmp_path: Path) -> None:
-    """Without the extension the buttons are ipywidgets; a click cancels like the comm."""
-    from agent_kernel.notebook.board import TeamBoard
+async def test_without_the_extension_the_controls_are_words_and_the_magic_acts(
+        tmp_path: Path) -> None:
+    """Without the extension no widget (a saved notebook would reopen as "model not
+    found"): each live row names the magic; the magic acts and says so there."""
+    from agent_kernel.notebook import board as board_module
+    from agent_kernel.notebook.board import TeamBoard, TextBoardControls, agent_team
 
     release = threading.Event()
     with RoleModel(script(release)) as server:
@@ -164,22 +167,33 @@ async def test_widget_controls_cancel_a_queued_task(tmp_path: Path) -> None:
         running = asyncio.create_task(team.arun("go"))
         sup = team.supervisor
         await until(lambda: any(t.prompt == "job A" for t in sup.running.values()))
+        job_a = next(t for t in sup.running.values() if t.prompt == "job A")
         job_c = next(t for t in sup.queues["worker"].waiting() if t.prompt == "job C")
         board = TeamBoard(team)
         board.show(controls=True)
         controls = board.controls
-        assert controls is not None
+        assert isinstance(controls, TextBoardControls)
         controls.handle = Handle()
-        controls.button(job_c.id).click()  # type: ignore[attr-defined]
+        controls.redraw()
+        live = controls.handle.bundles[-1]
+        assert set(live) == {"text/plain", "text/html"}  # no widget view, ever
+        assert f"stop with %agent_team stop {job_a.id}" in live["text/plain"]
+        assert f"cancel with %agent_team cancel {job_c.id}" in live["text/plain"]
+        assert "Worker · running: job A" in live["text/plain"]
+        magics = SimpleNamespace(_team=SimpleNamespace(team=team))
+        agent_team(magics, f"cancel {job_c.id}")  # type: ignore[arg-type]
         assert job_c.status == "cancelled" and job_c.id not in controls.rows
         assert controls.outcomes[-1].startswith(f"Cancelled {job_c.id}")
         update = controls.handle.bundles[-1]
-        assert "application/vnd.jupyter.widget-view+json" in update
-        assert "%agent_team cancel" in update["text/plain"]  # words for frontends without it
+        assert set(update) == {"text/plain", "text/html"}
+        assert update["text/plain"].splitlines()[0].startswith(f"Cancelled {job_c.id}")
+        assert f"%agent_team cancel {job_c.id}" not in update["text/plain"]
         team.triggers.cancel(team.triggers.active()[0].id)
         release.set()
         await asyncio.wait_for(running, 30)
         await team.triggers.close()
+        board.retire()
+        board_module._LIVE = None
 
 
 def test_messages_are_shown_when_the_supervisor_keeps_them() -> None:
@@ -244,3 +258,62 @@ def test_agent_team_in_a_headless_kernel(run_notebook, output_text, tmp_path: Pa
     errors = "".join(o.get("text", "") for o in words.outputs if o.get("name") == "stderr")
     assert "Nothing to cancel with id 'task_nope'" in errors
     assert "usage: %agent_team [--text]" in errors
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.mark.kernel
+@pytest.mark.timeout(240)
+def test_a_board_saved_while_work_runs_without_the_extension_holds_no_widget(
+        run_notebook, output_text, tmp_path: Path) -> None:
+    """Someone can click, our extension is absent (ipywidgets' ground), a Worker runs
+    (waiting for its approval on the offline demo model): the board's controls are words
+    naming the magic, so the saved file holds no widget view of the board's to reopen as
+    "Error displaying widget: model not found"; the magic stops the Worker and says so."""
+    import nbformat
+
+    ws = tmp_path / "ws"
+    nb = run_notebook([
+        "%load_ext agent_kernel\n%config AgentMagics.interactive = True",
+        "%agent --team run command sleep 30",
+        "import asyncio\nimport agent_kernel.notebook.magics as m\n"
+        "team = m.current()._team.team\n"
+        "for _ in range(600):\n"
+        "    workers = [t for t in team.supervisor.running.values() if t.role == 'worker']\n"
+        "    if workers:\n"
+        "        break\n"
+        "    await asyncio.sleep(0.1)\n"
+        "[task] = workers\nprint('RUNNING', task.id)",
+        "%agent_team",
+        "%agent_team stop $task.id",
+        "for _ in range(300):\n"
+        "    if not team.supervisor.running:\n"
+        "        break\n"
+        "    await asyncio.sleep(0.1)\n"
+        "print('STILL RUNNING', len(team.supervisor.running))\n"
+        "from agent_kernel.notebook import board\n"
+        "print(board._LIVE.controls.bundle()['text/plain'])",
+    ], cwd=tmp_path, timeout=120, env={"AGENT_KERNEL_WORKSPACE": str(ws)})
+    _no_errors(nb)
+    task_id = output_text(nb.cells[2]).split("RUNNING ")[1].split()[0]
+    saved = tmp_path / "saved.ipynb"
+    nbformat.write(nb, saved)
+    reopened = nbformat.read(saved, as_version=4)
+    board_cell = reopened.cells[3]
+    outputs = [o for o in board_cell.outputs if o.output_type in ("display_data",
+                                                                    "update_display_data")]
+    assert not [o for o in outputs if WIDGET_VIEW in o.get("data", {})], outputs
+    assert len(outputs) == 2  # the controls' words and the board
+    controls, board = (o["data"] for o in outputs)
+    assert set(controls) == {"text/plain", "text/html"}
+    assert "agent-kernel-team-board" in board["text/html"]
+    text = controls["text/plain"]  # as saved while the Worker ran: the magic that stops it
+    assert text == f"Worker · running: run command sleep 30 — stop with %agent_team stop {task_id}"
+    assert f"%agent_team stop {task_id}" in controls["text/html"]
+    assert "Running:" in board["text/plain"] and "sleep 30" in board["text/plain"]
+    # the magic stopped it, and the controls (updated in place in Lab) say so first
+    assert output_text(nb.cells[4]).startswith(f"Stopped {task_id}.")
+    after = output_text(nb.cells[5])
+    assert "STILL RUNNING 0" in after
+    assert f"Stopped {task_id} (Worker · running: run command sleep 30" in after, after

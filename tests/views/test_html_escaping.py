@@ -111,14 +111,14 @@ def test_every_view_is_drawn(drawn: tuple[dict[str, str], dict[str, str]]) -> No
     benign, hostile = drawn
     assert set(benign) == {"run", "triggers panel", "team board", "task tree", "memory table",
                            "notices", "control outcome", "approval widget", "question widget",
-                           "triggers panel controls", "board widget"}
+                           "triggers panel controls", "board controls"}
     assert set(hostile) == set(benign)
 
 
 @pytest.mark.parametrize("name", ["run", "triggers panel", "team board", "task tree",
                                   "memory table", "notices", "control outcome",
                                   "approval widget", "question widget",
-                                  "triggers panel controls", "board widget"])
+                                  "triggers panel controls", "board controls"])
 def test_hostile_strings_stay_text(name: str,
                                    drawn: tuple[dict[str, str], dict[str, str]]) -> None:
     """Same elements, attributes, classes and styles as with plain words; the payloads
