@@ -157,7 +157,7 @@ def board_state(text: str) -> dict[str, Any]:
     task = {"id": text, "role": text, "type": text, "priority": text, "status": text,
             "prompt": text, "created": WHEN, "by": text, "agent": text, "started": WHEN}
     return {
-        "as_of": NOW.isoformat(), "note": text,
+        "as_of": NOW.isoformat(), "note": text, "outcomes": [text, text],
         "running": [{**task, "status": "running", "waiting": text}],
         "queues": {"planner": [task], "worker": [{**task, "created": text}], "held": [task]},
         "triggers": [{"id": text, "status": text, "schedule": text, "type": text,

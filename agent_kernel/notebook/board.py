@@ -1,4 +1,4 @@
-"""``%agent_team``: a live board of the session's team, with Cancel and Stop in an output apart.
+"""``%agent_team``: a live board of the session's team, with Cancel and Stop on its rows.
 
 Like the triggers panel (:mod:`agent_kernel.notebook.trigger_panel`), the board is ONE
 display of a static bundle (``text/html`` + ``text/plain`` from
@@ -13,18 +13,17 @@ Roles and artifacts are files the agents write during their runs: they are read 
 on each redraw (cheaply: only when their folder changed).
 A saved notebook keeps the last real state.
 
-What a person presses lives in a SEPARATE output: one row per queued or held
-task (Cancel), running task (Stop: ``Supervisor.stop``) and trigger (Cancel),
-drawn by our JupyterLab extension where it is active (a
-``application/vnd.agent-kernel.controls.v1+json`` bundle of ``kind: "team"``,
-clicks coming back over the probe comm as action ``team``) and otherwise as words
-naming the ``%agent_team stop|cancel ID`` line that does each (never a widget,
-so a notebook saved while work runs reopens as text). With no row left the
-output is plain text (what was done); rows that appear later (the next prompt's
-tasks) bring the buttons back. Only the
-newest board is live: an older one stops updating and its controls turn into
-text. Headless clients get no controls. Imported on the first ``%agent_team``
-only.
+What a person presses: one Cancel per queued or held task and trigger, one
+Stop per running task (``Supervisor.stop``). With our JupyterLab extension they
+sit IN the board's rows: the board's bundle also carries
+:data:`~agent_kernel.views.board.BOARD_MIME` (the snapshot and the live rows),
+which the extension draws with each row's button (labextension/src/board.ts),
+clicks coming back over the probe comm as action ``team``; what was done is
+written at the top of the board. Otherwise the controls are a separate output of
+words naming the ``%agent_team stop|cancel ID`` line that does each (never a
+widget, so a notebook saved while work runs reopens as text). Only the newest
+board is live: an older one stops updating and its rows lose their buttons.
+Headless clients get no controls. Imported on the first ``%agent_team`` only.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from agent_kernel.core.events import Question, QuestionAnswered
 from agent_kernel.notebook.cells import LiveOutput, in_cell, outcome_bundle
 from agent_kernel.triggers import existing_scheduler
-from agent_kernel.views.board import board_bundle, one_line, snapshot
+from agent_kernel.views.board import BOARD_MIME, board_bundle, one_line, snapshot
 from agent_kernel.views.trigger_panel import local_time
 
 if TYPE_CHECKING:
@@ -99,13 +98,25 @@ class TeamBoard:
         state = snapshot(self.team)
         if self.note:
             state["note"] = self.note
+        if isinstance(self.controls, ExtensionBoardControls) and self.controls.outcomes:
+            state["outcomes"] = list(self.controls.outcomes)  # what the row buttons did
         return state
 
-    def bundle(self) -> dict[str, str]:
-        """The static bundle: ``text/html`` and ``text/plain``; never a widget."""
-        return board_bundle(self.state())
+    def bundle(self) -> dict[str, Any]:
+        """The static bundle (``text/html`` and ``text/plain``; never a widget), and with
+        our extension the board's JSON, whose rows carry their own Stop or Cancel."""
+        state = self.state()
+        bundle: dict[str, Any] = dict(board_bundle(state))
+        controls = self.controls
+        if isinstance(controls, ExtensionBoardControls):
+            bundle[BOARD_MIME] = {
+                "version": 1, "state": state,
+                "controls": "extension" if controls.live and controls.rows else "none",
+                "rows": [{"id": i, "op": op, "label": label}
+                         for i, (op, label) in controls.rows.items()]}
+        return bundle
 
-    def _repr_mimebundle_(self, **_kwargs: object) -> dict[str, str]:
+    def _repr_mimebundle_(self, **_kwargs: object) -> dict[str, Any]:
         return self.bundle()
 
     def show(self, controls: bool = False, channel: object = None) -> None:
@@ -120,7 +131,7 @@ class TeamBoard:
         previous, _LIVE = _LIVE, self
         if previous is not None and previous is not self:
             previous.retire()
-        if controls:  # above the board: Stop sits next to the Running section it acts on
+        if controls:  # the extension's go in the board's rows; words go above the board
             made: BoardControls = (ExtensionBoardControls(self, channel) if channel is not None
                                    else TextBoardControls(self))
             self.controls = made
@@ -183,9 +194,9 @@ class TeamBoard:
             self._refresher = None
         self.note = (f"This board stopped updating at {_now_text()}: a newer %agent_team "
                      "board took over.")
-        self.push(force=True)
         if self.controls is not None:
             self.controls.moved()
+        self.push(force=True)
 
     # -- acting ---------------------------------------------------------------------
     def act(self, op: str, ident: str) -> bool:
@@ -294,7 +305,12 @@ class BoardControls:
 
 
 class ExtensionBoardControls(BoardControls):
-    """The board's Cancel / Stop drawn by our JupyterLab extension: no widget at all."""
+    """The board's Cancel / Stop drawn by our JupyterLab extension IN the board's rows.
+
+    No output of their own: the rows and what was done travel in the board's own
+    :data:`~agent_kernel.views.board.BOARD_MIME` bundle (:meth:`TeamBoard.bundle`), so
+    Stop sits on the running row it acts on; clicks come back as action ``team``.
+    """
 
     def __init__(self, board: TeamBoard, channel: Any) -> None:
         super().__init__(board)
@@ -304,24 +320,11 @@ class ExtensionBoardControls(BoardControls):
         channel.on_action("team", TeamRequest, _team_action)
 
     def show(self) -> None:
-        """Display the controls' bundle."""
-        from IPython.display import display
-
-        self.handle = display(self.bundle(), raw=True, display_id=True)
-
-    def bundle(self) -> dict[str, Any]:
-        """The live rows for the extension, with words for every other frontend."""
-        if not self.rows:
-            return self.text_bundle()
-        rows = [{"id": i, "label": label, "op": op, "button": op.capitalize()}
-                for i, (op, label) in self.rows.items()]
-        hint = "; ".join(f"%agent_team {op} {i}" for i, (op, _label) in self.rows.items())
-        words = [*self.outcomes, f"Live controls (while the kernel runs): {hint}"]
-        return {CONTROLS_MIME: {"version": 1, "kind": "team", "rows": rows,
-                                "outcomes": self.outcomes}, **outcome_bundle(words)}
+        """Nothing to show apart: the board carries the rows."""
 
     def redraw(self) -> None:
-        self._update(self.bundle(), raw=True)
+        if self.live:
+            self.board.push(force=True)
 
 
 class TextBoardControls(BoardControls):

@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from agent_kernel.team.queue import Task
     from agent_kernel.team.supervisor import Supervisor
 
+BOARD_MIME = "application/vnd.agent-kernel.board.v1+json"
+"""The live board for our JupyterLab extension: ``{"version": 1, "state": snapshot,
+"controls": "extension" | "none", "rows": [{"id", "op", "label"}]}``; it draws the
+state with each row's Stop or Cancel in the row (labextension/src/board.ts)."""
 PROMPT_CHARS = 160
 LIST_LIMIT = 20
 """Roles made at run time, artifacts and messages shown (the newest)."""
@@ -403,6 +407,8 @@ def board_html(state: Mapping[str, Any]) -> str:
               f"· as of {esc(local_time(state['as_of'], now))}</span></div>")
     if state.get("note"):
         header += f"<div class='ak-warn'>{esc(state['note'])}</div>"
+    header += "".join(f"<div class='ak-muted agent-kernel-outcome'>{esc(line)}</div>"
+                      for line in state.get("outcomes") or [])
     parts = [header]
     running = state["running"]
     parts.append(_section("Running", len(running), _table(
@@ -489,6 +495,7 @@ def board_text(state: Mapping[str, Any]) -> str:
     lines = [f"Team: {', '.join(_counts(state))} (as of {local_time(state['as_of'], now)})"]
     if state.get("note"):
         lines.append(state["note"])
+    lines.extend(str(line) for line in state.get("outcomes") or [])
     lines.append("Running:" if state["running"] else "Running: nothing")
     for r in state["running"]:
         waiting = f", {r['waiting']}" if r.get("waiting") else ""

@@ -17,6 +17,7 @@ import { Widget } from '@lumino/widgets';
 import type { IReply, KernelControls } from './controls';
 import { answerCodeTools } from './answer_code';
 import { holdingImages, showOnClick } from './images';
+import { boardFactory } from './board';
 import { patch } from './patch';
 import { ILiveControls, ILostRun, runView } from './render';
 import { panelControlsFactory } from './panel';
@@ -391,4 +392,12 @@ const panelExtension: IRenderMime.IExtension = {
   dataType: 'json'
 };
 
-export default [extension, panelExtension];
+const boardExtension: IRenderMime.IExtension = {
+  id: 'agent-kernel:team-board-renderer',
+  description: 'Draws a saved team board from its JSON, with no button.',
+  rendererFactory: boardFactory,
+  rank: RANK,
+  dataType: 'json'
+};
+
+export default [extension, panelExtension, boardExtension];

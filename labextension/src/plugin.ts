@@ -2,7 +2,8 @@
  * The live half of the extension: per notebook, a run renderer that can talk
  * to the notebook's kernel (controls.ts), so a live run's approvals, questions
  * and Stop are drawn inside the run output itself; likewise a triggers panel's
- * Approve and Cancel (panel.ts).
+ * Approve and Cancel (panel.ts), and the team board's Stop and Cancel in its rows
+ * (board.ts).
  *
  * Registered as a document widget extension, as ipywidgets does: it runs when a
  * notebook panel is made, before its outputs are drawn, and replaces the run
@@ -15,6 +16,7 @@ import type { ISessionContext } from '@jupyterlab/apputils';
 import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
+import { BOARD_MIME, BoardRenderer } from './board';
 import { INotebookLike, NotebookCells } from './cells';
 import { KernelControls } from './controls';
 import { RANK, RunRenderer } from './index';
@@ -57,6 +59,15 @@ export function attachControls(panel: INotebookPanelLike): KernelControls {
       mimeTypes: [CONTROLS_MIME],
       defaultRank: RANK,
       createRenderer: () => new PanelControlsRenderer(controls)
+    },
+    RANK
+  );
+  panel.content.rendermime.addFactory(
+    {
+      safe: true,
+      mimeTypes: [BOARD_MIME],
+      defaultRank: RANK,
+      createRenderer: () => new BoardRenderer(controls)
     },
     RANK
   );

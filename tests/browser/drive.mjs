@@ -497,18 +497,49 @@ async function teamScenario(page, nb) {
       stop_buttons: await cell.locator("button.agent-kernel-team-stop").count(),
       cancel_buttons: await cell.locator("button.agent-kernel-team-cancel").count(),
       controls: await nb.allText(4, TEAM_CONTROLS),
-      controls_above_board: await cell.evaluate((c) => {
-        const stop = c.querySelector("button.agent-kernel-team-stop");
-        const board = c.querySelector(".agent-kernel-team-board");
-        return Boolean(stop && board &&
-          (stop.compareDocumentPosition(board) & Node.DOCUMENT_POSITION_FOLLOWING));
+      // each button in the row it acts on: inside the row's element and its box
+      placement: await cell.evaluate((c) => {
+        const inRow = (button, rowSelector) => {
+          if (!button) return null;
+          const row = button.closest(rowSelector);
+          if (!row) return { in_row: false };
+          const b = button.getBoundingClientRect();
+          const r = row.getBoundingClientRect();
+          return {
+            in_row: row.contains(button),
+            box_in_row: b.left >= r.left - 0.5 && b.right <= r.right + 0.5 &&
+              b.top >= r.top - 0.5 && b.bottom <= r.bottom + 0.5,
+            label: button.getAttribute("aria-label"),
+            row_text: row.innerText,
+          };
+        };
+        return {
+          stop: inRow(c.querySelector("button.agent-kernel-team-stop"), "tr[data-status='running']"),
+          cancel: inRow(c.querySelector("button.agent-kernel-team-cancel"), "tr.agent-kernel-team-trigger"),
+          outputs: c.querySelectorAll(".jp-OutputArea-output").length,
+        };
       }),
-      contrast: await page.evaluate(textContrast,
-        `.jp-Cell:nth-child(5) ${BOARD}, .jp-Cell:nth-child(5) .akl-panel-controls`),
+      contrast: await page.evaluate(textContrast, `.jp-Cell:nth-child(5) ${BOARD}`),
     };
     await shot(page, "team-board", cell);
+    // Cancel on the trigger's row first: the board redraws (its Triggers section goes)
+    // while the Stop of the running row stays the same node.
+    await page.evaluate(() => { window.__akStop = document.querySelector("button.agent-kernel-team-stop"); });
+    await nb.button(4, "agent-kernel-team-cancel", "Cancel").click();
+    await cell.locator(TEAM_CONTROLS, { hasText: "Cancelled" }).first()
+      .waitFor({ state: "attached", timeout: STEP_TIMEOUT });
+    await cell.locator(BOARD, { hasText: "Triggers" }).first()
+      .waitFor({ state: "detached", timeout: 10_000 }).catch(() => {});
+    step.outcome = await nb.allText(4, TEAM_CONTROLS);
+    step.cancels_left = await cell.locator("button.agent-kernel-team-cancel").count();
+    step.same_stop_node = await page.evaluate(() =>
+      window.__akStop === document.querySelector("button.agent-kernel-team-stop"));
+    await shot(page, "team-cancelled", cell);
+    // Stop by keyboard: the button takes focus and Enter presses it.
+    await stop.focus();
+    step.stop_focused = await stop.evaluate((b) => document.activeElement === b);
     const stopAt = Date.now();
-    await stop.click();
+    await page.keyboard.press("Enter");
     await cell.locator(TEAM_CONTROLS, { hasText: "Stopped" }).first()
       .waitFor({ state: "attached", timeout: STEP_TIMEOUT });
     step.run_status = await nb.waitStatus(2, ENDED, 30_000);
@@ -516,21 +547,12 @@ async function teamScenario(page, nb) {
     await cell.locator(`${BOARD}`, { hasText: "Nothing is running" })
       .waitFor({ timeout: 10_000 }).catch(() => {});
     step.board_after = await nb.text(4, BOARD);
+    step.board_end = step.board_after;
     step.stopped = await nb.allText(4, TEAM_CONTROLS);
-    step.cancels_left = await cell.locator("button.agent-kernel-team-cancel").count();
-    await shot(page, "team-stopped", cell);
-    // Cancel on the trigger's row.
-    await nb.button(4, "agent-kernel-team-cancel", "Cancel").click();
-    await cell.locator(TEAM_CONTROLS, { hasText: "Cancelled" }).first()
-      .waitFor({ state: "attached", timeout: STEP_TIMEOUT });
-    await cell.locator(BOARD, { hasText: "Triggers" }).first()
-      .waitFor({ state: "detached", timeout: 10_000 }).catch(() => {});
-    step.outcome = await nb.allText(4, TEAM_CONTROLS);
-    step.board_end = await nb.text(4, BOARD);
     step.buttons_after = await cell.locator("button.agent-kernel-team-stop, button.agent-kernel-team-cancel").count();
+    await shot(page, "team-stopped", cell);
     step.reply = await nb.allText(2, ".akl-run");
     step.elapsed = await nb.text(2, ".akl-run > .akl-header .akl-elapsed");
-    await shot(page, "team-cancelled", cell);
     await shot(page, "team-stopped-run", nb.cell(2));
     report.steps.board = step;
   }

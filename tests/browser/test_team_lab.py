@@ -6,9 +6,12 @@ scenario ``team``): ``%agent --team research three cities ...`` must draw
 each Planner's and Worker's run folded inside the Teller's; ``%agent --team
 run command sleep 30`` must put the Worker's approval in the Teller's output,
 naming the Worker; a trigger of the team's is made from Python; ``%agent_team``
-then says the Worker waits for approval, shows Stop on the running Worker and
-Cancel on the trigger, both clicked; the notebook is saved, its kernel shut down
-and the page reloaded, and everything must read from the file, with no button.
+then says the Worker waits for approval, and draws Stop IN the running Worker's
+row and Cancel in the trigger's (inside the row's element and its box, labelled
+by the work); Cancel is clicked (the board redraws, Stop stays the same node),
+then Stop is pressed from the keyboard and stops that Worker; the notebook is
+saved, its kernel shut down and the page reloaded, and everything must read
+from the file, with no button and no widget error.
 Runs in the light and the dark theme, text contrast measured. Screenshots go
 to ``test-output/browser/team-<theme>/``.
 """
@@ -108,18 +111,25 @@ def test_the_board_shows_the_running_worker_and_stop_ends_it(report: dict[str, A
     # named by their work, ids in tooltips
     assert step["agent_rows"] == 3 and re.search(
         r"run command sleep 30 · Worker\s+run command sleep 30", step["board"]), step["board"]
-    assert not re.search(r"worker-\d|task_", step["board"] + step["controls"]), step["board"]
+    assert not re.search(r"worker-\d|task_", step["board"]), step["board"]
     assert step["artifact_rows"] == 3  # the three cities' notes, from the first prompt
     assert step["role_rows"] == 3  # the built-in roles
-    assert re.search(r"Stop\s*Worker · running: run command sleep 30",
-                     step["controls"]), step["controls"]
-    assert step["controls_above_board"], "Stop sits above the board, by its Running section"
+    # Stop on the running Worker's row, Cancel on the trigger's: in the row, in its box
+    stop, cancel = step["placement"]["stop"], step["placement"]["cancel"]
+    assert stop["in_row"] and stop["box_in_row"], stop
+    assert stop["label"] == "Stop run command sleep 30", stop
+    assert "sleep 30" in stop["row_text"]
+    assert cancel["in_row"] and cancel["box_in_row"], cancel
+    assert cancel["label"] == "Cancel check the build", cancel
+    assert step["placement"]["outputs"] == 1, "one output: the board, its rows' buttons in it"
     assert not _low(step["contrast"]), json.dumps(_low(step["contrast"]), indent=1)
-    assert re.search(r"Stopped task_\w+", step["stopped"]), step["stopped"]
     trigger = report["steps"]["approval"]["trigger"].removeprefix("TRIGGER ").strip()
-    assert step["cancel_buttons"] == 1 and step["cancels_left"] == 1  # the trigger's
-    assert re.search(r"Cancel\s*trigger · every 10 min", step["controls"])
+    assert step["cancel_buttons"] == 1 and step["cancels_left"] == 0  # the trigger's
     assert re.search(rf"Cancelled {trigger} \(trigger · every 10 min", step["outcome"])
+    assert step["same_stop_node"], "the board redrew: Stop must stay the same node"
+    assert step["stop_focused"]
+    assert re.search(r"Stopped task_\w+ \(Worker · running: run command sleep 30",
+                     step["stopped"]), step["stopped"]
     assert step["buttons_after"] == 0
     assert step["run_status"] in ("done", "done_with_failures", "stopped")
     assert "Nothing is running." in step["board_after"]

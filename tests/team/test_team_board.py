@@ -23,7 +23,7 @@ from test_team import RoleModel, delegate, first_prompt, last, make_team, until
 
 from agent_kernel.team.roles import PLANNER, TELLER
 
-CONTROLS_MIME = "application/vnd.agent-kernel.controls.v1+json"
+BOARD_MIME = "application/vnd.agent-kernel.board.v1+json"
 
 
 class Handle:
@@ -86,7 +86,7 @@ async def test_board_shows_the_team_and_its_controls_cancel_and_stop(tmp_path: P
         board.show(controls=True, channel=probe)  # outside a kernel: no display handle
         board.output.handle = Handle()
         assert board.controls is not None
-        board.controls.handle = Handle()
+        assert board.controls.handle is None  # no output apart: the rows are the board's
 
         state = board.state()
         assert [(r["prompt"], r["agent"], r["priority"]) for r in state["running"]] == [
@@ -119,12 +119,19 @@ async def test_board_shows_the_team_and_its_controls_cancel_and_stop(tmp_path: P
         assert text.index("priority 5 · queued · job B") < text.index("priority 1 · queued · job C")
 
         controls = board.controls
-        bundle = controls.bundle()  # type: ignore[attr-defined]
-        rows = {r["id"]: r for r in bundle[CONTROLS_MIME]["rows"]}
-        assert bundle[CONTROLS_MIME]["kind"] == "team"
+        bundle = board.bundle()
+        record = bundle[BOARD_MIME]  # the extension draws each row's button in the row
+        assert record["version"] == 1 and record["controls"] == "extension"
+        assert record["state"]["running"][0]["id"] == job_a.id
+        rows = {r["id"]: r for r in record["rows"]}
         assert (rows[job_a.id]["op"], rows[job_b.id]["op"], rows[watch["id"]]["op"]) == (
             "stop", "cancel", "cancel")
-        assert f"%agent_team cancel {job_b.id}" in bundle["text/plain"]
+        assert rows[job_a.id]["label"] == "Worker · running: job A"
+        import jsonschema
+
+        schema = json.loads((Path(__file__).resolve().parents[2] / "labextension" / "schema"
+                             / "board.v1.json").read_text(encoding="utf-8"))
+        jsonschema.Draft202012Validator(schema).validate(json.loads(json.dumps(record)))
 
         assert probe.handle({"action": "team", "op": "cancel", "id": "task_nope"}) == (
             False, "task_nope has no live controls in this kernel.")
@@ -147,10 +154,13 @@ async def test_board_shows_the_team_and_its_controls_cancel_and_stop(tmp_path: P
     assert "Running: nothing" in shown["text/plain"]
     assert "Worker queue: empty" in shown["text/plain"]
     assert "job C" not in shown["text/html"].split("Agents")[0]
-    final = controls.handle.bundles[-1]
-    assert set(final) == {"text/plain", "text/html"}  # nothing live left: words, no buttons
-    assert final["text/plain"].splitlines()[0].startswith(f"Cancelled {job_b.id}")
-    assert any(line.startswith(f"Stopped {job_a.id}") for line in final["text/plain"].splitlines())
+    final = shown[BOARD_MIME]  # nothing live left: no rows; what was done, in the board
+    jsonschema.Draft202012Validator(schema).validate(json.loads(json.dumps(final)))
+    assert final["controls"] == "none" and final["rows"] == []
+    said = shown["text/plain"].splitlines()
+    assert said[1].startswith(f"Cancelled {job_b.id}")
+    assert any(line.startswith(f"Stopped {job_a.id}") for line in said)
+    assert f"Stopped {job_a.id}" in shown["text/html"]
     assert team.ledger.verify().ok
 
 
