@@ -560,6 +560,11 @@ async function teamScenario(page, nb) {
   await nb.run(5);
   await nb.waitIdle(5);
   report.steps.ledger = await nb.text(5, ".jp-OutputArea-output");
+  // 6: a board as saved while its Worker ran (read after the reload, with no kernel).
+  await nb.run(6);
+  await nb.waitIdle(6);
+  await nb.cell(6).locator(`${BOARD} tr[data-status='running']`).first()
+    .waitFor({ timeout: STEP_TIMEOUT });
 }
 
 async function reopenTeam(page) {
@@ -573,8 +578,10 @@ async function reopenTeam(page) {
     controls: await nb.allText(4, TEAM_CONTROLS),
     buttons: await page.locator("button.agent-kernel-team-stop, button.agent-kernel-team-cancel").count(),
     widget_errors: await page.getByText("Error displaying widget").count(),
+    saved_live_row: await nb.text(6, `${BOARD} tr[data-status='running']`),
+    saved_live_buttons: await nb.cell(6).locator("button").count(),
   };
-  for (const index of [1, 2, 4]) {
+  for (const index of [1, 2, 4, 6]) {
     await nb.cell(index).scrollIntoViewIfNeeded();
     await shot(page, `reopened-team-cell${index}`, nb.cell(index));
   }

@@ -41,6 +41,18 @@ CELLS = [
     "%agent_team",
     "print('VERIFIED', bool(team.ledger.verify()))\n"
     "print('KINDS', sorted({r.get('kind') for r in team.ledger.records()}))",
+    # a board as saved while its Worker ran (its row live): reopened with no kernel it
+    # must read, with no button
+    "from IPython.display import display\n"
+    "from agent_kernel.views.board import BOARD_MIME, board_bundle, snapshot\n"
+    "state = snapshot(team)\n"
+    "state['running'] = [{'id': 'task_saved_live', 'role': 'worker', 'type': 'task',\n"
+    "    'priority': 5, 'status': 'running', 'prompt': 'summarise the saved notes',\n"
+    "    'created': state['as_of'], 'by': 'teller', 'agent': 'worker-9',\n"
+    "    'started': state['as_of'], 'waiting': None}]\n"
+    "display({**board_bundle(state), BOARD_MIME: {'version': 1, 'state': state,\n"
+    "    'controls': 'extension', 'rows': [{'id': 'task_saved_live', 'op': 'stop',\n"
+    "    'label': 'Worker · running: summarise the saved notes'}]}}, raw=True)",
 ]
 
 
@@ -156,8 +168,13 @@ def test_reopened_without_a_kernel_the_team_reads_in_full(report: dict[str, Any]
     assert re.search(r"Stopped task_\w+", reopened["controls"]), reopened["controls"]
     assert re.search(r"Cancelled trg_\w+", reopened["controls"]), reopened["controls"]
     assert reopened["buttons"] == 0 and reopened["widget_errors"] == 0
+    # saved while its row was live: the row reads, says the magic, and has no button
+    live_row = reopened["saved_live_row"]
+    assert "summarise the saved notes" in live_row, live_row
+    assert "while its kernel runs: %agent_team stop task_saved_live" in live_row, live_row
+    assert reopened["saved_live_buttons"] == 0
     names = [Path(p).name for p in report["shots"]]
     for key in ("team-transcript", "team-approval", "team-board-waiting", "team-board",
                 "team-stopped", "team-cancelled",
-                "reopened-team-cell1", "reopened-team-cell4"):
+                "reopened-team-cell1", "reopened-team-cell4", "reopened-team-cell6"):
         assert any(key in name for name in names), f"no screenshot for {key}: {names}"
