@@ -92,7 +92,7 @@ async function openPage(page, spec) {
   return found;
 }
 
-// The last cell displays the live ipywidgets (questions, approval, panel and board rows)
+// The last cell displays the live ipywidgets (a question and an approval)
 // with the payloads in them: run it in the notebook's kernel and wait for them.
 async function runLastCell(page) {
   await page.getByText(/\| Idle/).first().waitFor({ timeout: TIMEOUT });
@@ -194,6 +194,7 @@ function inspect(scope) {
     fallback_runs: document.querySelectorAll(".agent-kernel-run").length,
     held_images: document.querySelectorAll(".akl-held-image, .ak-held-image").length,
     widgets: document.querySelectorAll(".widget-html-content").length,
+    boards: document.querySelectorAll(".agent-kernel-lab-board .agent-kernel-team-board").length,
     payload_text: (document.body.innerText.match(/<script>window\.akPwned=1<\/script>/g) || []).length,
   };
 }

@@ -7,8 +7,9 @@ table, notices and control outcomes. It is signed as trusted, as a live kernel's
 outputs are, so JupyterLab renders its HTML without its own sanitizer: our escaping is
 the only guard. One JupyterLab serves it, light and dark, (a) with agent-kernel's
 extension and (b) with the extension disabled, where the notebook's last cell is run in
-a real kernel to show the live ipywidgets (a question's and an approval's controls, the
-triggers panel's and the team board's rows) with the payloads in every field; (c)
+a real kernel to show the live ipywidgets (a question's and an approval's controls)
+with the payloads in every field; the team board is also saved as its JSON, drawn by
+the extension (board.ts); (c)
 ``jupyter nbconvert --to html`` of the same notebook is opened as a file.
 ``hostile.mjs`` aborts and counts every request to a host other than this machine.
 Each page must hold no element or attribute that runs or loads, no payload may run
@@ -34,16 +35,17 @@ OUTPUT = ROOT / "test-output" / "browser" / "hostile"
 sys.path.insert(0, str(ROOT / "tests"))
 
 pytestmark = [pytest.mark.browser, pytest.mark.kernel, pytest.mark.timeout(420)]
-WIDGET_HTML_COUNT = 4
-"""HTML widgets the last cell shows: a question, an approval, the board's note and one
-row (the triggers panel's controls are words, no widget)."""
+WIDGET_HTML_COUNT = 2
+"""HTML widgets the last cell shows: a question and an approval (the triggers panel's
+and the team board's controls are words, no widget)."""
 
 
 def _notebook(data_dir: Path) -> Any:
     import nbformat
-    from html_payloads import HOSTILE, run_state, views
+    from html_payloads import HOSTILE, board_state, run_state, views
     from nbformat.sign import NotebookNotary
 
+    from agent_kernel.views.board import BOARD_MIME, board_bundle
     from agent_kernel.views.mime import RUN_MIME
     from agent_kernel.views.run_html import html_of, text_of
 
@@ -51,6 +53,10 @@ def _notebook(data_dir: Path) -> Any:
     outputs = [{RUN_MIME: state, "text/html": html_of(state), "text/plain": text_of(state)}]
     outputs += [{"text/html": page, "text/plain": name}
                 for name, page in views(HOSTILE).items() if name != "run"]
+    board = board_state(HOSTILE)  # the board as our extension draws it (board.ts)
+    outputs.append({**board_bundle(board), BOARD_MIME: {
+        "version": 1, "state": board, "controls": "extension",
+        "rows": [{"id": HOSTILE, "op": "stop", "label": HOSTILE}]}})
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
@@ -127,6 +133,8 @@ def test_hostile_strings_run_and_load_nothing(tmp_path: Path) -> None:
     assert report["dialogs"] == []
     # (a) drew the run with the extension, (b) and (c) the HTML fallback and the widgets
     assert pages["with-extension"]["extension_runs"] == 1
+    assert pages["with-extension"]["boards"] == 1  # the board from its JSON (board.ts)
+    assert pages["without-extension"]["boards"] == 0
     assert pages["without-extension"]["extension_runs"] == 0
     assert pages["without-extension"]["fallback_runs"] == 1
     assert pages["without-extension"]["widgets"] == WIDGET_HTML_COUNT
