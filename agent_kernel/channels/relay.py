@@ -29,7 +29,7 @@ import secrets
 import weakref
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from agent_kernel.channels.config import CONFIG, ChannelConfig, ChannelError, ChannelName
 from agent_kernel.core.events import LedgerRecorded, Notice, Question
@@ -416,7 +416,54 @@ def bot_key(bot: TelegramBot) -> str:
     return f"{bot.config.base_url.rstrip('/')}#{bot.config.auth_profile}"
 
 
-class Inbox:
+W = TypeVar("W")
+"""What an inbox's long wait gives back (updates for Telegram, nothing for mail)."""
+
+
+class _Reader(Generic[W]):
+    """What both inboxes share: the relays with a question out, one poller on the running
+    loop, and the long wait (a poll, a pause) that ends early once nothing is open."""
+
+    def __init__(self) -> None:
+        self.relays: weakref.WeakSet[PhoneRelay] = weakref.WeakSet()
+        self._poller: asyncio.Task[None] | None = None
+        self._waiting: asyncio.Future[W] | None = None
+        self._ended_wait: asyncio.Future[W] | None = None
+
+    def open(self) -> list[tuple[PhoneRelay, OpenQuestion]]:
+        raise NotImplementedError
+
+    async def _poll(self) -> None:
+        raise NotImplementedError
+
+    def listen(self, relay: PhoneRelay) -> None:
+        """``relay`` has a question out: make sure someone reads the answers."""
+        self.relays.add(relay)
+        loop = asyncio.get_running_loop()
+        poller = self._poller
+        if poller is not None and not poller.done() and poller.get_loop() is loop:
+            return
+        self._poller = loop.create_task(self._poll())
+
+    def stop_if_idle(self) -> None:
+        """Nothing left to wait for: end the current wait now."""
+        waiting = self._waiting
+        if not self.open() and waiting is not None and not waiting.done():
+            self._ended_wait = waiting
+            waiting.cancel()
+
+    async def _wait(self, awaitable: Awaitable[W]) -> tuple[bool, W | None]:
+        """Await one wait that :meth:`stop_if_idle` may end: (False, None) when it did."""
+        self._waiting = waiting = asyncio.ensure_future(awaitable)
+        try:
+            return True, await waiting
+        except asyncio.CancelledError:
+            if self._ended_wait is waiting:
+                return False, None
+            raise
+
+
+class Inbox(_Reader[list["Payload"]]):
     """The one reader of the bot's updates in this process, for every agent's relay.
 
     Telegram gives a bot's updates to one reader at a time, and an update confirmed by the
@@ -428,13 +475,10 @@ class Inbox:
     """
 
     def __init__(self) -> None:
-        self.relays: weakref.WeakSet[PhoneRelay] = weakref.WeakSet()
+        super().__init__()
         self.offsets: dict[str, int] = {}
         """The next update to ask each bot for (:func:`bot_key`)."""
         self.external_polling = False
-        self._poller: asyncio.Task[None] | None = None
-        self._fetch: asyncio.Future[list[Payload]] | None = None
-        self._ended_fetch: asyncio.Future[list[Payload]] | None = None
 
     def open(self) -> list[tuple[PhoneRelay, OpenQuestion]]:
         """Every question out on Telegram, with the relay it belongs to."""
@@ -442,23 +486,12 @@ class Inbox:
                 for entry in relay.telegram_open()]
 
     def listen(self, relay: PhoneRelay) -> None:
-        """``relay`` has a question out: make sure someone reads the answers."""
-        self.relays.add(relay)
+        """As the base, but the ``telegram`` CLI mode may be the reader instead. (Ending the
+        long poll early loses nothing: Telegram keeps any update no offset confirmed.)"""
         if self.external_polling:
+            self.relays.add(relay)
             return
-        loop = asyncio.get_running_loop()
-        poller = self._poller
-        if poller is not None and not poller.done() and poller.get_loop() is loop:
-            return
-        self._poller = loop.create_task(self._poll())
-
-    def stop_if_idle(self) -> None:
-        """Nothing left to listen for: end the long poll now (Telegram keeps any update not
-        yet confirmed by an offset, so none is lost)."""
-        fetch = self._fetch
-        if not self.open() and fetch is not None and not fetch.done():
-            self._ended_fetch = fetch
-            fetch.cancel()
+        super().listen(relay)
 
     async def _poll(self) -> None:
         """Read updates while a Telegram question is open (long polling)."""
@@ -466,14 +499,9 @@ class Inbox:
         while (found_open := self.open()):
             relay = found_open[0][0]
             bot = relay.bot()
-            self._fetch = asyncio.ensure_future(bot.updates(self.offsets.get(bot_key(bot))))
             try:
-                found = await self._fetch
+                read, found = await self._wait(bot.updates(self.offsets.get(bot_key(bot))))
                 failures = 0
-            except asyncio.CancelledError:
-                if self._ended_fetch is self._fetch:
-                    continue  # the poll was ended because nothing is open any more
-                raise
             except ChannelError as exc:
                 failures += 1
                 if failures in (1, 10):
@@ -481,6 +509,8 @@ class Inbox:
                                           f"Telegram: {exc}", level="warning"))
                 await asyncio.sleep(min(30.0, 0.5 * 2 ** min(failures, 6)))
                 continue
+            if not read or found is None:
+                continue  # the poll was ended because nothing is open any more
             for update in found:
                 await self.handle_update(update, relay)
 
@@ -538,20 +568,17 @@ def mail_text(message: EmailMessage) -> str:
     return content if isinstance(content, str) else ""
 
 
-class MailInbox:
+class MailInbox(_Reader[None]):
     """The one reader of each mailbox in this process, for every agent's relay: it looks
     at the mailbox every ``EmailConfig.poll_every`` seconds while any relay has a
     question out by mail (the IMAP work off the event loop), and gives each new mail to
     the relay whose open question's code it carries."""
 
     def __init__(self) -> None:
-        self.relays: weakref.WeakSet[PhoneRelay] = weakref.WeakSet()
+        super().__init__()
         self.boxes: dict[str, Mailbox] = {}
         self.closed: set[str] = set()
         """Codes of questions already answered: a late reply changes nothing."""
-        self._poller: asyncio.Task[None] | None = None
-        self._pause: asyncio.Future[None] | None = None
-        self._ended_pause: asyncio.Future[None] | None = None
 
     @property
     def polling(self) -> bool:
@@ -583,22 +610,6 @@ class MailInbox:
             relay.bus.emit(Notice("channels", f"Could not read the mailbox: {exc}",
                                   level="warning"))
 
-    def listen(self, relay: PhoneRelay) -> None:
-        """``relay`` has a question out by mail: make sure someone reads the replies."""
-        self.relays.add(relay)
-        loop = asyncio.get_running_loop()
-        poller = self._poller
-        if poller is not None and not poller.done() and poller.get_loop() is loop:
-            return
-        self._poller = loop.create_task(self._poll())
-
-    def stop_if_idle(self) -> None:
-        """Nothing left to wait for: end the pause between looks now."""
-        pause = self._pause
-        if not self.open() and pause is not None and not pause.done():
-            self._ended_pause = pause
-            pause.cancel()
-
     async def _poll(self) -> None:
         failures = 0
         while (found_open := self.open()):
@@ -620,14 +631,9 @@ class MailInbox:
                     await self.handle(message, relay)
             if not self.open():
                 break
-            self._pause = asyncio.ensure_future(asyncio.sleep(
+            # ended early when nothing is open: the loop looks again either way
+            await self._wait(asyncio.sleep(
                 max(0.2, every) * (1 if failures == 0 else min(8, 2 ** min(failures, 3)))))
-            try:
-                await self._pause
-            except asyncio.CancelledError:
-                if self._ended_pause is self._pause:
-                    continue  # ended because nothing was open (the loop looks again)
-                raise
 
     async def handle(self, message: EmailMessage, fallback: PhoneRelay) -> None:
         """Give one new mail to the relay whose open question's code it carries."""
