@@ -172,6 +172,29 @@ def content_text(content: str | list[ContentPart] | None) -> str:
     return content or ""
 
 
+Seen = tuple[str, JsonObject, str]
+"""One tool call of a turn as the model read it: its name, arguments and result (text)."""
+
+
+def turn_calls(turn: list[ChatMessage]) -> list[Seen]:
+    """Each tool call the assistant made in ``turn``: its name, its arguments (``{}`` when
+    they are not a JSON object) and the result the model read (text, "" when none came
+    back). The offline demo stories choose their next step from these."""
+    results = {m.get("tool_call_id"): str(m.get("content") or "") for m in turn
+               if m.get("role") == "tool"}
+    out: list[Seen] = []
+    for message in turn:
+        for call in message.get("tool_calls") or [] if message.get("role") == "assistant" else []:
+            fn = call.get("function", {})
+            try:
+                args = json.loads(fn.get("arguments") or "{}")
+            except ValueError:
+                args = {}
+            out.append((str(fn.get("name", "?")), args if isinstance(args, dict) else {},
+                        results.get(call.get("id"), "")))
+    return out
+
+
 def _text(message: ChatMessage) -> str:
     """Everything of a message that becomes tokens, as one string (images: see
     :data:`IMAGE_TOKENS`)."""

@@ -14,7 +14,7 @@ import json
 import re
 from typing import TypedDict, cast
 
-from agent_kernel.engine.models.base import ChatMessage
+from agent_kernel.engine.models.base import ChatMessage, turn_calls
 
 REFERENCE_RESOLVE = "reference_resolve"
 SEMANTIC_MATCH = "semantic_match"
@@ -328,20 +328,9 @@ def _uuid7(now_ms: int, rand: int) -> str:
 
 
 def _seen(turn: list[ChatMessage]) -> dict[str, tuple[dict[str, object], str]]:
-    """This turn's calls by tool name: the arguments and what came back (text)."""
-    results = {m.get("tool_call_id"): str(m.get("content") or "") for m in turn
-               if m.get("role") == "tool"}
-    seen: dict[str, tuple[dict[str, object], str]] = {}
-    for message in turn:
-        for call in message.get("tool_calls") or [] if message.get("role") == "assistant" else []:
-            fn = call.get("function", {})
-            try:
-                args = json.loads(fn.get("arguments") or "{}")
-            except ValueError:
-                args = {}
-            seen[str(fn.get("name"))] = (args if isinstance(args, dict) else {},
-                                         results.get(call.get("id"), ""))
-    return seen
+    """This turn's calls by tool name (the latest of each): the arguments and what came
+    back (text)."""
+    return {name: (args, result) for name, args, result in turn_calls(turn)}
 
 
 def message_story(prompt: str, turn: list[ChatMessage],

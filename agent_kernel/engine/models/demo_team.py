@@ -24,14 +24,18 @@ import json
 import re
 
 from agent_kernel.engine.models import demo
-from agent_kernel.engine.models.base import ChatMessage, JsonObject, ToolSchema
+from agent_kernel.engine.models.base import (
+    ChatMessage,
+    JsonObject,
+    Seen,
+    ToolSchema,
+    turn_calls,
+)
 from agent_kernel.engine.models.demo import LABEL, DemoTurn, plan_calls, plan_for_tool
 from agent_kernel.engine.models.demo_answers import refusal
 
 Facts = dict[str, str | int]
 """What the sample notes say of a place: ``known for``, ``best season``, a daily budget."""
-Seen = tuple[str, JsonObject, str]
-"""A tool call of the turn as the model read it: name, arguments, result."""
 
 SOURCE = "sample notes built into the offline demo model (fixed and rough, not researched)"
 BUDGET = "daily budget"
@@ -106,22 +110,6 @@ def _last_turn(messages: list[ChatMessage]) -> tuple[str, list[ChatMessage]]:
     return text, messages[last + 1:]
 
 
-def _calls(turn: list[ChatMessage]) -> list[Seen]:
-    """Each tool call of ``turn``: its name, arguments and the result the model read."""
-    results = {m.get("tool_call_id"): str(m.get("content") or "") for m in turn
-               if m.get("role") == "tool"}
-    out = []
-    for message in turn:
-        for call in message.get("tool_calls") or [] if message.get("role") == "assistant" else []:
-            fn = call.get("function", {})
-            try:
-                args = json.loads(fn.get("arguments") or "{}")
-            except ValueError:
-                args = {}
-            out.append((fn.get("name", "?"), args, results.get(call.get("id"), "")))
-    return out
-
-
 def _failed(result: str) -> str | None:
     """The reason a call failed, or None when it went through."""
     return refusal(result)
@@ -162,7 +150,7 @@ def play(role: str, messages: list[ChatMessage], names: set[str],
 
 def _teller(prompt: str, turn: list[ChatMessage], names: set[str],
             schemas: dict[str, JsonObject]) -> DemoTurn | None:
-    calls = _calls(turn)
+    calls = turn_calls(turn)
     if prompt.startswith(RESULTS_OPENING):
         if calls:
             return DemoTurn(text=answer_from_results(prompt, calls))
@@ -289,7 +277,7 @@ def _listed(words: list[str]) -> str:
 # -- the Planner ----------------------------------------------------------------------
 
 def _planner(prompt: str, turn: list[ChatMessage]) -> DemoTurn:
-    calls = [(args, result) for name, args, result in _calls(turn) if name == "delegate"]
+    calls = [(args, result) for name, args, result in turn_calls(turn) if name == "delegate"]
     if calls:
         planned, refused = [], []
         for args, result in calls:
@@ -333,7 +321,7 @@ def _worker(prompt: str, turn: list[ChatMessage], names: set[str]) -> DemoTurn |
         return DemoTurn(text=(f"{LABEL} I have no notes on {subject}: offline, I know only "
                               f"my sample notes on {known}. A real model would search the web."))
     name, facts = found
-    saved = [(args, result) for tool, args, result in _calls(turn) if tool == "put_artifact"]
+    saved = [(args, result) for tool, args, result in turn_calls(turn) if tool == "put_artifact"]
     said = f"{LABEL} {name} ({facts['country']}): " + "; ".join(
         f"{k}: {_cell(v)}" for k, v in facts.items() if k != "country") + f". Source: {SOURCE}."
     if saved:
