@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,37 +31,41 @@ TESTS = str(Path(__file__).resolve().parents[1])
 NIGHT = "%agent --wait in 2 seconds write a file night.txt with all quiet"
 
 
-def _kernel(tmp_path: Path, profile: str, secret: str) -> IdleKernel:
-    """A kernel on ``tmp_path/ws`` whose ``profile`` channel may use ``secret`` on 127.0.0.1
-    only, set as the person sets it (in the environment, never in a cell)."""
-    return IdleKernel(tmp_path / "ws", tmp_path, {
-        f"AGENT_KERNEL_AUTH_{profile}_TOKEN": secret,
-        f"AGENT_KERNEL_AUTH_{profile}_HOSTS": "127.0.0.1"})
+@contextmanager
+def _night_scheduled(tmp_path: Path, secrets: dict[str, str], setup: str,
+                     then: str = "") -> Iterator[IdleKernel]:
+    """A kernel on ``tmp_path/ws`` whose channel profiles may use ``secrets`` on 127.0.0.1
+    only, set as the person sets them (in the environment, never in a cell); it runs
+    ``setup`` (the channel's config), loads the extension, runs ``then`` and schedules
+    the night's trigger, and stays up while the block runs."""
+    env = {}
+    for profile, secret in secrets.items():
+        env[f"AGENT_KERNEL_AUTH_{profile}_TOKEN"] = secret
+        env[f"AGENT_KERNEL_AUTH_{profile}_HOSTS"] = "127.0.0.1"
+    kernel = IdleKernel(tmp_path / "ws", tmp_path, env)
+    with kernel.client.setup_kernel(env=kernel.env):
+        out = kernel.run(setup + "%load_ext agent_kernel\n" + then + NIGHT)
+        assert "Scheduled" in out, out
+        yield kernel
 
 
 def test_a_night_triggers_approval_is_answered_on_telegram(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
-    with BotApi(TOKEN) as bot:
-        kernel = _kernel(tmp_path, "TELEGRAM", TOKEN)
-        with kernel.client.setup_kernel(env=kernel.env):
-            out = kernel.run(
-                "from agent_kernel.channels import CONFIG, TelegramConfig\n"
-                f"CONFIG.telegram = TelegramConfig(chat_id={PERSON}, base_url={bot.url!r}, "
-                "poll_seconds=1)\n"
-                "%load_ext agent_kernel\n"
-                + NIGHT)
-            assert "Scheduled" in out, out
-            # The kernel sits idle; the trigger fires, its write_file asks, nobody can click.
-            message = bot.wait_sent(1, timeout=40)[0]
-            assert "write_file" in message["text"] and "all quiet" in message["text"]
-            assert not (workspace / "files" / "night.txt").exists()
-            bot.press(message, "Approve", user=31337)  # not the person: ignored
-            time.sleep(1.5)
-            assert not (workspace / "files" / "night.txt").exists()
-            bot.press(message, "Approve")
-            runs = eventually(lambda: ledger_records(workspace, "trigger_run"), 30)
-            assert runs and runs[0]["status"] == "ok", runs
-            assert (workspace / "files" / "night.txt").read_text() == "all quiet"
+    with BotApi(TOKEN) as bot, _night_scheduled(tmp_path, {"TELEGRAM": TOKEN},
+                          "from agent_kernel.channels import CONFIG, TelegramConfig\n"
+                          f"CONFIG.telegram = TelegramConfig(chat_id={PERSON}, "
+                          f"base_url={bot.url!r}, poll_seconds=1)\n"):
+        # The kernel sits idle; the trigger fires, its write_file asks, nobody can click.
+        message = bot.wait_sent(1, timeout=40)[0]
+        assert "write_file" in message["text"] and "all quiet" in message["text"]
+        assert not (workspace / "files" / "night.txt").exists()
+        bot.press(message, "Approve", user=31337)  # not the person: ignored
+        time.sleep(1.5)
+        assert not (workspace / "files" / "night.txt").exists()
+        bot.press(message, "Approve")
+        runs = eventually(lambda: ledger_records(workspace, "trigger_run"), 30)
+        assert runs and runs[0]["status"] == "ok", runs
+        assert (workspace / "files" / "night.txt").read_text() == "all quiet"
     approvals = ledger_records(workspace, "approval")
     assert [(a["tool_name"], a["decision"], a["source"]) for a in approvals] == [
         ("write_file", "approved", "telegram")]
@@ -75,21 +81,16 @@ def test_a_night_triggers_approval_is_answered_on_telegram(tmp_path: Path) -> No
 
 def test_a_night_triggers_approval_by_mail_carries_the_question(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
-    with MailServer(tmp_path) as mail:
-        kernel = _kernel(tmp_path, "SMTP", PASSWORD)
-        with kernel.client.setup_kernel(env=kernel.env):
-            out = kernel.run(
-                "from agent_kernel.channels import CONFIG, EmailConfig\n"
-                f"CONFIG.email = EmailConfig(host='127.0.0.1', port={mail.port}, "
-                f"to='me@example.org', sender='agent@example.org', username={USER!r}, "
-                f"verify={mail.ca!r})\n"
-                "%load_ext agent_kernel\n"
-                "from agent_kernel.notebook.magics import current\n"
-                "current(get_ipython()).agent.approvals.timeout = 4\n"
-                + NIGHT)
-            assert "Scheduled" in out, out
-            runs = eventually(lambda: ledger_records(workspace, "trigger_run"), 60)
-            assert runs, "the trigger did not run"
+    with MailServer(tmp_path) as mail, _night_scheduled(
+            tmp_path, {"SMTP": PASSWORD},
+            "from agent_kernel.channels import CONFIG, EmailConfig\n"
+            f"CONFIG.email = EmailConfig(host='127.0.0.1', port={mail.port}, "
+            f"to='me@example.org', sender='agent@example.org', username={USER!r}, "
+            f"verify={mail.ca!r})\n",
+            "from agent_kernel.notebook.magics import current\n"
+            "current(get_ipython()).agent.approvals.timeout = 4\n"):
+        runs = eventually(lambda: ledger_records(workspace, "trigger_run"), 60)
+        assert runs, "the trigger did not run"
     [message] = mail.messages
     body = message.get_payload(decode=True).decode()
     assert message["To"] == "me@example.org" and "write_file" in message["Subject"]
@@ -111,21 +112,13 @@ def test_a_night_triggers_approval_is_answered_by_a_mail_reply(tmp_path: Path) -
     with MailServer(tmp_path) as mail, ImapServer() as imap:
         bundle = tmp_path / "both-ca.pem"
         bundle.write_text(Path(mail.ca).read_text() + Path(imap.ca).read_text())
-        kernel = IdleKernel(workspace, tmp_path, {
-            "AGENT_KERNEL_AUTH_SMTP_TOKEN": PASSWORD,
-            "AGENT_KERNEL_AUTH_SMTP_HOSTS": "127.0.0.1",
-            "AGENT_KERNEL_AUTH_IMAP_TOKEN": IMAP_PASSWORD,
-            "AGENT_KERNEL_AUTH_IMAP_HOSTS": "127.0.0.1"})
-        with kernel.client.setup_kernel(env=kernel.env):
-            out = kernel.run(
+        with _night_scheduled(
+                tmp_path, {"SMTP": PASSWORD, "IMAP": IMAP_PASSWORD},
                 "from agent_kernel.channels import CONFIG, EmailConfig\n"
                 f"CONFIG.email = EmailConfig(host='127.0.0.1', port={mail.port}, "
                 f"to='me@example.org', sender='agent@example.org', username={USER!r}, "
                 f"verify={str(bundle)!r}, imap_host='127.0.0.1', imap_port={imap.port}, "
-                f"imap_username={IMAP_USER!r}, imap_auth_profile='imap', poll_every=0.5)\n"
-                "%load_ext agent_kernel\n"
-                + NIGHT)
-            assert "Scheduled" in out, out
+                f"imap_username={IMAP_USER!r}, imap_auth_profile='imap', poll_every=0.5)\n"):
             assert eventually(lambda: mail.messages, 40), "no question mail came"
             [message] = mail.messages
             found = re.search(r"\[answer code ([A-Z0-9]+)\]", str(message["Subject"]))
