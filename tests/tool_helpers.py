@@ -46,6 +46,20 @@ def person(agent: Agent, answer: str = APPROVE) -> list[Question]:
     return asked
 
 
+def notebook_open(agent: Agent) -> list[Question]:
+    """A notebook open on ``agent`` whose person answers nothing by themselves: returns
+    what they are asked, for the test to answer (or not)."""
+    agent.questions.attach_answerer()
+    asked: list[Question] = []
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, Question):
+            asked.append(event)
+
+    agent.bus.subscribe(on_event)
+    return asked
+
+
 async def through_the_loop(agent: Agent, name: str, **arguments: Any) -> ToolCallRecord:
     """One call as the model makes it: parsed, prechecked, approved, run and recorded."""
     request = ToolCallRequest(id="call_1", name=name, arguments=json.dumps(arguments))

@@ -28,7 +28,6 @@ from agent_kernel.channels import CONFIG, EmailConfig
 from agent_kernel.channels.config import ChannelError
 from agent_kernel.channels.mail import Mailbox
 from agent_kernel.channels.relay import MAIL, answer_in, reply_lines
-from agent_kernel.core.events import Event, Question
 from agent_kernel.guards.web.auth import AuthProfile
 from agent_kernel.tools.human import ask_user  # noqa: F401 - the tool the agent has
 
@@ -193,18 +192,11 @@ async def test_a_mail_cannot_approve_what_it_cannot_show_whole(servers: Servers,
 
 async def test_the_notebook_answers_first_and_the_mailbox_is_left_alone(
         servers: Servers, tmp_path: Path) -> None:
-    from tool_helpers import call_tool
+    from tool_helpers import call_tool, notebook_open
 
     CONFIG.ask_after = 0.3
     agent = Agent(workspace=tmp_path / "ws")
-    agent.questions.attach_answerer()  # a notebook is open
-    asked: list[Question] = []
-
-    def on_event(event: Event) -> None:
-        if isinstance(event, Question):
-            asked.append(event)
-
-    agent.bus.subscribe(on_event)
+    asked = notebook_open(agent)
     task = asyncio.create_task(call_tool(agent, "ask_user", question="Tea or coffee?",
                                          options=["tea", "coffee"]))
     [message] = await asyncio.to_thread(servers.wait_mail, 1)  # after 0.3 s unanswered

@@ -17,7 +17,6 @@ from agent_kernel import Agent
 from agent_kernel.channels import CONFIG, TelegramConfig
 from agent_kernel.channels.config import ChannelError
 from agent_kernel.channels.telegram import TelegramBot
-from agent_kernel.core.events import Event, Question
 from agent_kernel.guards.web.auth import AuthProfile
 from agent_kernel.tools.human import ask_user  # noqa: F401 - the tool the agent has
 
@@ -147,18 +146,11 @@ async def test_what_draws_nothing_reaches_the_phone_as_a_token(bot: BotApi,
 
 async def test_the_notebook_answers_first_and_the_phone_is_told(bot: BotApi,
                                                                 tmp_path: Path) -> None:
+    from tool_helpers import call_tool, notebook_open
+
     CONFIG.ask_after = 0.3
     agent = Agent(workspace=tmp_path)
-    agent.questions.attach_answerer()  # a notebook is open
-    asked: list[Question] = []
-
-    def on_event(event: Event) -> None:
-        if isinstance(event, Question):
-            asked.append(event)
-
-    agent.bus.subscribe(on_event)
-    from tool_helpers import call_tool
-
+    asked = notebook_open(agent)
     task = asyncio.create_task(call_tool(agent, "ask_user", question="Tea or coffee?",
                                          options=["tea", "coffee"]))
     message = (await asyncio.to_thread(bot.wait_sent, 1))[0]  # after 0.3 s unanswered
