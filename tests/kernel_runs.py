@@ -86,6 +86,24 @@ def outputs_text(cell: Any) -> str:
     return "\n".join(parts)
 
 
+def code_cells(nb: Any) -> dict[str, Any]:
+    """A run notebook's code cells by their first line (how a test names a cell)."""
+    return {c.source.splitlines()[0]: c for c in nb.cells if c.cell_type == "code"}
+
+
+def run_state(cell: Any) -> dict[str, Any]:
+    """The JSON state of the one run a cell drew."""
+    from agent_kernel.views.mime import RUN_MIME
+
+    [state] = [o["data"][RUN_MIME] for o in cell.outputs if RUN_MIME in o.get("data", {})]
+    return state
+
+
+def run_reply(cell: Any) -> str:
+    """What the agent said in a cell's run (its text entries)."""
+    return "\n".join(e["text"] for e in run_state(cell)["entries"] if e["kind"] == "text")
+
+
 class IdleKernel:
     """One kernel whose cells we run one at a time, leaving it idle in between; ``env`` adds
     to its environment (start it with ``client.setup_kernel(env=kernel.env)``)."""

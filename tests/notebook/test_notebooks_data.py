@@ -12,9 +12,9 @@ from typing import Any
 
 import nbformat
 import pytest
+from kernel_runs import code_cells, run_reply, run_state
 
 from agent_kernel.team.toolsets import default_tools
-from agent_kernel.views.mime import RUN_MIME
 
 pytestmark = pytest.mark.kernel
 
@@ -27,21 +27,8 @@ RUN_IT_HERE = "import agent_kernel.notebook.magics"
 LEDGER = "await agent_kernel.notebook.magics.wait_all()"
 
 
-def _cells(nb: Any) -> dict[str, Any]:
-    return {c.source.splitlines()[0]: c for c in nb.cells if c.cell_type == "code"}
-
-
-def _state(cell: Any) -> dict[str, Any]:
-    [state] = [o["data"][RUN_MIME] for o in cell.outputs if RUN_MIME in o.get("data", {})]
-    return state
-
-
-def _reply(cell: Any) -> str:
-    return "\n".join(e["text"] for e in _state(cell)["entries"] if e["kind"] == "text")
-
-
 def _tools(cell: Any) -> list[str]:
-    return [e["tool"] for e in _state(cell)["entries"] if e["kind"] == "tool"]
+    return [e["tool"] for e in run_state(cell)["entries"] if e["kind"] == "tool"]
 
 
 def _no_errors_but_the_planted_one(nb: Any) -> None:
@@ -61,7 +48,7 @@ def test_data_notebook_is_committed_without_outputs_and_says_how_it_approves() -
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None, cell.source
-    cells = _cells(nb)
+    cells = code_cells(nb)
     assert cells['by_region = df.groupby("reigon")["units"].sum()'].metadata["tags"] == [
         "raises-exception"]
     sources = [c.source for c in nb.cells]
@@ -79,22 +66,22 @@ def test_data_notebook_runs_and_its_answers_come_from_the_data(run_notebook: Any
     nb = run_notebook(NOTEBOOK, cwd=tmp_path, timeout=180,
                       env={"AGENT_KERNEL_WORKSPACE": str(workspace)})
     _no_errors_but_the_planted_one(nb)
-    cells = _cells(nb)
+    cells = code_cells(nb)
 
     looked = cells["%agent what's in df?"]
     assert _tools(looked) == ["list_variables", "inspect_variable"]
-    answer = _reply(looked)
+    answer = run_reply(looked)
     for column in COLUMNS:
         assert f"`{column}`" in answer
     assert "181 rows and 5 columns" in answer and "`units` has 3" in answer
 
     plotted = cells["%agent plot the monthly totals"]
     assert _tools(plotted) == ["list_variables", "insert_cell", "run_python"]
-    entries = {e.get("tool"): e for e in _state(plotted)["entries"] if e["kind"] == "tool"}
+    entries = {e.get("tool"): e for e in run_state(plotted)["entries"] if e["kind"] == "tool"}
     assert entries["insert_cell"]["state"] == "failed"  # no notebook page in nbclient
     assert entries["run_python"]["state"] != "ok"  # nobody to click: refused, never by policy
-    assert "could not put the code in a new cell" in _reply(plotted)
-    assert "The plotting code was not run" in _reply(plotted)
+    assert "could not put the code in a new cell" in run_reply(plotted)
+    assert "The plotting code was not run" in run_reply(plotted)
     ran_here = cells[RUN_IT_HERE]
     printed = "".join(o.get("text", "") for o in ran_here.outputs)
     assert "pd.to_datetime(df['date']).dt.to_period('M')" in printed
@@ -106,7 +93,7 @@ def test_data_notebook_runs_and_its_answers_come_from_the_data(run_notebook: Any
     planted = cells['by_region = df.groupby("reigon")["units"].sum()']
     assert [o["ename"] for o in planted.outputs if o.output_type == "error"] == ["KeyError"]
     for first in ("%agent fix the error above", "%agent_fix"):
-        fixed = _reply(cells[first])
+        fixed = run_reply(cells[first])
         assert "**KeyError**" in fixed and "line 1" in fixed, first
         assert "the closest name is `region` (a column of `df`)" in fixed, first
         assert 'by_region = df.groupby("region")["units"].sum()' in fixed, first
@@ -134,12 +121,12 @@ def test_agent_fix_in_a_kernel_sends_the_cell_escaped(run_notebook: Any,
     nothing = "".join(o.get("text", "") for o in out.cells[1].outputs)
     assert nothing == "No error to fix yet.\n"
     fixed = out.cells[3]
-    state = _state(fixed)
+    state = run_state(fixed)
     assert state["prompt"].startswith("Explain and fix the last error in this notebook. "
                                       "and keep it short")
     assert "from this notebook's cell In[3], line 2" in state["prompt"]
     assert _tools(fixed)[0] == "last_error"
-    assert "**KeyError**" in _reply(fixed) and "line 2 of cell In[3]" in _reply(fixed)
+    assert "**KeyError**" in run_reply(fixed) and "line 2 of cell In[3]" in run_reply(fixed)
     page = "".join(o["data"].get("text/html", "") for o in fixed.outputs if "data" in o)
     assert "<script>alert(1)</script>" not in page
     assert "<script>alert(1)</script>" in html.unescape(page)  # there, as text

@@ -17,8 +17,7 @@ from typing import Any
 
 import nbformat
 import pytest
-
-from agent_kernel.views.mime import RUN_MIME
+from kernel_runs import code_cells, run_reply, run_state
 
 pytestmark = pytest.mark.kernel
 
@@ -37,21 +36,8 @@ TAGS = {"div", "details", "summary", "span", "b", "i", "em", "strong", "code", "
         "style"}  # our own stylesheet; a model's "<style>" is escaped like any tag
 
 
-def _cells(nb: Any) -> dict[str, Any]:
-    return {c.source.splitlines()[0]: c for c in nb.cells if c.cell_type == "code"}
-
-
-def _state(cell: Any) -> dict[str, Any]:
-    [state] = [o["data"][RUN_MIME] for o in cell.outputs if RUN_MIME in o.get("data", {})]
-    return state
-
-
-def _reply(cell: Any) -> str:
-    return "\n".join(e["text"] for e in _state(cell)["entries"] if e["kind"] == "text")
-
-
 def _tools(cell: Any) -> list[dict[str, Any]]:
-    return [e for e in _state(cell)["entries"] if e["kind"] == "tool"]
+    return [e for e in run_state(cell)["entries"] if e["kind"] == "tool"]
 
 
 def _printed(cell: Any) -> str:
@@ -94,16 +80,16 @@ def _no_errors(nb: Any) -> None:
 def _the_story_holds(nb: Any) -> None:
     """What a headless run shows, cell by cell (the test's run and the committed one)."""
     _no_errors(nb)
-    cells = _cells(nb)
+    cells = code_cells(nb)
     added = cells["%agent add contact Ana email:ana@example.org"]
     assert [e["tool"] for e in _tools(added)] == ["contacts_upsert"]
-    assert "Saved Ana in your contacts." in _reply(added)
-    todo = _reply(cells["%agent add a todo: ask Ana for the workshop slides"])
+    assert "Saved Ana in your contacts." in run_reply(added)
+    todo = run_reply(cells["%agent add a todo: ask Ana for the workshop slides"])
     assert f"“ask Ana ({ANA}) for the workshop slides”" in todo
     done = cells["%agent done: book the room"]
     assert _tools(done)[0]["state"] == "ok"
-    assert "Ticked off “book the room for Thursday”" in _reply(done)
-    both = _reply(cells["%agent show my todos, done ones too"])
+    assert "Ticked off “book the room for Thursday”" in run_reply(done)
+    both = run_reply(cells["%agent show my todos, done ones too"])
     assert "1 open, 1 done." in both and "Done:\n- book the room for Thursday" in both
     assert f"ask Ana ({ANA}) for the workshop slides" in _printed(
         cells["import agent_kernel.notebook.magics"])
@@ -118,7 +104,7 @@ def _the_story_holds(nb: Any) -> None:
     sent = cells[SEND]
     assert [(e["tool"], e["state"]) for e in _tools(sent)][0] == ("contacts_list", "ok")
     assert _tools(sent)[1]["tool"] == "contacts_send" and _tools(sent)[1]["state"] != "ok"
-    assert "The message to Ana was not sent: no one could approve it" in _reply(sent)
+    assert "The message to Ana was not sent: no one could approve it" in run_reply(sent)
     assert _printed(cells[MAILBOX]) == ("The mailbox is empty: the message was not approved, "
                                         "so nothing was sent.\n")
     ledger = _printed(cells[LEDGER])
