@@ -452,6 +452,14 @@ class _Reader(Generic[W]):
             self._ended_wait = waiting
             waiting.cancel()
 
+    @staticmethod
+    def _say_failed(relay: PhoneRelay, failures: int, where: str, exc: ChannelError) -> None:
+        """A failed read is a notice on the first and the tenth failure in a row, not on
+        every look."""
+        if failures in (1, 10):
+            relay.bus.emit(Notice("channels", f"Could not read answers {where}: {exc}",
+                                  level="warning"))
+
     async def _wait(self, awaitable: Awaitable[W]) -> tuple[bool, W | None]:
         """Await one wait that :meth:`stop_if_idle` may end: (False, None) when it did."""
         self._waiting = waiting = asyncio.ensure_future(awaitable)
@@ -504,9 +512,7 @@ class Inbox(_Reader[list["Payload"]]):
                 failures = 0
             except ChannelError as exc:
                 failures += 1
-                if failures in (1, 10):
-                    relay.bus.emit(Notice("channels", f"Could not read answers from "
-                                          f"Telegram: {exc}", level="warning"))
+                self._say_failed(relay, failures, "from Telegram", exc)
                 await asyncio.sleep(min(30.0, 0.5 * 2 ** min(failures, 6)))
                 continue
             if not read or found is None:
@@ -623,9 +629,7 @@ class MailInbox(_Reader[None]):
                     failures = 0
                 except ChannelError as exc:
                     failures += 1
-                    if failures in (1, 10):
-                        relay.bus.emit(Notice("channels", f"Could not read answers by "
-                                              f"e-mail: {exc}", level="warning"))
+                    self._say_failed(relay, failures, "by e-mail", exc)
                     found = []
                 for message in found:
                     await self.handle(message, relay)
