@@ -240,6 +240,7 @@ class Agent:
         finally:
             self._runs.pop(run_id, None)
             self.windows.pop(run_id, None)
+            self.registry.forget(run_id)
 
     def counted_as_run(self, run_id: str) -> Callable[[], None]:
         """Count the current asyncio task as run ``run_id`` (so :meth:`stop` cancels it)
@@ -300,7 +301,7 @@ class Agent:
                     result.status, result.error = "limit", refusal
                     emit(RunError(run_id, refusal, kind="limit"))
                     break
-                schemas = self.registry.schemas(self.role)
+                schemas = self.registry.offered(self.role, run_id, messages)  # cached
                 before = (dict(result.usage), result.cost) if budget is not None else None
                 await window.fit(self, run_id, schemas, result)
                 if budget is not None and before is not None and result.usage != before[0]:

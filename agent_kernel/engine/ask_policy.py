@@ -63,6 +63,9 @@ POLICY: dict[str, AskRule] = {rule.tool: rule for rule in (
     AskRule("contacts_upsert", False, "changes only the agent's own address book "
             "(state/contacts.json); nothing is sent, and a message to a contact asks when it "
             "is sent, showing where it goes"),
+    AskRule("find_tools", False, "changes only which tools this run's requests describe; "
+            "a tool it brings in asks as it always does, and it finds none the agent's "
+            "role may not use"),
     AskRule("insert_cell", False, "adds a cell below the agent's own cell: nothing runs and "
             "you can delete it (placed anywhere else, or showing an image from the web, it "
             "asks)"),

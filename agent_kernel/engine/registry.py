@@ -574,26 +574,83 @@ class Toolset(typing.Protocol):
     TOOLS: list[Tool]
 
 
+@dataclass(frozen=True)
+class Offering:
+    """Which tools a request carries: a core, and groups a run brings in on demand.
+
+    Offering is about tokens, not permission: every tool the role may use can still be
+    called (its permission hook and the approvals decide, as always); a request only
+    describes the ones a run is likely to need. A tool with no group (the session's
+    ``@tool`` functions, ``Agent(tools=...)``) is always offered. ``finder`` is the tool a
+    model calls to bring the rest in (``find_tools``); a role that may not call it is
+    offered everything it may use, since nothing could bring a hidden tool back.
+    """
+
+    groups: Mapping[str, str]
+    """Tool name -> its group (``files``, ``schedule``, ...)."""
+    core: frozenset[str]
+    """The tools offered from a run's first request (an agent without a team role)."""
+    by_role: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """A team role's own core, in place of :attr:`core`."""
+    about: Mapping[str, str] = field(default_factory=dict)
+    """Each group in a few words (what ``find_tools`` says it holds)."""
+    finder: str = "find_tools"
+
+    def core_for(self, role: str | None) -> frozenset[str]:
+        """The core of ``role`` (the single agent's for no role or a role made at run time)."""
+        return self.by_role.get(role, self.core) if role is not None else self.core
+
+
 class ToolRegistry:
-    """The tools one agent may use, with a per-role permission hook."""
+    """The tools one agent may use, with a per-role permission hook, and which of them each
+    run's requests offer (:class:`Offering`; None: every tool the role may use).
+
+    Schemas are built once and kept until a tool is added or removed (or the hook or the
+    offering changes): a model call reads a cached list, it does not rebuild 50 schemas.
+    """
 
     def __init__(
         self, tools: typing.Iterable[Tool] = (), permission_hook: PermissionHook | None = None
     ) -> None:
         self._tools: dict[str, Tool] = {}
-        self.permission_hook = permission_hook
+        self._permission_hook = permission_hook
+        self._offering: Offering | None = None
+        self._cache: dict[tuple[str | None, frozenset[str] | None], list[ToolSchema]] = {}
+        self._found: dict[str, set[str]] = {}
         for item in tools:
             self.add(item)
+
+    @property
+    def permission_hook(self) -> PermissionHook | None:
+        """May an agent of this role call this tool (None: every tool)."""
+        return self._permission_hook
+
+    @permission_hook.setter
+    def permission_hook(self, hook: PermissionHook | None) -> None:
+        self._permission_hook = hook
+        self._cache.clear()
+
+    @property
+    def offering(self) -> Offering | None:
+        """Which tools a request carries (None: every tool the role may use)."""
+        return self._offering
+
+    @offering.setter
+    def offering(self, offering: Offering | None) -> None:
+        self._offering = offering
+        self._cache.clear()
 
     def add(self, item: Tool | Callable[..., Any]) -> Tool:
         """Add a tool (a plain function is wrapped on the way in)."""
         made = item if isinstance(item, Tool) else Tool(item)
         self._tools[made.name] = made
+        self._cache.clear()
         return made
 
     def remove(self, name: str) -> None:
         """Forget a tool by name."""
         self._tools.pop(name, None)
+        self._cache.clear()
 
     def get(self, name: str) -> Tool | None:
         """The tool named ``name``, or None."""
@@ -608,8 +665,68 @@ class ToolRegistry:
         return True if self.permission_hook is None else self.permission_hook(role, tool_obj)
 
     def schemas(self, role: str | None = None) -> list[ToolSchema]:
-        """Function schemas of the tools ``role`` may use."""
-        return [t.schema() for t in self._tools.values() if self.allowed(role, t)]
+        """Function schemas of every tool ``role`` may use (what the role could be offered)."""
+        return self._built(role, None)
+
+    def offered(self, role: str | None = None, run_id: str | None = None,
+                messages: typing.Sequence[Mapping[str, Any]] = ()) -> list[ToolSchema]:
+        """The schemas one request of run ``run_id`` carries: the role's core, the groups
+        the run found (``find_tools``), the tools with no group, and the finder while
+        anything the role may use is left out. A run's first call also brings in the groups
+        of the tools ``messages`` (the conversation it continues) already called."""
+        if self._offering is None:
+            return self._built(role, None)
+        found = self._found.get(run_id) if run_id is not None else None
+        if found is None:
+            found = self._used_groups(role, messages)
+            if run_id is not None:
+                self._found[run_id] = found
+        return self._built(role, frozenset(found))
+
+    def hidden(self, role: str | None, run_id: str | None) -> list[Tool]:
+        """The tools ``role`` may use that run ``run_id`` is not offered now."""
+        shown = {s["function"]["name"] for s in self.offered(role, run_id)}
+        return [t for t in self._tools.values() if t.name not in shown and self.allowed(role, t)]
+
+    def bring_in(self, run_id: str, names: typing.Iterable[str]) -> None:
+        """Offer the tools ``names`` for the rest of run ``run_id``."""
+        self._found.setdefault(run_id, set()).update(names)
+
+    def forget(self, run_id: str) -> None:
+        """The run ended: forget what it found (the next run starts from its core)."""
+        self._found.pop(run_id, None)
+
+    def _used_groups(self, role: str | None,
+                     messages: typing.Sequence[Mapping[str, Any]]) -> set[str]:
+        offering = self._offering
+        if offering is None:
+            return set()
+        called = {call.get("function", {}).get("name") for message in messages
+                  if message.get("role") == "assistant"
+                  for call in message.get("tool_calls") or ()}
+        groups = {offering.groups[name] for name in called if name in offering.groups}
+        return {name for name, group in offering.groups.items() if group in groups}
+
+    def _built(self, role: str | None, found: frozenset[str] | None) -> list[ToolSchema]:
+        key = (role, found)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._cache[key] = [t.schema() for t in self._pick(role, found)]
+        return list(cached)
+
+    def _pick(self, role: str | None, found: frozenset[str] | None) -> list[Tool]:
+        mine = [t for t in self._tools.values() if self.allowed(role, t)]
+        offering = self._offering
+        if found is None or offering is None:
+            return mine
+        if not any(t.name == offering.finder for t in mine):
+            return mine  # nothing could bring a hidden tool back: offer all it may use
+        core = offering.core_for(role)
+        shown = [t for t in mine if t.name != offering.finder and (
+            t.name not in offering.groups or t.name in core or t.name in found)]
+        if len(shown) == len(mine) - 1:
+            return shown  # nothing left to find
+        return [*shown, *(t for t in mine if t.name == offering.finder)]
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

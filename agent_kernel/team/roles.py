@@ -40,7 +40,9 @@ SPEC_MATRIX: dict[str, frozenset[str]] = {
 
 ASSIGNED: dict[str, frozenset[str]] = {
     # Bookkeeping every agent needs: an audit trail and care of its own context window.
-    "echo": _ALL, "log_decision": _ALL, "get_context_status": _ALL, "compress_context": _ALL,
+    "echo": _ALL, "log_decision": _ALL,
+    # Bringing a group of tools into a run (ours): every role, and it finds only the role's.
+    "find_tools": _ALL, "get_context_status": _ALL, "compress_context": _ALL,
     # Artifacts are how agents hand work to each other (spec 004): every role reads and writes.
     "put_artifact": _ALL, "get_artifact": _ALL,
     # Growing the team with roles made at run time is planning (spec 004's organisation tools).

@@ -25,7 +25,7 @@ from agent_kernel.engine.registry import (
 # functions must stay cheap: heavy imports happen on first real use.
 TOOL_MODULES = ("core", "human", "files", "commands", "triggers", "memory", "web", "javascript",
                 "context", "variables", "notebook_errors", "python", "cells",
-                "todos", "contacts", "plans", "messaging")
+                "todos", "contacts", "plans", "messaging", "find")
 
 
 def tool_modules() -> list[ModuleType]:

@@ -42,7 +42,7 @@ async def get_context_status(ctx: ToolContext) -> ContextStatus:
     is compacted automatically before the next model call) and exceeded from 100 %.
     """
     window = _window(ctx)
-    tools = ctx.agent.registry.schemas(ctx.agent.role)
+    tools = ctx.agent.registry.offered(ctx.agent.role, ctx.run_id)  # what requests carry
     return await asyncio.to_thread(window.status, tools)
 
 

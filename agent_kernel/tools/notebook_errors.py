@@ -35,9 +35,12 @@ class NoError(TypedDict):
 
 
 async def last_error(ctx: ToolContext) -> FoundError | NoError:
-    """The notebook's last error: its type, message and traceback (trimmed to the notebook's
-    own cells) and the cell it came from (execution_count, source); error.line is the
-    line of that cell it was raised at. Use it when the person asks about "the error above".
+    """The notebook's last error, its traceback and its cell: for "the error above".
+
+    Notes:
+        The traceback is trimmed to the notebook's own cells; the cell comes with its
+        execution_count and source, and error.line is the line of that cell it was raised
+        at.
     """
     errors = ctx.agent.services.errors
     if errors is None:

@@ -144,9 +144,10 @@ async def run_python(
 ) -> RunPythonResult:
     """Run Python in the notebook's kernel, with the person's variables, as a cell would.
 
-    The person approves the exact code first. Returns stdout, stderr, the last
-    expression's value, rich outputs (images are drawn for the person), the error with
-    its traceback, and the names the code created, changed or deleted.
+    Notes:
+        The person approves the exact code first. Returns stdout, stderr, the last
+        expression's value, rich outputs (images are drawn for the person), the error
+        with its traceback, and the names the code created, changed or deleted.
 
     Args:
         code: Python source (IPython syntax works: %magics, !commands). Keep it short;

@@ -58,12 +58,14 @@ def _size_of(part: object) -> int:
 
 
 def list_variables(ctx: ToolContext, limit: int = 40) -> VariableList | Unavailable:
-    """List the variables in the person's kernel, newest first: name, type, size, memory
-    and a short preview; tables with their columns and dtypes, arrays with shape and
-    dtype. Nothing is run; IPython's names, private names and modules are left out.
+    """List the kernel's variables, newest first, with type, size and a preview.
 
     Args:
         limit: How many variables to show (1 to 100).
+
+    Notes:
+        Tables come with their columns and dtypes, arrays with shape and dtype. Nothing is
+        run; IPython's names, private names and modules are left out.
     """
     service = ctx.agent.services.namespace
     if service is None:
@@ -107,13 +109,16 @@ def namespace_of(ctx: ToolContext) -> NamespaceService | None:
 
 
 def inspect_variable(ctx: ToolContext, name: str, rows: int = 5) -> Inspection | Unavailable:
-    """Look closely at one variable: a DataFrame's head, dtypes, null counts and describe;
-    an array's stats; an object's attributes, signature and docstring; a figure as an
-    image. Nothing is run beyond what reading it needs, and that is bounded in time.
+    """Look closely at one variable (a table's head, dtypes and stats; a figure as an image).
 
     Args:
         name: The variable's name, as list_variables shows it.
         rows: How many rows of a table (or items of a list) to show (1 to 20).
+
+    Notes:
+        A DataFrame gives its head, dtypes, null counts and describe; an array its stats;
+        an object its attributes, signature and docstring. Nothing is run beyond what
+        reading it needs, and that is bounded in time.
     """
     service = namespace_of(ctx)
     if service is None:

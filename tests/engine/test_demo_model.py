@@ -17,7 +17,13 @@ from agent_kernel.engine.registry import INTERPRETER_TOOLS
 
 
 def calls(result: Any) -> list[tuple[str, Any]]:
-    return [(c.tool_name, c.arguments) for c in result.tool_calls]
+    """The calls a run made, without the find_tools searches that brought a tool in."""
+    return [(c.tool_name, c.arguments) for c in result.tool_calls if c.tool_name != "find_tools"]
+
+
+def made(result: Any) -> list[Any]:
+    """The records of :func:`calls`."""
+    return [c for c in result.tool_calls if c.tool_name != "find_tools"]
 
 
 def model_calls(agent: Agent) -> list[Any]:
@@ -70,7 +76,7 @@ async def test_says_it_is_the_offline_demo_model(tmp_path):
     result = await agent.arun("what can you do?")
     assert result.ok and result.model == "demo" and result.tool_calls == []
     assert result.reply.startswith("(offline demo model) I am the offline demo model")
-    for name in ("`echo`", "`log_decision`", "`query_state`"):
+    for name in ("`echo`", "`find_tools`", "`recall`"):  # what it is offered
         assert name in result.reply
     assert len(deltas) > 3 and "".join(deltas) == result.reply  # it streamed
     assert result.usage["completion_tokens"] > 0 and result.cost == 0.0
@@ -105,7 +111,7 @@ async def test_log_decision(tmp_path):
     result = await agent.arun("log decision: wait for the report")
     assert calls(result) == [("log_decision", {"reasoning": "wait for the report",
                                                "decision_type": "other"})]
-    assert result.tool_calls[0].success
+    assert made(result)[0].success
     assert "decision_id" in result.reply
 
 
@@ -120,10 +126,10 @@ async def test_query_state(tmp_path, weather_state):
     agent = Agent(workspace=tmp_path)
     result = await agent.arun("check the weather state")
     assert calls(result) == [("query_state", {"state_name": "weather"})]
-    assert result.tool_calls[0].result == {"sky": "clear"}
+    assert made(result)[0].result == {"sky": "clear"}
     assert '"sky": "clear"' in result.reply
     missing = await agent.arun("query_state tides")
-    assert missing.tool_calls[0].error == ("Tool 'query_state' execution failed: "
+    assert made(missing)[0].error == ("Tool 'query_state' execution failed: "
                                            "No state provider registered for 'tides'")
     assert "did not go through" in missing.reply
 
@@ -132,7 +138,7 @@ async def test_only_offered_tools_are_called(tmp_path):
     agent = Agent(workspace=tmp_path)
     agent.registry.remove("echo")
     result = await agent.arun("echo hello")
-    assert result.tool_calls == [] and "offline demo model" in result.reply
+    assert calls(result) == [] and "offline demo model" in result.reply
 
 
 async def test_non_streaming_path(tmp_path):
@@ -370,14 +376,14 @@ async def test_a_real_run_says_what_really_happened(tmp_path):
     missing = await agent.arun("read file nope.txt")
     assert missing.reply.endswith("I could not read `nope.txt`: no such file: files/nope.txt.")
     refused = await agent.arun("fetch http://169.254.169.254/latest/meta-data/")
-    assert not refused.tool_calls[0].success
+    assert not made(refused)[0].success
     assert "did not go through: network guard refused 169.254.169.254" in refused.reply
     computed = await agent.arun('run javascript: return input.a + input.b with '
                                 '{"a": 123, "b": 456}')
-    assert computed.tool_calls[0].result == 579  # spec 004: the value itself
+    assert made(computed)[0].result == 579  # spec 004: the value itself
     assert computed.reply.endswith("The JavaScript returned `579`.")
     broken = await agent.arun("javascript: return (")
-    assert not broken.tool_calls[0].success
+    assert not made(broken)[0].success
     assert "The JavaScript failed" in broken.reply and "returned" not in broken.reply
 
 

@@ -196,7 +196,7 @@ async def test_permission_hook_per_role(tmp_path):
         model.script(Message(calls=[Call("echo", '{"value": "sneaky"}')]), Message(text="ok"))
         result = await agent.arun("echo")
         offered = {t["function"]["name"] for t in model.requests[0]["tools"]}
-        assert "echo" not in offered and "log_decision" in offered
+        assert "echo" not in offered and "read_file" in offered  # core; log_decision is found
         content = model.tool_messages(1)[0]["content"]
     assert content == "Error: Tool 'echo' is not permitted for role 'viewer'"
     assert result.tool_calls[0].success is False

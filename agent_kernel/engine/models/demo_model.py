@@ -6,7 +6,8 @@ and hands back the same :class:`~agent_kernel.engine.models.base.ModelTurn` a re
 model gives: text streamed word by word, tool calls with ids, usage counted in
 words, cost 0. So the loop, the tools and the views cannot tell them apart, and a
 demo run imports nothing heavy. It writes no compaction summaries (a digest does). The
-organiser's JSON requests are answered by :mod:`.demo_organiser`.
+organiser's JSON requests are answered by :mod:`.demo_organiser`; a tool the rules want
+that is not offered is searched for first (:mod:`.demo_find`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import uuid
 
 from agent_kernel.core.config import DEMO_MODEL, Settings
-from agent_kernel.engine.models import demo_organiser, demo_team
+from agent_kernel.engine.models import demo_find, demo_organiser
 from agent_kernel.engine.models.base import (
     ChatMessage,
     Model,
@@ -55,7 +56,7 @@ class DemoModel(Model):
             return ModelTurn(text=organised, cost=0.0, finish_reason="stop",
                              usage={"prompt_tokens": 0, "completion_tokens": 0,
                                     "total_tokens": 0})
-        answer = demo_team.respond(messages, tools, role)
+        answer = demo_find.respond(messages, tools, role)
         turn = ModelTurn(text=answer.text, cost=0.0,
                          finish_reason="tool_calls" if answer.tool_calls else "stop")
         if settings.stream:
