@@ -38,8 +38,10 @@ def _window(ctx: ToolContext) -> ContextWindow:
 async def get_context_status(ctx: ToolContext) -> ContextStatus:
     """How full your context window is: usedTokens, maxTokens, usagePercent and status.
 
-    status is normal below 70 %, warning from 70 %, critical from 90 % (the conversation
-    is compacted automatically before the next model call) and exceeded from 100 %.
+    Notes:
+        status is normal below 70 %, warning from 70 %, critical from 90 % (the
+        conversation is compacted automatically before the next model call) and exceeded
+        from 100 %. The tools counted are those this run's requests carry.
     """
     window = _window(ctx)
     tools = ctx.agent.registry.offered(ctx.agent.role, ctx.run_id)  # what requests carry
@@ -53,8 +55,9 @@ async def compress_context(
 ) -> Compressed:
     """Compress the conversation: older messages are replaced by your summary.
 
-    The system prompt and the most recent keepRecentCount messages stay; a tool call and
-    its result stay or go together, and this turn always stays.
+    Notes:
+        The system prompt and the most recent keepRecentCount messages stay; a tool call
+        and its result stay or go together, and this turn always stays.
 
     Args:
         summary: What the replaced messages said that still matters (facts, decisions,

@@ -264,9 +264,11 @@ async def run_javascript(
     input: Any = None,  # noqa: A002  (the spec's name)
 ) -> object:
     """Run JavaScript for exact calculation or data processing; no files, network or console.
-    Returns the value the code returns (spec 004: "result = 579").
+    Returns the value the code returns.
 
-    The code is approved by the person before it runs.
+    Notes:
+        Spec 004: "result = 579", the value itself. It runs in a sandbox and asks no one
+        unless the person chose so (engine/ask_policy.py).
 
     Args:
         code: A function body; it must `return` the result (JSON data).

@@ -226,9 +226,10 @@ async def list_tasks(
 ) -> dict[str, list[TaskSummary]]:
     """List queued runs, running runs and triggers.
 
-    A restored trigger with no signed record that the person made or approved it is
-    listed with the status needs_approval: it does not run until the person approves it
-    in the notebook.
+    Notes:
+        A restored trigger with no signed record that the person made or approved it is
+        listed with the status needs_approval: it does not run until the person approves
+        it in the notebook.
 
     Args:
         scope: Which to list: queue, running, triggers or all (default).

@@ -93,9 +93,11 @@ async def test_the_model_reads_spec_001s_words_and_nothing_is_kept(
     assert scheduler_for(agent).active() == []
     await scheduler_for(agent).close()
 
-    # The schema the provider received still states the bounds.
+    # The schema the provider received still states the bounds (the core's as sent; the
+    # tools a run finds with find_tools as the registry builds them for every request).
     tools = {t["function"]["name"]: t["function"]["parameters"]["properties"]
-             for t in server.requests[0]["tools"]}
+             for t in [*agent.registry.schemas(), *server.requests[0]["tools"]]}
+    assert {"remember", "recall"} <= {t["function"]["name"] for t in server.requests[0]["tools"]}
     assert tools["remember"]["content"]["maxLength"] == 2000
     assert tools["remember"]["content"]["minLength"] == 1
     assert (tools["recall"]["limit"]["minimum"], tools["recall"]["limit"]["maximum"]) == (1, 20)

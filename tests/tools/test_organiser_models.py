@@ -186,8 +186,9 @@ def test_the_demo_model_uses_the_organiser_tools_from_plain_words(tmp_path: Path
                          ("plan: load the sales data; chart it by month", "plan_create"),
                          ("list contacts", "contacts_list")]:
         result = agent.run(prompt)
-        assert [c.tool_name for c in result.tool_calls] == [tool], prompt
-        assert result.tool_calls[0].success, result.tool_calls[0].error
+        made = [c for c in result.tool_calls if c.tool_name != "find_tools"]
+        assert [c.tool_name for c in made] == [tool], prompt
+        assert made[0].success, made[0].error
         said[prompt] = result.reply
     assert "Added “send Alice (tg:@alice) the sales report” to your todo list" in \
         said["add a todo: send Alice the sales report"]
@@ -223,14 +224,15 @@ def test_the_demo_model_sends_a_message_from_plain_words(tmp_path: Path,
             hosts=["127.0.0.1"], token=PASSWORD)})
         person(agent, DENY)
         refused = agent.run("send Ana a message: the slides are ready")
-        assert [c.tool_name for c in refused.tool_calls] == ["contacts_list", "contacts_send"]
-        assert not refused.tool_calls[1].success and mail.messages == []
+        made = [c for c in refused.tool_calls if c.tool_name != "find_tools"]  # searched first
+        assert [c.tool_name for c in made] == ["contacts_list", "contacts_send"]
+        assert not made[1].success and mail.messages == []
         assert refused.reply.startswith("(offline demo model) The message to Ana was not sent:")
         agent = Agent(workspace=tmp_path / "ws")
         asked = person(agent)
         sent = agent.run("send Ana a message: the slides are ready")
         assert len(asked) == 1
-        call = sent.tool_calls[1]
+        call = [c for c in sent.tool_calls if c.tool_name != "find_tools"][1]
         assert call.success and call.arguments["contact_id"] == "email:ana@example.org"
         assert uuid.UUID(str(call.arguments["session_id"])).version == 7
         [message] = mail.messages
