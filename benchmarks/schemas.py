@@ -83,7 +83,7 @@ def main() -> None:
     from agent_kernel.tools.find import find
 
     print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
-          f"{os.cpu_count()} cores, load {open('/proc/loadavg').read().split()[:3]}")
+          f"{os.cpu_count()} cores, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     rows = []
     costs: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as folder:
