@@ -685,7 +685,9 @@ class ToolRegistry:
 
     def hidden(self, role: str | None, run_id: str | None) -> list[Tool]:
         """The tools ``role`` may use that run ``run_id`` is not offered now."""
-        shown = {s["function"]["name"] for s in self.offered(role, run_id)}
+        found = self._found.get(run_id, set()) if run_id is not None else set()
+        offered = self._built(role, None if self._offering is None else frozenset(found))
+        shown = {s["function"]["name"] for s in offered}
         return [t for t in self._tools.values() if t.name not in shown and self.allowed(role, t)]
 
     def bring_in(self, run_id: str, names: typing.Iterable[str]) -> None:

@@ -69,9 +69,9 @@ def find(host: ToolHost, run_id: str, query: str) -> str:
 async def find_tools(
     query: Annotated[str, Field(max_length=200)], ctx: ToolContext
 ) -> str:
-    """Bring more tools into this run. Groups: notebook, files, commands (shell,
-    JavaScript), web (fetch, HTTP), memory, schedule (reminders, cron), organiser (todos,
-    contacts, plans), context, team, basics.
+    """You are offered a core of tools; this brings more into the run. Groups: notebook,
+    files, commands (shell, JavaScript), web (fetch, HTTP), memory, schedule (reminders,
+    cron), organiser (todos, contacts, plans), context, team, basics.
 
     Args:
         query: A group, a tool name, or a few words.

@@ -18,6 +18,7 @@ from scripted_server import Call, Message, ScriptedServer
 from agent_kernel import Agent, Settings, Tool
 from agent_kernel.engine import ask_policy
 from agent_kernel.engine.models import demo_find
+from agent_kernel.team.roles import RoleTools
 from agent_kernel.team.toolsets import default_tools
 from agent_kernel.tools.find import find
 from agent_kernel.tools.groups import CORE, GROUPS, ROLE_CORE
@@ -128,6 +129,14 @@ def test_each_role_is_offered_its_own_core(tmp_path):
     teller = Agent(workspace=tmp_path, role="teller")
     assert "find_tools" not in {s["function"]["name"]
                                 for s in teller.registry.offered("teller", "r")}
+
+
+def test_a_role_made_at_run_time_is_offered_all_its_tools(tmp_path):
+    agent = Agent(workspace=tmp_path, role="researcher")
+    agent.registry.permission_hook = RoleTools("researcher", {"read_file", "log_decision"})
+    # find_tools is not among its tools, so nothing could bring a hidden one back
+    assert {s["function"]["name"] for s in agent.registry.offered("researcher", "r1")} == {
+        "read_file", "log_decision"}
 
 
 def test_an_agent_without_a_team_cannot_find_team_tools(tmp_path):
