@@ -37,7 +37,9 @@ TAGS = {"div", "details", "summary", "span", "b", "i", "em", "strong", "code", "
 
 
 def _tools(cell: Any) -> list[dict[str, Any]]:
-    return [e for e in run_state(cell)["entries"] if e["kind"] == "tool"]
+    """The run's tool rows, without the find_tools search that brought a group in."""
+    return [e for e in run_state(cell)["entries"]
+            if e["kind"] == "tool" and e["tool"] != "find_tools"]
 
 
 def _printed(cell: Any) -> str:

@@ -40,8 +40,10 @@ def _reply(cell: Any) -> str:
 
 
 def _tool(cell: Any) -> dict[str, Any]:
-    """The run's one tool card: its arguments, result, state and summary."""
-    [entry] = [e for e in _run_state(cell)["entries"] if e["kind"] == "tool"]
+    """The run's one tool card: its arguments, result, state and summary (the find_tools
+    search that brought its group in aside)."""
+    [entry] = [e for e in _run_state(cell)["entries"]
+               if e["kind"] == "tool" and e["tool"] != "find_tools"]
     return entry
 
 
