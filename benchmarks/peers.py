@@ -63,7 +63,7 @@ import time  # noqa: E402
 from collections.abc import Awaitable, Callable, Iterator  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 from datetime import datetime, timezone  # noqa: E402
-from importlib.metadata import version  # noqa: E402
+from importlib.metadata import PackageNotFoundError, version  # noqa: E402
 from multiprocessing.connection import Connection  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -75,7 +75,7 @@ import peer_server  # noqa: E402
 CONCURRENT = 20
 FANOUT = 50
 LIBRARIES = ("openai", "openai-agents", "pydantic-ai-slim", "smolagents", "litellm", "httpx",
-             "agent-kernel")
+             "httpx2", "agent-kernel")
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -227,7 +227,7 @@ def _once(d: peers.Delegation, fanout: int) -> Callable[[], Awaitable[None]]:
 
 def header(args: argparse.Namespace, load: str) -> list[str]:
     uname = platform.uname()
-    libraries = ", ".join(f"{name} {version(name)}" for name in LIBRARIES)
+    libraries = ", ".join(f"{name} {_version(name)}" for name in LIBRARIES)
     return [f"benchmarks/peers.py, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC: "
             f"{args.rounds} rounds (round trips), {args.batches} batches of {CONCURRENT}, "
             f"{args.delegations} delegated tasks, {args.fanouts} fan-outs of {FANOUT}, "
@@ -236,6 +236,13 @@ def header(args: argparse.Namespace, load: str) -> list[str]:
             f"{os.cpu_count()} CPUs, Python {platform.python_version()} "
             f"({platform.python_implementation()}); load average at start {load}.",
             f"Libraries: {libraries}.", ""]
+
+
+def _version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
 
 
 def loadavg() -> str:
