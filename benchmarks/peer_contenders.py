@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import tempfile
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -404,11 +403,3 @@ def delegation_contenders(base_url: str, folder: Path) -> list[Delegation]:
     return [oa_handoff(base_url), oa_as_tool(base_url), sm_managed(base_url),
             pa_delegation(base_url), ak_team(base_url, folder, 4)]
 
-
-def temporary_folder() -> Path:
-    """A workspace for agent-kernel's agents (its ledger and team files), gone at exit."""
-    holder = tempfile.TemporaryDirectory(prefix="peers-", ignore_cleanup_errors=True)
-    import atexit
-
-    atexit.register(holder.cleanup)
-    return Path(holder.name)

@@ -25,12 +25,15 @@ says so at the end. Nothing is asserted: the tables go to docs/performance.md.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
 import sys
 import tempfile
 
 _HOME = tempfile.mkdtemp(prefix="peers-home-")
+atexit.register(shutil.rmtree, _HOME, ignore_errors=True)
 os.environ.update({
     "OPENAI_API_KEY": "sk-bench-0123456789abcdef", "OPENAI_AGENTS_DISABLE_TRACING": "1",
     "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False",
