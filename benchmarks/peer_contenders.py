@@ -32,6 +32,25 @@ ECHO_SCHEMA = {"type": "function", "function": {
         "required": ["value"]}}}
 
 
+CLIENTS: list[Any] = []
+"""Every openai client made here, closed by :func:`close_clients` while the loop still runs."""
+
+
+def openai_client(base_url: str) -> Any:
+    """An ``AsyncOpenAI`` at the server with its retries off."""
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
+    CLIENTS.append(client)
+    return client
+
+
+async def close_clients() -> None:
+    """Close the clients on the loop that used them (left to ``__del__``, they complain)."""
+    await asyncio.gather(*(client.close() for client in CLIENTS))
+    CLIENTS.clear()
+
+
 def echo(value: str) -> str:
     """Echo a string back; useful for debugging.
 
@@ -138,9 +157,7 @@ async def hand_loop(create: Callable[..., Awaitable[Any]], model: str, stream: b
 
 
 def openai_loop(base_url: str, family: str, stream: bool) -> Contender:
-    from openai import AsyncOpenAI
-
-    client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
+    client = openai_client(base_url)
 
     async def run() -> None:
         check(await hand_loop(client.chat.completions.create, f"{family}.solo", stream),
@@ -173,9 +190,7 @@ def _oa_model(client: Any, name: str) -> Any:
 
 def openai_agents(base_url: str) -> Contender:
     from agents import Agent, Runner, function_tool
-    from openai import AsyncOpenAI
-
-    client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
+    client = openai_client(base_url)
     agent = Agent(name="solo", instructions="You are a helpful assistant.",
                   model=_oa_model(client, "oa.solo"), tools=[function_tool(echo)])
 
@@ -192,10 +207,9 @@ def _pa_model(client: Any, name: str) -> Any:
 
 
 def pydantic_ai(base_url: str) -> Contender:
-    from openai import AsyncOpenAI
     from pydantic_ai import Agent
 
-    client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
+    client = openai_client(base_url)
     agent = Agent(_pa_model(client, "pa.solo"), tools=[echo],
                   instructions="You are a helpful assistant.")
 
@@ -303,9 +317,7 @@ def _prompt(fanout: int) -> str:
 
 def oa_handoff(base_url: str) -> Delegation:
     from agents import Agent, Runner, function_tool
-    from openai import AsyncOpenAI
-
-    client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
+    client = openai_client(base_url)
     worker = Agent(name="worker", instructions="You do the job.",
                    model=_oa_model(client, "oa-h.worker"), tools=[function_tool(echo)])
     top = Agent(name="top", instructions="Hand the job to the worker.",
@@ -320,9 +332,7 @@ def oa_handoff(base_url: str) -> Delegation:
 
 def oa_as_tool(base_url: str) -> Delegation:
     from agents import Agent, Runner, function_tool
-    from openai import AsyncOpenAI
-
-    client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
+    client = openai_client(base_url)
     worker = Agent(name="worker", instructions="You do the job.",
                    model=_oa_model(client, "oa-t.worker"), tools=[function_tool(echo)])
     top = Agent(name="top", instructions="Hand the job to the worker.",
@@ -355,10 +365,9 @@ def sm_managed(base_url: str, threads: int | None = None) -> Delegation:
 
 
 def pa_delegation(base_url: str) -> Delegation:
-    from openai import AsyncOpenAI
     from pydantic_ai import Agent
 
-    client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
+    client = openai_client(base_url)
     worker = Agent(_pa_model(client, "pa-d.worker"), tools=[echo],
                    instructions="You do the job.")
     top = Agent(_pa_model(client, "pa-d.top"), instructions="Hand the job to the worker.")

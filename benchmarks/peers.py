@@ -141,9 +141,10 @@ async def round_trips(base_url: str, counts: Connection, folder: Path, rounds: i
     times = await interleaved([(c.family, c.run) for c in contenders], rounds, warmup)
     sent = _counted(counts)
     floor = statistics.median(times["floor"])
+    plain = statistics.median(times["floorjson"])
     out = ["| one tool round trip (2 model calls + 1 tool) | calls the model | median ms | "
-           "p90 ms | × floor | requests a run | tools a request | tool schema bytes a request |",
-           "|---|---|---:|---:|---:|---:|---:|---:|"]
+           "p90 ms | × floor | × not-streamed loop | requests a run | tools a request | "
+           "tool schema bytes a request |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for c in contenders:
         median, p90 = ms_row(times[c.family])
         row = sent.get(c.family, {"requests": 0, "tool_bytes": 0, "tools": 0})
@@ -152,20 +153,24 @@ async def round_trips(base_url: str, counts: Connection, folder: Path, rounds: i
         call = ("streamed" if row.get("streamed") == row["requests"] else
                 "not streamed" if not row.get("streamed") else "partly streamed")
         out.append(f"| {label} | {call} | {median:.1f} | {p90:.1f} | "
-                   f"{median / (floor * 1000):.2f} | {row['requests'] / (rounds + warmup):.1f} | "
+                   f"{median / (floor * 1000):.2f} | {median / (plain * 1000):.2f} | "
+                   f"{row['requests'] / (rounds + warmup):.1f} | "
                    f"{row['tools'] / requests:.0f} | {row['tool_bytes'] / requests:,.0f} |")
     out += ["", f"| {CONCURRENT} concurrent runs of the round trip | how | median runs/s | "
-            "slowest batch runs/s | × floor's throughput |", "|---|---|---:|---:|---:|"]
+            "slowest batch runs/s | × floor's throughput | × not-streamed loop's |",
+            "|---|---|---:|---:|---:|---:|"]
     batch_times = await interleaved(
         [(c.family, _batch(c)) for c in contenders], batches, min(warmup, 1))
     best = CONCURRENT / statistics.median(batch_times["floor"])
+    unstreamed = CONCURRENT / statistics.median(batch_times["floorjson"])
     for c in contenders:
         rate = CONCURRENT / statistics.median(batch_times[c.family])
         worst = CONCURRENT / max(batch_times[c.family])
         how = "threads, an agent each" if c.family == "sm" else "asyncio.gather"
         if c.family.startswith("ak"):
             how += ", `arun(isolated=True)` on one agent"
-        out.append(f"| {c.name} | {how} | {rate:.0f} | {worst:.0f} | {rate / best:.2f} |")
+        out.append(f"| {c.name} | {how} | {rate:.0f} | {worst:.0f} | {rate / best:.2f} | "
+                   f"{rate / unstreamed:.2f} |")
     return out
 
 
@@ -228,6 +233,22 @@ def _once(d: peers.Delegation, fanout: int) -> Callable[[], Awaitable[None]]:
     return run
 
 
+async def measure(args: argparse.Namespace, base_url: str, counts: Connection,
+                  folder: Path) -> list[str]:
+    """The parts asked for, on one event loop; the clients closed on it at the end."""
+    lines: list[str] = []
+    try:
+        if "a" not in args.skip:
+            lines += await round_trips(base_url, counts, folder, args.rounds, args.batches,
+                                       args.warmup) + [""]
+        if "c" not in args.skip:
+            lines += await delegations(base_url, counts, folder, args.delegations,
+                                       args.fanouts, args.warmup) + [""]
+    finally:
+        await peers.close_clients()
+    return lines
+
+
 def header(args: argparse.Namespace, load: str) -> list[str]:
     uname = platform.uname()
     libraries = ", ".join(f"{name} {_version(name)}" for name in LIBRARIES)
@@ -276,12 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = header(args, load)
     folder = Path(tempfile.mkdtemp(prefix="peers-", dir=_HOME))
     with server_process() as (base_url, counts):
-        if "a" not in args.skip:
-            lines += asyncio.run(round_trips(base_url, counts, folder, args.rounds,
-                                             args.batches, args.warmup)) + [""]
-        if "c" not in args.skip:
-            lines += asyncio.run(delegations(base_url, counts, folder, args.delegations,
-                                             args.fanouts, args.warmup)) + [""]
+        lines += asyncio.run(measure(args, base_url, counts, folder))
     lines.append(f"Load average at end: {loadavg()}. Lookups beyond 127.0.0.1: "
                  + (", ".join(sorted(set(LOOKUPS))) + " (refused)" if LOOKUPS else "none") + ".")
     print("\n".join(lines))
