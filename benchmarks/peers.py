@@ -2,8 +2,8 @@
 
 Run on purpose, in a venv with the peers (``pip install -e .[bench]``)::
 
-    python benchmarks/peers.py              # 300 rounds, about ten minutes on 2 cores
-    python benchmarks/peers.py --quick      # 30 rounds, to try it
+    python benchmarks/peers.py              # 300 rounds, 7-8 minutes on a loaded 2-core VM
+    python benchmarks/peers.py --quick      # 30 rounds, 1-2 minutes, to try it
 
 One scripted OpenAI-compatible server on 127.0.0.1 (``peer_server``, in a process of
 its own) answers every contender; the contenders run interleaved round by round
