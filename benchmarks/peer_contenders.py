@@ -117,7 +117,8 @@ def blocking(make: Callable[[], Callable[[], None]]) -> Run:
 
 async def _turn(stream: Any) -> tuple[str, dict[int, dict[str, str]]]:
     """Text and tool calls of one streamed answer (openai's and litellm's chunks alike)."""
-    text, calls = "", {}
+    text = ""
+    calls: dict[int, dict[str, str]] = {}
     async for chunk in stream:
         if not chunk.choices:
             continue

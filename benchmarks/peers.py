@@ -199,8 +199,8 @@ async def delegations(base_url: str, counts: Connection, folder: Path, rounds: i
            "median ms | p90 ms | × openai-agents handoff |", "|---|---|---:|---:|---:|"]
     for d in teams:
         median, p90 = ms_row(times[d.name])
-        made = sent.get(d.family, {}).get("requests", 0) / (rounds + warmup)
-        out.append(f"| {d.name} | {made:.1f} ({d.calls}) | {median:.1f} | {p90:.1f} | "
+        calls = sent.get(d.family, {}).get("requests", 0) / (rounds + warmup)
+        out.append(f"| {d.name} | {calls:.1f} ({d.calls}) | {median:.1f} | {p90:.1f} | "
                    f"{median / (handoff * 1000):.2f} |")
     wide = [d for d in teams if d.family != "oa-h"] + [peers.sm_managed(base_url, 1),
                                                        peers.ak_team(base_url, folder, FANOUT)]
