@@ -5,6 +5,11 @@ a model that needs it (the offline ``demo`` model never does), or warmed in a
 background thread once such a model is configured. Loading sets the offline
 cost map and silences litellm's banner. A process that exits while the warm-up
 is still importing leaves quietly (see :func:`_end_warm_up`).
+
+Importing is not all a first call pays: litellm loads more on it (tiktoken's
+encoding for its token and cost counts, its proxy types, the pydantic schemas of
+its stream and cost records: 0.3-0.7 s). :func:`_first_call_ahead` does that part
+in the same thread, with one offline call that sends nothing and logs nowhere.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import importlib
 import logging
 import os
 import sys
@@ -46,9 +52,29 @@ def load_litellm() -> Any:
             # litellm imports this on the first call with tools (seconds): do it now
             with contextlib.suppress(ImportError):
                 import litellm.responses.mcp.chat_completions_handler  # noqa: F401
-            _litellm = litellm
             loaded_at = time.time()
+            _first_call_ahead(litellm)
+            _litellm = litellm
     return _litellm
+
+
+def _first_call_ahead(litellm: Any) -> None:
+    """Pay what litellm loads on its first call now, off the event loop.
+
+    A streamed ``mock_response`` goes through litellm's whole path except the HTTP
+    (stream wrapper, usage, cost, logging) with nothing sent; ``no-log`` keeps it out of
+    any callback a person configured. A failure only leaves the cost to the first run.
+    """
+    try:
+        importlib.import_module("litellm.litellm_core_utils.default_encoding")  # tiktoken's BPE
+        stream = litellm.completion(
+            model="openai/gpt-4o-mini", messages=[{"role": "user", "content": "warm"}],
+            mock_response="ok", stream=True, stream_options={"include_usage": True},
+            **{"no-log": True})
+        for _ in stream:
+            pass
+    except Exception:
+        log.debug("litellm's first-call warm-up failed", exc_info=True)
 
 
 def needs_loading(model: str) -> bool:
