@@ -225,13 +225,16 @@ class AgentMagics(Magics, Configurable):
     def frontend_live(self) -> bool:
         """Can a person click answers here? (the ``interactive`` trait, else the probe).
 
-        An unanswered probe younger than ``probe_wait`` is waited for (blocking) first.
+        An unanswered probe younger than ``probe_wait`` is waited for (blocking) first, but
+        only when the cell came from a client that takes input: one that sent it with
+        ``allow_stdin: false`` (nbclient, papermill) has nobody to answer the probe either.
         """
         if self.interactive is not None:
             return bool(self.interactive)
-        if getattr(self.shell, "kernel", None) is None or self.probe.sent_at is None:
+        kernel = getattr(self.shell, "kernel", None)
+        if kernel is None or self.probe.sent_at is None:
             return False
-        if not self.probe.answered.is_set() and (
+        if not self.probe.answered.is_set() and _client_takes_input(kernel) and (
                 time.monotonic() - self.probe.sent_at < self.probe_wait):
             from agent_kernel.notebook.blocking import wait_blocking
 
@@ -562,6 +565,17 @@ def current(ipython: object = None) -> AgentMagics:
     if not isinstance(found, AgentMagics) or not found.loaded:
         raise RuntimeError("agent_kernel is not loaded: run %load_ext agent_kernel first")
     return found
+
+
+def _client_takes_input(kernel: Any) -> bool:
+    """False when the running cell's request said ``allow_stdin: false``: a headless client
+    (nbclient, papermill) that answers neither ``input()`` nor the frontend probe.
+    JupyterLab, Notebook 7 and VS Code send ``true``; unknown is taken as true."""
+    try:
+        content = kernel.get_parent().get("content") or {}
+    except Exception:
+        return True
+    return content.get("allow_stdin", True) is not False
 
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:

@@ -134,3 +134,42 @@ def test_first_real_model_run_in_a_kernel_says_it_is_loading(tmp_path, run_noteb
     assert started["seconds"] is None and started["loaded"] is False
     assert started["at"] < record["loaded_at"] <= finished["at"]
     assert finished["seconds"] > 0 and finished["loaded"] is True
+
+
+PROBE_SPY = """%load_ext agent_kernel
+from agent_kernel.notebook.magics import current
+magics, waits = current(), []
+real_result = magics.probe.result
+async def counted(wait=1.0):
+    waits.append(wait)
+    return await real_result(wait)
+magics.probe.result = counted"""
+
+
+@pytest.mark.kernel
+def test_a_headless_client_does_not_wait_for_the_frontend_probe(isolated_env, tmp_path):
+    """Nobody answers the probe here. A cell sent with ``allow_stdin: true`` (as JupyterLab
+    sends it) waits ``probe_wait`` for an answer; one sent with ``false`` (nbclient,
+    papermill) does not wait at all, even with a ``probe_wait`` of ten minutes."""
+    from jupyter_client.manager import start_new_kernel
+    from kernel_runs import cell_text
+
+    manager, client = start_new_kernel(
+        kernel_name="python3", cwd=str(tmp_path),
+        env={**os.environ, "AGENT_KERNEL_WORKSPACE": str(tmp_path / "ws")})
+    try:
+        def run(code: str, allow_stdin: bool) -> str:
+            return cell_text(client, client.execute(code, allow_stdin=allow_stdin))
+
+        assert "ERROR" not in run(PROBE_SPY, True)
+        last = "print(magics.agent.messages[-1]['content'])"
+        assert "ERROR" not in run("%agent echo one", True)
+        assert "The echo tool returned: one" in run(last, True)
+        assert run("print(waits, magics.probe.answered.is_set())", True) == "[1.0] False\n"
+        run("magics.probe_wait = 600.0", True)
+        assert "ERROR" not in run("%agent echo two", False)  # headless: blocks until done
+        assert "The echo tool returned: two" in run(last, True)
+        assert run("print(waits)", True) == "[1.0]\n"
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
