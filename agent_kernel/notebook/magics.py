@@ -123,6 +123,10 @@ class AgentMagics(Magics, Configurable):
                        ).tag(config=True)
     probe_wait = Float(1.0, help="Seconds to wait for the frontend probe's answer."
                        ).tag(config=True)
+    warm_memory = Bool(False, help="Load the memory index (LanceDB and the embedding "
+                       "model: seconds, ~300 MiB) in a background thread once the first run "
+                       "has ended, so the first memory call does not wait. Off: it loads "
+                       "on first use, announced.").tag(config=True)
     team = Bool(False, help="Send %agent prompts to the team (Teller, Planner, Workers); "
                 "%agent_config --team on|off.").tag(config=True)
     ask_before = Dict(value_trait=Bool(), help="Your changes to which tools ask before they "
@@ -152,6 +156,7 @@ class AgentMagics(Magics, Configurable):
         self._agent: Agent | None = None
         self._team: Any = None
         self.probe = FrontendProbe()
+        self._memory_warmed = False
         self.last_result: Any = None
         self.views: list[Any] = []
         self.errors = NotebookErrors(shell)
@@ -365,6 +370,20 @@ class AgentMagics(Magics, Configurable):
             if attached:
                 agent.questions.detach_answerer()
             view.finish()
+            self._warm_memory_after(agent)
+
+    def _warm_memory_after(self, agent: Agent) -> None:
+        """``warm_memory``: the first run has ended; load memory in the background now."""
+        if not self.warm_memory or self._memory_warmed:
+            return
+        self._memory_warmed = True
+        try:
+            from agent_kernel.memory.service import store_of
+            from agent_kernel.memory.warming import warm_in_background
+
+            warm_in_background(store_of(agent))
+        except Exception as exc:  # a memory the person replaced: the first call says why
+            print(f"agent-kernel: memory was not warmed: {exc}", file=sys.stderr)
 
     def _run_in_terminal(self, agent: Agent, prompt: str, model: str | None, new: bool,
                          run_id: str) -> None:
