@@ -173,3 +173,35 @@ def test_a_headless_client_does_not_wait_for_the_frontend_probe(isolated_env, tm
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+
+
+WARM_FIRST_CALL = r"""
+import json, sys
+import litellm
+from litellm.integrations.custom_logger import CustomLogger
+
+class Seen(CustomLogger):
+    calls = []
+    def log_success_event(self, kwargs, response_obj, start_time, end_time):
+        self.calls.append(kwargs.get("model"))
+    async def async_log_success_event(self, kwargs, response_obj, start_time, end_time):
+        self.calls.append(kwargs.get("model"))
+
+litellm.callbacks = [Seen()]  # a person's own callback, configured before the warm-up
+from agent_kernel.engine.models import litellm_loader as llm
+llm.warm_up().join(300)
+print(json.dumps({"encoding": "litellm.litellm_core_utils.default_encoding" in sys.modules,
+                  "tiktoken": "tiktoken.load" in sys.modules, "callbacks": Seen.calls}))
+"""
+
+
+def test_the_warm_up_loads_what_the_first_call_would_and_logs_nowhere(tmp_path):
+    """The background warm-up imports litellm and then makes one offline call, which loads
+    tiktoken's encoding (and the rest a first call loads) without reaching a callback a
+    person configured: nothing is sent, nothing is logged."""
+    proc = subprocess.run([sys.executable, "-c", WARM_FIRST_CALL], capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen == {"encoding": True, "tiktoken": True, "callbacks": []}

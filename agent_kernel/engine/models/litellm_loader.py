@@ -8,8 +8,10 @@ is still importing leaves quietly (see :func:`_end_warm_up`).
 
 Importing is not all a first call pays: litellm loads more on it (tiktoken's
 encoding for its token and cost counts, its proxy types, the pydantic schemas of
-its stream and cost records: 0.3-0.7 s). :func:`_first_call_ahead` does that part
-in the same thread, with one offline call that sends nothing and logs nowhere.
+its stream and cost records: 0.3-0.7 s). The background warm-up does that part too
+(:func:`_first_call_ahead`), with one offline call that sends nothing and logs
+nowhere. A run that loads litellm itself does not: its own first call loads the
+same, and the offline call would only add to its wait.
 """
 
 from __future__ import annotations
@@ -52,9 +54,8 @@ def load_litellm() -> Any:
             # litellm imports this on the first call with tools (seconds): do it now
             with contextlib.suppress(ImportError):
                 import litellm.responses.mcp.chat_completions_handler  # noqa: F401
-            loaded_at = time.time()
-            _first_call_ahead(litellm)
             _litellm = litellm
+            loaded_at = time.time()
     return _litellm
 
 
@@ -91,7 +92,7 @@ async def load_off_loop() -> float:
 
 def _warm() -> None:
     try:
-        load_litellm()
+        _first_call_ahead(load_litellm())
     except Exception:  # the process is exiting; otherwise the run that needs it will say why
         log.debug("litellm warm-up failed", exc_info=True)
 
