@@ -187,7 +187,7 @@ class AgentMagics(Magics, Configurable):
         from agent_kernel.engine.models import llm
 
         if change["new"] != DEMO_MODEL:
-            llm.warm_up()
+            llm.warm_up(change["new"])
 
     @staticmethod
     def _add_redact_patterns(change: Bunch) -> None:

@@ -37,6 +37,8 @@ _warm_thread: threading.Thread | None = None
 loaded_at: float | None = None
 """``time.time()`` when litellm's import finished (None until then)."""
 log = logging.getLogger(__name__)
+_ANY_MODEL = "openai/agent-kernel-warm-up"
+"""A model name outside litellm's cost map, for a warm-up that knows no model."""
 
 
 def load_litellm() -> Any:
@@ -59,17 +61,21 @@ def load_litellm() -> Any:
     return _litellm
 
 
-def _first_call_ahead(litellm: Any) -> None:
-    """Pay what litellm loads on its first call now, off the event loop.
+def _first_call_ahead(litellm: Any, model: str | None) -> None:
+    """Pay what litellm loads on its first call to ``model`` now, off the event loop.
 
     A streamed ``mock_response`` goes through litellm's whole path except the HTTP
     (stream wrapper, usage, cost, logging) with nothing sent; ``no-log`` keeps it out of
-    any callback a person configured. A failure only leaves the cost to the first run.
+    any callback a person configured. It names the model the runs will use, so it loads
+    what that model's first call does (a model in litellm's cost map costs ~120 MiB more
+    than one outside it, for its real first call just the same); with none known, a name
+    outside the map loads only what every model needs. A failure only leaves the cost to
+    the first run.
     """
     try:
         importlib.import_module("litellm.litellm_core_utils.default_encoding")  # tiktoken's BPE
         stream = litellm.completion(
-            model="openai/gpt-4o-mini", messages=[{"role": "user", "content": "warm"}],
+            model=model or _ANY_MODEL, messages=[{"role": "user", "content": "warm"}],
             mock_response="ok", stream=True, stream_options={"include_usage": True},
             **{"no-log": True})
         for _ in stream:
@@ -90,9 +96,9 @@ async def load_off_loop() -> float:
     return time.perf_counter() - started
 
 
-def _warm() -> None:
+def _warm(model: str | None) -> None:
     try:
-        _first_call_ahead(load_litellm())
+        _first_call_ahead(load_litellm(), model)
     except Exception:  # the process is exiting; otherwise the run that needs it will say why
         log.debug("litellm warm-up failed", exc_info=True)
 
@@ -120,8 +126,9 @@ def _end_warm_up() -> None:
     thread.join(30.0)
 
 
-def warm_up() -> threading.Thread | None:
-    """Import litellm in a daemon thread so the first real run does not wait for it.
+def warm_up(model: str | None = None) -> threading.Thread | None:
+    """Import litellm in a daemon thread so the first real run (on ``model``, when known)
+    does not wait for it, nor for what its first call loads.
 
     Does nothing when litellm is loaded or already loading.
     """
@@ -132,6 +139,7 @@ def warm_up() -> threading.Thread | None:
         return _warm_thread
     if _warm_thread is None:
         atexit.register(_end_warm_up)
-    _warm_thread = threading.Thread(target=_warm, name="agent-kernel-warmup", daemon=True)
+    _warm_thread = threading.Thread(target=_warm, args=(model,), name="agent-kernel-warmup",
+                                    daemon=True)
     _warm_thread.start()
     return _warm_thread
