@@ -37,7 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse ``argv`` and run the chosen subcommand."""
+    """Parse ``argv``, run the chosen subcommand, and (as the process) leave at once."""
+    from agent_kernel.cli import leave
+
+    return leave(_command(argv))
+
+
+def _command(argv: list[str] | None) -> int:
     from agent_kernel.cli.grammar import reorder
 
     parser = build_parser()

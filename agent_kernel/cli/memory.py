@@ -20,6 +20,7 @@ or a memory to forget does not exist.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from agent_kernel.cli import EXAMPLES, examples, leave
@@ -66,9 +67,11 @@ def run(args: argparse.Namespace) -> int:
     """Do one memory action and print its result."""
     from agent_kernel.core.workspace import Workspace
     from agent_kernel.memory.service import MemoryStore
+    from agent_kernel.memory.warming import load_saying
     from agent_kernel.views.memory_table import MemoryTable
 
     store = MemoryStore(Workspace(args.workspace).ensure())
+    load_saying(store, lambda line: print(f"[info] {line}", file=sys.stderr, flush=True))
     if args.action == "list":
         owner = None if args.all else args.agent
         who = "every agent" if args.all else f"agent {args.agent!r}"

@@ -123,6 +123,10 @@ class AgentMagics(Magics, Configurable):
                        ).tag(config=True)
     probe_wait = Float(1.0, help="Seconds to wait for the frontend probe's answer."
                        ).tag(config=True)
+    warm_memory = Bool(False, help="Load the memory index (LanceDB and the embedding "
+                       "model: seconds, ~300 MiB) in a background thread once the first run "
+                       "has ended, so the first memory call does not wait. Off: it loads "
+                       "on first use, announced.").tag(config=True)
     team = Bool(False, help="Send %agent prompts to the team (Teller, Planner, Workers); "
                 "%agent_config --team on|off.").tag(config=True)
     ask_before = Dict(value_trait=Bool(), help="Your changes to which tools ask before they "
@@ -152,6 +156,7 @@ class AgentMagics(Magics, Configurable):
         self._agent: Agent | None = None
         self._team: Any = None
         self.probe = FrontendProbe()
+        self._memory_warmed = False
         self.last_result: Any = None
         self.views: list[Any] = []
         self.errors = NotebookErrors(shell)
@@ -182,7 +187,7 @@ class AgentMagics(Magics, Configurable):
         from agent_kernel.engine.models import llm
 
         if change["new"] != DEMO_MODEL:
-            llm.warm_up()
+            llm.warm_up(change["new"])
 
     @staticmethod
     def _add_redact_patterns(change: Bunch) -> None:
@@ -225,13 +230,16 @@ class AgentMagics(Magics, Configurable):
     def frontend_live(self) -> bool:
         """Can a person click answers here? (the ``interactive`` trait, else the probe).
 
-        An unanswered probe younger than ``probe_wait`` is waited for (blocking) first.
+        An unanswered probe younger than ``probe_wait`` is waited for (blocking) first, but
+        only when the cell came from a client that takes input: one that sent it with
+        ``allow_stdin: false`` (nbclient, papermill) has nobody to answer the probe either.
         """
         if self.interactive is not None:
             return bool(self.interactive)
-        if getattr(self.shell, "kernel", None) is None or self.probe.sent_at is None:
+        kernel = getattr(self.shell, "kernel", None)
+        if kernel is None or self.probe.sent_at is None:
             return False
-        if not self.probe.answered.is_set() and (
+        if not self.probe.answered.is_set() and _client_takes_input(kernel) and (
                 time.monotonic() - self.probe.sent_at < self.probe_wait):
             from agent_kernel.notebook.blocking import wait_blocking
 
@@ -362,6 +370,20 @@ class AgentMagics(Magics, Configurable):
             if attached:
                 agent.questions.detach_answerer()
             view.finish()
+            self._warm_memory_after(agent)
+
+    def _warm_memory_after(self, agent: Agent) -> None:
+        """``warm_memory``: the first run has ended; load memory in the background now."""
+        if not self.warm_memory or self._memory_warmed:
+            return
+        self._memory_warmed = True
+        try:
+            from agent_kernel.memory.service import store_of
+            from agent_kernel.memory.warming import warm_in_background
+
+            warm_in_background(store_of(agent))
+        except Exception as exc:  # a memory the person replaced: the first call says why
+            print(f"agent-kernel: memory was not warmed: {exc}", file=sys.stderr)
 
     def _run_in_terminal(self, agent: Agent, prompt: str, model: str | None, new: bool,
                          run_id: str) -> None:
@@ -562,6 +584,17 @@ def current(ipython: object = None) -> AgentMagics:
     if not isinstance(found, AgentMagics) or not found.loaded:
         raise RuntimeError("agent_kernel is not loaded: run %load_ext agent_kernel first")
     return found
+
+
+def _client_takes_input(kernel: Any) -> bool:
+    """False when the running cell's request said ``allow_stdin: false``: a headless client
+    (nbclient, papermill) that answers neither ``input()`` nor the frontend probe.
+    JupyterLab, Notebook 7 and VS Code send ``true``; unknown is taken as true."""
+    try:
+        content = kernel.get_parent().get("content") or {}
+    except Exception:
+        return True
+    return content.get("allow_stdin", True) is not False
 
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:

@@ -53,11 +53,13 @@ def agent_memory(agent: Any, line: str) -> Any:
         print(f"{exc}\n{USAGE}" if str(exc) else USAGE)
         return None
     from agent_kernel.memory.service import MemoryStore
+    from agent_kernel.memory.warming import load_saying
 
     held = agent.services.memory
     store = held if isinstance(held, MemoryStore) else MemoryStore.for_workspace(
         agent.workspace.root)
     try:
+        load_saying(store, print)  # the first use takes seconds: say so, then how long
         if args.command == "search":
             rows = store.search(" ".join(args.query), agent_id=agent.agent_id,
                                 limit=args.limit, tags=args.tag, after=args.after,

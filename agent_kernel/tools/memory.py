@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Annotated, Any, TypedDict, TypeVar
 from agent_kernel.core.events import Loading, Notice
 from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolHost
 from agent_kernel.memory.filters import MAX_CHARS, check_content
+from agent_kernel.memory.warming import LOADING as MEMORY_LOADING
 
 if TYPE_CHECKING:
     from agent_kernel.memory.service import MemoryStore
 
 T = TypeVar("T")
-MEMORY_LOADING = "the memory index (first use)"
 SNIPPET_CHARS = 300
 HISTORY_CAP = 1000
 RECALL_LIMIT = (1, 20)

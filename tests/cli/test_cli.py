@@ -125,3 +125,37 @@ def test_triggers_into_a_closed_pipe_stops_quietly(tmp_path):
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 141, err
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+LATE_FLUSH = """
+import atexit, runpy, sys, threading, time
+def late():  # a slow flush of ours at exit: it must run, and finish, before the process ends
+    time.sleep(0.5)
+    print("flushed at exit", flush=True)
+atexit.register(late)
+def worker():  # a thread that is not a daemon, still working when the command returns
+    threading.main_thread().join()
+    time.sleep(0.5)
+    print("worker done", flush=True)
+threading.Thread(target=worker).start()
+sys.argv = ["agent_kernel", *sys.argv[1:]]
+runpy.run_module("agent_kernel", run_name="__main__", alter_sys=True)
+print("never: the command leaves the process itself")
+"""
+
+
+def test_the_cli_leaves_after_everything_is_flushed(tmp_path):
+    """``python -m agent_kernel`` ends without the interpreter's teardown, but only after
+    what a normal exit does first: threads that are not daemons joined, every atexit
+    handler run (the history writer's flush among them), the output flushed."""
+    ws = tmp_path / "ws"
+    proc = subprocess.run([sys.executable, "-c", LATE_FLUSH, "run", "echo kept-at-exit",
+                           "--model", "demo", "--workspace", str(ws)],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stdout
+    lines = proc.stdout.splitlines()
+    assert "(offline demo model) The echo tool returned: kept-at-exit" in proc.stdout
+    assert lines[-2:] == ["worker done", "flushed at exit"]
+    history = (ws / "memory" / "history.jsonl").read_text()
+    assert history.count("kept-at-exit") == 2  # the prompt and the reply
+    assert '"tool_name":"echo"' in (ws / "ledger.jsonl").read_text()

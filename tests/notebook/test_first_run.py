@@ -134,3 +134,74 @@ def test_first_real_model_run_in_a_kernel_says_it_is_loading(tmp_path, run_noteb
     assert started["seconds"] is None and started["loaded"] is False
     assert started["at"] < record["loaded_at"] <= finished["at"]
     assert finished["seconds"] > 0 and finished["loaded"] is True
+
+
+PROBE_SPY = """%load_ext agent_kernel
+from agent_kernel.notebook.magics import current
+magics, waits = current(), []
+real_result = magics.probe.result
+async def counted(wait=1.0):
+    waits.append(wait)
+    return await real_result(wait)
+magics.probe.result = counted"""
+
+
+@pytest.mark.kernel
+def test_a_headless_client_does_not_wait_for_the_frontend_probe(isolated_env, tmp_path):
+    """Nobody answers the probe here. A cell sent with ``allow_stdin: true`` (as JupyterLab
+    sends it) waits ``probe_wait`` for an answer; one sent with ``false`` (nbclient,
+    papermill) does not wait at all, even with a ``probe_wait`` of ten minutes."""
+    from jupyter_client.manager import start_new_kernel
+    from kernel_runs import cell_text
+
+    manager, client = start_new_kernel(
+        kernel_name="python3", cwd=str(tmp_path),
+        env={**os.environ, "AGENT_KERNEL_WORKSPACE": str(tmp_path / "ws")})
+    try:
+        def run(code: str, allow_stdin: bool) -> str:
+            return cell_text(client, client.execute(code, allow_stdin=allow_stdin))
+
+        assert "ERROR" not in run(PROBE_SPY, True)
+        last = "print(magics.agent.messages[-1]['content'])"
+        assert "ERROR" not in run("%agent echo one", True)
+        assert "The echo tool returned: one" in run(last, True)
+        assert run("print(waits, magics.probe.answered.is_set())", True) == "[1.0] False\n"
+        run("magics.probe_wait = 600.0", True)
+        assert "ERROR" not in run("%agent echo two", False)  # headless: blocks until done
+        assert "The echo tool returned: two" in run(last, True)
+        assert run("print(waits)", True) == "[1.0]\n"
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+WARM_FIRST_CALL = r"""
+import json, sys
+import litellm
+from litellm.integrations.custom_logger import CustomLogger
+
+class Seen(CustomLogger):
+    calls = []
+    def log_success_event(self, kwargs, response_obj, start_time, end_time):
+        self.calls.append(kwargs.get("model"))
+    async def async_log_success_event(self, kwargs, response_obj, start_time, end_time):
+        self.calls.append(kwargs.get("model"))
+
+litellm.callbacks = [Seen()]  # a person's own callback, configured before the warm-up
+from agent_kernel.engine.models import litellm_loader as llm
+llm.warm_up().join(300)
+print(json.dumps({"encoding": "litellm.litellm_core_utils.default_encoding" in sys.modules,
+                  "tiktoken": "tiktoken.load" in sys.modules, "callbacks": Seen.calls}))
+"""
+
+
+def test_the_warm_up_loads_what_the_first_call_would_and_logs_nowhere(tmp_path):
+    """The background warm-up imports litellm and then makes one offline call, which loads
+    tiktoken's encoding (and the rest a first call loads) without reaching a callback a
+    person configured: nothing is sent, nothing is logged."""
+    proc = subprocess.run([sys.executable, "-c", WARM_FIRST_CALL], capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen == {"encoding": True, "tiktoken": True, "callbacks": []}

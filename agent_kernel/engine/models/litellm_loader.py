@@ -5,6 +5,13 @@ a model that needs it (the offline ``demo`` model never does), or warmed in a
 background thread once such a model is configured. Loading sets the offline
 cost map and silences litellm's banner. A process that exits while the warm-up
 is still importing leaves quietly (see :func:`_end_warm_up`).
+
+Importing is not all a first call pays: litellm loads more on it (tiktoken's
+encoding for its token and cost counts, its proxy types, the pydantic schemas of
+its stream and cost records: 0.3-0.7 s). The background warm-up does that part too
+(:func:`_first_call_ahead`), with one offline call that sends nothing and logs
+nowhere. A run that loads litellm itself does not: its own first call loads the
+same, and the offline call would only add to its wait.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import importlib
 import logging
 import os
 import sys
@@ -29,6 +37,8 @@ _warm_thread: threading.Thread | None = None
 loaded_at: float | None = None
 """``time.time()`` when litellm's import finished (None until then)."""
 log = logging.getLogger(__name__)
+_ANY_MODEL = "openai/agent-kernel-warm-up"
+"""A model name outside litellm's cost map, for a warm-up that knows no model."""
 
 
 def load_litellm() -> Any:
@@ -51,6 +61,29 @@ def load_litellm() -> Any:
     return _litellm
 
 
+def _first_call_ahead(litellm: Any, model: str | None) -> None:
+    """Pay what litellm loads on its first call to ``model`` now, off the event loop.
+
+    A streamed ``mock_response`` goes through litellm's whole path except the HTTP
+    (stream wrapper, usage, cost, logging) with nothing sent; ``no-log`` keeps it out of
+    any callback a person configured. It names the model the runs will use, so it loads
+    what that model's first call does (a model in litellm's cost map costs ~120 MiB more
+    than one outside it, for its real first call just the same); with none known, a name
+    outside the map loads only what every model needs. A failure only leaves the cost to
+    the first run.
+    """
+    try:
+        importlib.import_module("litellm.litellm_core_utils.default_encoding")  # tiktoken's BPE
+        stream = litellm.completion(
+            model=model or _ANY_MODEL, messages=[{"role": "user", "content": "warm"}],
+            mock_response="ok", stream=True, stream_options={"include_usage": True},
+            **{"no-log": True})
+        for _ in stream:
+            pass
+    except Exception:
+        log.debug("litellm's first-call warm-up failed", exc_info=True)
+
+
 def needs_loading(model: str) -> bool:
     """True when a run on ``model`` would first wait for litellm's import."""
     return model != DEMO_MODEL and _litellm is None
@@ -63,9 +96,9 @@ async def load_off_loop() -> float:
     return time.perf_counter() - started
 
 
-def _warm() -> None:
+def _warm(model: str | None) -> None:
     try:
-        load_litellm()
+        _first_call_ahead(load_litellm(), model)
     except Exception:  # the process is exiting; otherwise the run that needs it will say why
         log.debug("litellm warm-up failed", exc_info=True)
 
@@ -93,8 +126,9 @@ def _end_warm_up() -> None:
     thread.join(30.0)
 
 
-def warm_up() -> threading.Thread | None:
-    """Import litellm in a daemon thread so the first real run does not wait for it.
+def warm_up(model: str | None = None) -> threading.Thread | None:
+    """Import litellm in a daemon thread so the first real run (on ``model``, when known)
+    does not wait for it, nor for what its first call loads.
 
     Does nothing when litellm is loaded or already loading.
     """
@@ -105,6 +139,7 @@ def warm_up() -> threading.Thread | None:
         return _warm_thread
     if _warm_thread is None:
         atexit.register(_end_warm_up)
-    _warm_thread = threading.Thread(target=_warm, name="agent-kernel-warmup", daemon=True)
+    _warm_thread = threading.Thread(target=_warm, args=(model,), name="agent-kernel-warmup",
+                                    daemon=True)
     _warm_thread.start()
     return _warm_thread
