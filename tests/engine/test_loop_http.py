@@ -504,3 +504,18 @@ async def test_the_key_reaches_no_repr_log_or_ledger(server, tmp_path, model_pat
     assert key not in caplog.text
     assert key not in (tmp_path / "ledger.jsonl").read_text()
 
+
+
+async def test_a_price_registered_after_a_run_counts_in_the_next(server, tmp_path, model_path):
+    # litellm's "no price for this model" is remembered between turns, until its table grows
+    from agent_kernel.engine.models import llm
+
+    model = f"openai/later-priced-{model_path.name.replace(' ', '-')}-model"  # one per path
+    agent = make_agent(server, tmp_path, model=model)
+    server.script(Message(text="one", usage=usage(100, 10)),
+                  Message(text="two", usage=usage(100, 10)))
+    assert (await agent.arun("hi")).cost is None
+    llm.load_litellm().register_model({model: {
+        "input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6,
+        "litellm_provider": "openai", "mode": "chat"}})
+    assert (await agent.arun("again")).cost == pytest.approx(100 * 1e-6 + 10 * 2e-6)

@@ -53,7 +53,29 @@ __all__ = ["LIBRARY", "BrokenStream", "LitellmModel", "ModelTurn", "ProviderErro
 MAX_RETRY_AFTER = 60.0
 
 
+_model_data: dict[tuple[str, str, int], object] = {}
+"""What litellm's model data said of a model (its window, whether it reads images, that it
+has no price), by question, model and the size of litellm's table: looking a model up
+tries a dozen spellings of its name (about 0.5 ms, 1.5 ms for a model it does not know)
+and a turn asked up to three times; ``register_model`` grows the table, so a newly
+priced model is looked up again."""
+
+
+def _known(litellm: Any, question: str, model: str) -> object:
+    """The cached answer, or ``_model_data`` itself when there is none yet."""
+    return _model_data.get((question, model, len(litellm.model_cost)), _model_data)
+
+
+def _remember(litellm: Any, question: str, model: str, answer: object) -> None:
+    if len(_model_data) > 1000:  # many models or registrations: start over
+        _model_data.clear()
+    _model_data[(question, model, len(litellm.model_cost))] = answer
+
+
 def _cost(litellm: Any, model: str, usage: dict[str, int]) -> float | None:
+    """litellm's price of ``usage`` (None when it has none for the model)."""
+    if _known(litellm, "unpriced", model) is True:
+        return None
     try:
         prompt, completion = litellm.cost_per_token(
             model=model,
@@ -61,7 +83,8 @@ def _cost(litellm: Any, model: str, usage: dict[str, int]) -> float | None:
             completion_tokens=usage.get("completion_tokens", 0),
         )
         return float(prompt + completion)
-    except Exception:
+    except Exception:  # litellm has no price for the model: it will not have one next turn
+        _remember(litellm, "unpriced", model, True)
         return None
 
 
@@ -127,8 +150,7 @@ async def _complete_fast(litellm: Any, where: fast_path.Route, model: str,
     started = time.time()
     fast_path.requests_sent += 1
     try:
-        answer = await fast_path.client(where).chat.completions.create(
-            **body, timeout=settings.request_timeout)
+        answer = await fast_path.send(where, body, settings.request_timeout)
     except Exception as exc:
         raise fast_path.litellm_error(exc, model, where.model, settings.request_timeout,
                                       started) from exc
@@ -290,10 +312,16 @@ class LitellmModel(Model):
         does not know reads none)."""
         if settings.model_images is not None:
             return settings.model_images
+        litellm = load_litellm()
+        known = _known(litellm, "images", self.name)
+        if isinstance(known, bool):
+            return known
         try:
-            return bool(load_litellm().supports_vision(model=self.name))
+            reads = bool(litellm.supports_vision(model=self.name))
         except Exception:  # litellm raises for a model it has no data on
-            return False
+            reads = False
+        _remember(litellm, "images", self.name, reads)
+        return reads
 
     def count_tokens(self, messages: list[ChatMessage], tools: list[ToolSchema] | None = None
                      ) -> int:
@@ -306,12 +334,18 @@ class LitellmModel(Model):
         ``max_tokens``) for the model, else :data:`DEFAULT_WINDOW`. Reads no network."""
         if settings.context_window is not None:
             return settings.context_window
+        litellm = load_litellm()
+        known = _known(litellm, "window", self.name)
+        if isinstance(known, int):
+            return known
         try:
-            info = load_litellm().get_model_info(self.name)
+            info = litellm.get_model_info(self.name)
+            value = info.get("max_input_tokens") or info.get("max_tokens")
+            window = int(value) if value else DEFAULT_WINDOW
         except Exception:  # litellm does not know the model
-            return DEFAULT_WINDOW
-        value = info.get("max_input_tokens") or info.get("max_tokens")
-        return int(value) if value else DEFAULT_WINDOW
+            window = DEFAULT_WINDOW
+        _remember(litellm, "window", self.name, window)
+        return window
 
     def needs_loading(self) -> bool:
         """True until litellm is imported in this process."""
