@@ -519,3 +519,20 @@ async def test_a_price_registered_after_a_run_counts_in_the_next(server, tmp_pat
         "input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6,
         "litellm_provider": "openai", "mode": "chat"}})
     assert (await agent.arun("again")).cost == pytest.approx(100 * 1e-6 + 10 * 2e-6)
+
+
+def test_loading_litellm_imports_what_the_first_fast_request_would():
+    # a warm kernel's first run does not pay the SDK's chat types, the HTTP transport or
+    # the TLS context (~100 ms): litellm's load (the warm-up) does
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom agent_kernel.engine.models import fast_path, llm\n"
+            "before = {m for m in ('openai.resources.chat', 'httpcore2._async.connection_pool', "
+            "'h11') if m in sys.modules}\nllm.load_litellm()\n"
+            "print(sorted(before), 'openai.resources.chat' in sys.modules, "
+            "'httpcore2._async.connection_pool' in sys.modules, "
+            "fast_path._tls_context is not None)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.split("\n")[0] == "[] True True True", done.stdout + done.stderr

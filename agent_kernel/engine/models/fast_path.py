@@ -38,6 +38,8 @@ from agent_kernel.engine.models.base import ChatMessage
 from agent_kernel.engine.models.litellm_loader import load_litellm
 
 if TYPE_CHECKING:
+    import ssl
+
     from openai import AsyncOpenAI
 
 PLAIN_ARGS = frozenset({
@@ -55,6 +57,7 @@ POOL_KEEPALIVE = 32
 requests_sent = 0
 """Requests this process sent by the fast path (tests tell the two paths apart by it)."""
 _stream_cls: Any = None
+_tls_context: ssl.SSLContext | None = None
 """The SDK's ``AsyncStream[ChatCompletionChunk]``, made once."""
 _eligible: dict[tuple[str, str | None], str | None] = {}
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], AsyncOpenAI]] \
@@ -74,12 +77,13 @@ class Route:
         return f"Route(model={self.model!r}, base_url={self.base_url!r})"
 
 
-def _openai_model(model: str, api_base: str | None) -> str | None:
-    """The name litellm sends for ``model`` when its plain OpenAI handler serves it, else None."""
+def _openai_model(model: str, api_base: str | None, litellm: Any = None) -> str | None:
+    """The name litellm sends for ``model`` when its plain OpenAI handler serves it, else None
+    (``litellm`` given while it is still loading)."""
     key = (model, api_base)
     if key in _eligible:
         return _eligible[key]
-    litellm = load_litellm()
+    litellm = litellm or load_litellm()
     name: str | None = None
     try:
         from litellm.llms.openai.chat.gpt_transformation import (
@@ -130,6 +134,32 @@ def route(model: str, settings: Settings) -> Route | None:
     return Route(name, base, key, organization)
 
 
+def _tls() -> ssl.SSLContext:
+    """The TLS context of every client, made once: making one reads the trusted certificates
+    (about 45 ms), which a new event loop (``Agent.run`` outside a kernel) would pay again."""
+    global _tls_context
+    if _tls_context is None:
+        import httpx2
+
+        _tls_context = httpx2.create_ssl_context()
+    return _tls_context
+
+
+def prepare(litellm: Any) -> None:
+    """Import what the fast path's first request would (the SDK's chat types, the HTTP
+    transport: ~60 ms) and make the TLS context; ``litellm_loader`` calls it in its load."""
+    import anyio._backends._asyncio  # noqa: F401
+    import h11  # noqa: F401
+    import httpcore2._async.connection_pool  # noqa: F401
+    import openai._base_client  # noqa: F401
+    import openai.resources.chat  # noqa: F401
+    import openai.types.chat  # noqa: F401
+    from litellm.litellm_core_utils import exception_mapping_utils  # noqa: F401
+
+    _openai_model("gpt-4o-mini", None, litellm)  # its provider configs, imported on first use
+    _tls()
+
+
 def as_sent(messages: list[ChatMessage]) -> list[ChatMessage]:
     """The messages as litellm sends them: without keys whose value is None (an assistant
     turn of only tool calls has no ``content``); the others are passed as they are."""
@@ -152,7 +182,7 @@ def client(where: Route) -> AsyncOpenAI:
         import httpx2  # the openai SDK's HTTP client
         from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
-        pool = DefaultAsyncHttpxClient(limits=httpx2.Limits(
+        pool = DefaultAsyncHttpxClient(verify=_tls(), limits=httpx2.Limits(
             max_connections=POOL_CONNECTIONS, max_keepalive_connections=POOL_KEEPALIVE))
         made = mine[slot] = AsyncOpenAI(api_key=where.api_key, base_url=where.base_url,
                                         organization=where.organization, max_retries=0,
