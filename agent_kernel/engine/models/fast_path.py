@@ -211,11 +211,12 @@ async def send(where: Route, body: dict[str, object], timeout: float) -> Any:
 
 
 def litellm_error(exc: BaseException, model: str, sent: str, timeout: float,
-                  started: float, *, mid_stream: bool = False,
+                  started: float, *, streamed: bool = True, mid_stream: bool = False,
                   generated: str = "") -> BaseException:
     """The exception litellm's OpenAI handler would raise for ``exc`` of the SDK.
 
-    Before the stream: wrapped in litellm's ``OpenAIError`` as its handler does, then
+    Before the stream (or of a whole ``streamed=False`` answer): wrapped in litellm's
+    ``OpenAIError`` as its streaming or non-streaming handler does, then
     mapped by ``exception_type`` as ``acompletion`` does. Mid-stream: mapped, then a
     ``MidStreamFallbackError`` unless a 4xx other than 429, as its stream wrapper does.
     """
@@ -249,7 +250,11 @@ def litellm_error(exc: BaseException, model: str, sent: str, timeout: float,
     if headers is None and response is not None:
         headers = getattr(response, "headers", None)
     body = getattr(exc, "body", None)
-    if type(exc).__name__ == "ReadTimeout":
+    if not streamed:  # litellm's non-streaming handler wraps every failure one way
+        wrapped = OpenAIError(status_code=getattr(exc, "status_code", 500),
+                              message=getattr(exc, "message", str(exc)),
+                              response=upstream_error_response(exc), headers=headers, body=body)
+    elif type(exc).__name__ == "ReadTimeout":
         wrapped = OpenAIError(status_code=408, message="ReadTimeout", headers=headers, body=body)
     elif hasattr(exc, "status_code"):
         wrapped = OpenAIError(status_code=exc.status_code, message=str(exc),

@@ -153,7 +153,7 @@ async def _complete_fast(litellm: Any, where: fast_path.Route, model: str,
         answer = await fast_path.send(where, body, settings.request_timeout)
     except Exception as exc:
         raise fast_path.litellm_error(exc, model, where.model, settings.request_timeout,
-                                      started) from exc
+                                      started, streamed=settings.stream) from exc
     if not settings.stream:
         turn = _whole_turn(answer, on_text)
     else:
