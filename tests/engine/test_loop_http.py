@@ -536,3 +536,30 @@ def test_loading_litellm_imports_what_the_first_fast_request_would():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
     assert done.stdout.split("\n")[0] == "[] True True True", done.stdout + done.stderr
+
+
+async def test_both_paths_send_the_same_images_and_history():
+    # an image message, a turn of only tool calls and its result, as the loop sends them
+    from agent_kernel.engine.models.llm import complete
+
+    png = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+           "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+    messages: list[Any] = [
+        {"role": "system", "content": "be brief"}, {"role": "user", "content": "plot it"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "plot", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a figure"},
+        {"role": "user", "content": [{"type": "text", "text": "the figure"},
+                                     {"type": "image_url", "image_url": {"url": png}}]}]
+    from agent_kernel.engine.models import fast_path
+
+    with ScriptedServer() as srv:
+        for fast in (False, True):
+            srv.script(Message(text="a line"))
+            before = fast_path.requests_sent
+            turn = await complete(MODEL, messages, [], Settings(
+                api_base=srv.base_url, api_key="sk-test-0123456789abcdef", openai_fast_path=fast),
+                on_text=lambda _: None, on_retry=lambda *_: None)
+            assert turn.text == "a line" and fast_path.requests_sent - before == int(fast)
+        assert srv.requests[0] == srv.requests[1]
+    assert messages[2]["content"] is None  # what the loop keeps is not changed by sending it
