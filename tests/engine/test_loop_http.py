@@ -563,3 +563,14 @@ async def test_both_paths_send_the_same_images_and_history():
             assert turn.text == "a line" and fast_path.requests_sent - before == int(fast)
         assert srv.requests[0] == srv.requests[1]
     assert messages[2]["content"] is None  # what the loop keeps is not changed by sending it
+
+
+def test_an_ended_event_loop_leaves_no_client_behind(tmp_path):
+    # Agent.run outside a kernel runs each prompt on a new loop (asyncio.run)
+    from agent_kernel.engine.models import fast_path
+
+    with ScriptedServer() as srv:
+        agent = make_agent(srv, tmp_path, openai_fast_path=True)
+        srv.script(Message(text="one"), Message(text="two"), Message(text="three"))
+        assert [agent.run(p).reply for p in ("a", "b", "c")] == ["one", "two", "three"]
+    assert len(fast_path._clients) == 1  # the last loop's; the two before were dropped

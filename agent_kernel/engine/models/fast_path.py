@@ -29,7 +29,6 @@ import asyncio
 import hashlib
 import os
 import time
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -60,8 +59,10 @@ _stream_cls: Any = None
 _tls_context: ssl.SSLContext | None = None
 """The SDK's ``AsyncStream[ChatCompletionChunk]``, made once."""
 _eligible: dict[tuple[str, str | None], str | None] = {}
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], AsyncOpenAI]] \
-    = weakref.WeakKeyDictionary()
+_clients: dict[asyncio.AbstractEventLoop, dict[tuple[str, str], AsyncOpenAI]] = {}
+"""The shared clients by event loop (a client's connections belong to one loop). Not weak:
+a client refers to its loop through its connections, so the loop would never go; a
+closed loop's clients are dropped when a new loop makes its first."""
 
 
 @dataclass(frozen=True)
@@ -171,10 +172,15 @@ def client(where: Route) -> AsyncOpenAI:
     """The one SDK client (one connection pool) of this base URL and key on this event loop.
 
     Made once and shared by every run and agent on the loop; a client cannot move between
-    loops (its connections belong to one), so each loop has its own, dropped with it.
+    loops (its connections belong to one), so each loop has its own, dropped once the loop
+    is closed.
     """
     loop = asyncio.get_running_loop()
-    mine = _clients.setdefault(loop, {})
+    mine = _clients.get(loop)
+    if mine is None:
+        for ended in [other for other in _clients if other.is_closed()]:
+            del _clients[ended]  # asyncio.run's loops (Agent.run outside a kernel)
+        mine = _clients[loop] = {}
     # the dict holds a digest of the key, not the key (the client itself keeps it)
     slot = (where.base_url, hashlib.sha256(where.api_key.encode()).hexdigest())
     made = mine.get(slot)
