@@ -56,8 +56,8 @@ POOL_KEEPALIVE = 32
 requests_sent = 0
 """Requests this process sent by the fast path (tests tell the two paths apart by it)."""
 _stream_cls: Any = None
-_tls_context: ssl.SSLContext | None = None
 """The SDK's ``AsyncStream[ChatCompletionChunk]``, made once."""
+_tls_context: ssl.SSLContext | None = None
 _eligible: dict[tuple[str, str | None], str | None] = {}
 _clients: dict[asyncio.AbstractEventLoop, dict[tuple[str, str], AsyncOpenAI]] = {}
 """The shared clients by event loop (a client's connections belong to one loop). Not weak:
