@@ -13,6 +13,7 @@ tokenizer and reads the window from litellm's model data.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 import uuid
@@ -171,6 +172,9 @@ async def _complete_fast(litellm: Any, where: fast_path.Route, model: str,
             raise fast_path.litellm_error(exc, model, where.model, settings.request_timeout,
                                           started, mid_stream=True,
                                           generated="".join(said)) from exc
+        finally:  # a stream left unread (stopped, broken) gives its connection back
+            with contextlib.suppress(Exception):
+                await answer.close()
     turn.cost = _cost(litellm, model, turn.usage)
     return turn
 
