@@ -1,26 +1,30 @@
-"""Loop benchmark: what the agent loop adds per tool round trip beyond the raw litellm calls.
+"""Loop benchmark: one tool round trip through the agent on both model paths, beside the floor.
 
 Run on purpose (never in the test suite)::
 
-    python benchmarks/loop.py            # 200 runs of each
+    python benchmarks/loop.py            # 200 round trips of each kind
     python benchmarks/loop.py --runs 500
+    python benchmarks/loop.py --profile  # where a model call's time goes (cProfile)
 
 A scripted OpenAI-compatible server (``tests/scripted_server.py``) runs on
 127.0.0.1. One *round trip* is the script "tool call → final answer": the
-model asks for ``echo``, gets the result, answers. It is timed two ways,
-interleaved run by run so drift hits both alike:
+model asks for ``echo``, gets the result, answers. It is timed four ways,
+interleaved round by round (the order rotates) so drift hits all alike:
 
-* ``agent``: ``Agent.arun(prompt, new=True)``: the whole loop (events,
+* ``agent, fast path``: ``Agent.arun(prompt, new=True)`` with the openai-SDK fast
+  path (the default for an OpenAI-API provider): the whole loop (events,
   validation, the tool in a thread, the fsync'd ledger record, the tool result
   message, usage and cost);
-* ``raw``: the same two streamed ``litellm.acompletion`` calls with the same
-  messages and tool schemas, each stream read to the end, nothing else.
+* ``agent, litellm``: the same with ``Settings(openai_fast_path=False)``, every
+  turn through ``litellm.acompletion``;
+* ``openai SDK`` (the floor): the same two streamed calls with the same messages
+  and tool schemas through one ``AsyncOpenAI`` client's ``chat.completions.create``,
+  each stream read to the end, nothing else (a hand-written loop);
+* ``raw litellm``: the same two calls through ``litellm.acompletion``.
 
-The loop's overhead is the difference of the medians, and the median of the
-per-iteration differences (target: under 5 ms).
-It also times one ledger append (redaction, lock, chain, write, fsync), which
-the loop pays once per tool call, so the overhead can be read with and
-without it. ``%load_ext`` time is measured by ``benchmarks/load_ext.py``.
+Each is printed with its ratio to the floor. It also times one ledger append
+(redaction, lock, chain, write, fsync), which the loop pays once per tool call.
+``%load_ext`` time is measured by ``benchmarks/load_ext.py``.
 """
 
 from __future__ import annotations
@@ -56,6 +60,15 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered)) - 1))]
 
 
+def _second_turn(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return messages + [
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": CALL.id, "type": "function",
+                         "function": {"name": CALL.name, "arguments": CALL.arguments}}]},
+        {"role": "tool", "tool_call_id": CALL.id, "content": "benchmark"},
+    ]
+
+
 async def raw_round_trip(litellm: Any, base_url: str, tools: list[dict[str, Any]],
                          system: dict[str, Any]) -> None:
     """The two provider calls of one round trip, straight through litellm."""
@@ -63,18 +76,22 @@ async def raw_round_trip(litellm: Any, base_url: str, tools: list[dict[str, Any]
               "tools": tools, "stream": True, "stream_options": {"include_usage": True},
               "num_retries": 0, "timeout": 30}
     messages: list[dict[str, Any]] = [system, {"role": "user", "content": PROMPT}]
-    stream = await litellm.acompletion(messages=messages, **common)
-    async for _ in stream:
-        pass
-    messages += [
-        {"role": "assistant", "content": None,
-         "tool_calls": [{"id": CALL.id, "type": "function",
-                         "function": {"name": CALL.name, "arguments": CALL.arguments}}]},
-        {"role": "tool", "tool_call_id": CALL.id, "content": "benchmark"},
-    ]
-    stream = await litellm.acompletion(messages=messages, **common)
-    async for _ in stream:
-        pass
+    for turn in (messages, _second_turn(messages)):
+        stream = await litellm.acompletion(messages=turn, **common)
+        async for _ in stream:
+            pass
+
+
+async def sdk_round_trip(client: Any, tools: list[dict[str, Any]],
+                         system: dict[str, Any]) -> None:
+    """The floor: the same two calls through the openai SDK, as a hand-written loop does."""
+    messages: list[dict[str, Any]] = [system, {"role": "user", "content": PROMPT}]
+    for turn in (messages, _second_turn(messages)):
+        stream = await client.chat.completions.create(
+            model="test-model", messages=turn, tools=tools, stream=True,
+            stream_options={"include_usage": True}, timeout=30)
+        async for _ in stream:
+            pass
 
 
 class ModelClock:
@@ -92,44 +109,62 @@ class ModelClock:
             self.total += time.perf_counter() - started
 
 
-async def measure_loop(runs: int, warmup: int, full: bool) -> dict[str, list[float]]:
-    """Time ``runs`` round trips through the Agent and through raw litellm.
+KINDS = ("agent, fast path", "agent, litellm", "openai SDK (floor)", "raw litellm")
 
-    ``full`` gives the agent every built-in tool module (memory, triggers, ...);
-    otherwise it has ``echo`` alone, which isolates the loop itself.
+
+async def measure_loop(runs: int, warmup: int, full: bool) -> dict[str, list[float]]:
+    """Time ``runs`` round trips of each kind (see the module's docstring), interleaved.
+
+    ``full`` gives the agents every built-in tool module (the default tools); otherwise
+    they have ``echo`` alone, which isolates the loop itself.
     """
+    from openai import AsyncOpenAI
+
     from agent_kernel.tools.core import echo
 
     litellm = llm.load_litellm()
     clock = ModelClock()
     llm.complete = clock.complete  # type: ignore[assignment]
-    times: dict[str, list[float]] = {"agent": [], "raw": [], "outside": []}
+    times: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    times.update({f"{kind}, outside llm.complete": [] for kind in KINDS[:2]})
     try:
         with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as folder, \
                 ScriptedServer() as server:
-            agent = Agent(model="openai/test-model", workspace=folder,
-                          tools=None if full else [echo], builtin_tools=full,
-                          settings=Settings(api_base=server.base_url, api_key="sk-bench"))
-            tools = agent.registry.schemas(agent.role)
-            system = agent._system_message() or {"role": "system", "content": ""}
+            # code from before the fast path (run against an older checkout) has litellm only
+            paths = (True, False) if "openai_fast_path" in Settings.__dataclass_fields__ \
+                else (False,)
+            agents = {fast: Agent(model="openai/test-model", workspace=f"{folder}/{fast}",
+                                  tools=None if full else [echo], builtin_tools=full,
+                                  settings=Settings(api_base=server.base_url, api_key="sk-bench",
+                                                    **({"openai_fast_path": fast}
+                                                       if len(paths) == 2 else {})))
+                      for fast in paths}
+            tools = agents[False].registry.schemas(agents[False].role)
+            system = agents[False]._system_message() or {"role": "system", "content": ""}
+            client = AsyncOpenAI(base_url=server.base_url, api_key="sk-bench", max_retries=0)
             for index in range(warmup + runs):
-                server.script(Message(calls=[CALL]), Message(text=ANSWER),
-                              Message(calls=[CALL]), Message(text=ANSWER))
-                order = ("agent", "raw") if index % 2 == 0 else ("raw", "agent")
+                order = KINDS[index % 4:] + KINDS[:index % 4]
                 for kind in order:
+                    if kind == KINDS[0] and True not in agents:
+                        continue
+                    server.script(Message(calls=[CALL]), Message(text=ANSWER))
                     clock.total = 0.0
                     started = time.perf_counter()
-                    if kind == "agent":
-                        result = await agent.arun(PROMPT, new=True)
+                    if kind.startswith("agent"):
+                        result = await agents[kind == KINDS[0]].arun(PROMPT, new=True)
                         if result.status != "ok" or result.tool_calls[0].result != "benchmark":
                             raise SystemExit(f"agent run failed: {result}")
+                    elif kind == KINDS[2]:
+                        await sdk_round_trip(client, tools, system)
                     else:
                         await raw_round_trip(litellm, server.base_url, tools, system)
                     elapsed = time.perf_counter() - started
                     if index >= warmup:
                         times[kind].append(elapsed * 1000)
-                        if kind == "agent":
-                            times["outside"].append((elapsed - clock.total) * 1000)
+                        if kind.startswith("agent"):
+                            times[f"{kind}, outside llm.complete"].append(
+                                (elapsed - clock.total) * 1000)
+            await client.close()
     finally:
         llm.complete = clock.original  # type: ignore[assignment]
     return times
@@ -180,38 +215,127 @@ def measure_ledger(appends: int) -> list[float]:
     return out
 
 
+PROFILE_GROUPS = (
+    ("litellm/litellm_core_utils/streaming", "litellm: its stream wrapper, per chunk"),
+    ("litellm/litellm_core_utils/litellm_logging", "litellm: its logging object"),
+    ("litellm/cost_calculator", "litellm: cost"),
+    ("litellm/utils.py", "litellm: params and model data"),
+    ("litellm/main.py", "litellm: request building"),
+    ("litellm/", "litellm: the rest"),
+    ("openai/_utils/_transform", "openai SDK: body transform"),
+    ("openai/", "openai SDK: the rest"),
+    ("httpx", "httpx / httpcore"), ("httpcore", "httpx / httpcore"),
+    ("pydantic", "pydantic"), ("asyncio", "asyncio (the event loop)"),
+    ("agent_kernel/core/redaction", "ours: redaction"),
+    ("agent_kernel/core/ledger", "ours: ledger"), ("agent_kernel/core/events", "ours: events"),
+    ("agent_kernel/engine/registry", "ours: registry, schemas, tool call"),
+    ("agent_kernel/engine/context", "ours: context window check"),
+    ("agent_kernel/engine/models", "ours: model seam"),
+    ("agent_kernel/", "ours: the rest"),
+)
+WAITS = ("poll' of 'select", "acquire' of '_thread.lock", "release' of '_thread.lock",
+         "'put' of '_queue", "start_new_thread")
+"""Where the event loop thread waits or hands work to threads: not CPU spent on a call."""
+
+
+def profile(runs: int, full: bool, fast: bool) -> None:
+    """cProfile ``runs`` agent round trips and print CPU time per round trip by owner."""
+    import cProfile
+    import pstats
+
+    from agent_kernel.tools.core import echo
+
+    async def go() -> cProfile.Profile:
+        llm.load_litellm()
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as folder, \
+                ScriptedServer() as server:
+            agent = Agent(model="openai/test-model", workspace=folder,
+                          tools=None if full else [echo], builtin_tools=full,
+                          settings=Settings(api_base=server.base_url, api_key="sk-bench",
+                                            openai_fast_path=fast))
+            profiler = cProfile.Profile()
+            for index in range(10 + runs):
+                server.script(Message(calls=[CALL]), Message(text=ANSWER))
+                if index == 10:
+                    profiler.enable()
+                await agent.arun(PROMPT, new=True)
+            profiler.disable()
+            return profiler
+
+    stats = pstats.Stats(asyncio.run(go())).stats  # type: ignore[attr-defined]
+    owners: dict[Any, str] = {}
+
+    def owner(function: Any, seen: frozenset[Any] = frozenset()) -> str:
+        """The group of a function, or of the caller that spent most in it (a builtin's or
+        the standard library's time goes to whoever called it: json.dumps to the SDK)."""
+        if function in owners:
+            return owners[function]
+        label = next((label for key, label in PROFILE_GROUPS if key in function[0]), None)
+        if label is None:
+            callers = stats[function][4] if function in stats else {}
+            ranked = sorted(callers, key=lambda c: -callers[c][3])
+            label = next((owner(c, seen | {function}) for c in ranked if c not in seen),
+                         "the standard library")
+        owners[function] = label
+        return label
+
+    spent: dict[str, float] = {}
+    for function, (_, _, own, _, _) in stats.items():
+        if function[0] == "~" and any(w in function[2] for w in WAITS):
+            continue
+        group = owner(function)
+        spent[group] = spent.get(group, 0.0) + own
+    total = sum(spent.values())
+    label = f"{'fast path' if fast else 'litellm'}, {'default tools' if full else 'echo only'}"
+    print(f"-- {label}: {total / runs * 1000:.1f} ms CPU per round trip under cProfile")
+    for owner, seconds in sorted(spent.items(), key=lambda kv: -kv[1])[:14]:
+        print(f"   {owner:42} {seconds / runs * 1000:6.2f} ms  {seconds / total:5.1%}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200, help="timed round trips of each kind")
     parser.add_argument("--warmup", type=int, default=10, help="untimed round trips first")
     parser.add_argument("--appends", type=int, default=500, help="timed ledger appends")
+    parser.add_argument("--profile", action="store_true",
+                        help="profile the agent's round trips on both paths instead")
     args = parser.parse_args(argv)
+    print(f"Python {sys.version.split()[0]}, litellm {version('litellm')}, openai "
+          f"{version('openai')}; load average {Path('/proc/loadavg').read_text().split()[:3]}")
+    if args.profile:
+        for full in (False, True):
+            for fast in (False, True):
+                profile(min(args.runs, 100), full, fast)
+        return 0
 
     ledger = measure_ledger(args.appends)
     append = statistics.median(ledger)
-    print(f"loop benchmark: {args.runs} round trips of each kind, scripted server on "
-          f"127.0.0.1, Python {sys.version.split()[0]}, litellm {version('litellm')}")
-    print(f"{'':40} {'median ms':>10} {'p95 ms':>10}")
-    print(f"{'ledger append (lock, chain, fsync)':40} {append:10.2f} "
+    print(f"loop benchmark: {args.runs} round trips of each kind, scripted server on 127.0.0.1")
+    print(f"{'':44} {'median ms':>10} {'p95 ms':>10} {'x floor':>8}")
+    print(f"{'ledger append (lock, chain, fsync)':44} {append:10.2f} "
           f"{percentile(ledger, 0.95):10.2f}")
     bare = asyncio.run(measure_bare(args.runs * 2, args.warmup))
-    print(f"{'loop alone, canned model turns':40} {statistics.median(bare):10.2f} "
+    print(f"{'loop alone, canned model turns':44} {statistics.median(bare):10.2f} "
           f"{percentile(bare, 0.95):10.2f}")
     for full in (False, True):
         times = asyncio.run(measure_loop(args.runs, args.warmup, full))
-        agent, raw, outside = times["agent"], times["raw"], times["outside"]
-        label = "all built-in tool modules" if full else "echo only (the loop itself)"
-        print(f"-- agent with {label}")
-        for name, values in (("Agent.arun, tool call -> answer", agent),
-                             ("raw litellm, the same two calls", raw),
-                             ("Agent.arun outside llm.complete", outside)):
-            print(f"{name:40} {statistics.median(values):10.2f} "
-                  f"{percentile(values, 0.95):10.2f}")
-        overhead = statistics.median(agent) - statistics.median(raw)
-        paired = statistics.median(a - r for a, r in zip(agent, raw, strict=True))
-        print(f"{'overhead: median(agent) - median(raw)':40} {overhead:10.2f}   (target < 5 ms)")
-        print(f"{'overhead: median of paired differences':40} {paired:10.2f}")
+        floor = statistics.median(times[KINDS[2]])
+        label = "the default tools" if full else "echo only (the loop itself)"
+        print(f"-- agents with {label}")
+        for name, values in times.items():
+            if not values:
+                continue
+            median = statistics.median(values)
+            ratio = f"{median / floor:8.2f}" if "outside" not in name else ""
+            print(f"{name:44} {median:10.2f} {percentile(values, 0.95):10.2f} {ratio}")
+        for kind in KINDS[:2]:
+            if not times[kind]:
+                continue
+            paired = statistics.median(a / f for a, f in zip(times[kind], times[KINDS[2]],
+                                                             strict=True))
+            print(f"{kind + ': median of paired ratios':44} {'':10} {'':10} {paired:8.2f}")
+    print(f"load average after: {Path('/proc/loadavg').read_text().split()[:3]}")
     return 0
 
 

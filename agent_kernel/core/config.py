@@ -8,10 +8,17 @@ everywhere.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 DEMO_MODEL = "demo"
+FAST_PATH_VARIABLE = "AGENT_KERNEL_OPENAI_FAST_PATH"
+"""Set to ``0`` (or ``off``, ``false``, ``no``) to send every turn through litellm's call."""
+
+
+def _switched_on(variable: str) -> bool:
+    return os.environ.get(variable, "").strip().lower() not in ("0", "off", "false", "no")
 
 
 @dataclass
@@ -32,6 +39,10 @@ class Settings:
     api_key: str | None = None
     headless_approval: str = "deny"
     extra_completion_args: dict[str, Any] = field(default_factory=dict)
+    # Send a turn to an OpenAI-API provider through the openai SDK rather than litellm's
+    # call (same errors, retries, usage and cost; see engine/models/fast_path.py). On
+    # unless set, or unless AGENT_KERNEL_OPENAI_FAST_PATH=0 (for a kernel or the CLI).
+    openai_fast_path: bool = field(default_factory=lambda: _switched_on(FAST_PATH_VARIABLE))
     # The model's context window in tokens (None: litellm's model data, else 128,000).
     context_window: int | None = None
     # Compact the conversation before a model call that would fill the window.

@@ -1,8 +1,9 @@
-"""The loop over real HTTP: litellm talks to a scripted OpenAI-compatible server on 127.0.0.1.
+"""The loop over real HTTP: a scripted OpenAI-compatible server on 127.0.0.1.
 
-Every test drives ``Agent.arun`` through litellm's own HTTP client (``api_base``),
-then checks the result, the ledger, and what the server received next (the
-tool results the model was shown).
+Every test drives ``Agent.arun`` over HTTP (``api_base``) on both model paths
+(``model_path``: litellm's own call, and the openai-SDK fast path), then checks the
+result, the ledger, and what the server received next (the tool results the model
+was shown).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ MODEL = "openai/test-model"
 
 
 @pytest.fixture
-def server():
+def server(model_path):
     with ScriptedServer() as srv:
         yield srv
         assert not srv.hook_errors, srv.hook_errors
@@ -330,7 +331,7 @@ async def test_refused_request_is_not_retried_and_does_not_raise(server, tmp_pat
     assert "401" in result.error and "bad api key" in result.error
 
 
-async def test_unreachable_server_does_not_raise(tmp_path):
+async def test_unreachable_server_does_not_raise(tmp_path, model_path):
     with ScriptedServer() as srv:
         agent = make_agent(srv, tmp_path, max_retries=1)
     result = await agent.arun("hi")  # the server is gone now
@@ -401,3 +402,175 @@ async def test_conversation_goes_on_across_runs(server, tmp_path):
     await agent.arun("three", new=True)
     contents = [m["content"] for m in server.requests[2]["messages"] if m["role"] != "system"]
     assert contents == ["three"]
+
+
+# Which path a turn takes, and what the fast path shares (issue 27).
+
+async def test_a_turn_takes_the_path_asked_for(server, tmp_path, model_path):
+    from agent_kernel.engine.models import fast_path
+
+    before = fast_path.requests_sent
+    agent = make_agent(server, tmp_path)
+    assert agent.settings.openai_fast_path is model_path.fast
+    server.script(Message(calls=[Call("echo", '{"value": "x"}')]), Message(text="done"))
+    result = await agent.arun("hi")
+    assert result.status == "ok" and len(server.requests) == 2
+    assert fast_path.requests_sent - before == (2 if model_path.fast else 0)
+    assert model_path.litellm_calls == (0 if model_path.fast else 2)
+
+
+def _same_clock(request: dict[str, Any]) -> dict[str, Any]:
+    """A request with its system prompt's time taken out (the two runs differ by seconds)."""
+    messages = [m for m in request["messages"] if m["role"] != "system"]
+    return {**request, "messages": messages}
+
+
+async def test_both_paths_send_the_same_request(tmp_path):
+    bodies: list[list[dict[str, Any]]] = []
+    for fast in (False, True):
+        with ScriptedServer() as srv:
+            agent = make_agent(srv, tmp_path / str(fast), openai_fast_path=fast, temperature=0.2,
+                               extra_completion_args={"max_tokens": 50})
+            srv.script(Message(calls=[Call("echo", '{"value": "x"}', id="call_1")]),
+                       Message(text="done"))
+            result = await agent.arun("hi")
+            assert result.status == "ok"
+            bodies.append([_same_clock(r) for r in srv.requests])
+    assert bodies[0] == bodies[1]
+    assert bodies[1][0]["temperature"] == 0.2 and bodies[1][0]["max_tokens"] == 50
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"openai_fast_path": False}, "switched off"),
+    ({"extra_completion_args": {"metadata": {"team": "x"}}}, "a key litellm handles itself"),
+])
+def test_what_the_fast_path_cannot_honour_goes_through_litellm(change, why):
+    from agent_kernel.engine.models import fast_path
+
+    plain = Settings(api_base="http://127.0.0.1:9/v1", api_key="sk-test-0123456789abcdef")
+    assert fast_path.route(MODEL, plain) is not None
+    changed = Settings(**{**plain.__dict__, **change})
+    assert fast_path.route(MODEL, changed) is None, why
+
+
+@pytest.mark.parametrize("model, fast", [
+    ("openai/test-model", True), ("gpt-4o-mini", True), ("openai/gpt-4o", True),
+    ("o3-mini", False),  # litellm rewrites an o-series model's parameters
+    ("gpt-5", False), ("anthropic/claude-sonnet-4-5", False), ("ollama/llama3.2", False),
+])
+def test_the_fast_path_is_for_what_litellm_sends_to_openai_unchanged(model, fast):
+    from agent_kernel.engine.models import fast_path
+
+    settings = Settings(api_key="sk-test-0123456789abcdef")
+    assert (fast_path.route(model, settings) is not None) is fast
+
+
+async def test_every_run_shares_one_connection_pool(tmp_path, monkeypatch):
+    from agent_kernel.engine.models import fast_path
+
+    made: list[object] = []
+    original = fast_path.client
+
+    def counted(where: fast_path.Route) -> Any:
+        made.append(original(where))
+        return made[-1]
+
+    monkeypatch.setattr(fast_path, "client", counted)
+    with ScriptedServer() as srv:
+        agents = [make_agent(srv, tmp_path / f"a{i}", openai_fast_path=True) for i in range(2)]
+        srv.script(*[Message(text=f"answer {i}", delay=0.05) for i in range(20)])
+        results = await asyncio.gather(*(agents[i % 2].arun(f"run {i}", isolated=True)
+                                         for i in range(20)))
+    assert all(r.status == "ok" for r in results)
+    assert len(made) >= 20 and len({id(c) for c in made}) == 1  # one client, one pool
+    pool = made[0]._client._transport._pool  # type: ignore[attr-defined]
+    assert pool._max_connections >= 20  # 20 runs at once need not queue for a connection
+
+
+async def test_the_key_reaches_no_repr_log_or_ledger(server, tmp_path, model_path, caplog):
+    import logging
+
+    from agent_kernel.engine.models import fast_path
+
+    key = "sk-test-0123456789abcdef"
+    agent = make_agent(server, tmp_path)
+    server.script(Message(calls=[Call("echo", '{"value": "x"}')]), Message(text="done"))
+    with caplog.at_level(logging.DEBUG):
+        result = await agent.arun("hi")
+    assert result.status == "ok"
+    where = fast_path.route(MODEL, Settings(**{**agent.settings.__dict__,
+                                               "openai_fast_path": True}))
+    assert where is not None and key not in repr(where)
+    assert key not in caplog.text
+    assert key not in (tmp_path / "ledger.jsonl").read_text()
+
+
+
+async def test_a_price_registered_after_a_run_counts_in_the_next(server, tmp_path, model_path):
+    # litellm's "no price for this model" is remembered between turns, until its table grows
+    from agent_kernel.engine.models import llm
+
+    model = f"openai/later-priced-{model_path.name.replace(' ', '-')}-model"  # one per path
+    agent = make_agent(server, tmp_path, model=model)
+    server.script(Message(text="one", usage=usage(100, 10)),
+                  Message(text="two", usage=usage(100, 10)))
+    assert (await agent.arun("hi")).cost is None
+    llm.load_litellm().register_model({model: {
+        "input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6,
+        "litellm_provider": "openai", "mode": "chat"}})
+    assert (await agent.arun("again")).cost == pytest.approx(100 * 1e-6 + 10 * 2e-6)
+
+
+def test_loading_litellm_imports_what_the_first_fast_request_would():
+    # a warm kernel's first run does not pay the SDK's chat types, the HTTP transport or
+    # the TLS context (~100 ms): litellm's load (the warm-up) does
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom agent_kernel.engine.models import fast_path, llm\n"
+            "before = {m for m in ('openai.resources.chat', 'httpcore2._async.connection_pool', "
+            "'h11') if m in sys.modules}\nllm.load_litellm()\n"
+            "print(sorted(before), 'openai.resources.chat' in sys.modules, "
+            "'httpcore2._async.connection_pool' in sys.modules, "
+            "fast_path._tls_context is not None)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.split("\n")[0] == "[] True True True", done.stdout + done.stderr
+
+
+async def test_both_paths_send_the_same_images_and_history():
+    # an image message, a turn of only tool calls and its result, as the loop sends them
+    from agent_kernel.engine.models.llm import complete
+
+    png = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+           "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+    messages: list[Any] = [
+        {"role": "system", "content": "be brief"}, {"role": "user", "content": "plot it"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "plot", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a figure"},
+        {"role": "user", "content": [{"type": "text", "text": "the figure"},
+                                     {"type": "image_url", "image_url": {"url": png}}]}]
+    from agent_kernel.engine.models import fast_path
+
+    with ScriptedServer() as srv:
+        for fast in (False, True):
+            srv.script(Message(text="a line"))
+            before = fast_path.requests_sent
+            turn = await complete(MODEL, messages, [], Settings(
+                api_base=srv.base_url, api_key="sk-test-0123456789abcdef", openai_fast_path=fast),
+                on_text=lambda _: None, on_retry=lambda *_: None)
+            assert turn.text == "a line" and fast_path.requests_sent - before == int(fast)
+        assert srv.requests[0] == srv.requests[1]
+    assert messages[2]["content"] is None  # what the loop keeps is not changed by sending it
+
+
+def test_an_ended_event_loop_leaves_no_client_behind(tmp_path):
+    # Agent.run outside a kernel runs each prompt on a new loop (asyncio.run)
+    from agent_kernel.engine.models import fast_path
+
+    with ScriptedServer() as srv:
+        agent = make_agent(srv, tmp_path, openai_fast_path=True)
+        srv.script(Message(text="one"), Message(text="two"), Message(text="three"))
+        assert [agent.run(p).reply for p in ("a", "b", "c")] == ["one", "two", "three"]
+    assert len(fast_path._clients) == 1  # the last loop's; the two before were dropped

@@ -1,5 +1,6 @@
 """Provider errors a person can act on: keys named from litellm's provider data, no retries
-for what a retry cannot fix, one request each, over litellm's real HTTP path."""
+for what a retry cannot fix, one request each, over HTTP on both model paths (litellm's
+call and the openai-SDK fast path, ``model_path``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import re
 
 import pytest
-from scripted_server import HttpError, Message, ScriptedServer
+from scripted_server import CutStream, HttpError, Message, ScriptedServer
 
 from agent_kernel import Agent, Settings
 from agent_kernel.core.events import Notice
@@ -16,7 +17,13 @@ MODEL = "openai/test-model"
 
 
 @pytest.fixture
-def server():
+def server(model_path):
+    with ScriptedServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def kernel_server():
     with ScriptedServer() as srv:
         yield srv
 
@@ -43,8 +50,9 @@ async def test_a_refused_key_is_asked_once_and_named(server, tmp_path, monkeypat
 
 
 async def test_a_missing_key_names_the_variable_and_is_not_retried(server, tmp_path,
-                                                                  monkeypatch):
+                                                                  monkeypatch, model_path):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model_path.falls_back = True  # no key anywhere: litellm words that, on both paths
     server.script(Message(text="never"))
     agent = agent_for(server, tmp_path)
     result = await agent.arun("hello")
@@ -83,8 +91,9 @@ LITELLM_BANNER = ("Give Feedback", "Get Help", "LiteLLM.Info", "_turn_on_debug",
 
 
 @pytest.mark.kernel
-def test_a_refused_key_shows_once_in_the_cell_and_once_in_the_ledger(server, run_notebook,
+def test_a_refused_key_shows_once_in_the_cell_and_once_in_the_ledger(kernel_server, run_notebook,
                                                                      output_text, tmp_path):
+    server = kernel_server
     server.script(HttpError(401, "Incorrect API key provided", forever=True))
     workspace = tmp_path / "ws"
     nb = run_notebook([
@@ -125,7 +134,9 @@ def _dead_port() -> int:
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(("model", "server"), [("ollama/llama3.2", "Ollama"),
                                                ("openai/test-model", "the model server")])
-async def test_a_server_that_is_not_running_is_one_sentence_said_once(tmp_path, model, server):
+async def test_a_server_that_is_not_running_is_one_sentence_said_once(tmp_path, model, server,
+                                                                       model_path):
+    model_path.falls_back = not model.startswith("openai/")  # ollama is litellm's alone
     port = _dead_port()
     agent = Agent(model=model, workspace=tmp_path,
                   settings=Settings(api_base=f"http://127.0.0.1:{port}", api_key="sk-x-01234567",
@@ -192,3 +203,46 @@ def test_the_cli_says_the_reason_once_when_both_streams_go_to_one_place(tmp_path
                             "openai/gpt-4o-mini", "--workspace", str(tmp_path / "ws")],
                            capture_output=True, text=True, env=env, timeout=50)
     assert "no API key for openai" in apart.stderr  # a log of its own gets the reason
+
+
+# The same failure reads the same on both model paths (issue 27).
+
+SCENARIOS = {
+    "429 then an answer": [HttpError(429, "slow down", retry_after=0.05), Message(text="ok")],
+    "500 forever": [HttpError(500, "the backend is down", forever=True)],
+    "401": [HttpError(401, "Incorrect API key provided", forever=True)],
+    "400": [HttpError(400, "bad request here", forever=True)],
+    "404": [HttpError(404, "no such model here", forever=True)],
+    "timeout": [Message(text="slow", delay=1.0), Message(text="slow", delay=1.0)],
+    "a stream cut off": [CutStream(forever=True)],
+    "a stream that ends too soon": [CutStream(abrupt=False, forever=True)],
+}
+
+
+def _timeless(text: str | None) -> str | None:
+    """Text with litellm's measured "time taken=0.31 seconds" made one figure."""
+    return re.sub(r"time taken=[\d.]+", "time taken=T", text) if text else text
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("scenario, stream", [
+    (name, stream) for name in SCENARIOS for stream in (True, False)
+    if stream or not isinstance(SCENARIOS[name][0], CutStream)])  # a cut needs a stream
+async def test_a_failure_reads_the_same_on_both_paths(tmp_path, scenario, stream):
+    from agent_kernel.engine.models import fast_path
+
+    said: list[tuple[str, str | None, list[str | None]]] = []
+    for fast in (False, True):
+        before = fast_path.requests_sent
+        with ScriptedServer() as srv:
+            srv.script(*SCENARIOS[scenario])
+            agent = agent_for(srv, tmp_path / str(fast), api_key="sk-x", max_retries=1,
+                              request_timeout=0.3, openai_fast_path=fast, stream=stream)
+            events: list[object] = []
+            agent.bus.subscribe(events.append)
+            result = await agent.arun("hello")
+            said.append((result.status, _timeless(result.error),
+                         [_timeless(e.text) for e in events if isinstance(e, Notice)]))
+            assert fast_path.requests_sent - before == (len(srv.requests) if fast else 0)
+    assert said[0] == said[1]
+    assert said[0][0] == "ok" if scenario == "429 then an answer" else said[0][0] == "error"

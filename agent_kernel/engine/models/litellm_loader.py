@@ -56,6 +56,10 @@ def load_litellm() -> Any:
             # litellm imports this on the first call with tools (seconds): do it now
             with contextlib.suppress(ImportError):
                 import litellm.responses.mcp.chat_completions_handler  # noqa: F401
+            with contextlib.suppress(Exception):  # the fast path's first request's: now
+                from agent_kernel.engine.models import fast_path
+
+                fast_path.prepare(litellm)
             _litellm = litellm
             loaded_at = time.time()
     return _litellm

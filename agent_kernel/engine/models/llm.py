@@ -13,11 +13,14 @@ tokenizer and reads the window from litellm's model data.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
+import time
 import uuid
 from typing import Any
 
 from agent_kernel.core.config import Settings
+from agent_kernel.engine.models import fast_path
 from agent_kernel.engine.models.base import (
     DEFAULT_WINDOW,
     ChatMessage,
@@ -51,7 +54,29 @@ __all__ = ["LIBRARY", "BrokenStream", "LitellmModel", "ModelTurn", "ProviderErro
 MAX_RETRY_AFTER = 60.0
 
 
+_model_data: dict[tuple[str, str, int], object] = {}
+"""What litellm's model data said of a model (its window, whether it reads images, that it
+has no price), by question, model and the size of litellm's table: looking a model up
+tries a dozen spellings of its name (about 0.5 ms, 1.5 ms for a model it does not know)
+and a turn asked up to three times; ``register_model`` grows the table, so a newly
+priced model is looked up again."""
+
+
+def _known(litellm: Any, question: str, model: str) -> object:
+    """The cached answer, or ``_model_data`` itself when there is none yet."""
+    return _model_data.get((question, model, len(litellm.model_cost)), _model_data)
+
+
+def _remember(litellm: Any, question: str, model: str, answer: object) -> None:
+    if len(_model_data) > 1000:  # many models or registrations: start over
+        _model_data.clear()
+    _model_data[(question, model, len(litellm.model_cost))] = answer
+
+
 def _cost(litellm: Any, model: str, usage: dict[str, int]) -> float | None:
+    """litellm's price of ``usage`` (None when it has none for the model)."""
+    if _known(litellm, "unpriced", model) is True:
+        return None
     try:
         prompt, completion = litellm.cost_per_token(
             model=model,
@@ -59,7 +84,8 @@ def _cost(litellm: Any, model: str, usage: dict[str, int]) -> float | None:
             completion_tokens=usage.get("completion_tokens", 0),
         )
         return float(prompt + completion)
-    except Exception:
+    except Exception:  # litellm has no price for the model: it will not have one next turn
+        _remember(litellm, "unpriced", model, True)
         return None
 
 
@@ -70,6 +96,17 @@ def _usage_dict(usage: object) -> dict[str, int]:
     return {k: int(getattr(usage, k, 0) or 0) for k in keys}
 
 
+def _asked(model: str, messages: list[ChatMessage], tools: list[ToolSchema],
+           settings: Settings) -> dict[str, Any]:
+    """What a turn asks the provider for, the same on both paths."""
+    asked = {"model": model, "messages": messages, **settings.extra_completion_args}
+    if tools:
+        asked["tools"] = tools
+    if settings.temperature is not None:
+        asked["temperature"] = settings.temperature
+    return asked
+
+
 async def _complete_once(
     model: str,
     messages: list[ChatMessage],
@@ -78,55 +115,104 @@ async def _complete_once(
     on_text: OnText,
 ) -> ModelTurn:
     litellm = load_litellm()
-    kwargs: dict[str, Any] = {
-        "model": model,
-        "messages": messages,
-        "timeout": settings.request_timeout,
-        "num_retries": 0,
-        **settings.extra_completion_args,
-    }
-    if tools:
-        kwargs["tools"] = tools
+    where = fast_path.route(model, settings)
+    if where is not None:
+        return await _complete_fast(litellm, where, model, messages, tools, settings, on_text)
+    # extra_completion_args may set litellm's own timeout and num_retries
+    kwargs = {"timeout": settings.request_timeout, "num_retries": 0,
+              **_asked(model, messages, tools, settings)}
     if settings.api_base:
         kwargs["api_base"] = settings.api_base
     if settings.api_key:
         kwargs["api_key"] = settings.api_key
-    if settings.temperature is not None:
-        kwargs["temperature"] = settings.temperature
-    turn = ModelTurn()
     if not settings.stream:
         response = await litellm.acompletion(**kwargs)
-        choice = response.choices[0]
-        turn.text = choice.message.content or ""
-        if turn.text:
-            on_text(turn.text)
-        for call in choice.message.tool_calls or []:
-            turn.tool_calls.append(
-                ToolCallRequest(call.id or f"call_{uuid.uuid4().hex[:12]}",
-                                call.function.name or "", call.function.arguments or "")
-            )
-        turn.finish_reason = choice.finish_reason
-        turn.usage = _usage_dict(getattr(response, "usage", None))
-        turn.cost = _cost(litellm, kwargs["model"], turn.usage)
+        turn = _whole_turn(response, on_text)
+        turn.cost = _cost(litellm, model, turn.usage)
         return turn
-
     stream = await litellm.acompletion(
         **kwargs, stream=True, stream_options={"include_usage": True}
     )
+    turn = await _read_stream(stream, on_text)
+    if _truncated(stream):
+        raise BrokenStream(CUT_STREAM_WORDS)
+    turn.cost = _cost(litellm, model, turn.usage)
+    return turn
+
+
+async def _complete_fast(litellm: Any, where: fast_path.Route, model: str,
+                         messages: list[ChatMessage], tools: list[ToolSchema],
+                         settings: Settings, on_text: OnText) -> ModelTurn:
+    """The same turn through the openai SDK (see :mod:`.fast_path`); failures come out as
+    the exceptions litellm raises for them."""
+    body = _asked(where.model, fast_path.as_sent(messages), tools, settings)
+    if settings.stream:
+        body.update(stream=True, stream_options={"include_usage": True})
+    started = time.time()
+    fast_path.requests_sent += 1
+    try:
+        answer = await fast_path.send(where, body, settings.request_timeout)
+    except Exception as exc:
+        raise fast_path.litellm_error(exc, model, where.model, settings.request_timeout,
+                                      started, streamed=settings.stream) from exc
+    if not settings.stream:
+        turn = _whole_turn(answer, on_text)
+    else:
+        said: list[str] = []
+
+        def heard(text: str) -> None:
+            said.append(text)
+            on_text(text)
+
+        try:
+            turn = await _read_stream(answer, heard)
+        except BrokenStream:
+            raise
+        except Exception as exc:
+            raise fast_path.litellm_error(exc, model, where.model, settings.request_timeout,
+                                          started, mid_stream=True,
+                                          generated="".join(said)) from exc
+        finally:  # a stream left unread (stopped, broken) gives its connection back
+            with contextlib.suppress(Exception):
+                await answer.close()
+    turn.cost = _cost(litellm, model, turn.usage)
+    return turn
+
+
+def _whole_turn(response: Any, on_text: OnText) -> ModelTurn:
+    """A non-streamed response as a turn (its text said at once)."""
+    choice = response.choices[0]
+    turn = ModelTurn(text=choice.message.content or "", finish_reason=choice.finish_reason)
+    if turn.text:
+        on_text(turn.text)
+    for call in choice.message.tool_calls or []:
+        turn.tool_calls.append(
+            ToolCallRequest(call.id or f"call_{uuid.uuid4().hex[:12]}",
+                            call.function.name or "", call.function.arguments or "")
+        )
+    turn.usage = _usage_dict(getattr(response, "usage", None))
+    return turn
+
+
+async def _read_stream(stream: Any, on_text: OnText) -> ModelTurn:
+    """Read a stream of chat chunks (litellm's or the SDK's) into a turn, text said live,
+    tool-call deltas gathered by index; :class:`BrokenStream` when no chunk finished it."""
+    turn = ModelTurn()
     partial: dict[int, dict[str, str]] = {}
     text_parts: list[str] = []
     async for chunk in stream:
-        usage = getattr(chunk, "usage", None)
+        usage = getattr(chunk, "usage", None)  # litellm's chunks may lack it
         if usage:
             turn.usage = _usage_dict(usage)
         if not chunk.choices:
             continue
         choice = chunk.choices[0]
         delta = choice.delta
-        if getattr(delta, "content", None):
-            text_parts.append(delta.content)
-            on_text(delta.content)
-        for call in getattr(delta, "tool_calls", None) or []:
+        content = getattr(delta, "content", None)
+        if content:
+            text_parts.append(content)
+            on_text(content)
+        for call in getattr(delta, "tool_calls", None) or ():
             index = call.index if call.index is not None else len(partial)
             slot = partial.setdefault(index, {"id": "", "name": "", "arguments": ""})
             if call.id:
@@ -138,7 +224,7 @@ async def _complete_once(
                     slot["arguments"] += call.function.arguments
         if choice.finish_reason:
             turn.finish_reason = choice.finish_reason
-    if turn.finish_reason is None or _truncated(stream):
+    if turn.finish_reason is None:
         raise BrokenStream(CUT_STREAM_WORDS)
     turn.text = "".join(text_parts)
     for index in sorted(partial):
@@ -147,7 +233,6 @@ async def _complete_once(
             ToolCallRequest(slot["id"] or f"call_{uuid.uuid4().hex[:12]}", slot["name"],
                             slot["arguments"])
         )
-    turn.cost = _cost(litellm, kwargs["model"], turn.usage)
     return turn
 
 
@@ -231,10 +316,16 @@ class LitellmModel(Model):
         does not know reads none)."""
         if settings.model_images is not None:
             return settings.model_images
+        litellm = load_litellm()
+        known = _known(litellm, "images", self.name)
+        if isinstance(known, bool):
+            return known
         try:
-            return bool(load_litellm().supports_vision(model=self.name))
+            reads = bool(litellm.supports_vision(model=self.name))
         except Exception:  # litellm raises for a model it has no data on
-            return False
+            reads = False
+        _remember(litellm, "images", self.name, reads)
+        return reads
 
     def count_tokens(self, messages: list[ChatMessage], tools: list[ToolSchema] | None = None
                      ) -> int:
@@ -247,12 +338,18 @@ class LitellmModel(Model):
         ``max_tokens``) for the model, else :data:`DEFAULT_WINDOW`. Reads no network."""
         if settings.context_window is not None:
             return settings.context_window
+        litellm = load_litellm()
+        known = _known(litellm, "window", self.name)
+        if isinstance(known, int):
+            return known
         try:
-            info = load_litellm().get_model_info(self.name)
+            info = litellm.get_model_info(self.name)
+            value = info.get("max_input_tokens") or info.get("max_tokens")
+            window = int(value) if value else DEFAULT_WINDOW
         except Exception:  # litellm does not know the model
-            return DEFAULT_WINDOW
-        value = info.get("max_input_tokens") or info.get("max_tokens")
-        return int(value) if value else DEFAULT_WINDOW
+            window = DEFAULT_WINDOW
+        _remember(litellm, "window", self.name, window)
+        return window
 
     def needs_loading(self) -> bool:
         """True until litellm is imported in this process."""
