@@ -8,9 +8,14 @@ name the first line that was changed, removed, moved or is unreadable, for
 any bytes at all: it never raises.
 
 Appends from several processes are serialised by a lock file; under the lock
-the writer finds the last complete record at the end of the file, writes one
-line and fsyncs it before the caller hears back, so a record is on disk
-before its result reaches the model. Every record a caller appends goes
+the writer finds the last complete record at the end of the file, writes the
+lines and fsyncs them before the caller hears back, so a record is on disk
+before its result reaches the model. Within one process every ``Ledger`` of a
+file shares one :class:`_Commit`: appends that arrive while a write is under
+way wait and go together in the next one (group commit: one lock, one write,
+one fsync for all of them, in the order they arrived), so twenty concurrent
+runs do not queue for twenty fsyncs nor poll each other's file lock.
+Every record a caller appends goes
 through :func:`agent_kernel.core.redaction.scrub` first, so no secret is written.
 
 The ledger heals, and only at its end. A process that died in the middle of
@@ -35,6 +40,7 @@ import hashlib
 import json
 import os
 import secrets
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -181,6 +187,58 @@ def decision_record(*, agent_id: str, run_id: str, reasoning: str,
             "decision_type": decision_type, "timestamp": now_iso()}
 
 
+class _Batch:
+    """One caller's records, waiting to be written by whoever leads the next group."""
+
+    def __init__(self, bodies: list[dict[str, object]]) -> None:
+        self.bodies = bodies
+        self.wake = threading.Event()
+        self.written = False
+        self.error: BaseException | None = None
+        self.lead = False
+        """Set by the writer before it: this caller writes the next group."""
+
+
+class _Commit:
+    """A ledger file's in-process side: its lock and the appends waiting for a write.
+
+    Shared by every :class:`Ledger` of the file in this process (a team makes an agent,
+    and so a ``Ledger``, per task), so they wait on a thread lock, in order, not on
+    each other's ``flock`` (which polls).
+    """
+
+    def __init__(self, root: Path, name: str) -> None:
+        self.lock = WorkspaceLock(root, name + ".lock")
+        self.mutex = threading.Lock()
+        self.waiting: list[_Batch] = []
+        self.writing = False
+        self.groups = 0
+        """Groups written so far (each one write and one fsync): tests read it."""
+
+
+_COMMITS: dict[str, _Commit] = {}
+_COMMITS_MUTEX = threading.Lock()
+
+
+def _commit_of(path: Path) -> _Commit:
+    key = os.path.abspath(path)
+    with _COMMITS_MUTEX:
+        commit = _COMMITS.get(key)
+        if commit is None:
+            commit = _COMMITS[key] = _Commit(path.parent, path.name)
+        return commit
+
+
+def _forget_commits() -> None:
+    """In a forked child: the parent's waiting appends and held locks are not its own."""
+    global _COMMITS_MUTEX
+    _COMMITS.clear()
+    _COMMITS_MUTEX = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_commits)
+
+
 class Ledger:
     """Append-only JSON-lines ledger with a hash chain, safe and self-healing across processes."""
 
@@ -194,7 +252,8 @@ class Ledger:
             f"{self.path.stem}.quarantine{self.path.suffix or '.jsonl'}")
         self.root = self.path.parent
         """The folder the ledger's files are opened under, never through a link below it."""
-        self._lock = WorkspaceLock(self.root, self.path.name + ".lock")
+        self._commit = _commit_of(self.path)
+        self._lock = self._commit.lock
 
     # --- writing -------------------------------------------------------------------------
 
@@ -232,26 +291,102 @@ class Ledger:
             bodies.append(body)
         if not bodies:
             return []
-        try:
-            held = self._lock.acquire()
-        except OSError as exc:
-            raise LedgerError(f"cannot lock the ledger: {exc}") from exc
-        with held:
-            fd = self._open()
-            try:
-                last, _ = self._heal(fd)
-                if len(bodies) == 1:
-                    self._write_record(fd, bodies[0], last)
-                else:
-                    lines = []
-                    for body in bodies:
-                        last = self._chain(body, last)
-                        lines.append(json.dumps(body, ensure_ascii=False,
-                                                separators=(",", ":")))
-                    self._write(fd, ("\n".join(lines) + "\n").encode("utf-8"))
-            finally:
-                os.close(fd)
+        self._submit(_Batch(bodies))
         return bodies
+
+    def _submit(self, batch: _Batch) -> None:
+        """Group commit: queue ``batch``; the first caller to find no write under way writes
+        every batch queued by then in one go, then hands the lead to the next waiting one.
+        Returns once ``batch`` is on disk (fsynced); raises what failed its group's write."""
+        commit = self._commit
+        with commit.mutex:
+            commit.waiting.append(batch)
+            lead = batch.lead = not commit.writing
+            commit.writing = True
+        if not lead:
+            try:
+                batch.wake.wait()
+            except BaseException:  # interrupted: leave the queue, never keep the lead
+                with commit.mutex:
+                    if not batch.written and batch in commit.waiting:
+                        commit.waiting.remove(batch)
+                        if batch.lead:
+                            self._pass_lead(commit)
+                raise
+            if batch.written:
+                self._raise_for(batch)
+                return
+        try:
+            with commit.mutex:
+                group, commit.waiting = commit.waiting, []
+            self._write_group(group)
+        finally:
+            with commit.mutex:
+                self._pass_lead(commit)
+        self._raise_for(batch)
+
+    @staticmethod
+    def _pass_lead(commit: _Commit) -> None:
+        """Under ``commit.mutex``: wake the first waiting caller to write the next group."""
+        if commit.waiting:
+            commit.waiting[0].lead = True
+            commit.waiting[0].wake.set()
+        else:
+            commit.writing = False
+
+    @staticmethod
+    def _raise_for(batch: _Batch) -> None:
+        error = batch.error
+        if error is not None:
+            said = str(error) if isinstance(error, (LedgerError, OSError)) else (
+                f"the write was interrupted ({type(error).__name__}); nothing was recorded")
+            raise LedgerError(said) from error
+
+    def _write_group(self, group: list[_Batch]) -> None:
+        """Under the file lock: heal, chain every batch in order, one write, one fsync; then
+        tell each caller. All or none: a failed write removes every line of the group (a
+        batch that cannot be made a line fails alone, before anything is written)."""
+        error: BaseException | None = None
+        try:
+            try:
+                held = self._lock.acquire()
+            except OSError as exc:
+                raise LedgerError(f"cannot lock the ledger: {exc}") from exc
+            with held:
+                fd = self._open()
+                try:
+                    last, _ = self._heal(fd)
+                    lines = []
+                    for batch in group:
+                        try:
+                            made, head = self._lines(batch.bodies, last)
+                        except (ValueError, TypeError, RecursionError) as exc:
+                            batch.error = LedgerError(f"a record is not JSON ({exc}); "
+                                                      "nothing was recorded")
+                            continue
+                        lines += made
+                        last = head
+                    if lines:
+                        self._write(fd, ("\n".join(lines) + "\n").encode("utf-8"))
+                finally:
+                    os.close(fd)
+            self._commit.groups += 1
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            for batch in group:
+                batch.error = batch.error or error
+                batch.written = True
+                batch.wake.set()
+
+    def _lines(self, bodies: list[dict[str, object]], last: str) -> tuple[list[str], str]:
+        """The lines of one batch chained after ``last``, and the hash of its last record."""
+        lines = []
+        for body in bodies:
+            last = self._chain(body, last)
+            lines.append(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
+        return lines, last
 
     def repair(self) -> RepairReport:
         """Move a torn or unreadable tail aside now; report damage before it, untouched.
