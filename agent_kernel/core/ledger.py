@@ -35,13 +35,15 @@ named by their SHA-256, which the record names and ``verify`` checks
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import hashlib
 import json
 import os
 import secrets
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,6 +51,7 @@ from typing import IO, Any
 
 from agent_kernel.core.ledger_blobs import (
     BLOB_DIR,
+    Blob,
     LedgerLimits,
     check_blobs,
     read_field,
@@ -188,15 +191,25 @@ def decision_record(*, agent_id: str, run_id: str, reasoning: str,
 
 
 class _Batch:
-    """One caller's records, waiting to be written by whoever leads the next group."""
+    """One caller's records, waiting to be written by whichever thread writes next."""
 
-    def __init__(self, bodies: list[dict[str, object]]) -> None:
+    def __init__(self, bodies: list[dict[str, object]],
+                 notify: Callable[[], None] | None = None) -> None:
         self.bodies = bodies
         self.wake = threading.Event()
+        self.notify = notify
+        """Called (from the writing thread) once the batch is written or failed."""
         self.written = False
         self.error: BaseException | None = None
         self.lead = False
-        """Set by the writer before it: this caller writes the next group."""
+        """A synchronous caller that found no write under way: it writes, in its thread."""
+
+    def done(self, error: BaseException | None) -> None:
+        self.error = self.error or error
+        self.written = True
+        self.wake.set()
+        if self.notify is not None:
+            self.notify()
 
 
 class _Commit:
@@ -239,6 +252,67 @@ def _forget_commits() -> None:
 os.register_at_fork(after_in_child=_forget_commits)
 
 
+INLINE_TEXT = 1024
+"""Records with less text than this are redacted on the loop (a millisecond at most);
+longer ones in a thread: redaction costs 1-2 ms per kilobyte of text, which would hold up
+everything else on the loop (objects other than JSON's go to the thread too)."""
+
+
+def _text_size(value: object, limit: int) -> int:
+    """The characters of text in ``value``, counted until ``limit`` is reached."""
+    if isinstance(value, (str, bytes, bytearray)):
+        return len(value)
+    size = 0
+    if isinstance(value, Mapping):
+        items: Iterable[object] = [*value.keys(), *value.values()]
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = value
+    else:
+        return 0 if value is None or isinstance(value, (bool, int, float)) else limit
+    for item in items:
+        size += _text_size(item, limit - size)
+        if size >= limit:
+            return size
+    return size
+
+
+class PendingAppend:
+    """Records queued with :meth:`Ledger.queue`; :meth:`written` waits for them on disk."""
+
+    def __init__(self, ledger: Ledger, bodies: list[dict[str, object]]) -> None:
+        self.ledger, self.bodies = ledger, bodies
+        self.batch: _Batch | None = None
+        self._loop = asyncio.get_running_loop()
+        self._future: asyncio.Future[None] = self._loop.create_future()
+
+    def notify(self) -> None:
+        """From the writing thread: the batch is written (or failed)."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: no one waits
+            self._loop.call_soon_threadsafe(self._settle)
+
+    def _settle(self) -> None:
+        if not self._future.done():
+            self._future.set_result(None)
+
+    async def written(self) -> list[dict[str, object]]:
+        """The records once on disk (fsynced), with their hashes; LedgerError if the write
+        failed. Cancelling the wait does not take them back: they are written anyway."""
+        if self.batch is not None:
+            await self._future
+            Ledger._raise_for(self.batch)
+        return self.bodies
+
+
+def tool_call_record(*, agent_id: str, run_id: str, tool_name: str, arguments: object,
+                     result: object, success: bool, error: str | None, duration_ms: int,
+                     timestamp: str | None = None, **context: object) -> dict[str, object]:
+    """A tool-call record with spec 001's fields, not yet written."""
+    return {"kind": "tool_call", "record_id": new_id("rec"), "agent_id": agent_id,
+            "run_id": run_id, "tool_name": tool_name, "arguments": arguments,
+            "result": result, "success": success, "error": error,
+            "timestamp": timestamp or now_iso(), "duration_ms": duration_ms, **context}
+
+
 class Ledger:
     """Append-only JSON-lines ledger with a hash chain, safe and self-healing across processes."""
 
@@ -271,68 +345,141 @@ class Ledger:
         """:meth:`append` for several records at once, chained in order: one lock, one
         write and one fsync for all of them (spec 001 writes its decision log in batches).
         All or none: a failed write removes every line of the batch."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        bodies = []
+        bodies = self._prepare(records)
+        if bodies:
+            self._wait(self._queue(bodies))
+        return bodies
+
+    def queue(self, records: Sequence[Mapping[str, object]]) -> PendingAppend:
+        """Queue ``records`` now, in this order among every append of the file, and return
+        at once: :meth:`PendingAppend.written` waits (on the loop) until they are on disk.
+        Any record appended after this call is chained after them, so once a later record
+        is on disk these are too. For a record the caller need not wait for (a team's
+        ``task_started``: its run begins meanwhile)."""
+        bodies = self._prepare(records)
+        pending = PendingAppend(self, bodies)
+        if bodies:
+            pending.batch = self._queue(bodies, pending.notify)
+        return pending
+
+    async def append_async(self, records: Sequence[Mapping[str, object]]
+                           ) -> list[dict[str, object]]:
+        """:meth:`append_many` from the loop, holding no thread while it waits: the records
+        are made here, large fields written in a thread, and the write is the group's."""
+        if _text_size(records, INLINE_TEXT) < INLINE_TEXT:
+            bodies, blobs = self._bodies(records)
+            if blobs:
+                await asyncio.to_thread(self._write_blobs, blobs)
+        else:  # redacting a long text takes milliseconds: not on the loop
+            bodies = await asyncio.to_thread(self._prepare, records)
+        if not bodies:
+            return []
+        pending = PendingAppend(self, bodies)
+        pending.batch = self._queue(bodies, pending.notify)
+        return await pending.written()
+
+    async def arecord_tool_call(self, **fields: Any) -> dict[str, Any]:
+        """:meth:`record_tool_call` from the loop (see :meth:`append_async`)."""
+        return (await self.append_async([tool_call_record(**fields)]))[0]
+
+    async def arecord_event(self, kind: str, **fields: object) -> dict[str, Any]:
+        """:meth:`record_event` from the loop (see :meth:`append_async`)."""
+        return (await self.append_async([{"kind": kind, "record_id": new_id("rec"),
+                                          **fields}]))[0]
+
+    def _bodies(self, records: Sequence[Mapping[str, object]]
+                ) -> tuple[list[dict[str, object]], list[Blob]]:
+        """Each record redacted, stamped and cut to the limits; the blobs its large fields
+        go to (not yet written)."""
+        bodies, blobs = [], []
         for record in records:
             body = scrub(record)
             body.setdefault("record_id", new_id("rec"))
             body.setdefault("timestamp", now_iso())
             try:
-                blobs = spill(body, self.limits or LIMITS)
+                blobs += spill(body, self.limits or LIMITS)
             except ValueError as exc:
                 raise LedgerError(str(exc)) from exc
-            try:
-                write_blobs(self.blob_folder, blobs)
-            except UnsafeWorkspacePath as exc:
-                raise LedgerError(f"{exc}; nothing was recorded") from exc
-            except OSError as exc:
-                raise LedgerError(f"cannot write a large field to {self.blob_folder} ({exc}); "
-                                  "nothing was recorded") from exc
             bodies.append(body)
-        if not bodies:
-            return []
-        self._submit(_Batch(bodies))
+        return bodies, blobs
+
+    def _prepare(self, records: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
+        bodies, blobs = self._bodies(records)
+        self._write_blobs(blobs)
         return bodies
 
-    def _submit(self, batch: _Batch) -> None:
-        """Group commit: queue ``batch``; the first caller to find no write under way writes
-        every batch queued by then in one go, then hands the lead to the next waiting one.
-        Returns once ``batch`` is on disk (fsynced); raises what failed its group's write."""
+    def _write_blobs(self, blobs: list[Blob]) -> None:
+        """Large fields, whole on disk before any record names them."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            write_blobs(self.blob_folder, blobs)
+        except UnsafeWorkspacePath as exc:
+            raise LedgerError(f"{exc}; nothing was recorded") from exc
+        except OSError as exc:
+            raise LedgerError(f"cannot write a large field to {self.blob_folder} ({exc}); "
+                              "nothing was recorded") from exc
+
+    # --- group commit ----------------------------------------------------------------------
+
+    def _queue(self, bodies: list[dict[str, object]],
+               notify: Callable[[], None] | None = None) -> _Batch:
+        """Put a batch in line (its place in the chain is fixed now). With no write under
+        way, a synchronous caller (no ``notify``) writes it itself in :meth:`_wait`; for
+        one on the loop a writer thread starts, so the loop never waits on the disk."""
+        batch = _Batch(bodies, notify)
         commit = self._commit
         with commit.mutex:
             commit.waiting.append(batch)
-            lead = batch.lead = not commit.writing
+            start = not commit.writing
             commit.writing = True
-        if not lead:
+        if start:
+            if notify is None:
+                batch.lead = True
+            else:
+                self._writer_thread()
+        return batch
+
+    def _writer_thread(self) -> None:
+        threading.Thread(target=self._drain, daemon=True, name="agent-kernel-ledger").start()
+
+    def _wait(self, batch: _Batch) -> None:
+        """A synchronous caller: write (when it leads) or wait until its batch is written."""
+        if batch.lead:
+            self._drain()
+        else:
             try:
                 batch.wake.wait()
-            except BaseException:  # interrupted: leave the queue, never keep the lead
-                with commit.mutex:
-                    if not batch.written and batch in commit.waiting:
-                        commit.waiting.remove(batch)
-                        if batch.lead:
-                            self._pass_lead(commit)
+            except BaseException:  # interrupted: leave the line if no write took it yet
+                self._withdraw(batch)
                 raise
-            if batch.written:
-                self._raise_for(batch)
-                return
-        try:
-            with commit.mutex:
-                group, commit.waiting = commit.waiting, []
-            self._write_group(group)
-        finally:
-            with commit.mutex:
-                self._pass_lead(commit)
         self._raise_for(batch)
 
-    @staticmethod
-    def _pass_lead(commit: _Commit) -> None:
-        """Under ``commit.mutex``: wake the first waiting caller to write the next group."""
-        if commit.waiting:
-            commit.waiting[0].lead = True
-            commit.waiting[0].wake.set()
-        else:
-            commit.writing = False
+    def _withdraw(self, batch: _Batch) -> None:
+        with self._commit.mutex:
+            if not batch.written and batch in self._commit.waiting:
+                self._commit.waiting.remove(batch)
+
+    def _drain(self) -> None:
+        """Write group after group until no one waits (each waiting caller's records go in
+        the next group: one lock, one write, one fsync)."""
+        commit = self._commit
+        while True:
+            with commit.mutex:
+                group, commit.waiting = commit.waiting, []
+                if not group:
+                    commit.writing = False
+                    return
+            try:
+                self._write_group(group)
+            except (LedgerError, OSError):
+                continue  # each caller of the group is told; the next group goes on
+            except BaseException:  # interrupted mid-write: the rest are still written
+                with commit.mutex:
+                    if commit.waiting:
+                        self._writer_thread()
+                    else:
+                        commit.writing = False
+                raise
 
     @staticmethod
     def _raise_for(batch: _Batch) -> None:
@@ -348,6 +495,7 @@ class Ledger:
         batch that cannot be made a line fails alone, before anything is written)."""
         error: BaseException | None = None
         try:
+            self.root.mkdir(parents=True, exist_ok=True)
             try:
                 held = self._lock.acquire()
             except OSError as exc:
@@ -376,9 +524,7 @@ class Ledger:
             raise
         finally:
             for batch in group:
-                batch.error = batch.error or error
-                batch.written = True
-                batch.wake.set()
+                batch.done(error)
 
     def _lines(self, bodies: list[dict[str, object]], last: str) -> tuple[list[str], str]:
         """The lines of one batch chained after ``last``, and the hash of its last record."""
@@ -507,22 +653,10 @@ class Ledger:
     ) -> dict[str, Any]:
         """Append a tool-call record with spec 001's fields (``context``: the caller's place in
         a team, such as ``role``, ``task_id`` and ``trace_id``)."""
-        return self.append(
-            {
-                "kind": "tool_call",
-                "record_id": new_id("rec"),
-                "agent_id": agent_id,
-                "run_id": run_id,
-                "tool_name": tool_name,
-                "arguments": arguments,
-                "result": result,
-                "success": success,
-                "error": error,
-                "timestamp": timestamp or now_iso(),
-                "duration_ms": duration_ms,
-                **context,
-            }
-        )
+        return self.append(tool_call_record(
+            agent_id=agent_id, run_id=run_id, tool_name=tool_name, arguments=arguments,
+            result=result, success=success, error=error, duration_ms=duration_ms,
+            timestamp=timestamp, **context))
 
     def record_decision(
         self, *, agent_id: str, run_id: str, reasoning: str, decision_type: str
