@@ -100,7 +100,8 @@ def gaps(arrivals: list[tuple[float, str]], role: str) -> list[float]:
 
 
 async def hop_cost(hops: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as tmp, StampedServer(hops) as server:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp, \
+            StampedServer(hops) as server:
         agent = Agent(model=MODEL, workspace=Path(tmp) / "plain", role="worker",
                       settings=settings(server), system_prompt="You are a Worker.")
         for i in range(hops):
@@ -119,7 +120,8 @@ async def hop_cost(hops: int) -> dict[str, float]:
 
 
 async def throughput(tasks: int, workers: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as tmp, StampedServer(tasks) as server:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp, \
+            StampedServer(tasks) as server:
         team = Team(model=MODEL, workspace=Path(tmp), settings=settings(server),
                     limits=TeamLimits(max_workers=workers, max_delegations=tasks))
         result = await team.arun("go")
@@ -213,7 +215,7 @@ async def loop_alone(runs: int, rounds: int) -> dict[str, float]:
         return ModelTurn(text="done")
 
     out = {"sequential": 0.0, "concurrent": 0.0}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         agents = [Agent(model=FunctionModel(canned, name="canned"), workspace=tmp,
                         tools=[echo], builtin_tools=False, agent_id=f"agent-{i}")
                   for i in range(runs)]
@@ -245,7 +247,7 @@ async def concurrent(runs: int, rounds: int) -> dict[str, float]:
         assert server.stdout is not None
         base_url = f"http://127.0.0.1:{int(server.stdout.readline())}/v1"
         chosen = Settings(api_base=base_url, api_key="sk-bench")
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
             agents = [Agent(model=MODEL, workspace=tmp, tools=[echo], builtin_tools=False,
                             settings=chosen, agent_id=f"agent-{i}") for i in range(runs)]
             tools = agents[0].registry.schemas(None)

@@ -40,10 +40,12 @@ import base64
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import secrets
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -76,6 +78,7 @@ from agent_kernel.core.redaction import REDACTED as REDACTED  # re-exported for 
 from agent_kernel.core.redaction import scrub
 from agent_kernel.core.safe_open import UnsafeWorkspacePath, WorkspaceLock, open_fd
 
+log = logging.getLogger(__name__)
 LEDGER_FILE = "ledger.jsonl"
 REPAIRED = "ledger_repaired"
 REPAIR_HINT = "`python -m agent_kernel verify --repair` moves it aside"
@@ -242,11 +245,25 @@ def _commit_of(path: Path) -> _Commit:
         return commit
 
 
+_WRITERS: ThreadPoolExecutor | None = None
+
+
+def _writers() -> ThreadPoolExecutor:
+    """The threads that write what the loop queued (appends from the loop wait in none)."""
+    global _WRITERS
+    with _COMMITS_MUTEX:
+        if _WRITERS is None:
+            _WRITERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="agent-kernel-ledger")
+        return _WRITERS
+
+
 def _forget_commits() -> None:
-    """In a forked child: the parent's waiting appends and held locks are not its own."""
-    global _COMMITS_MUTEX
+    """In a forked child: the parent's waiting appends, held locks and threads are not its
+    own."""
+    global _COMMITS_MUTEX, _WRITERS
     _COMMITS.clear()
     _COMMITS_MUTEX = threading.Lock()
+    _WRITERS = None
 
 
 os.register_at_fork(after_in_child=_forget_commits)
@@ -378,11 +395,17 @@ class Ledger:
         pending.batch = self._queue(bodies, pending.notify)
         return await pending.written()
 
-    async def arecord_tool_call(self, **fields: Any) -> dict[str, Any]:
+    async def arecord_tool_call(self, *, agent_id: str, run_id: str, tool_name: str,
+                                arguments: object, result: object, success: bool,
+                                error: str | None, duration_ms: int, **context: object
+                                ) -> dict[str, object]:
         """:meth:`record_tool_call` from the loop (see :meth:`append_async`)."""
-        return (await self.append_async([tool_call_record(**fields)]))[0]
+        return (await self.append_async([{**tool_call_record(
+            agent_id=agent_id, run_id=run_id, tool_name=tool_name, arguments=arguments,
+            result=result, success=success, error=error, duration_ms=duration_ms),
+            **context}]))[0]
 
-    async def arecord_event(self, kind: str, **fields: object) -> dict[str, Any]:
+    async def arecord_event(self, kind: str, **fields: object) -> dict[str, object]:
         """:meth:`record_event` from the loop (see :meth:`append_async`)."""
         return (await self.append_async([{"kind": kind, "record_id": new_id("rec"),
                                           **fields}]))[0]
@@ -440,7 +463,18 @@ class Ledger:
         return batch
 
     def _writer_thread(self) -> None:
-        threading.Thread(target=self._drain, daemon=True, name="agent-kernel-ledger").start()
+        """Have one of the process's ledger writer threads drain the line (two threads,
+        made once: starting a thread waits for it to run, which the loop must not)."""
+        try:
+            _writers().submit(self._drain_logged)
+        except RuntimeError:  # the interpreter is shutting down: a thread of its own
+            threading.Thread(target=self._drain_logged, daemon=True).start()
+
+    def _drain_logged(self) -> None:
+        try:
+            self._drain()
+        except BaseException:  # told to every caller already; the writer thread goes on
+            log.exception("the ledger writer was interrupted")
 
     def _wait(self, batch: _Batch) -> None:
         """A synchronous caller: write (when it leads) or wait until its batch is written."""

@@ -130,3 +130,54 @@ def test_two_processes_of_four_threads_each_leave_one_chain_in_order(tmp_path: P
             mine = [r["value"] for r in records
                     if r["agent_id"] == name and r["thread"] == thread]
             assert mine == list(range(150))  # each caller's records in its own order
+
+
+async def test_appends_from_the_loop_hold_no_thread_while_they_wait(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Twenty runs' records waiting on one write leave the loop's thread pool free (one
+    worker here): before, each waited in a pool thread and the pool (6 threads on two
+    cores) queued everything else behind them."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    loop = asyncio.get_running_loop()
+    pool = ThreadPoolExecutor(max_workers=1)
+    loop.set_default_executor(pool)
+    ledger = Ledger(tmp_path / LEDGER_FILE)
+    make_lines = Ledger._lines
+    holding, release = threading.Event(), threading.Event()
+
+    def held(self: Ledger, bodies: list[dict[str, object]], last: str
+             ) -> tuple[list[str], str]:
+        if bodies[0].get("agent_id") == "first":
+            holding.set()
+            assert release.wait(30)
+        return make_lines(self, bodies, last)
+
+    monkeypatch.setattr(Ledger, "_lines", held)
+    first = asyncio.ensure_future(ledger.arecord_event("note", agent_id="first"))
+    while not holding.is_set():  # the writer thread is inside the first write
+        await asyncio.sleep(0.005)
+    waiting = [asyncio.ensure_future(ledger.arecord_tool_call(
+        agent_id=f"run-{i}", run_id=f"run_{i}", tool_name="echo", arguments={"value": i},
+        result=i, success=True, error=None, duration_ms=0)) for i in range(20)]
+    await asyncio.sleep(0)
+    # the one pool thread is free (a guard against a hang, not a timing)
+    assert await asyncio.wait_for(loop.run_in_executor(None, lambda: "free"), 30) == "free"
+    release.set()
+    made = await asyncio.gather(first, *waiting)
+    assert [r["agent_id"] for r in ledger.records()] == [m["agent_id"] for m in made]
+    assert ledger.verify().ok and ledger.verify().count == 21
+    pool.shutdown()
+
+
+async def test_a_queued_record_is_chained_before_everything_appended_after_it(
+        tmp_path: Path) -> None:
+    """A team's ``task_started`` is queued, not awaited: the run's records still follow it."""
+    ledger = Ledger(tmp_path / LEDGER_FILE)
+    pending = ledger.queue([{"kind": "task_started", "task_id": "t1"}])
+    after = await ledger.arecord_event("tool_call", task_id="t1")
+    [started] = await pending.written()
+    assert after["prev_hash"] == started["hash"]
+    assert [r["kind"] for r in ledger.records()] == ["task_started", "tool_call"]
+    assert ledger.verify().ok
