@@ -14,7 +14,9 @@ before its result reaches the model. Within one process every ``Ledger`` of a
 file shares one :class:`_Commit`: appends that arrive while a write is under
 way wait and go together in the next one (group commit: one lock, one write,
 one fsync for all of them, in the order they arrived), so twenty concurrent
-runs do not queue for twenty fsyncs nor poll each other's file lock.
+runs do not queue for twenty fsyncs nor poll each other's file lock. From
+the loop, :meth:`Ledger.append_async` waits on a future, not in a thread, and
+:meth:`Ledger.queue` fixes a record's place in the chain without waiting.
 Every record a caller appends goes
 through :func:`agent_kernel.core.redaction.scrub` first, so no secret is written.
 
@@ -275,19 +277,24 @@ longer ones in a thread: redaction costs 1-2 ms per kilobyte of text, which woul
 everything else on the loop (objects other than JSON's go to the thread too)."""
 
 
-def _text_size(value: object, limit: int) -> int:
-    """The characters of text in ``value``, counted until ``limit`` is reached."""
+def _text_size(value: object, limit: int, depth: int = 0) -> int:
+    """The characters of text in ``value``, counted until ``limit`` is reached (deep or
+    foreign values count as ``limit``: the thread handles them)."""
     if isinstance(value, (str, bytes, bytearray)):
         return len(value)
-    size = 0
+    if value is None or isinstance(value, (bool, int, float)):
+        return 0
+    if depth >= 8:
+        return limit
     if isinstance(value, Mapping):
         items: Iterable[object] = [*value.keys(), *value.values()]
-    elif isinstance(value, (list, tuple, set, frozenset)):
+    elif isinstance(value, (list, tuple)):
         items = value
     else:
-        return 0 if value is None or isinstance(value, (bool, int, float)) else limit
+        return limit
+    size = 0
     for item in items:
-        size += _text_size(item, limit - size)
+        size += _text_size(item, limit - size, depth + 1)
         if size >= limit:
             return size
     return size

@@ -181,3 +181,18 @@ async def test_a_queued_record_is_chained_before_everything_appended_after_it(
     assert after["prev_hash"] == started["hash"]
     assert [r["kind"] for r in ledger.records()] == ["task_started", "tool_call"]
     assert ledger.verify().ok
+
+
+def test_which_records_are_redacted_on_the_loop() -> None:
+    """Small plain records inline; long text, deep nesting, cycles and objects in a thread."""
+    from agent_kernel.core.ledger import INLINE_TEXT, _text_size
+
+    small = [{"kind": "tool_call", "result": "ok", "n": 3}]
+    assert _text_size(small, INLINE_TEXT) == 22  # keys count too
+    assert _text_size([{"result": "x" * 5000}], INLINE_TEXT) >= INLINE_TEXT
+    looped: dict[str, object] = {}
+    looped["self"] = looped
+    assert _text_size([looped], INLINE_TEXT) >= INLINE_TEXT
+    assert _text_size([{"value": object()}], INLINE_TEXT) >= INLINE_TEXT
+    assert _text_size([{"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": "x"}}}}}}}}],
+                      INLINE_TEXT) >= INLINE_TEXT
