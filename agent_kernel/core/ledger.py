@@ -8,9 +8,16 @@ name the first line that was changed, removed, moved or is unreadable, for
 any bytes at all: it never raises.
 
 Appends from several processes are serialised by a lock file; under the lock
-the writer finds the last complete record at the end of the file, writes one
-line and fsyncs it before the caller hears back, so a record is on disk
-before its result reaches the model. Every record a caller appends goes
+the writer finds the last complete record at the end of the file, writes the
+lines and fsyncs them before the caller hears back, so a record is on disk
+before its result reaches the model. Within one process every ``Ledger`` of a
+file shares one :class:`_Commit`: appends that arrive while a write is under
+way wait and go together in the next one (group commit: one lock, one write,
+one fsync for all of them, in the order they arrived), so twenty concurrent
+runs do not queue for twenty fsyncs nor poll each other's file lock. From
+the loop, :meth:`Ledger.append_async` waits on a future, not in a thread, and
+:meth:`Ledger.queue` fixes a record's place in the chain without waiting.
+Every record a caller appends goes
 through :func:`agent_kernel.core.redaction.scrub` first, so no secret is written.
 
 The ledger heals, and only at its end. A process that died in the middle of
@@ -30,12 +37,17 @@ named by their SHA-256, which the record names and ``verify`` checks
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import hashlib
 import json
+import logging
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,6 +55,7 @@ from typing import IO, Any
 
 from agent_kernel.core.ledger_blobs import (
     BLOB_DIR,
+    Blob,
     LedgerLimits,
     check_blobs,
     read_field,
@@ -67,6 +80,7 @@ from agent_kernel.core.redaction import REDACTED as REDACTED  # re-exported for 
 from agent_kernel.core.redaction import scrub
 from agent_kernel.core.safe_open import UnsafeWorkspacePath, WorkspaceLock, open_fd
 
+log = logging.getLogger(__name__)
 LEDGER_FILE = "ledger.jsonl"
 REPAIRED = "ledger_repaired"
 REPAIR_HINT = "`python -m agent_kernel verify --repair` moves it aside"
@@ -181,6 +195,148 @@ def decision_record(*, agent_id: str, run_id: str, reasoning: str,
             "decision_type": decision_type, "timestamp": now_iso()}
 
 
+class _Batch:
+    """One caller's records, waiting to be written by whichever thread writes next."""
+
+    def __init__(self, bodies: list[dict[str, object]],
+                 notify: Callable[[], None] | None = None) -> None:
+        self.bodies = bodies
+        self.wake = threading.Event()
+        self.notify = notify
+        """Called (from the writing thread) once the batch is written or failed."""
+        self.written = False
+        self.error: BaseException | None = None
+        self.lead = False
+        """A synchronous caller that found no write under way: it writes, in its thread."""
+
+    def done(self, error: BaseException | None) -> None:
+        self.error = self.error or error
+        self.written = True
+        self.wake.set()
+        if self.notify is not None:
+            self.notify()
+
+
+class _Commit:
+    """A ledger file's in-process side: its lock and the appends waiting for a write.
+
+    Shared by every :class:`Ledger` of the file in this process (a team makes an agent,
+    and so a ``Ledger``, per task), so they wait on a thread lock, in order, not on
+    each other's ``flock`` (which polls).
+    """
+
+    def __init__(self, root: Path, name: str) -> None:
+        self.lock = WorkspaceLock(root, name + ".lock")
+        self.mutex = threading.Lock()
+        self.waiting: list[_Batch] = []
+        self.writing = False
+        self.groups = 0
+        """Groups written so far (each one write and one fsync): tests read it."""
+
+
+_COMMITS: dict[str, _Commit] = {}
+_COMMITS_MUTEX = threading.Lock()
+
+
+def _commit_of(path: Path) -> _Commit:
+    key = os.path.abspath(path)
+    with _COMMITS_MUTEX:
+        commit = _COMMITS.get(key)
+        if commit is None:
+            commit = _COMMITS[key] = _Commit(path.parent, path.name)
+        return commit
+
+
+_WRITERS: ThreadPoolExecutor | None = None
+
+
+def _writers() -> ThreadPoolExecutor:
+    """The threads that write what the loop queued (appends from the loop wait in none)."""
+    global _WRITERS
+    with _COMMITS_MUTEX:
+        if _WRITERS is None:
+            _WRITERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="agent-kernel-ledger")
+        return _WRITERS
+
+
+def _forget_commits() -> None:
+    """In a forked child: the parent's waiting appends, held locks and threads are not its
+    own."""
+    global _COMMITS_MUTEX, _WRITERS
+    _COMMITS.clear()
+    _COMMITS_MUTEX = threading.Lock()
+    _WRITERS = None
+
+
+os.register_at_fork(after_in_child=_forget_commits)
+
+
+INLINE_TEXT = 1024
+"""Records with less text than this are redacted on the loop (a millisecond at most);
+longer ones in a thread: redaction costs 1-2 ms per kilobyte of text, which would hold up
+everything else on the loop (objects other than JSON's go to the thread too)."""
+
+
+def _text_size(value: object, limit: int, depth: int = 0) -> int:
+    """The characters of text in ``value``, counted until ``limit`` is reached (deep or
+    foreign values count as ``limit``: the thread handles them)."""
+    if isinstance(value, (str, bytes, bytearray)):
+        return len(value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return 0
+    if depth >= 8:
+        return limit
+    if isinstance(value, Mapping):
+        items: Iterable[object] = [*value.keys(), *value.values()]
+    elif isinstance(value, (list, tuple)):
+        items = value
+    else:
+        return limit
+    size = 0
+    for item in items:
+        size += _text_size(item, limit - size, depth + 1)
+        if size >= limit:
+            return size
+    return size
+
+
+class PendingAppend:
+    """Records queued with :meth:`Ledger.queue`; :meth:`written` waits for them on disk."""
+
+    def __init__(self, ledger: Ledger, bodies: list[dict[str, object]]) -> None:
+        self.ledger, self.bodies = ledger, bodies
+        self.batch: _Batch | None = None
+        self._loop = asyncio.get_running_loop()
+        self._future: asyncio.Future[None] = self._loop.create_future()
+
+    def notify(self) -> None:
+        """From the writing thread: the batch is written (or failed)."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: no one waits
+            self._loop.call_soon_threadsafe(self._settle)
+
+    def _settle(self) -> None:
+        if not self._future.done():
+            self._future.set_result(None)
+
+    async def written(self) -> list[dict[str, object]]:
+        """The records once on disk (fsynced), with their hashes; LedgerError if the write
+        failed. Cancelling the wait does not take them back: they are written anyway."""
+        if self.batch is not None:
+            await self._future
+            Ledger._raise_for(self.batch)
+        return self.bodies
+
+
+def tool_call_record(*, agent_id: str, run_id: str, tool_name: str, arguments: object,
+                     result: object, success: bool, error: str | None, duration_ms: int,
+                     timestamp: str | None = None, **context: object) -> dict[str, object]:
+    """A tool-call record with spec 001's fields, not yet written."""
+    return {"kind": "tool_call", "record_id": new_id("rec"), "agent_id": agent_id,
+            "run_id": run_id, "tool_name": tool_name, "arguments": arguments,
+            "result": result, "success": success, "error": error,
+            "timestamp": timestamp or now_iso(), "duration_ms": duration_ms, **context}
+
+
 class Ledger:
     """Append-only JSON-lines ledger with a hash chain, safe and self-healing across processes."""
 
@@ -194,7 +350,8 @@ class Ledger:
             f"{self.path.stem}.quarantine{self.path.suffix or '.jsonl'}")
         self.root = self.path.parent
         """The folder the ledger's files are opened under, never through a link below it."""
-        self._lock = WorkspaceLock(self.root, self.path.name + ".lock")
+        self._commit = _commit_of(self.path)
+        self._lock = self._commit.lock
 
     # --- writing -------------------------------------------------------------------------
 
@@ -212,46 +369,211 @@ class Ledger:
         """:meth:`append` for several records at once, chained in order: one lock, one
         write and one fsync for all of them (spec 001 writes its decision log in batches).
         All or none: a failed write removes every line of the batch."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        bodies = []
+        bodies = self._prepare(records)
+        if bodies:
+            self._wait(self._queue(bodies))
+        return bodies
+
+    def queue(self, records: Sequence[Mapping[str, object]]) -> PendingAppend:
+        """Queue ``records`` now, in this order among every append of the file, and return
+        at once: :meth:`PendingAppend.written` waits (on the loop) until they are on disk.
+        Any record appended after this call is chained after them, so once a later record
+        is on disk these are too. For a record the caller need not wait for (a team's
+        ``task_started``: its run begins meanwhile)."""
+        bodies = self._prepare(records)
+        pending = PendingAppend(self, bodies)
+        if bodies:
+            pending.batch = self._queue(bodies, pending.notify)
+        return pending
+
+    async def append_async(self, records: Sequence[Mapping[str, object]]
+                           ) -> list[dict[str, object]]:
+        """:meth:`append_many` from the loop, holding no thread while it waits: the records
+        are made here, large fields written in a thread, and the write is the group's."""
+        if _text_size(records, INLINE_TEXT) < INLINE_TEXT:
+            bodies, blobs = self._bodies(records)
+            if blobs:
+                await asyncio.to_thread(self._write_blobs, blobs)
+        else:  # redacting a long text takes milliseconds: not on the loop
+            bodies = await asyncio.to_thread(self._prepare, records)
+        if not bodies:
+            return []
+        pending = PendingAppend(self, bodies)
+        pending.batch = self._queue(bodies, pending.notify)
+        return await pending.written()
+
+    async def arecord_tool_call(self, *, agent_id: str, run_id: str, tool_name: str,
+                                arguments: object, result: object, success: bool,
+                                error: str | None, duration_ms: int, **context: object
+                                ) -> dict[str, object]:
+        """:meth:`record_tool_call` from the loop (see :meth:`append_async`)."""
+        return (await self.append_async([{**tool_call_record(
+            agent_id=agent_id, run_id=run_id, tool_name=tool_name, arguments=arguments,
+            result=result, success=success, error=error, duration_ms=duration_ms),
+            **context}]))[0]
+
+    async def arecord_event(self, kind: str, **fields: object) -> dict[str, object]:
+        """:meth:`record_event` from the loop (see :meth:`append_async`)."""
+        return (await self.append_async([{"kind": kind, "record_id": new_id("rec"),
+                                          **fields}]))[0]
+
+    def _bodies(self, records: Sequence[Mapping[str, object]]
+                ) -> tuple[list[dict[str, object]], list[Blob]]:
+        """Each record redacted, stamped and cut to the limits; the blobs its large fields
+        go to (not yet written)."""
+        bodies, blobs = [], []
         for record in records:
             body = scrub(record)
             body.setdefault("record_id", new_id("rec"))
             body.setdefault("timestamp", now_iso())
             try:
-                blobs = spill(body, self.limits or LIMITS)
+                blobs += spill(body, self.limits or LIMITS)
             except ValueError as exc:
                 raise LedgerError(str(exc)) from exc
-            try:
-                write_blobs(self.blob_folder, blobs)
-            except UnsafeWorkspacePath as exc:
-                raise LedgerError(f"{exc}; nothing was recorded") from exc
-            except OSError as exc:
-                raise LedgerError(f"cannot write a large field to {self.blob_folder} ({exc}); "
-                                  "nothing was recorded") from exc
             bodies.append(body)
-        if not bodies:
-            return []
-        try:
-            held = self._lock.acquire()
-        except OSError as exc:
-            raise LedgerError(f"cannot lock the ledger: {exc}") from exc
-        with held:
-            fd = self._open()
-            try:
-                last, _ = self._heal(fd)
-                if len(bodies) == 1:
-                    self._write_record(fd, bodies[0], last)
-                else:
-                    lines = []
-                    for body in bodies:
-                        last = self._chain(body, last)
-                        lines.append(json.dumps(body, ensure_ascii=False,
-                                                separators=(",", ":")))
-                    self._write(fd, ("\n".join(lines) + "\n").encode("utf-8"))
-            finally:
-                os.close(fd)
+        return bodies, blobs
+
+    def _prepare(self, records: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
+        bodies, blobs = self._bodies(records)
+        self._write_blobs(blobs)
         return bodies
+
+    def _write_blobs(self, blobs: list[Blob]) -> None:
+        """Large fields, whole on disk before any record names them."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            write_blobs(self.blob_folder, blobs)
+        except UnsafeWorkspacePath as exc:
+            raise LedgerError(f"{exc}; nothing was recorded") from exc
+        except OSError as exc:
+            raise LedgerError(f"cannot write a large field to {self.blob_folder} ({exc}); "
+                              "nothing was recorded") from exc
+
+    # --- group commit ----------------------------------------------------------------------
+
+    def _queue(self, bodies: list[dict[str, object]],
+               notify: Callable[[], None] | None = None) -> _Batch:
+        """Put a batch in line (its place in the chain is fixed now). With no write under
+        way, a synchronous caller (no ``notify``) writes it itself in :meth:`_wait`; for
+        one on the loop a writer thread starts, so the loop never waits on the disk."""
+        batch = _Batch(bodies, notify)
+        commit = self._commit
+        with commit.mutex:
+            commit.waiting.append(batch)
+            start = not commit.writing
+            commit.writing = True
+        if start:
+            if notify is None:
+                batch.lead = True
+            else:
+                self._writer_thread()
+        return batch
+
+    def _writer_thread(self) -> None:
+        """Have one of the process's ledger writer threads drain the line (two threads,
+        made once: starting a thread waits for it to run, which the loop must not)."""
+        try:
+            _writers().submit(self._drain_logged)
+        except RuntimeError:  # the interpreter is shutting down: a thread of its own
+            threading.Thread(target=self._drain_logged, daemon=True).start()
+
+    def _drain_logged(self) -> None:
+        try:
+            self._drain()
+        except BaseException:  # told to every caller already; the writer thread goes on
+            log.exception("the ledger writer was interrupted")
+
+    def _wait(self, batch: _Batch) -> None:
+        """A synchronous caller: write (when it leads) or wait until its batch is written."""
+        if batch.lead:
+            self._drain()
+        else:
+            try:
+                batch.wake.wait()
+            except BaseException:  # interrupted: leave the line if no write took it yet
+                self._withdraw(batch)
+                raise
+        self._raise_for(batch)
+
+    def _withdraw(self, batch: _Batch) -> None:
+        with self._commit.mutex:
+            if not batch.written and batch in self._commit.waiting:
+                self._commit.waiting.remove(batch)
+
+    def _drain(self) -> None:
+        """Write group after group until no one waits (each waiting caller's records go in
+        the next group: one lock, one write, one fsync)."""
+        commit = self._commit
+        while True:
+            with commit.mutex:
+                group, commit.waiting = commit.waiting, []
+                if not group:
+                    commit.writing = False
+                    return
+            try:
+                self._write_group(group)
+            except (LedgerError, OSError):
+                continue  # each caller of the group is told; the next group goes on
+            except BaseException:  # interrupted mid-write: the rest are still written
+                with commit.mutex:
+                    if commit.waiting:
+                        self._writer_thread()
+                    else:
+                        commit.writing = False
+                raise
+
+    @staticmethod
+    def _raise_for(batch: _Batch) -> None:
+        error = batch.error
+        if error is not None:
+            said = str(error) if isinstance(error, (LedgerError, OSError)) else (
+                f"the write was interrupted ({type(error).__name__}); nothing was recorded")
+            raise LedgerError(said) from error
+
+    def _write_group(self, group: list[_Batch]) -> None:
+        """Under the file lock: heal, chain every batch in order, one write, one fsync; then
+        tell each caller. All or none: a failed write removes every line of the group (a
+        batch that cannot be made a line fails alone, before anything is written)."""
+        error: BaseException | None = None
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            try:
+                held = self._lock.acquire()
+            except OSError as exc:
+                raise LedgerError(f"cannot lock the ledger: {exc}") from exc
+            with held:
+                fd = self._open()
+                try:
+                    last, _ = self._heal(fd)
+                    lines = []
+                    for batch in group:
+                        try:
+                            made, head = self._lines(batch.bodies, last)
+                        except (ValueError, TypeError, RecursionError) as exc:
+                            batch.error = LedgerError(f"a record is not JSON ({exc}); "
+                                                      "nothing was recorded")
+                            continue
+                        lines += made
+                        last = head
+                    if lines:
+                        self._write(fd, ("\n".join(lines) + "\n").encode("utf-8"))
+                finally:
+                    os.close(fd)
+            self._commit.groups += 1
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            for batch in group:
+                batch.done(error)
+
+    def _lines(self, bodies: list[dict[str, object]], last: str) -> tuple[list[str], str]:
+        """The lines of one batch chained after ``last``, and the hash of its last record."""
+        lines = []
+        for body in bodies:
+            last = self._chain(body, last)
+            lines.append(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
+        return lines, last
 
     def repair(self) -> RepairReport:
         """Move a torn or unreadable tail aside now; report damage before it, untouched.
@@ -372,22 +694,10 @@ class Ledger:
     ) -> dict[str, Any]:
         """Append a tool-call record with spec 001's fields (``context``: the caller's place in
         a team, such as ``role``, ``task_id`` and ``trace_id``)."""
-        return self.append(
-            {
-                "kind": "tool_call",
-                "record_id": new_id("rec"),
-                "agent_id": agent_id,
-                "run_id": run_id,
-                "tool_name": tool_name,
-                "arguments": arguments,
-                "result": result,
-                "success": success,
-                "error": error,
-                "timestamp": timestamp or now_iso(),
-                "duration_ms": duration_ms,
-                **context,
-            }
-        )
+        return self.append(tool_call_record(
+            agent_id=agent_id, run_id=run_id, tool_name=tool_name, arguments=arguments,
+            result=result, success=success, error=error, duration_ms=duration_ms,
+            timestamp=timestamp, **context))
 
     def record_decision(
         self, *, agent_id: str, run_id: str, reasoning: str, decision_type: str

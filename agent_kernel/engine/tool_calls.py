@@ -330,8 +330,8 @@ async def finish(
     ledger cannot hold must not reach the model as if it had been recorded.
     """
     try:
-        record = await asyncio.to_thread(
-            agent.ledger.record_tool_call, agent_id=agent.agent_id, run_id=run_id,
+        record = await agent.ledger.arecord_tool_call(  # no thread held while it waits
+            agent_id=agent.agent_id, run_id=run_id,
             tool_name=call.name, arguments=arguments, result=result,
             success=error is None, error=error, duration_ms=duration_ms,
             **getattr(agent, "ledger_fields", {}),

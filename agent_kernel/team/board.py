@@ -172,16 +172,44 @@ class TaskBoard:
     # -- the ledger ---------------------------------------------------------------------
     async def record(self, kind: str, task: Task, **fields: object) -> None:
         """Write a task's record (its place in the tree included); a failure is a notice."""
-        body = task_record(task, **fields)
         if self.ledger is None:
             return
         try:
-            made = await asyncio.to_thread(self.ledger.record_event, kind, **body)
+            [made] = await self.ledger.append_async([self._body(kind, task, fields)])
         except Exception as exc:
-            self.bus.emit(Notice(task.run_id or "team", f"The ledger could not record "
-                                 f"{kind} of {task.id}: {exc}", level="error"))
+            self._not_recorded(kind, task, exc)
             return
         self.bus.emit(LedgerRecorded(task.run_id or "team", made))
+
+    def record_queued(self, kind: str, task: Task, **fields: object) -> None:
+        """Queue a task's record in the ledger now and go on without waiting for the disk:
+        every record written after this call (the task's run's) is chained after it, so it
+        is on disk before any of them is. Its event, or a failure's notice, follows."""
+        if self.ledger is None:
+            return
+        try:
+            pending = self.ledger.queue([self._body(kind, task, fields)])
+        except Exception as exc:
+            self._not_recorded(kind, task, exc)
+            return
+
+        async def told() -> None:
+            try:
+                [made] = await pending.written()
+            except Exception as exc:
+                self._not_recorded(kind, task, exc)
+                return
+            self.bus.emit(LedgerRecorded(task.run_id or "team", made))
+
+        self.spawn(told())
+
+    @staticmethod
+    def _body(kind: str, task: Task, fields: dict[str, object]) -> dict[str, object]:
+        return {"kind": kind, "record_id": new_id("rec"), **task_record(task, **fields)}
+
+    def _not_recorded(self, kind: str, task: Task, exc: Exception) -> None:
+        self.bus.emit(Notice(task.run_id or "team", f"The ledger could not record "
+                             f"{kind} of {task.id}: {exc}", level="error"))
 
     def record_now(self, kind: str, task: Task, **fields: object) -> None:
         """Write a task's record from plain code; a failure is logged and the caller goes on."""
@@ -255,7 +283,9 @@ class TaskLife:
         try:
             if self.saved:
                 board.store.save(task)
-            await board.record("task_started", task, **self.started_fields())
+            # queued, not awaited: the run starts now, and every record it writes is
+            # chained after this one (so on disk after it)
+            board.record_queued("task_started", task, **self.started_fields())
             if task.id in board.stopping:  # stopped before its run began
                 raise asyncio.CancelledError
             result = await self.run()

@@ -146,17 +146,19 @@ def test_every_blob_is_whole_on_disk_before_its_record_is_written(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ledger = Ledger(tmp_path / LEDGER_FILE, limits=SMALL)
     seen: list[str] = []
-    write_record = Ledger._write_record
+    make_lines = Ledger._lines  # where records are chained into lines, under the lock
 
-    def checked(self: Ledger, fd: int, body: dict[str, Any], prev_hash: str) -> dict[str, Any]:
-        for entry in body.get("blobs", {}).values():
-            data = (self.blob_folder / entry["blob"]).read_bytes()
-            assert hashlib.sha256(data).hexdigest() == entry["blob"]
-            seen.append(entry["blob"])
+    def checked(self: Ledger, bodies: list[dict[str, Any]], last: str
+                ) -> tuple[list[str], str]:
+        for body in bodies:
+            for entry in body.get("blobs", {}).values():
+                data = (self.blob_folder / entry["blob"]).read_bytes()
+                assert hashlib.sha256(data).hexdigest() == entry["blob"]
+                seen.append(entry["blob"])
         assert not [p for p in self.blob_folder.iterdir() if p.name.startswith(PARTIAL_PREFIX)]
-        return write_record(self, fd, body, prev_hash)
+        return make_lines(self, bodies, last)
 
-    monkeypatch.setattr(Ledger, "_write_record", checked)
+    monkeypatch.setattr(Ledger, "_lines", checked)
     record = call(ledger, "x" * 100_000)
     assert seen == [record["blobs"]["result"]["blob"]]
 
@@ -392,7 +394,7 @@ DIES_BEFORE_THE_RECORD = textwrap.dedent("""
     from agent_kernel.core.ledger import Ledger
     def die(*args):
         os.kill(os.getpid(), signal.SIGKILL)
-    Ledger._write_record = die
+    Ledger._lines = die  # where the records become lines, after the blobs are written
     Ledger(sys.argv[1]).record_event("big", payload="y" * 1_000_000)
 """)
 
