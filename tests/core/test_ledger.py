@@ -69,7 +69,7 @@ def test_log_decision_records(tmp_path):
     assert (decision["agent_id"], decision["run_id"]) == ("decider", result.run_id)
     assert decision["reasoning"] == "waiting for calmer markets"
     assert decision["decision_type"] == "other"
-    call = result.tool_calls[0]
+    call = next(c for c in result.tool_calls if c.tool_name == "log_decision")
     assert call.result["decision_id"] == decision["decision_id"]
     assert agent.ledger.verify().ok
 

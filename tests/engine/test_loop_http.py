@@ -445,12 +445,12 @@ async def test_both_paths_send_the_same_request(tmp_path):
     ({"extra_completion_args": {"metadata": {"team": "x"}}}, "a key litellm handles itself"),
 ])
 def test_what_the_fast_path_cannot_honour_goes_through_litellm(change, why):
-    from agent_kernel.engine.models import fast_path
+    from agent_kernel.engine.models import fast_path, llm
 
     plain = Settings(api_base="http://127.0.0.1:9/v1", api_key="sk-test-0123456789abcdef")
-    assert fast_path.route(MODEL, plain) is not None
+    assert fast_path.route(MODEL, plain, llm.load_litellm()) is not None
     changed = Settings(**{**plain.__dict__, **change})
-    assert fast_path.route(MODEL, changed) is None, why
+    assert fast_path.route(MODEL, changed, llm.load_litellm()) is None, why
 
 
 @pytest.mark.parametrize("model, fast", [
@@ -459,10 +459,10 @@ def test_what_the_fast_path_cannot_honour_goes_through_litellm(change, why):
     ("gpt-5", False), ("anthropic/claude-sonnet-4-5", False), ("ollama/llama3.2", False),
 ])
 def test_the_fast_path_is_for_what_litellm_sends_to_openai_unchanged(model, fast):
-    from agent_kernel.engine.models import fast_path
+    from agent_kernel.engine.models import fast_path, llm
 
     settings = Settings(api_key="sk-test-0123456789abcdef")
-    assert (fast_path.route(model, settings) is not None) is fast
+    assert (fast_path.route(model, settings, llm.load_litellm()) is not None) is fast
 
 
 async def test_every_run_shares_one_connection_pool(tmp_path, monkeypatch):
@@ -490,7 +490,7 @@ async def test_every_run_shares_one_connection_pool(tmp_path, monkeypatch):
 async def test_the_key_reaches_no_repr_log_or_ledger(server, tmp_path, model_path, caplog):
     import logging
 
-    from agent_kernel.engine.models import fast_path
+    from agent_kernel.engine.models import fast_path, llm
 
     key = "sk-test-0123456789abcdef"
     agent = make_agent(server, tmp_path)
@@ -499,7 +499,7 @@ async def test_the_key_reaches_no_repr_log_or_ledger(server, tmp_path, model_pat
         result = await agent.arun("hi")
     assert result.status == "ok"
     where = fast_path.route(MODEL, Settings(**{**agent.settings.__dict__,
-                                               "openai_fast_path": True}))
+                                               "openai_fast_path": True}), llm.load_litellm())
     assert where is not None and key not in repr(where)
     assert key not in caplog.text
     assert key not in (tmp_path / "ledger.jsonl").read_text()

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 
 from agent_kernel.core.config import Settings
 from agent_kernel.engine.models.base import ChatMessage
-from agent_kernel.engine.models.litellm_loader import load_litellm
 
 if TYPE_CHECKING:
     import ssl
@@ -78,13 +77,12 @@ class Route:
         return f"Route(model={self.model!r}, base_url={self.base_url!r})"
 
 
-def _openai_model(model: str, api_base: str | None, litellm: Any = None) -> str | None:
-    """The name litellm sends for ``model`` when its plain OpenAI handler serves it, else None
-    (``litellm`` given while it is still loading)."""
+def _openai_model(model: str, api_base: str | None, litellm: Any) -> str | None:
+    """The name ``litellm`` sends for ``model`` when its plain OpenAI handler serves it, else
+    None."""
     key = (model, api_base)
     if key in _eligible:
         return _eligible[key]
-    litellm = litellm or load_litellm()
     name: str | None = None
     try:
         from litellm.llms.openai.chat.gpt_transformation import (
@@ -114,14 +112,14 @@ def _callbacks(litellm: Any) -> bool:
         "_async_success_callback", "_async_failure_callback", "_async_input_callback"))
 
 
-def route(model: str, settings: Settings) -> Route | None:
-    """The fast path's route for ``model``, or None when the turn goes through litellm."""
+def route(model: str, settings: Settings, litellm: Any) -> Route | None:
+    """The fast path's route for ``model``, or None when the turn goes through ``litellm``
+    (given by the caller, loaded: this module never imports the loader)."""
     if not settings.openai_fast_path or not PLAIN_ARGS.issuperset(settings.extra_completion_args):
         return None
-    name = _openai_model(model, settings.api_base)
+    name = _openai_model(model, settings.api_base, litellm)
     if name is None:
         return None
-    litellm = load_litellm()
     if _callbacks(litellm) or litellm.headers:
         return None
     # where litellm's OpenAI branch looks, in its order

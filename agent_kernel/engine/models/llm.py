@@ -115,7 +115,7 @@ async def _complete_once(
     on_text: OnText,
 ) -> ModelTurn:
     litellm = load_litellm()
-    where = fast_path.route(model, settings)
+    where = fast_path.route(model, settings, litellm)
     if where is not None:
         return await _complete_fast(litellm, where, model, messages, tools, settings, on_text)
     # extra_completion_args may set litellm's own timeout and num_retries
