@@ -8,7 +8,10 @@ subshell while the cell blocks). For each question it takes the time in the
 page right before the button's click event and the time the agent resumed
 with the answer (the ``QuestionAnswered`` event, emitted right after the
 waiting ``ask`` returns), both on this machine's clock, and reports the
-differences. Run: ``python benchmarks/click_latency.py [--rounds 20]``.
+differences. Beside it, in the same page and interleaved (one before each question),
+the floor: a bare ipywidgets button whose kernel handler only notes the time, clicked
+with the kernel idle: a click's trip from the page to a kernel callback with nothing of
+ours on the way. Run: ``python benchmarks/click_latency.py [--rounds 20]``.
 """
 
 from __future__ import annotations
@@ -34,11 +37,24 @@ m.current().agent.bus.subscribe(
 """
 
 
+FLOOR = """
+import time, ipywidgets
+floor_at = []
+_floor = ipywidgets.Button(description="floor")
+_floor.add_class("bench-floor")
+_floor.on_click(lambda _: floor_at.append(time.time()))
+_floor
+"""
+FLOOR_CELL = 2
+
+
 def cells(rounds: int) -> list[str]:
-    """The benchmark notebook: load, subscribe, ``rounds`` questions, report."""
+    """The benchmark notebook: load, subscribe, the floor's button, ``rounds`` questions,
+    report."""
     asks = ["%agent ask me to choose between tea or coffee" if i % 2 == 0 else
             "%%agent --wait\nask me to choose between tea or coffee" for i in range(rounds)]
-    return ["%load_ext agent_kernel", SETUP, *asks, "print('ANSWERED', json.dumps(answered_at))"]
+    return ["%load_ext agent_kernel", SETUP, FLOOR, *asks,
+            "print('ANSWERED', json.dumps(answered_at)); print('FLOOR', json.dumps(floor_at))"]
 
 
 def summarize(values: list[float]) -> dict[str, float]:
@@ -63,7 +79,7 @@ def main() -> int:
     try:
         write_notebook(lab, "latency.ipynb", cells(args.rounds))
         report = drive(lab, "latency.ipynb", "latency", base / "shots", rounds=args.rounds,
-                       timeout=60 + 30 * args.rounds)
+                       timeout=60 + 30 * args.rounds, floor_cell=FLOOR_CELL)
     finally:
         lab.stop()
     if report["errors"]:
@@ -78,6 +94,14 @@ def main() -> int:
         by_mode.setdefault(click["mode"], []).append(at * 1000 - click["clicked_at"])
     results = {mode: summarize(values) for mode, values in by_mode.items()}
     results["all"] = summarize([v for values in by_mode.values() for v in values])
+    floor_at = json.loads(report["kernel"].split("FLOOR ", 1)[1].splitlines()[0])
+    if len(floor_at) != len(report["floor_clicks"]):
+        print(f"{len(report['floor_clicks'])} floor clicks but {len(floor_at)} handled",
+              file=sys.stderr)
+        return 1
+    results["floor: bare widget click"] = summarize(
+        [at * 1000 - clicked for clicked, at in zip(report["floor_clicks"], floor_at,
+                                                    strict=True)])
     print(json.dumps({"click_to_resume": results, "target_ms": 100,
                       "lab_ready_s": round(lab.extra.get("ready_seconds", 0), 1)}, indent=2))
     print("\n| mode | n | median | p90 | max |\n|---|---|---|---|---|")

@@ -4,6 +4,8 @@ Each figure comes from a fresh Python process (no warm imports):
 
 * ``load_ext``: ``%load_ext agent_kernel`` in a new IPython shell (median of N runs), and which
   heavy modules it pulled in (litellm, lancedb and ipywidgets must not be among them);
+* the floor, interleaved with it (one fresh process each, in turn): ``%load_ext autoreload``,
+  IPython's own extension, loaded the same way in the same kind of fresh shell;
 * ``first text, cold``: from ``%load_ext`` to the first ``TextDelta`` of ``what can you do?`` on the
   demo model, started at once (the demo needs no litellm, so none is imported);
 * ``first text, warm``: the same for a second run in the same process.
@@ -29,12 +31,13 @@ if CORE_ONLY:
     import agent_kernel.notebook.magics
     agent_kernel.notebook.magics.MAGIC_MODULES = ()
 t = time.perf_counter()
-shell.run_line_magic("load_ext", "agent_kernel")
+shell.run_line_magic("load_ext", EXTENSION)
 elapsed = time.perf_counter() - t
-import agent_kernel.engine.models.litellm_loader as llm
 heavy = [m for m in ("lancedb", "ipywidgets") if m in sys.modules]
-if llm._litellm is not None:
-    heavy.append("litellm")
+if EXTENSION == "agent_kernel":
+    import agent_kernel.engine.models.litellm_loader as llm
+    if llm._litellm is not None:
+        heavy.append("litellm")
 print(json.dumps({"load_ext_ms": elapsed * 1000, "heavy": heavy}), flush=True)
 import os
 os._exit(0)  # do not wait for (or tear down under) the background warm-up imports
@@ -70,8 +73,9 @@ os._exit(0)
 """
 
 
-def fresh(code: str, env: dict[str, str], core_only: bool = False) -> dict:
-    code = f"CORE_ONLY = {core_only}\n" + code
+def fresh(code: str, env: dict[str, str], core_only: bool = False,
+          extension: str = "agent_kernel") -> dict:
+    code = f"CORE_ONLY = {core_only}\nEXTENSION = {extension!r}\n" + code
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          check=True, timeout=300)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -84,14 +88,22 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="agent-kernel-bench-")
     env = dict(os.environ, IPYTHONDIR=os.path.join(tmp, "ipython"),
                AGENT_KERNEL_WORKSPACE=os.path.join(tmp, "ws"), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    floor: list[float] = []
     for core_only in (True, False):
-        loads = [fresh(LOAD_EXT, env, core_only) for _ in range(args.runs)]
+        loads = []
+        for _ in range(args.runs):
+            floor.append(fresh(LOAD_EXT, env, extension="autoreload")["load_ext_ms"])
+            loads.append(fresh(LOAD_EXT, env, core_only))
         times = sorted(r["load_ext_ms"] for r in loads)
         what = "core magics only (MAGIC_MODULES=())" if core_only else "with feature modules"
         print(f"%load_ext agent_kernel, {what}: median {statistics.median(times):.0f} ms "
               f"(min {times[0]:.0f}, max {times[-1]:.0f}, {args.runs} fresh processes)")
         heavy = sorted({name for r in loads for name in r["heavy"]})
         print(f"  heavy modules imported by %load_ext (main thread): {heavy or 'none'}")
+    floor.sort()
+    print(f"floor, %load_ext autoreload (IPython's own), interleaved: median "
+          f"{statistics.median(floor):.1f} ms (min {floor[0]:.1f}, max {floor[-1]:.1f}, "
+          f"{len(floor)} fresh processes)")
     runs = [fresh(FIRST_TEXT, env) for _ in range(max(3, args.runs // 2))]
     cold = sorted(r["cold_ms"] for r in runs)
     warm = sorted(r["warm_ms"] for r in runs)

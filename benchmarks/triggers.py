@@ -36,13 +36,10 @@ from jupyter_client.manager import start_new_kernel
 SETUP = """
 %load_ext agent_kernel
 import asyncio, time, json
-from agent_kernel import litellm_loader as llm, state
+from agent_kernel.tools.core import state
 from agent_kernel.notebook.magics import current
 from agent_kernel.triggers import scheduler_for
 triggers = scheduler_for(current().agent)
-while llm._litellm is None:  # the first run must not measure the provider's import
-    llm.load_litellm()
-    await asyncio.sleep(0.1)
 
 @state("bench_slow")
 async def _bench_slow():
