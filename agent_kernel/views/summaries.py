@@ -316,7 +316,19 @@ def _sent(_arguments: Mapping[str, object], result: object) -> str | None:
     return f"could not send the message to {who} {where}".rstrip()
 
 
+def _found(arguments: Mapping[str, object], result: object) -> str | None:
+    """``brought in the schedule tools`` (``find_tools``: which groups it added to the run)."""
+    if not isinstance(result, str):
+        return None
+    groups = re.match(r"Offered from now on in this run \(([a-z, ]+)\)", result)
+    if groups is None:
+        return f"found no tools for “{_short(str(arguments.get('query') or ''), 60)}”"
+    names = [g.strip() for g in groups.group(1).split(",") if g.strip()]
+    return f"brought in the {' and '.join(names)} tools"
+
+
 SUMMARISERS: dict[str, Summariser] = {
+    "find_tools": _found,
     "bash": _bash,
     "run_command": _bash,
     "url_fetch": _fetched,

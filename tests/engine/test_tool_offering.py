@@ -199,3 +199,16 @@ async def test_the_demo_searches_once_and_falls_back_when_nothing_is_found(tmp_p
     assert [c.tool_name for c in result.tool_calls] == ["find_tools"]
     assert "No tool you may use matches" in str(result.tool_calls[0].result)
     assert result.ok and "offline demo model" in result.reply
+
+
+def test_the_card_says_which_tools_a_search_brought_in_in_words(tmp_path: Path) -> None:
+    from agent_kernel.views.summaries import summarise
+
+    agent = Agent(workspace=tmp_path)
+    result = agent.run("remind me in 10 minutes to stretch")
+    call = next(c for c in result.tool_calls if c.tool_name == "find_tools")
+    line = summarise("find_tools", call.arguments, call.result, success=True, duration_ms=None)
+    assert line == "brought in the schedule tools"
+    missed = find(agent, "run_x", "zzqx")
+    assert summarise("find_tools", {"query": "zzqx"}, missed, success=True,
+                     duration_ms=3) == "found no tools for “zzqx” · 3 ms"
