@@ -405,7 +405,7 @@ def ak_team(base_url: str, folder: Path, max_workers: int) -> Delegation:
                                f"{result.error or result.reply}")
         check(result.reply, TOP_DONE, "ak-team")
     return Delegation(f"agent-kernel Team (Teller → Planner → Worker, max_workers={max_workers})",
-                      family, "Teller 3, Planner 2, Worker 2", run, overhead=5)
+                      family, "Teller 3, Planner 1, Worker 2", run, overhead=4)
 
 
 def delegation_contenders(base_url: str, folder: Path) -> list[Delegation]:

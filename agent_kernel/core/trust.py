@@ -272,10 +272,31 @@ def load_key(*, create: bool, workspace: Path | None = None) -> bytes | None:
     return _read_key(path)
 
 
+_remembered: tuple[Path, tuple[int, ...]] | None = None
+"""The key file :func:`remember_key` last read, and what ``lstat`` said of it then."""
+
+
 def remember_key() -> None:
-    """Load this user's key, if there is one, so redaction masks it in this process."""
+    """Load this user's key, if there is one, so redaction masks it in this process.
+
+    Read once per key file: every ``Agent`` calls this (a team makes one per task), and
+    while ``lstat`` of the key's path says the same file, unchanged (device, inode, size,
+    mode, owner, links, modification and change times), the key it holds is already
+    masked. A new, rotated, moved or touched key file is read again."""
+    global _remembered
     with contextlib.suppress(TrustError):
-        load_key(create=False)
+        path = key_path()
+        try:
+            info = os.lstat(path)
+        except OSError:
+            load_key(create=False)
+            return
+        seen = (info.st_dev, info.st_ino, info.st_size, info.st_mode, info.st_uid,
+                info.st_nlink, info.st_mtime_ns, info.st_ctime_ns)
+        if _remembered == (path, seen):
+            return
+        if load_key(create=False) is not None:
+            _remembered = (path, seen)
 
 
 def rotate_key() -> Path:

@@ -111,6 +111,16 @@ def _say_retry(emit: Callable[[Any], None], run_id: str, attempt: int, delay: fl
                 level="warning"))
 
 
+def _all_closing(turn: TurnState, records: list[ToolCallRecord], calls: int) -> str | None:
+    """Why the run ends after this response, when every one of its ``calls`` asked it to
+    (:meth:`ToolContext.end_run_if_all`) and succeeded; else None."""
+    if not turn.closing or len(records) != calls:
+        return None
+    if all(r.success and r.call_id in turn.closing for r in records):
+        return turn.closing[records[0].call_id]
+    return None
+
+
 def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:
     for key, value in usage.items():
         total[key] = total.get(key, 0) + int(value)
@@ -351,9 +361,11 @@ class Agent:
                 failure = next((o for o in outcomes if isinstance(o, BaseException)), None)
                 if failure is not None:
                     raise failure
-                if turn_state.ended_by and not refused:
+                ended_by = turn_state.ended_by or _all_closing(turn_state, records,
+                                                               len(turn.tool_calls))
+                if ended_by and not refused:
                     result.reply, result.status = turn.text, "ok"
-                    result.ended_by = turn_state.ended_by
+                    result.ended_by = ended_by
                     break
                 if refused:
                     result.status = "limit"

@@ -101,6 +101,9 @@ class TurnState:
     """The trigger that started the run (None for a person's prompt)."""
     ended_by: str | None = None
     """Set by :meth:`ToolContext.end_run`: the run ends once these calls are answered."""
+    closing: dict[str, str] = field(default_factory=dict)
+    """Call id → why, set by :meth:`ToolContext.end_run_if_all`: the run ends once these
+    calls are answered if every call of the response is here and succeeded."""
 
 
 @dataclass
@@ -134,6 +137,14 @@ class ToolContext:
         """End the run once this response's tool calls are answered, without another model
         call (``ask_user`` in a team, ``wait_for_message``); ``why`` names the tool."""
         self.turn.ended_by = why
+
+    def end_run_if_all(self, why: str) -> None:
+        """End the run after this response if every one of its calls asks the same and
+        succeeds: nothing is left for another model call to do (a Planner's response of
+        delegations alone, whose Workers start when its run ends). A response that mixes
+        in any other call, or whose calls fail, goes on as usual."""
+        if self.call_id is not None:
+            self.turn.closing[self.call_id] = why
 
     async def ask(
         self,

@@ -113,10 +113,10 @@ ROLES = {
         "back, answer the person concisely in Markdown." + _NOW)),
     PLANNER: Role(PLANNER, 600.0, (
         "You are the Planner of a team of agents. Split the task you are given into "
-        "independent pieces of work and call delegate once for each, with a self-contained "
-        "prompt and a priority from 0 to 10 (higher runs first). Workers start them when your "
-        "run ends and their results go back with your final text, so end with a one-line "
-        "summary of the plan." + _NOW)),
+        "independent pieces of work and call delegate once for each, all in one response, "
+        "with a self-contained prompt and a priority from 0 to 10 (higher runs first); say "
+        "the plan in one line in that response's text. A response of delegations alone ends "
+        "your run: the Workers start then, and their results go back with that line." + _NOW)),
     WORKER: Role(WORKER, 900.0, (
         "You are a Worker in a team of agents. Do the one task you are given with your tools, "
         "then end with its result as your final answer: it goes back to whoever asked."

@@ -370,10 +370,14 @@ class Supervisor:
             if ended_well:
                 task.status = "queued"
                 self.board.queues[WORKER].push(task)
-                self.board.store.save(task)
             else:
                 self.board.end(task, "cancelled", f"its Planner's run ended: {planner.status}")
         self.dispatch()
+        # A task that started at once is saved as running when its run begins; only one
+        # that waits for a Worker is saved as queued (docs/team.md, "What a restart reads").
+        for task in held:
+            if task.status == "queued":
+                self.board.store.save(task)
 
     # -- cancelling and listing ---------------------------------------------------------
     def cancel(self, task_id: str) -> bool:

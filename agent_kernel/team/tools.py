@@ -51,6 +51,9 @@ async def delegate(
 ) -> dict[str, str]:
     """Delegate a task: the Teller's go to the Planner, the Planner's to Workers.
 
+    Planner: delegate every piece in one response; a response of delegations alone ends
+    your run there (its text is your summary) and the Workers start.
+
     Args:
         prompt: The task, self-contained: the one who does it sees nothing else.
         type: oneshot (default) or conditional (runs each time condition fires). Planner only.
@@ -61,7 +64,7 @@ async def delegate(
         timeout: Seconds the task may take; null for its role's default.
         traceId: Optional id tying this task and all work under it together.
     """
-    from agent_kernel.team.roles import TELLER
+    from agent_kernel.team.roles import PLANNER, TELLER
 
     team, agent = team_member(
         ctx, ToolError("delegate works only inside a team (agent_kernel.Team)"))
@@ -84,6 +87,8 @@ async def delegate(
                               "timeout": timeout, "trace_id": traceId}
     if kind == "oneshot":
         task = team.delegate(agent, ctx.run_id, prompt, **fields)
+        if agent.role == PLANNER:  # a response of delegations alone ends the Planner's run
+            ctx.end_run_if_all("delegate")
         return {"taskId": task.id}
     assert condition is not None  # checked above: a conditional delegation names one
     return {"taskId": await _conditional(team, agent, ctx, prompt, condition, fields)}

@@ -148,10 +148,11 @@ def three_levels(role: str, body: dict[str, Any]) -> Message:
             return Message(calls=[delegate("compare Paris and Rome for a trip")])
         return Message(text="Done." if "Paris and Rome" in json.dumps(body) else "On it.")
     if role == PLANNER:
-        if said["role"] == "user":
-            return Message(calls=[delegate("research Rome", priority=3),
+        if said["role"] == "user":  # delegations alone: the Planner's run ends with them
+            return Message(text="Plan: one Worker per city.",
+                           calls=[delegate("research Rome", priority=3),
                                   delegate("research Paris", priority=7)])
-        return Message(text="Plan: one Worker per city.")
+        return Message(text="a second Planner call, which a delegations-only turn never needs")
     city = first_prompt(body).split()[-1]
     if said["role"] == "user":
         return Message(calls=[Call("write_file", json.dumps(
@@ -176,6 +177,8 @@ async def test_three_levels_each_hop_recorded_by_its_agent_and_role(three_level_
     [planner] = result.tree["children"]
     assert (planner["role"], planner["status"], planner["result"]) == (
         PLANNER, "ok", "Plan: one Worker per city.")
+    # its one response was all delegations: its run ended there, with that response's text
+    assert len(three_level_server.by_role(PLANNER)) == 1
     workers = planner["children"]
     assert [(w["prompt"], w["priority"], w["status"], w["result"]) for w in workers] == [
         ("research Rome", 3, "ok", "Rome: notes written"),
@@ -336,9 +339,10 @@ async def test_teller_priority_refused_and_a_delegation_loop_stopped(tmp_path):
             if said["role"] == "tool" and said["content"].startswith("Error"):
                 return Message(calls=[delegate("do it")])
             return Message(text="answered")
-        if role == PLANNER:  # a loop: one more step after every result
-            steps = sum(1 for m in body["messages"] if m["role"] == "tool")
-            return Message(calls=[delegate(f"step {steps}")])
+        if role == PLANNER:  # a loop: one more step after every result (a turn that also
+            # lists tasks is not delegations alone, so the run goes on)
+            steps = sum(1 for m in body["messages"] if m["role"] == "tool") // 2
+            return Message(calls=[delegate(f"step {steps}"), Call("list_tasks", "{}")])
         return Message(text="step done")
 
     with RoleModel(script) as server:

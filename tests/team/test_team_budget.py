@@ -73,20 +73,21 @@ def teller_answers_first(respond: Respond) -> Respond:
 async def test_tree_token_budget_stops_the_tree_mid_work(tmp_path):
     with RoleModel(teller_answers_first(two_workers)) as server:
         team = make_team(server, tmp_path / "ws", max_workers=1,
-                         limits=TeamLimits(max_workers=1, max_tree_tokens=450))
+                         limits=TeamLimits(max_workers=1, max_tree_tokens=350))
         errors: list[RunError] = []
         team.bus.subscribe(lambda e: errors.append(e) if isinstance(e, RunError) else None)
         result = await team.arun("compare two cities")
         assert not server.hook_errors, server.hook_errors
 
-    message = ("Token budget spent: this task tree used 500 tokens of its 450; the run "
+    message = ("Token budget spent: this task tree used 400 tokens of its 350; the run "
                "stops (TeamLimits.max_tree_tokens)")
     assert (result.status, result.error) == ("limit", message)
     assert str(result) == f"[limit] {message}"
-    # Teller and Planner twice each, the first Worker once: then no model call is made
-    assert sorted(role_of(b) for b in server.requests) == [PLANNER, PLANNER, TELLER, TELLER,
+    # Teller twice, Planner once (its delegations end its run), the first Worker once:
+    # then no model call is made
+    assert sorted(role_of(b) for b in server.requests) == [PLANNER, TELLER, TELLER,
                                                            WORKER]
-    assert result.usage["tokens"] == 500 and result.usage["calls"] == 5
+    assert result.usage["tokens"] == 400 and result.usage["calls"] == 4
     assert result.usage["cost"] is None  # litellm knows no price for the scripted model
 
     [planner] = result.tree["children"]
@@ -102,7 +103,7 @@ async def test_tree_token_budget_stops_the_tree_mid_work(tmp_path):
 
     [record] = budget_records(team)
     assert record["trace_id"] == result.tree["trace_id"]
-    assert (record["budget"], record["used"], record["limit"]) == ("max_tree_tokens", 500, 450)
+    assert (record["budget"], record["used"], record["limit"]) == ("max_tree_tokens", 400, 350)
     assert record["message"] == message
     finished = {r["task_id"]: r for r in team.ledger.records() if r["kind"] == "task_finished"}
     assert finished[second["id"]]["status"] == "limit"
@@ -224,16 +225,16 @@ async def test_fresh_trace_ids_do_not_start_a_fresh_tree_budget(tmp_path):
     task, so a Teller and a Planner naming new trace ids still spend the one budget."""
     with RoleModel(teller_answers_first(fresh_trace_ids)) as server:
         team = make_team(server, tmp_path / "ws", max_workers=1,
-                         limits=TeamLimits(max_workers=1, max_tree_tokens=450))
+                         limits=TeamLimits(max_workers=1, max_tree_tokens=350))
         result = await team.arun("compare two cities")
         assert not server.hook_errors, server.hook_errors
 
-    message = ("Token budget spent: this task tree used 500 tokens of its 450; the run "
+    message = ("Token budget spent: this task tree used 400 tokens of its 350; the run "
                "stops (TeamLimits.max_tree_tokens)")
     assert (result.status, result.error) == ("limit", message)
-    assert sorted(role_of(b) for b in server.requests) == [PLANNER, PLANNER, TELLER, TELLER,
+    assert sorted(role_of(b) for b in server.requests) == [PLANNER, TELLER, TELLER,
                                                            WORKER]
-    assert result.usage["tokens"] == 500
+    assert result.usage["tokens"] == 400
     [planner] = result.tree["children"]
     assert planner["trace_id"] == "trace-teller-new" != result.tree["trace_id"]
     first, second = sorted(planner["children"], key=lambda t: -t["priority"])

@@ -54,11 +54,12 @@ def respond(role: str, body: dict[str, Any]) -> Message:
             return Message(text=f"Teller by itself: {said['content']}")
         return Message(text="Delegated.")
     if role == PLANNER:
-        if said["role"] == "user":
-            return Message(calls=[Call("delegate", json.dumps({"prompt": f"research {c}",
+        if said["role"] == "user":  # delegations alone: the Planner's run ends with them
+            return Message(text="Plan: one Worker per city.",
+                           calls=[Call("delegate", json.dumps({"prompt": f"research {c}",
                                                                "priority": p}))
                                   for c, p in (("Rome", 3), ("Paris", 7))])
-        return Message(text="Plan: one Worker per city.")
+        return Message(text="a second Planner call, which a delegations-only turn never needs")
     city = first.split()[-1]
     if said["role"] == "user":
         return Message(calls=[Call("write_file", json.dumps(

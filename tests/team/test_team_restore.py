@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripted_server import Message
+from scripted_server import Call, Message
 from test_team import RoleModel, RoleServer, delegate, first_prompt, last, make_team
 
 from agent_kernel.core.ledger import Ledger
@@ -86,8 +86,9 @@ class Killing:
             if said["role"] == "user":
                 return Message(calls=[delegate(j, priority=p) for j, p in WORKER_JOBS])
             return Message(text="A planned")
-        if role == PLANNER and said["role"] == "user":
-            return Message(calls=[delegate(f"held {n}", priority=9) for n in (1, 2)])
+        if role == PLANNER and said["role"] == "user":  # not delegations alone: it goes on
+            return Message(calls=[*(delegate(f"held {n}", priority=9) for n in (1, 2)),
+                                  Call("list_tasks", "{}")])
         inside = self.planner_inside if role == PLANNER else self.worker_inside
         inside.set()
         self.release.wait(60)

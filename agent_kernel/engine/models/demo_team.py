@@ -293,14 +293,21 @@ def _planner(prompt: str, turn: list[ChatMessage]) -> DemoTurn:
             text += f" Refused: {'; '.join(refused)}."
         return DemoTurn(text=text + " They start when this run ends, highest priority first.")
     items = items_of(prompt)
-    if not items:
-        return DemoTurn(tool_calls=[("delegate", {"prompt": prompt, "priority": 5})])
     purpose = _purpose(prompt)
-    return DemoTurn(tool_calls=[
+    turn_out = DemoTurn(tool_calls=[("delegate", {"prompt": prompt, "priority": 5})]
+                        if not items else [
         ("delegate", {"prompt": f"Research {item}{purpose}: {ASPECTS}. Save your notes with "
                                 "put_artifact and answer with them and the reference.",
                       "priority": max(0, 9 - number)})
         for number, item in enumerate(items)])
+    # The plan is said with the delegations: a response of delegations alone ends the
+    # Planner's run (the text after them is read only when one was refused).
+    planned = [f"{short_task(str(args['prompt']))} (priority {args['priority']})"
+               for _, args in turn_out.tool_calls]
+    turn_out.text = (f"{LABEL} Plan: {len(planned)} Worker "
+                     f"{'task' if len(planned) == 1 else 'tasks'}: {'; '.join(planned)}. "
+                     "They start when this run ends, highest priority first.")
+    return turn_out
 
 
 def short_task(prompt: str) -> str:
