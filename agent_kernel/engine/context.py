@@ -94,10 +94,26 @@ def count_tokens(model: str | Model, messages: list[ChatMessage],
     return resolve(model).count_tokens(messages, tools)
 
 
+_tools_json: tuple[list[ToolSchema], int] | None = None
+"""The last tool list measured and its JSON's length: the registry hands the same list
+to every model call until its tools change, and its JSON is most of a short request's."""
+
+
+def _tools_length(tools: list[ToolSchema]) -> int:
+    global _tools_json
+    last = _tools_json
+    if last is not None and last[0] is tools:  # held here, so its id is never reused
+        return last[1]
+    length = len(json.dumps(tools))
+    _tools_json = (tools, length)
+    return length
+
+
 def upper_bound(messages: list[ChatMessage], tools: list[ToolSchema] | None) -> int:
     """A cheap bound no tokenizer's count exceeds: a token is at least one byte, and the
     ASCII JSON of a request is longer than its text plus every framing token."""
-    return len(json.dumps(messages)) + len(json.dumps(tools or [])) + 8 * len(messages) + 64
+    return (len(json.dumps(messages)) + (_tools_length(tools) if tools else 2)
+            + 8 * len(messages) + 64)
 
 
 def units(messages: list[ChatMessage], start: int = 0) -> list[tuple[int, int]]:
