@@ -184,10 +184,11 @@ class AgentMagics(Magics, Configurable):
     def _warm_up_for(change: Bunch) -> None:
         """A model that needs litellm was chosen: start its import in the background."""
         from agent_kernel.core.config import DEMO_MODEL
-        from agent_kernel.engine.models import llm
 
-        if change["new"] != DEMO_MODEL:
-            llm.warm_up(change["new"])
+        if change["new"] != DEMO_MODEL:  # the loader only: the litellm seam (llm.py) waits
+            from agent_kernel.engine.models.litellm_loader import warm_up  # for the first run
+
+            warm_up(change["new"])
 
     @staticmethod
     def _add_redact_patterns(change: Bunch) -> None:
