@@ -265,3 +265,31 @@ def test_the_warm_up_loads_what_the_first_call_would_and_logs_nowhere(tmp_path):
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     assert seen == {"encoding": True, "tiktoken": True, "callbacks": []}
+
+
+REDACT_PATTERNS = """
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.config.AgentMagics.redact_patterns = ["ticket-[0-9]{4}", "("]
+shell.run_line_magic("load_ext", "agent_kernel")
+from agent_kernel.core.redaction import redact_text
+print(redact_text("ticket-1234 and order-5678"))
+from agent_kernel.notebook.magics import current
+current(shell).redact_patterns = ["order-[0-9]{4}"]
+print(redact_text("ticket-1234 and order-5678"))
+"""
+
+
+def test_redact_patterns_mask_from_load_ext_on(tmp_path):
+    """The person's ``redact_patterns`` (configured before ``%load_ext``, or set after) mask
+    from then on; one that is no regular expression is said and ignored. With none, the
+    redaction module waits for its first use (not ``%load_ext``'s cost)."""
+    env = {**os.environ, "AGENT_KERNEL_WORKSPACE": str(tmp_path / "ws"),
+           "IPYTHONDIR": str(tmp_path / "ipython")}
+    proc = subprocess.run([sys.executable, "-c", REDACT_PATTERNS], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.splitlines()[-2:]
+    assert "ticket-1234" not in first and "order-5678" in first
+    assert "ticket-1234" not in second and "order-5678" not in second
+    assert "redact_patterns: '(' is not a regular expression" in proc.stderr
