@@ -629,10 +629,15 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
 
 
 def _import_ahead(widgets: bool) -> None:
-    """Import what the first ``%agent`` needs (the loop, the tools, in a kernel the widget
-    view) off the cell, so its first output comes sooner; a failure is left to that run."""
+    """Import what the first ``%agent`` needs (the loop, the models, the tools, in a kernel
+    the widget view) off the cell, so its first output comes sooner; a failure is left to
+    that run."""
     try:
         importlib.import_module("agent_kernel.app")
+        # the models' own modules, which %load_ext leaves out: the demo's answers and the
+        # litellm seam (not litellm itself), whichever the first run turns out to use
+        importlib.import_module("agent_kernel.engine.models.demo_model")
+        importlib.import_module("agent_kernel.engine.models.llm")
         importlib.import_module("agent_kernel.team.toolsets").default_toolsets()
         if widgets:
             importlib.import_module("agent_kernel.notebook.widgets")
