@@ -24,13 +24,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
-from pydantic import Field as Field
-from pydantic.fields import FieldInfo
-
 from agent_kernel.engine.models.base import FunctionSpec, JsonObject, Model, ToolSchema
 
 if typing.TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
+    from pydantic.fields import FieldInfo
+
     from agent_kernel.core.config import Settings
     from agent_kernel.core.events import Event, EventBus
     from agent_kernel.core.ledger import Ledger
@@ -40,6 +39,18 @@ if typing.TYPE_CHECKING:
     from agent_kernel.engine.questions import QuestionChannel
     from agent_kernel.engine.services import AgentServices, SchedulerService
     from agent_kernel.engine.tool_clock import ToolClock
+
+# pydantic costs ~60 ms to import and ``%load_ext`` reaches this module (``user_tools``)
+# before any tool is made: it is imported when the first tool is.
+if typing.TYPE_CHECKING:
+    from pydantic import Field as Field
+else:
+    def Field(*args, **kwargs):
+        """pydantic's ``Field`` (``Annotated[int, Field(ge=0)]``): its ``FieldInfo``, with
+        pydantic imported on the first call."""
+        from pydantic import Field as pydantic_field
+
+        return pydantic_field(*args, **kwargs)
 
 
 class ToolArgumentError(ValueError):
@@ -341,6 +352,8 @@ class Tool:
         self.description = description or summary or self.name
         hints = typing.get_type_hints(func, include_extras=True)
         self.context_param: str | None = None
+        from pydantic.fields import FieldInfo
+
         fields: dict[str, tuple[Any, FieldInfo]] = {}
         for param in inspect.signature(func).parameters.values():
             annotation = hints.get(param.name, Any)
@@ -377,6 +390,8 @@ class Tool:
     @functools.cached_property
     def model(self) -> type[BaseModel]:
         """The pydantic model that validates this tool's arguments."""
+        from pydantic import ConfigDict, create_model
+
         made: type[BaseModel] = create_model(  # type: ignore[call-overload]
             f"{self.name}_arguments", __config__=ConfigDict(extra="forbid"), **self._fields
         )
@@ -407,6 +422,8 @@ class Tool:
                 f"Invalid arguments for tool '{self.name}': expected a JSON object, "
                 f"got {type(arguments).__name__}"
             )
+        from pydantic import ValidationError
+
         try:
             parsed = self.model.model_validate(arguments)
         except ValidationError as exc:

@@ -27,9 +27,8 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from agent_kernel.engine.services import CellReply, CellRequest
-
 if TYPE_CHECKING:
+    from agent_kernel.engine.services import CellReply, CellRequest
     from agent_kernel.notebook.frontend import FrontendProbe
 
 NO_KERNEL = ("The agent is not running in a notebook kernel here (a terminal or a script), "
@@ -100,7 +99,8 @@ class CellChannel:
             return
         loop, future = waiting
         # the extension's own reply, read by the tools key by key (cells.ts makes it)
-        reply = cast(CellReply, {k: v for k, v in data.items() if k not in ("action", "reply_to")})
+        reply = cast("CellReply",
+                     {k: v for k, v in data.items() if k not in ("action", "reply_to")})
         reply["ok"] = data.get("ok") is True
 
         def settle() -> None:

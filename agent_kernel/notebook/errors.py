@@ -22,10 +22,10 @@ import traceback
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from agent_kernel.engine.services import ErrorCell, ErrorDetails, NotebookError
-
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import ExecutionResult, InteractiveShell
+
+    from agent_kernel.engine.services import ErrorCell, ErrorDetails, NotebookError
 
 MAX_MESSAGE_CHARS = 2_000
 MAX_SOURCE_CHARS = 8_000

@@ -184,18 +184,22 @@ class AgentMagics(Magics, Configurable):
     def _warm_up_for(change: Bunch) -> None:
         """A model that needs litellm was chosen: start its import in the background."""
         from agent_kernel.core.config import DEMO_MODEL
-        from agent_kernel.engine.models import llm
 
-        if change["new"] != DEMO_MODEL:
-            llm.warm_up(change["new"])
+        if change["new"] != DEMO_MODEL:  # the loader only: the litellm seam (llm.py) waits
+            from agent_kernel.engine.models.litellm_loader import warm_up  # for the first run
+
+            warm_up(change["new"])
 
     @staticmethod
     def _add_redact_patterns(change: Bunch) -> None:
         """Mask the person's patterns in everything the process saves: redaction is
-        process-wide on purpose (see :mod:`agent_kernel.core.redaction`)."""
+        process-wide on purpose (see :mod:`agent_kernel.core.redaction`). With none, its
+        import (its built-in shapes' regexes, ~3 ms) waits for the first thing it masks."""
+        if not change["new"]:
+            return
         from agent_kernel.core.redaction import add_pattern
 
-        for pattern in change["new"] or ():
+        for pattern in change["new"]:
             try:
                 add_pattern(pattern)
             except re.error as exc:
@@ -625,10 +629,15 @@ def load_ipython_extension(ipython: InteractiveShell) -> None:
 
 
 def _import_ahead(widgets: bool) -> None:
-    """Import what the first ``%agent`` needs (the loop, the tools, in a kernel the widget
-    view) off the cell, so its first output comes sooner; a failure is left to that run."""
+    """Import what the first ``%agent`` needs (the loop, the models, the tools, in a kernel
+    the widget view) off the cell, so its first output comes sooner; a failure is left to
+    that run."""
     try:
         importlib.import_module("agent_kernel.app")
+        # the models' own modules, which %load_ext leaves out: the demo's answers and the
+        # litellm seam (not litellm itself), whichever the first run turns out to use
+        importlib.import_module("agent_kernel.engine.models.demo_model")
+        importlib.import_module("agent_kernel.engine.models.llm")
         importlib.import_module("agent_kernel.team.toolsets").default_toolsets()
         if widgets:
             importlib.import_module("agent_kernel.notebook.widgets")

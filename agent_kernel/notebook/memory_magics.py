@@ -16,10 +16,7 @@ import argparse
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from agent_kernel.views.memory_table import MemoryTable
-
 if TYPE_CHECKING:
-
     from agent_kernel.notebook.magics import AgentMagics
 
 USAGE = ("usage: %agent_memory [list [-n N] [--all]] | search QUERY [-n N] [--tag T] "
@@ -54,6 +51,7 @@ def agent_memory(agent: Any, line: str) -> Any:
         return None
     from agent_kernel.memory.service import MemoryStore
     from agent_kernel.memory.warming import load_saying
+    from agent_kernel.views.memory_table import MemoryTable
 
     held = agent.services.memory
     store = held if isinstance(held, MemoryStore) else MemoryStore.for_workspace(

@@ -78,6 +78,66 @@ def test_cli_subcommands_import_nothing_heavy(tmp_path, args):
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
 
 
+LOAD_EXT_IMPORTS = """
+import json, sys, threading
+from typing import Annotated
+from IPython.core.interactiveshell import InteractiveShell
+
+class Seen:
+    \"\"\"Each module first imported on the main thread (the warm-up threads that
+    ``%load_ext`` starts import the loop and pydantic on purpose, beside it).\"\"\"
+    names = []
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if threading.current_thread() is threading.main_thread():
+            cls.names.append(name)
+        return None
+
+shell = InteractiveShell.instance()
+shell.config.AgentMagics.model = MODEL
+sys.meta_path.insert(0, Seen)
+shell.run_line_magic("load_ext", "agent_kernel")
+sys.meta_path.remove(Seen)
+loaded = sorted({n for n in Seen.names if n.split(".")[0] in HEAVY}
+                | {n for n in Seen.names if n.startswith(("agent_kernel.engine.models.demo",
+                                                          "agent_kernel.engine.models.llm"))})
+from agent_kernel import Field, tool
+from agent_kernel.engine.registry import ToolArgumentError
+@tool
+def count(n: Annotated[int, Field(ge=0)], step: int = Field(default=1, le=5)) -> int:
+    \"\"\"Count up.\"\"\"
+    return n + step
+refused = []
+for arguments in ({"n": -1}, {"n": 2, "step": 9}):
+    try:
+        count.validate(arguments)
+    except ToolArgumentError as exc:
+        refused.append(str(exc))
+print(json.dumps({"loaded": loaded, "tool": count.validate({"n": 2}), "refused": refused,
+                  "schema": count.parameters["properties"]}))
+"""
+
+
+@pytest.mark.parametrize("model", ["demo", "openai/some-model"])
+def test_load_ext_imports_nothing_heavy(tmp_path, model):
+    """``%load_ext`` imports neither pydantic (~60 ms) nor the demo's answers or the litellm
+    seam on its own thread, whatever the model; a ``@tool`` made afterwards with ``Field``
+    (the one re-exported by the package) validates as before, importing pydantic then."""
+    code = f"HEAVY = {HEAVY!r}\nMODEL = {model!r}\n" + LOAD_EXT_IMPORTS
+    env = {**os.environ, "AGENT_KERNEL_WORKSPACE": str(tmp_path / "ws"),
+           "IPYTHONDIR": str(tmp_path / "ipython")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout.splitlines()[-1])
+    assert seen["loaded"] == []
+    assert seen["tool"] == {"n": 2, "step": 1}
+    assert ["n: Input should be greater than or equal to 0" in seen["refused"][0],
+            "step: Input should be less than or equal to 5" in seen["refused"][1]] == [True, True]
+    assert seen["schema"] == {"n": {"minimum": 0, "type": "integer"},
+                              "step": {"default": 1, "maximum": 5, "type": "integer"}}
+
+
 def test_cli_first_line_comes_before_the_library_loads(tmp_path):
     """The terminal shows the prompt, then what it waits for, then the answer."""
     with ScriptedServer() as server:
@@ -205,3 +265,31 @@ def test_the_warm_up_loads_what_the_first_call_would_and_logs_nowhere(tmp_path):
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     assert seen == {"encoding": True, "tiktoken": True, "callbacks": []}
+
+
+REDACT_PATTERNS = """
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.config.AgentMagics.redact_patterns = ["ticket-[0-9]{4}", "("]
+shell.run_line_magic("load_ext", "agent_kernel")
+from agent_kernel.core.redaction import redact_text
+print(redact_text("ticket-1234 and order-5678"))
+from agent_kernel.notebook.magics import current
+current(shell).redact_patterns = ["order-[0-9]{4}"]
+print(redact_text("ticket-1234 and order-5678"))
+"""
+
+
+def test_redact_patterns_mask_from_load_ext_on(tmp_path):
+    """The person's ``redact_patterns`` (configured before ``%load_ext``, or set after) mask
+    from then on; one that is no regular expression is said and ignored. With none, the
+    redaction module waits for its first use (not ``%load_ext``'s cost)."""
+    env = {**os.environ, "AGENT_KERNEL_WORKSPACE": str(tmp_path / "ws"),
+           "IPYTHONDIR": str(tmp_path / "ipython")}
+    proc = subprocess.run([sys.executable, "-c", REDACT_PATTERNS], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.splitlines()[-2:]
+    assert "ticket-1234" not in first and "order-5678" in first
+    assert "ticket-1234" not in second and "order-5678" not in second
+    assert "redact_patterns: '(' is not a regular expression" in proc.stderr
