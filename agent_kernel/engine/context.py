@@ -95,17 +95,20 @@ def count_tokens(model: str | Model, messages: list[ChatMessage],
 
 
 _tools_json: tuple[list[ToolSchema], int] | None = None
-"""The last tool list measured and its JSON's length: the registry hands the same list
-to every model call until its tools change, and its JSON is most of a short request's."""
+"""The last tool list measured and its JSON's length: the registry hands every model call
+a copy of one cached list, the same schema objects, until its tools change, and their
+JSON is most of a short request's."""
 
 
 def _tools_length(tools: list[ToolSchema]) -> int:
     global _tools_json
     last = _tools_json
-    if last is not None and last[0] is tools:  # held here, so its id is never reused
+    # the same schema objects in the same order (held here, so no id is reused meanwhile)
+    if last is not None and len(last[0]) == len(tools) and all(
+            a is b for a, b in zip(last[0], tools, strict=True)):
         return last[1]
     length = len(json.dumps(tools))
-    _tools_json = (tools, length)
+    _tools_json = (list(tools), length)
     return length
 
 

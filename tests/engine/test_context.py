@@ -391,3 +391,14 @@ async def test_the_demo_model_compacts_with_a_digest(tmp_path):
     assert all(r["tokens_after"] < r["tokens_before"] for r in compactions)
     window = ContextWindow("demo", agent.messages, agent.settings)
     assert window.status(agent.registry.schemas())["usedTokens"] < 8000
+
+
+def test_the_bound_measures_each_tool_list_it_is_given(tmp_path: Path) -> None:
+    agent = Agent(workspace=tmp_path)
+    messages: list[Any] = [{"role": "user", "content": "hi"}]
+    offered = agent.registry.offered(None, "run_a", [])
+    every = agent.registry.schemas()
+    for tools in (offered, every, agent.registry.offered(None, "run_a", []), every[::-1],
+                  [dict(s) for s in offered]):
+        assert upper_bound(messages, tools) == (len(json.dumps(messages))
+                                                + len(json.dumps(tools)) + 8 + 64)
