@@ -380,7 +380,10 @@ class Ledger:
         Any record appended after this call is chained after them, so once a later record
         is on disk these are too. For a record the caller need not wait for (a team's
         ``task_started``: its run begins meanwhile)."""
-        bodies = self._prepare(records)
+        return self._pending(self._prepare(records))
+
+    def _pending(self, bodies: list[dict[str, object]]) -> PendingAppend:
+        """Queue prepared ``bodies`` (none: nothing to wait for) and return the handle."""
         pending = PendingAppend(self, bodies)
         if bodies:
             pending.batch = self._queue(bodies, pending.notify)
@@ -398,9 +401,7 @@ class Ledger:
             bodies = await asyncio.to_thread(self._prepare, records)
         if not bodies:
             return []
-        pending = PendingAppend(self, bodies)
-        pending.batch = self._queue(bodies, pending.notify)
-        return await pending.written()
+        return await self._pending(bodies).written()
 
     async def arecord_tool_call(self, *, agent_id: str, run_id: str, tool_name: str,
                                 arguments: object, result: object, success: bool,
