@@ -61,6 +61,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 COMPACT_EVERY = 5
+COMPACT_EVERY_REMOTE = 25
+"""On an object store: every request is a round trip and several kernels compact the same
+table, whose Rewrite commits conflict with each other; so the light pass runs less often."""
 COMPACT_TARGET = 1024
 MAINTAIN_EVERY = 100
 FORCE_APPENDS = 20
@@ -133,7 +136,9 @@ class ReadWriteLock:
 class Tables(Protocol):
     """What housekeeping needs of :class:`~agent_kernel.memory.store.LanceTables`."""
 
-    path: Path
+    lock_root: Path
+    lock_name: str
+    remote: bool
     rw: ReadWriteLock
     embedder: Embedder | None
     index_threshold: int
@@ -159,6 +164,7 @@ class Housekeeper:
         self._index_due = False
         self._last_use = 0.0
         self._thread: threading.Thread | None = None
+        self.compact_every = COMPACT_EVERY_REMOTE if tables.remote else COMPACT_EVERY
 
     def touch(self) -> None:
         """Note memory traffic (a pass waits for a quiet moment)."""
@@ -185,7 +191,7 @@ class Housekeeper:
 
     def _start_if_due(self) -> None:
         due = (self._index_due or self._rows >= MAINTAIN_EVERY
-               or self._appends >= COMPACT_EVERY or self._ingests >= COMPACT_EVERY)
+               or self._appends >= self.compact_every or self._ingests >= COMPACT_EVERY)
         if due and not _closing.is_set() and (self._thread is None
                                               or not self._thread.is_alive()):
             _register_atexit()
@@ -203,7 +209,7 @@ class Housekeeper:
             return
         if self._index_due or self._rows >= MAINTAIN_EVERY:
             self.maintain()
-        elif self._appends >= COMPACT_EVERY:
+        elif self._appends >= self.compact_every:
             self.compact()
         if self._ingests >= COMPACT_EVERY:
             self.compact_history()
@@ -272,8 +278,9 @@ class Housekeeper:
         """One pass at a time across processes; a failure is logged, never raised."""
         from agent_kernel.core.safe_open import LockTimeout, WorkspaceLock
 
-        folder = self.tables.path  # opened without following a link (safe_open)
-        lock = WorkspaceLock(folder.parent, f"{folder.name}/.maintenance.lock")
+        # Opened without following a link (safe_open); in the workspace even when the
+        # tables are on an object store.
+        lock = WorkspaceLock(self.tables.lock_root, self.tables.lock_name)
         try:
             lock.acquire(timeout=0)
         except LockTimeout:
