@@ -160,3 +160,134 @@ def test_four_writers_of_250_memories_lose_and_duplicate_nothing(
     assert sorted(r["content"] for r in rows) == sorted(
         f"{n} wrote note {i}" for n in names for i in range(250))
     assert not s3.plain_manifest_puts
+
+
+FORGETTER = r"""
+import json, sys
+from agent_kernel.memory.service import MemoryStore
+root, uri, options, ids = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
+store = MemoryStore(root, uri=uri, storage_options=options, embedding="none", mirror=False)
+store.count()
+print("ready", flush=True)
+sys.stdin.readline()
+print(json.dumps([store.forget(i) for i in ids]))
+"""
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(600)
+def test_deletes_from_two_processes_beside_a_writer_are_retried_and_all_land(
+        s3: S3Server, tmp_path: Path) -> None:
+    """Two deletes of the same fragment conflict in a way Lance does not resolve itself;
+    each is retried from the newest version, and the appends beside them stay."""
+    uri = "s3://memory/deletes"
+    store = MemoryStore(tmp_path / "observer", uri=uri, storage_options=s3.options,
+                        embedding="none", mirror=False)
+    kept = store.remember_many([{"content": f"old note {i}"} for i in range(120)],
+                               agent_id="shared")
+    ids = [m["memory_id"] for m in kept]
+    env = {**os.environ, **FAKE_ENV}
+    forgetters = [subprocess.Popen([sys.executable, "-c", FORGETTER, str(tmp_path / f"f{k}"),
+                                    uri, json.dumps(s3.options),
+                                    json.dumps(ids[k * 25:(k + 1) * 25])],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                   env=env) for k in range(2)]
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path / "w"), uri,
+                               json.dumps(s3.options), "new", "50", "5"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    procs = [*forgetters, writer]
+    for proc in procs:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    outputs = [p.communicate(timeout=500)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0]
+    assert [json.loads(o.strip().splitlines()[-1]) for o in outputs[:2]] == [[True] * 25] * 2
+    added = json.loads(outputs[2].strip().splitlines()[-1])
+    rows = store.tables.scan(store.tables.memories(), None, ["id"]).column("id").to_pylist()
+    assert sorted(rows) == sorted(ids[50:] + added)
+
+
+class _Flaky:
+    """A real LanceDB table whose next commits fail as Lance does when it gives up on a
+    conflict: ``landed`` says whether the failed commit had landed first (a lost reply)."""
+
+    def __init__(self, table: object, failures: list[bool], message: str) -> None:
+        self.table, self.failures, self.message, self.calls = table, failures, message, 0
+
+    def add(self, rows: object) -> None:
+        self.calls += 1
+        if self.failures:
+            landed = self.failures.pop(0)
+            if landed:
+                self.table.add(rows)  # type: ignore[attr-defined]
+            raise RuntimeError(self.message)
+        self.table.add(rows)  # type: ignore[attr-defined]
+
+    def delete(self, where: str) -> None:
+        self.calls += 1
+        if self.failures:
+            self.failures.pop(0)
+            raise RuntimeError(self.message)
+        self.table.delete(where)  # type: ignore[attr-defined]
+
+    def search(self) -> object:
+        return self.table.search()  # type: ignore[attr-defined]
+
+
+GAVE_UP = ("lance error: Too many concurrent writers. Attempted 6 times, but failed on "
+           "retry_timeout of 30.000 seconds.")
+
+
+def _rows(names: list[str]) -> object:
+    import pyarrow as pa
+
+    return pa.table({"id": [f"mem_{n}" for n in names], "content": names})
+
+
+def _table(tmp_path: Path) -> object:
+    import lancedb
+    import pyarrow as pa
+
+    db = lancedb.connect(str(tmp_path / "db"))
+    return db.create_table("t", schema=pa.schema([pa.field("id", pa.string()),
+                                                  pa.field("content", pa.string())]))
+
+
+def test_an_append_that_landed_before_its_conflict_is_not_sent_twice(tmp_path: Path) -> None:
+    from agent_kernel.memory.store import append_retried
+
+    table = _table(tmp_path)
+    flaky = _Flaky(table, [True], GAVE_UP)
+    append_retried(flaky, _rows(["a", "b"]))  # type: ignore[arg-type]
+    assert sorted(table.to_arrow().column("id").to_pylist()) == ["mem_a", "mem_b"]  # type: ignore[attr-defined]
+    assert flaky.calls == 1  # the retry found both ids: nothing sent again
+
+
+def test_an_append_that_lost_is_sent_again_until_it_lands(tmp_path: Path) -> None:
+    from agent_kernel.memory.store import append_retried
+
+    table = _table(tmp_path)
+    table.add(_rows(["a"]))  # type: ignore[attr-defined]
+    flaky = _Flaky(table, [False, False], "Retryable commit conflict for version 7")
+    append_retried(flaky, _rows(["b", "c"]))  # type: ignore[arg-type]
+    assert sorted(table.to_arrow().column("id").to_pylist()) == [  # type: ignore[attr-defined]
+        "mem_a", "mem_b", "mem_c"]
+    assert flaky.calls == 3
+
+
+def test_a_conflicting_delete_is_retried_and_other_errors_are_not(tmp_path: Path) -> None:
+    from agent_kernel.memory.store import append_retried, commit_retried
+
+    table = _table(tmp_path)
+    table.add(_rows(["a", "b"]))  # type: ignore[attr-defined]
+    flaky = _Flaky(table, [True], "Commit conflict for version 9: There was a concurrent "
+                                  "commit that conflicts with this one")
+    commit_retried(lambda: flaky.delete("id = 'mem_a'"), what="delete")
+    assert table.to_arrow().column("id").to_pylist() == ["mem_b"]  # type: ignore[attr-defined]
+    broken = _Flaky(table, [False], "Schema error: field content is not nullable")
+    with pytest.raises(RuntimeError, match="Schema error"):
+        append_retried(broken, _rows(["c"]))  # type: ignore[arg-type]
+    assert broken.calls == 1
