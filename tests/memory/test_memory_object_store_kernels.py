@@ -22,6 +22,7 @@ MODEL = "openai/test-model"
 KEY = {"OPENAI_API_KEY": "sk-test-0123456789abcdef"}
 FACT = "The person's cat is called Miso and eats only salmon."
 URI = "s3://memory/kernels"
+TYPED = "hunter2-typed-in-a-cell"
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,9 @@ def test_what_one_kernel_remembers_the_other_recalls(
                              cwd=tmp_path, timeout=180, env=env)
         second = run_notebook([_setup(model.base_url, tmp_path / "ws-b", s3),
                                "%agent --wait What is my cat called?",
-                               "%agent_memory status"],
+                               "%agent_memory status",
+                               f"%agent_config --memory-option aws_secret_access_key={TYPED}",
+                               f"%agent_config --memory s3://AKIAX:{TYPED}@memory/other"],
                               cwd=tmp_path, timeout=180, env=env)
         recalled = json.loads(model.tool_messages(3)[0]["content"])
     assert f"memory: {URI} (allow_http=true, endpoint={s3.endpoint}" in output_text(
@@ -68,6 +71,11 @@ def test_what_one_kernel_remembers_the_other_recalls(
     assert [m["content"] for m in recalled["memories"]] == [FACT]
     assert "Miso." in output_text(second.cells[1])
     assert f"Memory in {URI}" in output_text(second.cells[2])
+    # A credential typed into %agent_config is refused, and the answer does not repeat it.
+    refused = [output_text(second.cells[i]) for i in (3, 4)]
+    assert "'aws_secret_access_key' is refused" in refused[0]
+    assert "may not carry user or password" in refused[1]
+    assert all(TYPED not in text for text in refused)
     assert any(k.startswith("kernels/memories.lance/") for k in s3.keys("memory"))
     # Each kernel mirrors what it wrote in its own workspace; the table is on the store.
     assert FACT in (tmp_path / "ws-a" / "memory.md").read_text()
