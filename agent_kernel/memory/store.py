@@ -7,7 +7,11 @@ together, fused by reciprocal rank, with every filter applied before ranking.
 history journal (:mod:`.journal`) when a reader needs them. The connection uses
 ``read_consistency_interval=0``, so every kernel and CLI on the workspace reads
 the latest version, and Lance's commit protocol lets several processes write
-at once without losing rows.
+at once without losing rows. The tables may instead live at an object-store
+URI (``s3://bucket/prefix``, non-secret storage options only; LanceDB reads the
+credentials from the environment), shared by kernels on several machines: there
+Lance commits with conditional puts, and our writes are retried when Lance gives
+up on a conflict (:func:`commit_retried`; appends never twice, :func:`append_retried`).
 
 The ranked searches (vector and full-text) run concurrently through
 LanceDB's async API on one event loop thread; everything else uses the sync

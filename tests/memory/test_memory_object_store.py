@@ -291,3 +291,25 @@ def test_a_conflicting_delete_is_retried_and_other_errors_are_not(tmp_path: Path
     with pytest.raises(RuntimeError, match="Schema error"):
         append_retried(broken, _rows(["c"]))  # type: ignore[arg-type]
     assert broken.calls == 1
+
+
+@pytest.mark.cluster
+def test_the_cli_remembers_on_the_store_and_refuses_a_credential(
+        s3: S3Server, tmp_path: Path) -> None:
+    options = [a for k, v in s3.options.items() for a in ("--memory-option", f"{k}={v}")]
+    base = [sys.executable, "-m", "agent_kernel", "memory", "--workspace", str(tmp_path / "ws"),
+            "--memory", "s3://memory/cli", *options]
+    env = {**os.environ, **FAKE_ENV, "AGENT_KERNEL_EMBEDDING": "none"}
+    saved = subprocess.run([*base, "remember", "the", "deploy", "key", "rotates", "monthly"],
+                           capture_output=True, text=True, env=env, timeout=180)
+    assert saved.returncode == 0, saved.stderr
+    found = subprocess.run([*base, "search", "deploy rotation"], capture_output=True,
+                           text=True, env=env, timeout=180)
+    assert "the deploy key rotates monthly" in found.stdout
+    status = subprocess.run([*base, "status"], capture_output=True, text=True, env=env,
+                            timeout=180)
+    assert f"Memory in s3://memory/cli (allow_http=true, endpoint={s3.endpoint}" in status.stdout
+    refused = subprocess.run([*base, "--memory-option", "aws_secret_access_key=hunter2cli",
+                              "list"], capture_output=True, text=True, env=env, timeout=60)
+    assert refused.returncode != 0 and "hunter2cli" not in refused.stdout + refused.stderr
+    assert SECRET not in "".join(p.stdout + p.stderr for p in (saved, found, status, refused))
