@@ -96,6 +96,18 @@ def _register_atexit() -> None:
             _atexit_registered = True
 
 
+_CONFLICT_WORDS = ("commit conflict", "concurrent writer", "concurrent commit",
+                   "failed to commit", "retryable", "preconditionfailed", "precondition failed",
+                   "conditionalrequestconflict", "connection reset", "timed out", "timeout")
+
+
+def is_commit_conflict(exc: BaseException) -> bool:
+    """Whether ``exc`` is Lance giving up on a commit another writer beat (or an I/O hiccup
+    during one): the operation may be tried again from the newest version."""
+    text = f"{type(exc).__name__} {exc}".lower()
+    return any(word in text for word in _CONFLICT_WORDS)
+
+
 class ReadWriteLock:
     """Many searches at once, or one removal of old versions, never both."""
 
@@ -293,7 +305,10 @@ class Housekeeper:
         try:
             yield True
         except Exception as exc:
-            log.warning("memory housekeeping failed: %s", exc)
+            if is_commit_conflict(exc):  # another kernel's commit won: usual on a shared store
+                log.info("memory housekeeping gave way to another writer: %s", exc)
+            else:
+                log.warning("memory housekeeping failed: %s", exc)
             if done is not None:
                 done["error"] = str(exc)
         finally:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from agent_kernel.core.safe_open import folder_fd
 from agent_kernel.memory.embeddings import ENV_VAR, Embedder, LiteLLMEmbedder, resolve_embedder
 from agent_kernel.memory.filters import quote
-from agent_kernel.memory.housekeeping import Housekeeper, ReadWriteLock
+from agent_kernel.memory.housekeeping import Housekeeper, ReadWriteLock, is_commit_conflict
 from agent_kernel.memory.registry import embedder_of, function_for, register_functions
 
 if TYPE_CHECKING:
@@ -407,18 +407,6 @@ async def _rows(query: Any, where: str | None, columns: list[str],
 
 
 COMMIT_ATTEMPTS = 8
-_CONFLICT_WORDS = ("commit conflict", "concurrent writer", "concurrent commit",
-                   "failed to commit", "retryable", "preconditionfailed", "precondition failed",
-                   "conditionalrequestconflict", "connection reset", "timed out", "timeout")
-
-
-def is_commit_conflict(exc: BaseException) -> bool:
-    """Whether ``exc`` is Lance giving up on a commit another writer beat (or an I/O hiccup
-    during one): the operation may be tried again from the newest version."""
-    text = f"{type(exc).__name__} {exc}".lower()
-    return any(word in text for word in _CONFLICT_WORDS)
-
-
 def commit_retried(operation: Callable[[], T], *, what: str,
                    before_retry: Callable[[], bool] | None = None) -> T | None:
     """Run a table commit, and again after a commit conflict, with jittered backoff.
