@@ -39,6 +39,12 @@ def add_parser(sub: Subparsers) -> argparse.ArgumentParser:
                         "memory forget mem_20261123_140000_1a2b3c4d", "memory status"))
     parser.add_argument("--workspace", default=None,
                         help="workspace folder (default: $AGENT_KERNEL_WORKSPACE or .agent/)")
+    parser.add_argument("--memory", default=None, metavar="URI",
+                        help="memory at an object-store URI, e.g. s3://bucket/prefix (default: "
+                             "$AGENT_KERNEL_MEMORY_URI, else the workspace folder); "
+                             "credentials come from the environment")
+    parser.add_argument("--memory-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a storage option for --memory: endpoint, region, allow_http, ...")
     parser.add_argument("--agent", default="agent",
                         help="whose memories (default 'agent', the notebook's default agent)")
     actions = parser.add_subparsers(dest="action", required=True)
@@ -65,12 +71,19 @@ def add_parser(sub: Subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Do one memory action and print its result."""
+    from agent_kernel.core import object_store
     from agent_kernel.core.workspace import Workspace
     from agent_kernel.memory.service import MemoryStore
     from agent_kernel.memory.warming import load_saying
     from agent_kernel.views.memory_table import MemoryTable
 
-    store = MemoryStore(Workspace(args.workspace).ensure())
+    try:
+        uri = object_store.check_uri(args.memory) if args.memory else object_store.default_uri()
+        options = dict(object_store.parse_option(o) for o in args.memory_option)
+    except object_store.StoreConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    store = MemoryStore(Workspace(args.workspace).ensure(), uri=uri, storage_options=options)
     load_saying(store, lambda line: print(f"[info] {line}", file=sys.stderr, flush=True))
     if args.action == "list":
         owner = None if args.all else args.agent
@@ -93,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
                   else f"Forgot {memory_id}.")
         return 1 if missing else 0
     elif args.action == "status":
-        print(f"Memory in {store.tables.path}\n  embedding: {store.embedder_name}\n"
+        print(f"Memory in {store.where}\n  embedding: {store.embedder_name}\n"
               f"  memories: {store.count(args.agent)} for {args.agent!r}, {store.count()} in all"
               f"\n  full-text index: {store.tables.has_fts}, "
               f"vector index: {store.tables.has_vector_index}")

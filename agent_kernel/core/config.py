@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_kernel.core import object_store
+
 DEMO_MODEL = "demo"
 FAST_PATH_VARIABLE = "AGENT_KERNEL_OPENAI_FAST_PATH"
 """Set to ``0`` (or ``off``, ``false``, ``no``) to send every turn through litellm's call."""
@@ -56,8 +58,19 @@ class Settings:
     # Spec 003's ``tools.<name>.enabled`` for every tool (tool name -> enabled; absent: on).
     # A disabled tool is still offered; a call is refused with "<name> tool is disabled".
     tools_enabled: dict[str, bool] = field(default_factory=dict)
+    # Memory at an object-store URI (``s3://bucket/prefix``) instead of the workspace's
+    # lancedb/ folder, so kernels and Dask workers share it; default $AGENT_KERNEL_MEMORY_URI.
+    # Its options are non-secret storage options (endpoint, region, allow_http);
+    # credentials come from the environment or the cloud's chain (core/object_store.py).
+    memory_uri: str | None = field(default_factory=object_store.default_uri)
+    memory_options: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.memory_uri:
+            self.memory_uri = object_store.check_uri(self.memory_uri)
+        else:
+            self.memory_uri = None
+        self.memory_options = object_store.check_options(self.memory_options)
         if self.tool_timeout <= 0:
             raise ValueError(f"tool_timeout must be positive, got {self.tool_timeout}")
         if self.max_tool_calls < 1:

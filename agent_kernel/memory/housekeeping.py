@@ -61,6 +61,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 COMPACT_EVERY = 5
+COMPACT_EVERY_REMOTE = 25
+"""On an object store: every request is a round trip and several kernels compact the same
+table, whose Rewrite commits conflict with each other; so the light pass runs less often."""
 COMPACT_TARGET = 1024
 MAINTAIN_EVERY = 100
 FORCE_APPENDS = 20
@@ -91,6 +94,18 @@ def _register_atexit() -> None:
         if not _atexit_registered:
             atexit.register(_finish_at_exit)
             _atexit_registered = True
+
+
+_CONFLICT_WORDS = ("commit conflict", "concurrent writer", "concurrent commit",
+                   "failed to commit", "retryable", "preconditionfailed", "precondition failed",
+                   "conditionalrequestconflict", "connection reset", "timed out", "timeout")
+
+
+def is_commit_conflict(exc: BaseException) -> bool:
+    """Whether ``exc`` is Lance giving up on a commit another writer beat (or an I/O hiccup
+    during one): the operation may be tried again from the newest version."""
+    text = f"{type(exc).__name__} {exc}".lower()
+    return any(word in text for word in _CONFLICT_WORDS)
 
 
 class ReadWriteLock:
@@ -133,7 +148,9 @@ class ReadWriteLock:
 class Tables(Protocol):
     """What housekeeping needs of :class:`~agent_kernel.memory.store.LanceTables`."""
 
-    path: Path
+    lock_root: Path
+    lock_name: str
+    remote: bool
     rw: ReadWriteLock
     embedder: Embedder | None
     index_threshold: int
@@ -159,6 +176,7 @@ class Housekeeper:
         self._index_due = False
         self._last_use = 0.0
         self._thread: threading.Thread | None = None
+        self.compact_every = COMPACT_EVERY_REMOTE if tables.remote else COMPACT_EVERY
 
     def touch(self) -> None:
         """Note memory traffic (a pass waits for a quiet moment)."""
@@ -185,7 +203,7 @@ class Housekeeper:
 
     def _start_if_due(self) -> None:
         due = (self._index_due or self._rows >= MAINTAIN_EVERY
-               or self._appends >= COMPACT_EVERY or self._ingests >= COMPACT_EVERY)
+               or self._appends >= self.compact_every or self._ingests >= COMPACT_EVERY)
         if due and not _closing.is_set() and (self._thread is None
                                               or not self._thread.is_alive()):
             _register_atexit()
@@ -203,7 +221,7 @@ class Housekeeper:
             return
         if self._index_due or self._rows >= MAINTAIN_EVERY:
             self.maintain()
-        elif self._appends >= COMPACT_EVERY:
+        elif self._appends >= self.compact_every:
             self.compact()
         if self._ingests >= COMPACT_EVERY:
             self.compact_history()
@@ -272,8 +290,9 @@ class Housekeeper:
         """One pass at a time across processes; a failure is logged, never raised."""
         from agent_kernel.core.safe_open import LockTimeout, WorkspaceLock
 
-        folder = self.tables.path  # opened without following a link (safe_open)
-        lock = WorkspaceLock(folder.parent, f"{folder.name}/.maintenance.lock")
+        # Opened without following a link (safe_open); in the workspace even when the
+        # tables are on an object store.
+        lock = WorkspaceLock(self.tables.lock_root, self.tables.lock_name)
         try:
             lock.acquire(timeout=0)
         except LockTimeout:
@@ -286,7 +305,10 @@ class Housekeeper:
         try:
             yield True
         except Exception as exc:
-            log.warning("memory housekeeping failed: %s", exc)
+            if is_commit_conflict(exc):  # another kernel's commit won: usual on a shared store
+                log.info("memory housekeeping gave way to another writer: %s", exc)
+            else:
+                log.warning("memory housekeeping failed: %s", exc)
             if done is not None:
                 done["error"] = str(exc)
         finally:

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from agent_kernel.core import object_store
 from agent_kernel.core.redaction import redact_text
 from agent_kernel.memory import filters, markdown
 from agent_kernel.memory.filters import (
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from agent_kernel.engine.registry import ToolHost
 
 MEMORY_COLUMNS = ["id", "agent_id", "content", "tags", "created_at", "run_id", "long_term"]
-_STORES: dict[tuple[str, str | None], MemoryStore] = {}
+_STORES: dict[tuple[str, str | None, str | None, tuple[tuple[str, str], ...]], MemoryStore] = {}
 _RECOUNT_EVERY = 100
 _RECOUNT_MARGIN = 500
 _stores_lock = threading.Lock()
@@ -87,25 +88,43 @@ class MemoryStore:
     def __init__(self, root: str | Path, *, embedding: str | None = None,
                  api_base: str | None = None, max_memories: int = 10_000,
                  max_chars: int = filters.MAX_CHARS, index_threshold: int = 10_000,
-                 mirror: bool = True) -> None:
+                 mirror: bool = True, uri: str | None = None,
+                 storage_options: dict[str, str] | None = None) -> None:
         from agent_kernel.memory.store import LanceTables
 
         self.root = Path(root)
         self.max_memories = max_memories
         self.max_chars = max_chars
         self.mirror = mirror
-        self.tables = LanceTables(self.root, embedding, api_base, index_threshold)
+        # The tables at an object-store URI (shared by every kernel and worker given it)
+        # or in the workspace; checked here too, so no credential is ever held or shown.
+        uri = object_store.check_uri(uri) if uri else None
+        self.tables = LanceTables(self.root, embedding, api_base, index_threshold, uri=uri,
+                                  storage_options=object_store.check_options(storage_options))
         self.journal = HistoryJournal(self.root)
         self._counts: dict[str, tuple[int, int]] = {}
 
     @classmethod
-    def for_workspace(cls, root: str | Path, embedding: str | None = None) -> MemoryStore:
-        """One shared store per workspace folder in this process."""
-        key = (str(Path(root).resolve()), embedding)
+    def for_workspace(cls, root: str | Path, embedding: str | None = None, *,
+                      uri: str | None = None,
+                      storage_options: dict[str, str] | None = None) -> MemoryStore:
+        """One shared store per workspace folder (and memory URI) in this process."""
+        key = (str(Path(root).resolve()), embedding, uri or None,
+               tuple(sorted((storage_options or {}).items())))
         with _stores_lock:
             if key not in _STORES:
-                _STORES[key] = cls(root, embedding=embedding)
+                _STORES[key] = cls(root, embedding=embedding, uri=uri,
+                                   storage_options=storage_options)
             return _STORES[key]
+
+    @property
+    def where(self) -> str:
+        """Where the tables are, in words safe to show (no credential is ever in them)."""
+        return (object_store.describe(self.tables.uri, self.tables.storage_options)
+                if self.tables.remote else str(self.tables.path))
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({self.where!r})"
 
     # -- status -------------------------------------------------------------
     @property
@@ -219,7 +238,7 @@ class MemoryStore:
                                     columns).sort_by("created_at")
             oldest += long.slice(0, excess - len(oldest)).to_pylist()
         ids = ", ".join(filters.quote(check_memory_id(r["id"])) for r in oldest)
-        table.delete(f"id IN ({ids})")
+        self.tables.delete(table, f"id IN ({ids})")
         if self.mirror:
             for row in oldest:
                 markdown.remove(self.root, markdown.mirror_path(
@@ -236,7 +255,7 @@ class MemoryStore:
         if found.num_rows == 0:
             return False
         row = found.to_pylist()[0]
-        table.delete(where)
+        self.tables.delete(table, where)
         self._counts.clear()
         self.tables.housekeeping.wrote(1)
         markdown.remove(self.root, markdown.mirror_path(row["content"], row["created_at"],
@@ -351,7 +370,9 @@ def store_of(agent: ToolHost) -> MemoryStore:
     use. Raises TypeError when something other than a :class:`MemoryStore` was put there."""
     store = agent.services.memory
     if store is None:
-        store = agent.services.memory = MemoryStore.for_workspace(agent.workspace.root)
+        store = agent.services.memory = MemoryStore.for_workspace(
+            agent.workspace.root, uri=agent.settings.memory_uri,
+            storage_options=agent.settings.memory_options)
     if not isinstance(store, MemoryStore):
         raise TypeError(f"agent.services.memory is a {type(store).__name__}, not a MemoryStore")
     return store

@@ -7,7 +7,11 @@ together, fused by reciprocal rank, with every filter applied before ranking.
 history journal (:mod:`.journal`) when a reader needs them. The connection uses
 ``read_consistency_interval=0``, so every kernel and CLI on the workspace reads
 the latest version, and Lance's commit protocol lets several processes write
-at once without losing rows.
+at once without losing rows. The tables may instead live at an object-store
+URI (``s3://bucket/prefix``, non-secret storage options only; LanceDB reads the
+credentials from the environment), shared by kernels on several machines: there
+Lance commits with conditional puts, and our writes are retried when Lance gives
+up on a conflict (:func:`commit_retried`; appends never twice, :func:`append_retried`).
 
 The ranked searches (vector and full-text) run concurrently through
 LanceDB's async API on one event loop thread; everything else uses the sync
@@ -20,8 +24,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import threading
-from collections.abc import Coroutine
+import time
+from collections.abc import Callable, Coroutine
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -29,7 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from agent_kernel.core.safe_open import folder_fd
 from agent_kernel.memory.embeddings import ENV_VAR, Embedder, LiteLLMEmbedder, resolve_embedder
 from agent_kernel.memory.filters import quote
-from agent_kernel.memory.housekeeping import Housekeeper, ReadWriteLock
+from agent_kernel.memory.housekeeping import Housekeeper, ReadWriteLock, is_commit_conflict
 from agent_kernel.memory.registry import embedder_of, function_for, register_functions
 
 if TYPE_CHECKING:
@@ -120,8 +126,17 @@ class LanceTables:
     """The connection and the two tables of one workspace folder."""
 
     def __init__(self, root: Path, embedding: str | None = None, api_base: str | None = None,
-                 index_threshold: int = INDEX_THRESHOLD) -> None:
+                 index_threshold: int = INDEX_THRESHOLD, uri: str | None = None,
+                 storage_options: dict[str, str] | None = None) -> None:
         self.path = Path(root) / DB_DIR
+        # An object-store URI (checked: no credential in it or its options) or the folder.
+        self.uri = uri or str(self.path)
+        self.remote = bool(uri)
+        self.storage_options = dict(storage_options or {})
+        # One housekeeping pass at a time per workspace (an object store has no file lock;
+        # passes of different machines are kept apart by Lance's commit conflicts).
+        self.lock_root, self.lock_name = ((Path(root), ".memory-maintenance.lock")
+                                          if uri else (Path(root), f"{DB_DIR}/.maintenance.lock"))
         self.embedding_setting = embedding
         self.api_base = api_base
         self.index_threshold = index_threshold
@@ -144,11 +159,13 @@ class LanceTables:
         """The LanceDB connection (strongly consistent reads)."""
         if self._db is None:
             lancedb = _lancedb()
-            _plain_folders(self.path.parent, DB_DIR)
+            if not self.remote:
+                _plain_folders(self.path.parent, DB_DIR)
             # One session (index and metadata caches) for the sync and async handles.
             self._session = lancedb.Session()
-            self._db = lancedb.connect(str(self.path), read_consistency_interval=timedelta(0),
-                                       session=self._session)
+            self._db = lancedb.connect(self.uri, read_consistency_interval=timedelta(0),
+                                       session=self._session,
+                                       storage_options=self.storage_options or None)
         return self._db
 
     async def _ranked_table(self) -> AsyncTable:
@@ -156,8 +173,9 @@ class LanceTables:
         if self._async_memories is None:
             import lancedb
 
-            db = await lancedb.connect_async(str(self.path), session=self._session,
-                                             read_consistency_interval=timedelta(0))
+            db = await lancedb.connect_async(self.uri, session=self._session,
+                                             read_consistency_interval=timedelta(0),
+                                             storage_options=self.storage_options or None)
             self._async_memories = await db.open_table(MEMORIES)
         return self._async_memories
 
@@ -278,7 +296,7 @@ class LanceTables:
         schema = table.schema
         columns = [pa.array([r.get(n) for r in rows], type=schema.field(n).type)
                    for n in schema.names]
-        table.add(pa.table(columns, schema=schema))
+        append_retried(table, pa.table(columns, schema=schema))
 
     def history_ids(self, ids: list[str]) -> set[str]:
         """Which of ``ids`` the ``history`` table already has."""
@@ -308,8 +326,14 @@ class LanceTables:
             if flat.size != dim * len(rows):
                 raise ValueError(f"expected {len(rows)} vectors of {dim} floats")
             columns["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(flat), dim)
-        table.add(pa.table(columns, schema=pa.schema([schema.field(n) for n in columns])))
+        append_retried(table, pa.table(columns, schema=pa.schema([schema.field(n)
+                                                                  for n in columns])))
         self.housekeeping.touch()
+
+    def delete(self, table: Table, where: str) -> None:
+        """Delete the rows matching ``where``, retried on a commit conflict (see
+        :func:`commit_retried`: the predicate is the same each time, so a retry is safe)."""
+        commit_retried(lambda: table.delete(where), what="delete")
 
     # -- searching -------------------------------------------------------------
     def search(self, text: str, vector: object, where: str | None, limit: int,
@@ -380,6 +404,60 @@ async def _rows(query: Any, where: str | None, columns: list[str],
         query = query.where(where)
     table = await query.select(columns).limit(limit).to_arrow()
     return table.to_pylist()  # type: ignore[no-any-return]
+
+
+COMMIT_ATTEMPTS = 8
+def commit_retried(operation: Callable[[], T], *, what: str,
+                   before_retry: Callable[[], bool] | None = None) -> T | None:
+    """Run a table commit, and again after a commit conflict, with jittered backoff.
+
+    Lance retries conflicting commits itself (an append is rebased onto the newer
+    version); with many writers on an object store it can still give up ("Too many
+    concurrent writers"). Such a commit was not made, so it is tried again, up to
+    ``COMMIT_ATTEMPTS`` times. ``before_retry`` may say the work is already done (an
+    append whose rows are all there after an ambiguous failure): then None is returned.
+    """
+    for attempt in range(1, COMMIT_ATTEMPTS + 1):
+        try:
+            return operation()
+        except Exception as exc:
+            if attempt == COMMIT_ATTEMPTS or not is_commit_conflict(exc):
+                raise
+            log.info("memory %s: commit conflict (attempt %d), retrying: %s", what, attempt,
+                     str(exc).splitlines()[0][:200])
+        time.sleep(random.uniform(0.02, 0.05 * 2 ** min(attempt, 5)))
+        if before_retry is not None and before_retry():
+            return None
+    return None  # pragma: no cover - the loop returns or raises
+
+
+def append_retried(table: Table, rows: Any) -> None:
+    """Append an Arrow table of rows with ``id`` values, retried on a commit conflict.
+
+    Before each retry the table is asked which of the ids it already has, and only
+    the missing rows are sent again: a failure after the commit had landed (a lost
+    reply) never duplicates a row.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pending = [rows]
+
+    def missing() -> bool:
+        ids = [i for i in pending[0].column("id").to_pylist() if i]
+        if not ids:
+            return False
+        found: set[str] = set()
+        for start in range(0, len(ids), 500):
+            chunk = ", ".join(quote(i) for i in ids[start:start + 500])
+            found.update(table.search().where(f"id IN ({chunk})").select(["id"])
+                         .limit(None).to_arrow().column("id").to_pylist())
+        keep = pc.invert(pc.is_in(pending[0].column("id"), value_set=pa.array(list(found),
+                                                                               pa.string())))
+        pending[0] = pending[0].filter(keep)
+        return pending[0].num_rows == 0
+
+    commit_retried(lambda: table.add(pending[0]), what="append", before_retry=missing)
 
 
 def _strip(row: dict[str, Any]) -> dict[str, Any]:

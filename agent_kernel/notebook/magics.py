@@ -127,6 +127,13 @@ class AgentMagics(Magics, Configurable):
                        "model: seconds, ~300 MiB) in a background thread once the first run "
                        "has ended, so the first memory call does not wait. Off: it loads "
                        "on first use, announced.").tag(config=True)
+    memory_uri = Unicode("", help="Memory at an object-store URI (s3://bucket/prefix) that "
+                         "other kernels and Dask workers share ('' = $AGENT_KERNEL_MEMORY_URI, "
+                         "else the workspace folder); %agent_config --memory URI. Credentials "
+                         "come from the environment, never from here.").tag(config=True)
+    memory_options = Dict(value_trait=Unicode(), help="Storage options for memory_uri "
+                          "(endpoint, region, allow_http, ...; no credential is accepted)."
+                          ).tag(config=True)
     team = Bool(False, help="Send %agent prompts to the team (Teller, Planner, Workers); "
                 "%agent_config --team on|off.").tag(config=True)
     ask_before = Dict(value_trait=Bool(), help="Your changes to which tools ask before they "
@@ -213,13 +220,16 @@ class AgentMagics(Magics, Configurable):
         if self._agent is None:
             from agent_kernel.app import Agent
             from agent_kernel.core.config import Settings
+            from agent_kernel.core.object_store import default_uri as default_memory_uri
             from agent_kernel.notebook.python import KernelPython
 
             settings = Settings(tool_timeout=self.tool_timeout, max_tool_calls=self.max_tool_calls,
                                 headless_approval=self.headless_approval,
                                 api_base=self.api_base or None,
                                 ask_before=dict(self.ask_before),
-                                tools_enabled=dict(self.tools_enabled))
+                                tools_enabled=dict(self.tools_enabled),
+                                memory_uri=self.memory_uri or default_memory_uri(),
+                                memory_options=dict(self.memory_options))
             self._agent = Agent(model=self.model, workspace=self.workspace or None,
                                 settings=settings, user_tools=self.user_tools)
             for tool, asks in self.ask_before.items():  # from ipython_config.py or %config
@@ -426,6 +436,13 @@ class AgentMagics(Magics, Configurable):
     @magic_arguments()
     @argument("--model", default=None, help="Set the model (demo or a litellm model string).")
     @argument("--workspace", default=None, help="Set the workspace folder (a fresh agent).")
+    @argument("--memory", default=None, metavar="URI",
+              help="Memory at an object-store URI, e.g. s3://bucket/prefix ('local': back to "
+                   "the default, the workspace folder); credentials come from the "
+                   "environment (a fresh agent).")
+    @argument("--memory-option", action="append", default=None, metavar="KEY=VALUE",
+              dest="memory_option",
+              help="A storage option for --memory: endpoint, region, allow_http, ...")
     @argument("--permissions", action="store_true",
               help='List the standing permissions ("Always allow this tool").')
     @argument("--team", choices=("on", "off"), default=None,
@@ -471,9 +488,37 @@ class AgentMagics(Magics, Configurable):
                 return
             self.workspace = args.workspace
             self._agent = None
+        if (args.memory is not None or args.memory_option) and not self._choose_memory(
+                args.memory, args.memory_option or []):
+            return
         if args.team:
             self.team = args.team == "on"
         print(self.describe())
+
+    def _choose_memory(self, uri: str | None, options: list[str]) -> bool:
+        """Apply ``--memory URI`` / ``--memory-option K=V``: checked (no credential may be
+        given), then a fresh agent opens memory there. False (and why, printed) when refused."""
+        from agent_kernel.core import object_store
+
+        try:
+            chosen = (None if uri is None else "" if uri.strip().lower() in ("local", "")
+                      else object_store.check_uri(uri))
+            parsed = dict(object_store.parse_option(o) for o in options)
+        except object_store.StoreConfigError as exc:
+            print(f"agent-kernel: {exc}", file=sys.stderr)
+            return False
+        if self._agent is not None and self._agent.running:
+            print("agent-kernel: a run is in progress; wait for it before moving memory.",
+                  file=sys.stderr)
+            return False
+        if chosen is not None:
+            self.memory_uri = chosen
+            if not options:
+                self.memory_options = {}
+        if parsed:
+            self.memory_options = {**self.memory_options, **parsed}
+        self._agent = None
+        return True
 
     def choose_asking(self, ask: str | None, no_ask: str | None) -> str:
         """Apply ``--ask TOOL`` / ``--no-ask TOOL`` (recorded in the ledger) and say the table."""
@@ -509,9 +554,22 @@ class AgentMagics(Magics, Configurable):
         return (f"model: {self.model}\nworkspace: {root}\ntool_timeout: {self.tool_timeout:g} s\n"
                 f"max_tool_calls: {self.max_tool_calls}\nheadless_approval: "
                 f"{self.headless_approval}\napi_base: {self.api_base or '(provider default)'}\n"
+                f"memory: {self._memory_words()}\n"
                 f"interactive: {interactive}\nteam mode: {'on' if self.team else 'off'}\n"
                 f"standing permissions: {standing}"
                 f"{' (%agent_config --permissions)' if standing else ''}")
+
+    def _memory_words(self) -> str:
+        from agent_kernel.core import object_store
+
+        if self._agent is not None:
+            settings = self._agent.settings
+            return object_store.describe(settings.memory_uri, settings.memory_options)
+        try:
+            uri = self.memory_uri or object_store.default_uri()
+        except object_store.StoreConfigError as exc:
+            return f"(refused) {exc}"
+        return object_store.describe(uri, dict(self.memory_options))
 
     @line_magic
     @no_var_expand

@@ -55,7 +55,8 @@ def agent_memory(agent: Any, line: str) -> Any:
 
     held = agent.services.memory
     store = held if isinstance(held, MemoryStore) else MemoryStore.for_workspace(
-        agent.workspace.root)
+        agent.workspace.root, uri=agent.settings.memory_uri,
+        storage_options=agent.settings.memory_options)
     try:
         load_saying(store, print)  # the first use takes seconds: say so, then how long
         if args.command == "search":
@@ -70,7 +71,7 @@ def agent_memory(agent: Any, line: str) -> Any:
                       f"agent {agent.agent_id!r}; %agent_memory lists them.")
             return None
         if args.command == "status":
-            print(f"Memory in {store.tables.path}\n  embedding: {store.embedder_name}\n"
+            print(f"Memory in {store.where}\n  embedding: {store.embedder_name}\n"
                   f"  memories: {store.count(agent.agent_id)} for {agent.agent_id!r}, "
                   f"{store.count()} in all (limit {store.max_memories} per agent)\n"
                   f"  full-text index: {store.tables.has_fts}, "
