@@ -39,8 +39,15 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+if sys.version_info >= (3, 11):
+    from re import _constants as sre_constants
+    from re import _parser as sre_parse
+else:  # pragma: no cover - Python 3.10
+    import sre_constants
+    import sre_parse
 
 REDACTED = "[REDACTED]"
 MAX_DEPTH = 100
@@ -101,6 +108,8 @@ _secret_values: set[bytes] = set()
 _compiled: list[re.Pattern[str]] = [re.compile(p) for p in _SHAPES]
 _env_cache: tuple[tuple[tuple[str, str], ...], re.Pattern[str] | None] = ((), None)
 _env_patterns_cache: tuple[str, list[re.Pattern[str]]] = ("", [])
+# os.environ's data when _env_cache was last read, and the pattern that reading gave
+_env_seen: tuple[dict[object, object], re.Pattern[str] | None] | None = None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -273,8 +282,17 @@ def clear_patterns() -> None:
 
 
 def _env_value_pattern() -> re.Pattern[str] | None:
-    """One pattern for the exact values of secret-named environment variables."""
-    global _env_cache
+    """One pattern for the exact values of secret-named environment variables.
+
+    Reading every variable and its name's verdict cost ~30 µs a call (once per record);
+    while ``os.environ``'s own data equals the copy taken before the last reading, the
+    reading would be the same, so its pattern is returned as it is."""
+    global _env_cache, _env_seen
+    data = getattr(os.environ, "_data", None)
+    seen = _env_seen
+    if isinstance(data, dict) and seen is not None and data == seen[0]:
+        return seen[1]
+    snapshot = dict(data) if isinstance(data, dict) else None  # before the reading
     found = tuple(sorted((k, v) for k, v in os.environ.items()
                          if len(v) >= _MIN_ENV_SECRET and k not in _NOT_SECRET_ENV
                          and secret_name(k)))
@@ -284,7 +302,9 @@ def _env_value_pattern() -> re.Pattern[str] | None:
         values = sorted({v for _, v in found if not _existing_path(v)}, key=len, reverse=True)
         pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
         _env_cache = (found, pattern)
-    return _env_cache[1]
+    made = _env_cache[1]
+    _env_seen = (snapshot, made) if snapshot is not None else None
+    return made
 
 
 def _existing_path(value: str) -> bool:
@@ -312,6 +332,196 @@ def _env_patterns() -> list[re.Pattern[str]]:
 def _sub_keep(match: re.Match[str]) -> str:
     keep = match.groupdict().get("keep")
     return (keep or "") + REDACTED
+
+
+# Guards: why most strings skip most patterns. ``_redact`` runs its patterns one after
+# another, each on the text the one before left. A pattern that cannot match the text it
+# is given leaves it as it is, so skipping it changes nothing. A guard is a test that
+# every text the pattern matches passes: literals one of which every match holds (read
+# from the pattern's own parse tree: its leading characters after look-arounds, small
+# classes and alternatives of characters spelt out, ``\s*`` between them read on the text
+# with its whitespace taken out). A pattern whose guard fails on the text as it stands
+# at that point is skipped; a pattern with no guard found always runs. The guard only
+# ever proves a match impossible: it never chooses what is masked.
+_MAX_GUARD = 12  # characters: long enough to be rare in ordinary text
+_MAX_OPTIONS = 16  # spelt-out variants of a guard (``gh[pousr]_``: five)
+_ZERO_WIDTH = (sre_constants.AT, sre_constants.ASSERT, sre_constants.ASSERT_NOT)
+
+
+class _Step(NamedTuple):
+    """One pattern of the sequence, what replaces its matches, and its guard."""
+
+    pattern: re.Pattern[str]
+    repl: str | Callable[[re.Match[str]], str]
+    literals: tuple[str, ...] | None  # one of them is in every text it matches; None: no guard
+    squeezed: bool  # the literals are looked for in the text without its whitespace
+    folded: re.Pattern[str] | None  # for a case-blind pattern: its literals, case-blind too
+
+
+def _flat(items: Iterable[tuple[object, object]]) -> Iterable[tuple[object, object]]:
+    """The items of a parsed pattern with groups that change no flag opened up in place
+    (a group only captures; which text matches stays the same)."""
+    for op, av in items:
+        if op is sre_constants.SUBPATTERN and isinstance(av, tuple) and av[1] == av[2] == 0:
+            yield from _flat(av[3])
+        else:
+            yield op, av
+
+
+def _zero_width(op: object, av: object) -> bool:
+    """Whether an item consumes no character (``\\b``, a look-around, ``_START``)."""
+    if op in _ZERO_WIDTH:
+        return True
+    if op is sre_constants.BRANCH and isinstance(av, tuple):
+        return all(all(_zero_width(o, a) for o, a in _flat(alt)) for alt in av[1])
+    return False
+
+
+def _options(op: object, av: object) -> list[str] | None:
+    """The strings one item matches, when it matches only a few fixed ones."""
+    if op is sre_constants.LITERAL and isinstance(av, int):
+        return [chr(av)]
+    if op is sre_constants.IN and isinstance(av, list) and len(av) <= 8 and all(
+            o is sre_constants.LITERAL for o, _ in av):
+        return [chr(c) for _, c in av]
+    if op is sre_constants.BRANCH and isinstance(av, tuple) and len(av[1]) <= 8:
+        found = []
+        for alt in av[1]:
+            text = ""
+            for o, a in _flat(alt):
+                if o is not sre_constants.LITERAL or not isinstance(a, int):
+                    return None
+                text += chr(a)
+            found.append(text)
+        return found
+    return None
+
+
+def _any_space(texts: Iterable[str]) -> bool:
+    return any(c.isspace() for text in texts for c in text)
+
+
+def _guard(pattern: re.Pattern[str]) -> tuple[tuple[str, ...] | None, bool]:
+    """(literals one of which every match of ``pattern`` holds, whether they are read on
+    the text without whitespace); (None, False) when none could be read.
+
+    Every run of fixed characters in the pattern's top-level sequence is in every match
+    (look-arounds between them consume nothing; ``\\s*`` between them only whitespace):
+    the longest run found is the guard."""
+    try:
+        items = list(_flat(sre_parse.parse(pattern.pattern, pattern.flags).data))
+    except Exception:  # an unknown construct: no guard, the pattern always runs
+        return None, False
+    best: tuple[tuple[str, ...] | None, bool] = (None, False)
+    found, squeezed, full = [""], False, False
+
+    def keep() -> None:
+        nonlocal best
+        if all(found) and (best[0] is None or min(map(len, found)) - squeezed / 2 >
+                           min(map(len, best[0])) - best[1] / 2):
+            best = (tuple(sorted(set(found))), squeezed)
+
+    for op, av in [*items, (None, None)]:  # the last item ends the last run
+        if _zero_width(op, av):
+            continue  # a match's characters stay next to each other without it
+        options = _options(op, av)
+        # ``\s*`` (or ``\s{0,n}``): what it takes is whitespace, gone from the squeezed text
+        star = options is None and not pattern.flags & re.IGNORECASE and op in (
+            sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT) and isinstance(
+            av, tuple) and av[0] == 0 and list(av[2]) == [
+            (sre_constants.IN, [(sre_constants.CATEGORY, sre_constants.CATEGORY_SPACE)])]
+        if options is None and not star:  # anything else ends the run
+            keep()
+            found, squeezed, full = [""], False, False
+        elif full:
+            continue  # the run is long enough; the rest of it is not needed
+        elif star and not _any_space(found):
+            squeezed = True
+        elif star or squeezed and _any_space(options or []):
+            keep()  # whitespace the squeezed text would not hold
+            found, squeezed, full = [""], False, False
+        else:
+            longer = [text + option for text in found for option in options or []]
+            if len(longer) > _MAX_OPTIONS:
+                full = True
+            else:
+                found = longer
+                full = min(map(len, found)) >= _MAX_GUARD
+    return best
+
+
+_step_cache: dict[tuple[re.Pattern[str], bool], _Step] = {}
+
+
+def _step(pattern: re.Pattern[str], keep: bool) -> _Step:
+    """``pattern`` with its guard (made once per pattern)."""
+    step = _step_cache.get((pattern, keep))
+    if step is None:
+        literals, squeezed = _guard(pattern)
+        folded = None
+        if literals is not None and pattern.flags & re.IGNORECASE:
+            # the same characters under the same flags match the same way
+            folded = re.compile("|".join(map(re.escape, literals)),
+                                pattern.flags & (re.IGNORECASE | re.ASCII))
+            literals = None
+        step = _Step(pattern, _sub_keep if keep else REDACTED, literals, squeezed, folded)
+        if len(_step_cache) > 20_000:  # a test session makes thousands of keys
+            _step_cache.clear()
+        _step_cache[(pattern, keep)] = step
+    return step
+
+
+# (the _secrets tuple, the env pattern, the steps made for them): rebuilt when either is
+# another object (add_secret makes a new tuple, so a key is masked from the next string
+# on). None at first: the empty tuple is one object, so () would look already made.
+_key_plan: tuple[tuple[re.Pattern[str], ...], tuple[_Step, ...]] | None = None
+_plan: tuple[tuple[re.Pattern[str], ...], re.Pattern[str] | None, tuple[_Step, ...]] | None \
+    = None
+
+
+def _key_steps() -> tuple[_Step, ...]:
+    """The guarded steps of the registered keys' forms."""
+    global _key_plan
+    secrets, plan = _secrets, _key_plan
+    if plan is None or plan[0] is not secrets:
+        plan = (secrets, tuple(_step(p, False) for p in secrets))
+        _key_plan = plan
+    return plan[1]
+
+
+def _steps(env: re.Pattern[str] | None) -> tuple[_Step, ...]:
+    """The guarded steps ``_redact`` runs before the pairs: keys, env values, shapes."""
+    global _plan
+    secrets, plan = _secrets, _plan
+    if plan is None or plan[0] is not secrets or plan[1] is not env:
+        plan = (secrets, env, (*_key_steps(), *([_step(env, False)] if env else []),
+                               *(_step(p, True) for p in _compiled)))
+        _plan = plan
+    return plan[2]
+
+
+def _run(steps: tuple[_Step, ...], text: str) -> str:
+    """``text`` after each step's pattern in turn, skipping those whose guard fails."""
+    squeezed: str | None = None
+    for pattern, repl, literals, squeeze, folded in steps:
+        if literals is not None:
+            if squeeze:
+                if squeezed is None:
+                    squeezed = "".join(text.split())  # str.split's whitespace is \s's
+                hay = squeezed
+            else:
+                hay = text
+            for literal in literals:
+                if literal in hay:
+                    break
+            else:
+                continue
+        elif folded is not None and folded.search(text) is None:
+            continue
+        done = pattern.sub(repl, text)
+        if done is not text:
+            text, squeezed = done, None
+    return text
 
 
 def _pair_spans(text: str) -> list[tuple[int, int, int]]:
@@ -357,21 +567,41 @@ def redact_text(text: str) -> str:
     return _redact(text, _env_value_pattern(), [*_custom, *_env_patterns()])
 
 
+# Short texts redaction left as they were, under the patterns they were searched with: a
+# team's records repeat the same field names, ids and states thousands of times. Only a
+# text that came out unchanged is kept (never one that held a secret), and the set is
+# dropped as soon as the steps or the added patterns are other ones (a new key, a new
+# variable, a new pattern), so a text is only skipped where searching it again would
+# give the same text back.
+_CLEAN_CHARS = 256
+_CLEAN_MOST = 8192
+_clean: tuple[tuple[tuple[_Step, ...], tuple[re.Pattern[str], ...]] | None, set[str]] = (
+    None, set())
+
+
 def _redact(text: str, env: re.Pattern[str] | None, extra: list[re.Pattern[str]]) -> str:
+    global _clean
     if not text:
         return text
-    text = fix_text(text)
-    for pattern in _secrets:
-        text = pattern.sub(REDACTED, text)
-    if env is not None:
-        text = env.sub(REDACTED, text)
-    for pattern in _compiled:
-        text = pattern.sub(_sub_keep, text)
-    if "=" in text or ":" in text:
-        text = _redact_pairs(text)
+    steps = _steps(env)
+    short = len(text) <= _CLEAN_CHARS
+    if short:
+        state = (steps, tuple(extra))
+        known = _clean
+        if known[0] != state:
+            known = _clean = (state, set())
+        if text in known[1]:
+            return text
+    done = _run(steps, fix_text(text))
+    if "=" in done or ":" in done:
+        done = _redact_pairs(done)
     for pattern in extra:
-        text = pattern.sub(REDACTED, text)
-    return text
+        done = pattern.sub(REDACTED, done)
+    if short and done == text:
+        if len(known[1]) >= _CLEAN_MOST:
+            known[1].clear()
+        known[1].add(text)
+    return done
 
 
 def fix_text(text: str) -> str:
@@ -597,9 +827,7 @@ def scrub(value: object, *, max_chars: int | None = None) -> Any:
 
 def mask_keys(text: str) -> str:
     """``text`` with the keys registered by :func:`add_secret` masked, and nothing else."""
-    for pattern in _secrets:
-        text = pattern.sub(REDACTED, text)
-    return text
+    return _run(_key_steps(), text) if _secrets else text
 
 
 def holds_key(items: list[Any]) -> bool:
