@@ -471,37 +471,98 @@ def _step(pattern: re.Pattern[str], keep: bool) -> _Step:
     return step
 
 
-# (the _secrets tuple, the env pattern, the steps made for them): rebuilt when either is
+def _trie(words: Iterable[str]) -> str:
+    """A pattern that matches where one of ``words`` starts (each spelt once, as a tree:
+    the search tries a few first characters at each place, not every word)."""
+    tree: dict[str, dict[str, Any]] = {}
+    for word in words:
+        node = tree
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def branch(node: dict[str, Any]) -> str:
+        if "" in node:
+            return ""  # a word ends here: what longer words go on with is not needed
+        parts = [re.escape(char) + branch(sub) for char, sub in sorted(node.items())]
+        return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+
+    return branch(tree)
+
+
+_QUICK_CHARS = 512  # up to here one search for every guard's literals beats one per step
+
+
+class _Plan(NamedTuple):
+    """The steps in order, and what tells in one search that no guarded step can match."""
+
+    steps: tuple[_Step, ...]
+    bare: tuple[_Step, ...]  # the steps with no guard: they always run
+    quick: re.Pattern[str] | None  # every plain literal of every guard
+    quick_squeezed: re.Pattern[str] | None  # every literal read without whitespace
+    folded: tuple[re.Pattern[str], ...]
+
+    @classmethod
+    def of(cls, steps: Iterable[_Step]) -> _Plan:
+        made = tuple(steps)
+        plain = {w for s in made if s.literals is not None and not s.squeezed
+                 for w in s.literals}
+        squeezed = {w for s in made if s.literals is not None and s.squeezed
+                    for w in s.literals}
+        return cls(made, tuple(s for s in made if s.literals is None and s.folded is None),
+                   re.compile(_trie(plain)) if plain else None,
+                   re.compile(_trie(squeezed)) if squeezed else None,
+                   tuple(s.folded for s in made if s.folded is not None))
+
+
+# (the _secrets tuple, the env pattern, the plan made for them): rebuilt when either is
 # another object (add_secret makes a new tuple, so a key is masked from the next string
 # on). None at first: the empty tuple is one object, so () would look already made.
-_key_plan: tuple[tuple[re.Pattern[str], ...], tuple[_Step, ...]] | None = None
-_plan: tuple[tuple[re.Pattern[str], ...], re.Pattern[str] | None, tuple[_Step, ...]] | None \
-    = None
+_key_plan: tuple[tuple[re.Pattern[str], ...], _Plan] | None = None
+_plan: tuple[tuple[re.Pattern[str], ...], re.Pattern[str] | None, _Plan] | None = None
 
 
-def _key_steps() -> tuple[_Step, ...]:
+def _key_steps() -> _Plan:
     """The guarded steps of the registered keys' forms."""
     global _key_plan
     secrets, plan = _secrets, _key_plan
     if plan is None or plan[0] is not secrets:
-        plan = (secrets, tuple(_step(p, False) for p in secrets))
+        plan = (secrets, _Plan.of(_step(p, False) for p in secrets))
         _key_plan = plan
     return plan[1]
 
 
-def _steps(env: re.Pattern[str] | None) -> tuple[_Step, ...]:
+def _steps(env: re.Pattern[str] | None) -> _Plan:
     """The guarded steps ``_redact`` runs before the pairs: keys, env values, shapes."""
     global _plan
     secrets, plan = _secrets, _plan
     if plan is None or plan[0] is not secrets or plan[1] is not env:
-        plan = (secrets, env, (*_key_steps(), *([_step(env, False)] if env else []),
-                               *(_step(p, True) for p in _compiled)))
+        plan = (secrets, env, _Plan.of((*(_step(p, False) for p in secrets),
+                                        *([_step(env, False)] if env else []),
+                                        *(_step(p, True) for p in _compiled))))
         _plan = plan
     return plan[2]
 
 
-def _run(steps: tuple[_Step, ...], text: str) -> str:
+def _run(plan: _Plan, text: str) -> str:
     """``text`` after each step's pattern in turn, skipping those whose guard fails."""
+    # When no guarded step can match the text, only the steps with no guard run; while
+    # they leave it as it is, that stays so. If one of them changes it, all run again.
+    if _none_can_match(plan, text) and _steps_run(plan.bare, text) is text:
+        return text
+    return _steps_run(plan.steps, text)
+
+
+def _none_can_match(plan: _Plan, text: str) -> bool:
+    """Whether one search each proves that no guarded step of ``plan`` matches ``text``."""
+    return len(text) <= _QUICK_CHARS and (
+        plan.quick is None or plan.quick.search(text) is None) and (
+        plan.quick_squeezed is None
+        or plan.quick_squeezed.search("".join(text.split())) is None) and all(
+        folded.search(text) is None for folded in plan.folded)
+
+
+def _steps_run(steps: tuple[_Step, ...], text: str) -> str:
     squeezed: str | None = None
     for pattern, repl, literals, squeeze, folded in steps:
         if literals is not None:
@@ -575,7 +636,7 @@ def redact_text(text: str) -> str:
 # give the same text back.
 _CLEAN_CHARS = 256
 _CLEAN_MOST = 8192
-_clean: tuple[tuple[tuple[_Step, ...], tuple[re.Pattern[str], ...]] | None, set[str]] = (
+_clean: tuple[tuple[_Plan, tuple[re.Pattern[str], ...]] | None, set[str]] = (
     None, set())
 
 

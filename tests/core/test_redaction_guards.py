@@ -176,7 +176,7 @@ def test_records_scrub_alike(keys):
 
 
 def test_each_guard_holds_for_every_text_its_pattern_matches(keys):
-    steps = redaction._steps(redaction._env_value_pattern())
+    steps = redaction._steps(redaction._env_value_pattern()).steps
     assert sum(step.literals is None and step.folded is None for step in steps) <= 1
     texts = corpus(keys, "plain-looking-value-42")
     for step in steps:
@@ -218,7 +218,7 @@ def test_guards_of_odd_patterns_hold(source):
             assert any(literal in hay for literal in literals), (source, text, literals)
         if step.folded is not None:
             assert step.folded.search(text) is not None, (source, text)
-        assert redaction._run((step,), text) == pattern.sub(REDACTED, text)
+        assert redaction._run(redaction._Plan.of([step]), text) == pattern.sub(REDACTED, text)
 
 
 def test_a_key_added_after_the_steps_were_made_is_masked_at_once():
@@ -275,3 +275,25 @@ def test_only_unchanged_short_texts_are_kept():
     assert "plain words" in kept and secret not in kept
     long_text = "plain words " * 100
     assert redact_text(long_text) == long_text and long_text not in kept
+
+
+def test_one_search_finds_where_any_guard_literal_is():
+    rng = random.Random(5)
+    for _ in range(200):
+        words = {"".join(rng.choice("abcAB_-") for _ in range(rng.randrange(1, 6)))
+                 for _ in range(rng.randrange(1, 30))}
+        tree = re.compile(redaction._trie(words))
+        for _ in range(30):
+            text = "".join(rng.choice("abcAB_- x") for _ in range(rng.randrange(0, 25)))
+            assert (tree.search(text) is not None) == any(w in text for w in words), (
+                words, text)
+
+
+def test_a_step_with_no_guard_that_changes_the_text_lets_every_guard_look_again():
+    digits = redaction._step(re.compile(r"\d+"), False)  # no literal: no guard
+    tail = redaction._step(re.compile(r"ACTED\]"), False)  # only [REDACTED] makes it
+    assert digits.literals is None and digits.folded is None and tail.literals == ("ACTED]",)
+    plan = redaction._Plan.of([digits, tail])
+    assert plan.bare == (digits,)
+    assert redaction._run(plan, "abc 123") == f"abc [RED{REDACTED}"
+    assert redaction._run(plan, "abc") == "abc"
