@@ -19,8 +19,15 @@ texts are made before the clock starts.
 Figures: µs per string (a record's count is the strings ``_redact`` sees in it), best and
 median of ``--rounds``; the ratio before / after of the medians.
 
-Run: ``python benchmarks/redaction.py [--rounds 15]``. Nothing is asserted: the figures
-go to docs/performance.md ("Redaction per string").
+With ``--fanouts N`` (in a venv with the peers, as ``benchmarks/peers.py``): N fan-outs of
+50 through agent-kernel's Team (``max_workers`` 50) with the plain sequence and with the
+guarded steps swapped in, beside openai-agents (agents as tools) and smolagents' managed
+agent (``max_tool_threads=1``), interleaved round by round against one scripted server
+(peers.py's), and for one more untimed fan-out each the share of the time spent in
+redaction (the calls of ``_redact``, each string's, and ``_env_value_pattern``, timed).
+
+Run: ``python benchmarks/redaction.py [--rounds 15] [--fanouts 5]``. Nothing is
+asserted: the figures go to docs/performance.md ("Redaction per string").
 """
 
 from __future__ import annotations
@@ -145,11 +152,96 @@ def timed(work: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
+def fanouts(rounds: int) -> None:
+    """Fan-outs of 50, plain and guarded redaction, beside the two fastest peers."""
+    import asyncio
+    import sys
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import peers  # sets up its environment (no lookups beyond 127.0.0.1) on import
+
+    contenders = peers.peers  # benchmarks/peer_contenders.py
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    peers.quiet()
+    folder = Path(tempfile.mkdtemp(prefix="redaction-fanout-"))
+
+    def with_redaction(plain: bool, run: Callable[[int], object]) -> Callable[[], object]:
+        async def once() -> None:
+            use(plain)
+            await run(peers.FANOUT)  # type: ignore[misc]
+        return once
+
+    def timed_call(real: Callable[..., object], spent: list[float]) -> Callable[..., object]:
+        def call(*args: object) -> object:
+            started = time.perf_counter()
+            try:
+                return real(*args)
+            finally:
+                spent[0] += time.perf_counter() - started
+        return call
+
+    async def measure(base_url: str) -> list[str]:
+        plain = contenders.ak_team(base_url, folder / "plain", 50)
+        guarded = contenders.ak_team(base_url, folder / "guarded", 50)
+        runs = [("agent-kernel Team, max_workers 50, plain sequence (before)",
+                 with_redaction(True, plain.run)),
+                ("agent-kernel Team, max_workers 50, guarded (after)",
+                 with_redaction(False, guarded.run)),
+                ("openai-agents, agents as tools", with_redaction(
+                    False, contenders.oa_as_tool(base_url).run)),
+                ("smolagents, managed agent (max_tool_threads=1)", with_redaction(
+                    False, contenders.sm_managed(base_url, 1).run))]
+        try:
+            times = await peers.interleaved(runs, rounds, 1)  # type: ignore[arg-type]
+            shares = {}
+            for mode, team in ((True, plain), (False, guarded)):
+                use(mode)
+                spent = [0.0]
+                real_redact, real_env = redaction._redact, redaction._env_value_pattern
+                redaction._redact = timed_call(real_redact, spent)  # type: ignore[assignment]
+                redaction._env_value_pattern = timed_call(  # type: ignore[assignment]
+                    real_env, spent)
+                try:
+                    started = time.perf_counter()
+                    await team.run(peers.FANOUT)
+                    shares[mode] = (spent[0], time.perf_counter() - started)
+                finally:
+                    redaction._redact, redaction._env_value_pattern = real_redact, real_env
+        finally:
+            use(False)
+            await contenders.close_clients()
+        best = max(peers.FANOUT / statistics.median(times[name]) for name, _ in runs[2:])
+        out = [f"fan-outs of {peers.FANOUT}, {rounds} rounds interleaved, "
+               f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, load average {load} at "
+               "start, " + " ".join(Path("/proc/loadavg").read_text().split()[:3]) + " at end",
+               "| contender | tasks/s (median) | slowest round | × best peer |",
+               "|---|---:|---:|---:|"]
+        for name, _ in runs:
+            rate = peers.FANOUT / statistics.median(times[name])
+            out.append(f"| {name} | {rate:.1f} | {peers.FANOUT / max(times[name]):.1f} | "
+                       f"{rate / best:.2f} |")
+        for mode, (spent_s, total) in shares.items():
+            out.append(f"in _redact and _env_value_pattern during one more fan-out, "
+                       f"{'plain' if mode else 'guarded'}: "
+                       f"{spent_s * 1000:.0f} ms of {total * 1000:.0f} ms "
+                       f"({spent_s / total:.0%})")
+        return out
+
+    with peers.server_process() as (base_url, _):
+        print("\n".join(asyncio.run(measure(base_url))))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--records", type=int, default=50, help="records of each kind a round")
+    parser.add_argument("--fanouts", type=int, default=0,
+                        help="fan-outs of 50 instead (a venv with the peers)")
     args = parser.parse_args()
+    if args.fanouts:
+        fanouts(args.fanouts)
+        return
     redaction.add_secret(os.urandom(32))
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     cases: dict[str, tuple[Callable[[], object], int]] = {}
