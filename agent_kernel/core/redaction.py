@@ -338,11 +338,12 @@ def _sub_keep(match: re.Match[str]) -> str:
 # another, each on the text the one before left. A pattern that cannot match the text it
 # is given leaves it as it is, so skipping it changes nothing. A guard is a test that
 # every text the pattern matches passes: literals one of which every match holds (read
-# from the pattern's own parse tree: its leading characters after look-arounds, small
-# classes and alternatives of characters spelt out, ``\s*`` between them read on the text
-# with its whitespace taken out). A pattern whose guard fails on the text as it stands
-# at that point is skipped; a pattern with no guard found always runs. The guard only
-# ever proves a match impossible: it never chooses what is masked.
+# from the pattern's own parse tree: a run of fixed characters in its top-level sequence,
+# look-arounds inside it skipped, small classes and alternatives of characters spelt
+# out, ``\s*`` inside it read on the text with its whitespace taken out). A pattern whose
+# guard fails on the text as it stands at that point is skipped; a pattern with no guard
+# found always runs. The guard only ever proves a match impossible: it never chooses
+# what is masked.
 _MAX_GUARD = 12  # characters: long enough to be rare in ordinary text
 _MAX_OPTIONS = 16  # spelt-out variants of a guard (``gh[pousr]_``: five)
 _ZERO_WIDTH = (sre_constants.AT, sre_constants.ASSERT, sre_constants.ASSERT_NOT)
@@ -409,9 +410,13 @@ def _guard(pattern: re.Pattern[str]) -> tuple[tuple[str, ...] | None, bool]:
     (look-arounds between them consume nothing; ``\\s*`` between them only whitespace):
     the longest run found is the guard."""
     try:
-        items = list(_flat(sre_parse.parse(pattern.pattern, pattern.flags).data))
+        return _read_guard(pattern)
     except Exception:  # an unknown construct: no guard, the pattern always runs
         return None, False
+
+
+def _read_guard(pattern: re.Pattern[str]) -> tuple[tuple[str, ...] | None, bool]:
+    items = list(_flat(sre_parse.parse(pattern.pattern, pattern.flags).data))
     best: tuple[tuple[str, ...] | None, bool] = (None, False)
     found, squeezed, full = [""], False, False
 
@@ -419,7 +424,8 @@ def _guard(pattern: re.Pattern[str]) -> tuple[tuple[str, ...] | None, bool]:
         nonlocal best
         if all(found) and (best[0] is None or min(map(len, found)) - squeezed / 2 >
                            min(map(len, best[0])) - best[1] / 2):
-            best = (tuple(sorted(set(found))), squeezed)
+            # (the start of a literal is in every match too: a long one is cut)
+            best = (tuple(sorted({text[:_MAX_GUARD] for text in found})), squeezed)
 
     for op, av in [*items, (None, None)]:  # the last item ends the last run
         if _zero_width(op, av):

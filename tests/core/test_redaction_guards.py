@@ -297,3 +297,13 @@ def test_a_step_with_no_guard_that_changes_the_text_lets_every_guard_look_again(
     assert plan.bare == (digits,)
     assert redaction._run(plan, "abc 123") == f"abc [RED{REDACTED}"
     assert redaction._run(plan, "abc") == "abc"
+
+
+def test_a_long_secret_variable_gets_a_short_guard(monkeypatch):
+    value = "v" + "0123456789" * 600
+    monkeypatch.setenv("HUGE_SERVICE_TOKEN", value)
+    monkeypatch.setenv("OTHER_SERVICE_TOKEN", "w" + "9876543210" * 500)
+    step = redaction._step(redaction._env_value_pattern(), False)
+    assert step.literals is not None and max(map(len, step.literals)) <= 12
+    assert redact_text(f"a {value} b") == f"a {REDACTED} b"
+    assert redact_text(f"a {value[:-1]} b") == reference_redact(f"a {value[:-1]} b")
