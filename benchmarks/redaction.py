@@ -25,6 +25,8 @@ guarded steps swapped in, beside openai-agents (agents as tools) and smolagents'
 agent (``max_tool_threads=1``), interleaved round by round against one scripted server
 (peers.py's), and for one more untimed fan-out each the share of the time spent in
 redaction (the calls of ``_redact``, each string's, and ``_env_value_pattern``, timed).
+The CPU time of this process a fan-out (the server runs in its own) says the same with
+less of the machine's other work in it than the wall time.
 
 Run: ``python benchmarks/redaction.py [--rounds 15] [--fanouts 5]``. Nothing is
 asserted: the figures go to docs/performance.md ("Redaction per string").
@@ -166,11 +168,16 @@ def fanouts(rounds: int) -> None:
     peers.quiet()
     folder = Path(tempfile.mkdtemp(prefix="redaction-fanout-"))
 
-    def with_redaction(plain: bool, run: Callable[[int], object]) -> Callable[[], object]:
+    cpu: dict[str, list[float]] = {}
+
+    def with_redaction(name: str, plain: bool, run: Callable[[int], object]
+                       ) -> tuple[str, Callable[[], object]]:
         async def once() -> None:
             use(plain)
+            started = time.process_time()
             await run(peers.FANOUT)  # type: ignore[misc]
-        return once
+            cpu.setdefault(name, []).append(time.process_time() - started)
+        return name, once
 
     def timed_call(real: Callable[..., object], spent: list[float]) -> Callable[..., object]:
         def call(*args: object) -> object:
@@ -184,14 +191,14 @@ def fanouts(rounds: int) -> None:
     async def measure(base_url: str) -> list[str]:
         plain = contenders.ak_team(base_url, folder / "plain", 50)
         guarded = contenders.ak_team(base_url, folder / "guarded", 50)
-        runs = [("agent-kernel Team, max_workers 50, plain sequence (before)",
-                 with_redaction(True, plain.run)),
-                ("agent-kernel Team, max_workers 50, guarded (after)",
-                 with_redaction(False, guarded.run)),
-                ("openai-agents, agents as tools", with_redaction(
-                    False, contenders.oa_as_tool(base_url).run)),
-                ("smolagents, managed agent (max_tool_threads=1)", with_redaction(
-                    False, contenders.sm_managed(base_url, 1).run))]
+        runs = [with_redaction("agent-kernel Team, max_workers 50, plain sequence (before)",
+                               True, plain.run),
+                with_redaction("agent-kernel Team, max_workers 50, guarded (after)",
+                               False, guarded.run),
+                with_redaction("openai-agents, agents as tools", False,
+                               contenders.oa_as_tool(base_url).run),
+                with_redaction("smolagents, managed agent (max_tool_threads=1)", False,
+                               contenders.sm_managed(base_url, 1).run)]
         try:
             times = await peers.interleaved(runs, rounds, 1)  # type: ignore[arg-type]
             shares = {}
@@ -215,12 +222,13 @@ def fanouts(rounds: int) -> None:
         out = [f"fan-outs of {peers.FANOUT}, {rounds} rounds interleaved, "
                f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, load average {load} at "
                "start, " + " ".join(Path("/proc/loadavg").read_text().split()[:3]) + " at end",
-               "| contender | tasks/s (median) | slowest round | × best peer |",
-               "|---|---:|---:|---:|"]
+               "| contender | tasks/s (median) | slowest round | × best peer "
+               "| CPU ms a fan-out, this process (median) |",
+               "|---|---:|---:|---:|---:|"]
         for name, _ in runs:
             rate = peers.FANOUT / statistics.median(times[name])
             out.append(f"| {name} | {rate:.1f} | {peers.FANOUT / max(times[name]):.1f} | "
-                       f"{rate / best:.2f} |")
+                       f"{rate / best:.2f} | {statistics.median(cpu[name][1:]) * 1000:.0f} |")
         for mode, (spent_s, total) in shares.items():
             out.append(f"in _redact and _env_value_pattern during one more fan-out, "
                        f"{'plain' if mode else 'guarded'}: "
