@@ -477,17 +477,20 @@ def _step(pattern: re.Pattern[str], keep: bool) -> _Step:
     return step
 
 
+_Tree = dict[str, "_Tree"]  # a letter and what may follow it ("" where a word ends)
+
+
 def _trie(words: Iterable[str]) -> str:
     """A pattern that matches where one of ``words`` starts (each spelt once, as a tree:
     the search tries a few first characters at each place, not every word)."""
-    tree: dict[str, dict[str, Any]] = {}
+    tree: _Tree = {}
     for word in words:
         node = tree
         for char in word:
             node = node.setdefault(char, {})
         node[""] = {}
 
-    def branch(node: dict[str, Any]) -> str:
+    def branch(node: _Tree) -> str:
         if "" in node:
             return ""  # a word ends here: what longer words go on with is not needed
         parts = [re.escape(char) + branch(sub) for char, sub in sorted(node.items())]
