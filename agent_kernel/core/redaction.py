@@ -105,7 +105,7 @@ _lock = threading.Lock()
 _custom: list[re.Pattern[str]] = []
 _secrets: tuple[re.Pattern[str], ...] = ()  # keys this process holds (add_secret)
 _secret_values: set[bytes] = set()
-_compiled: list[re.Pattern[str]] = [re.compile(p) for p in _SHAPES]
+_compiled: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in _SHAPES)
 _env_cache: tuple[tuple[tuple[str, str], ...], re.Pattern[str] | None] = ((), None)
 _env_patterns_cache: tuple[str, list[re.Pattern[str]]] = ("", [])
 # os.environ's data when _env_cache was last read, and the pattern that reading gave
@@ -728,12 +728,27 @@ def _distinct(name: str, taken: dict[str, Any]) -> str:
 def secret_spans(text: str) -> list[tuple[int, int]]:
     """Where in ``text`` the secrets are (start, end), for cutting a stream between them."""
     spans: list[tuple[int, int]] = []
-    env = _env_value_pattern()
-    for pattern in [*_secrets, *([env] if env is not None else []), *_compiled, *_custom,
+    squeezed = "".join(text.split())
+    for pattern in [*_matching(_steps(_env_value_pattern()).steps, text, squeezed), *_custom,
                     *_env_patterns()]:
         spans.extend(m.span() for m in pattern.finditer(text))
     spans.extend((a, c) for a, _, c in _pair_spans(text))
     return spans
+
+
+def _matching(steps: Iterable[_Step], text: str, squeezed: str) -> list[re.Pattern[str]]:
+    """The patterns of ``steps`` whose guard holds for ``text`` (the others find nothing
+    in it), in order; ``squeezed`` is ``text`` without whitespace."""
+    found = []
+    for step in steps:
+        if step.literals is not None:
+            hay = squeezed if step.squeezed else text
+            if not any(literal in hay for literal in step.literals):
+                continue
+        elif step.folded is not None and step.folded.search(text) is None:
+            continue
+        found.append(step.pattern)
+    return found
 
 
 def secret_marks(text: str) -> list[tuple[int, int]]:
@@ -744,7 +759,9 @@ def secret_marks(text: str) -> list[tuple[int, int]]:
     """
     spans: list[tuple[int, int]] = []
     env = _env_value_pattern()
-    for pattern in [*([env] if env is not None else []), *_compiled, *_custom,
+    steps = [*([_step(env, False)] if env is not None else []),
+             *(_step(p, True) for p in _compiled)]
+    for pattern in [*_matching(steps, text, "".join(text.split())), *_custom,
                     *_env_patterns()]:
         for match in pattern.finditer(text):
             start = match.end("keep") if "keep" in pattern.groupindex and \

@@ -53,6 +53,38 @@ def reference_redact(text: str) -> str:
     return text
 
 
+def reference_spans(text: str) -> list[tuple[int, int]]:
+    """``secret_spans`` before the guards: every pattern's matches, in order."""
+    spans: list[tuple[int, int]] = []
+    env = reference_env_pattern()
+    for pattern in [*redaction._secrets, *([env] if env is not None else []),
+                    *redaction._compiled, *redaction._custom, *redaction._env_patterns()]:
+        spans.extend(m.span() for m in pattern.finditer(text))
+    spans.extend((a, c) for a, _, c in redaction._pair_spans(text))
+    return spans
+
+
+def reference_marks(text: str) -> list[tuple[int, int]]:
+    """``secret_marks`` before the guards."""
+    spans: list[tuple[int, int]] = []
+    env = reference_env_pattern()
+    for pattern in [*([env] if env is not None else []), *redaction._compiled,
+                    *redaction._custom, *redaction._env_patterns()]:
+        for match in pattern.finditer(text):
+            start = match.end("keep") if "keep" in pattern.groupindex and \
+                match.group("keep") is not None else match.start()
+            if match.end() > start:
+                spans.append((start, match.end()))
+    spans.extend((b, c) for _, b, c in redaction._pair_spans(text))
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 def reference_mask(text: str) -> str:
     for pattern in redaction._secrets:
         text = pattern.sub(REDACTED, text)
@@ -165,6 +197,12 @@ def test_guarded_redaction_masks_exactly_what_the_plain_sequence_masked(keys):
         assert mask_keys(text) == reference_mask(text), text[:200]
         masked += want != redaction.fix_text(text)
     assert masked > len(texts) // 3  # the corpus holds secrets, not only near misses
+
+
+def test_spans_and_marks_are_found_alike(keys):
+    for text in corpus(keys, "plain-looking-value-42")[::3]:
+        assert redaction.secret_spans(text) == reference_spans(text), text[:200]
+        assert redaction.secret_marks(text) == reference_marks(text), text[:200]
 
 
 def test_records_scrub_alike(keys):
