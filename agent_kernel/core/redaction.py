@@ -453,6 +453,9 @@ def _read_guard(pattern: re.Pattern[str]) -> tuple[tuple[str, ...] | None, bool]
             else:
                 found = longer
                 full = min(map(len, found)) >= _MAX_GUARD
+                if full and not squeezed:
+                    keep()
+                    return best  # no later run can be longer (a long key's forms: fast)
     return best
 
 
