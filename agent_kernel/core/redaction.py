@@ -39,8 +39,15 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+if sys.version_info >= (3, 11):
+    from re import _constants as sre_constants
+    from re import _parser as sre_parse
+else:  # pragma: no cover - Python 3.10
+    import sre_constants
+    import sre_parse
 
 REDACTED = "[REDACTED]"
 MAX_DEPTH = 100
@@ -98,9 +105,11 @@ _lock = threading.Lock()
 _custom: list[re.Pattern[str]] = []
 _secrets: tuple[re.Pattern[str], ...] = ()  # keys this process holds (add_secret)
 _secret_values: set[bytes] = set()
-_compiled: list[re.Pattern[str]] = [re.compile(p) for p in _SHAPES]
+_compiled: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in _SHAPES)
 _env_cache: tuple[tuple[tuple[str, str], ...], re.Pattern[str] | None] = ((), None)
 _env_patterns_cache: tuple[str, list[re.Pattern[str]]] = ("", [])
+# os.environ's data when _env_cache was last read, and the pattern that reading gave
+_env_seen: tuple[dict[object, object], re.Pattern[str] | None] | None = None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -273,8 +282,17 @@ def clear_patterns() -> None:
 
 
 def _env_value_pattern() -> re.Pattern[str] | None:
-    """One pattern for the exact values of secret-named environment variables."""
-    global _env_cache
+    """One pattern for the exact values of secret-named environment variables.
+
+    Reading every variable and its name's verdict cost ~30 µs a call (once per record);
+    while ``os.environ``'s own data equals the copy taken before the last reading, the
+    reading would be the same, so its pattern is returned as it is."""
+    global _env_cache, _env_seen
+    data = getattr(os.environ, "_data", None)
+    seen = _env_seen
+    if isinstance(data, dict) and seen is not None and data == seen[0]:
+        return seen[1]
+    snapshot = dict(data) if isinstance(data, dict) else None  # before the reading
     found = tuple(sorted((k, v) for k, v in os.environ.items()
                          if len(v) >= _MIN_ENV_SECRET and k not in _NOT_SECRET_ENV
                          and secret_name(k)))
@@ -284,7 +302,9 @@ def _env_value_pattern() -> re.Pattern[str] | None:
         values = sorted({v for _, v in found if not _existing_path(v)}, key=len, reverse=True)
         pattern = re.compile("|".join(re.escape(v) for v in values)) if values else None
         _env_cache = (found, pattern)
-    return _env_cache[1]
+    made = _env_cache[1]
+    _env_seen = (snapshot, made) if snapshot is not None else None
+    return made
 
 
 def _existing_path(value: str) -> bool:
@@ -312,6 +332,269 @@ def _env_patterns() -> list[re.Pattern[str]]:
 def _sub_keep(match: re.Match[str]) -> str:
     keep = match.groupdict().get("keep")
     return (keep or "") + REDACTED
+
+
+# Guards: why most strings skip most patterns. ``_redact`` runs its patterns one after
+# another, each on the text the one before left. A pattern that cannot match the text it
+# is given leaves it as it is, so skipping it changes nothing. A guard is a test that
+# every text the pattern matches passes: literals one of which every match holds (read
+# from the pattern's own parse tree: a run of fixed characters in its top-level sequence,
+# look-arounds inside it skipped, small classes and alternatives of characters spelt
+# out, ``\s*`` inside it read on the text with its whitespace taken out). A pattern whose
+# guard fails on the text as it stands at that point is skipped; a pattern with no guard
+# found always runs. The guard only ever proves a match impossible: it never chooses
+# what is masked.
+_MAX_GUARD = 12  # characters: long enough to be rare in ordinary text
+_MAX_OPTIONS = 16  # spelt-out variants of a guard (``gh[pousr]_``: five)
+_ZERO_WIDTH = (sre_constants.AT, sre_constants.ASSERT, sre_constants.ASSERT_NOT)
+
+
+class _Step(NamedTuple):
+    """One pattern of the sequence, what replaces its matches, and its guard."""
+
+    pattern: re.Pattern[str]
+    repl: str | Callable[[re.Match[str]], str]
+    literals: tuple[str, ...] | None  # one of them is in every text it matches; None: no guard
+    squeezed: bool  # the literals are looked for in the text without its whitespace
+    folded: re.Pattern[str] | None  # for a case-blind pattern: its literals, case-blind too
+
+
+def _flat(items: Iterable[tuple[object, object]]) -> Iterable[tuple[object, object]]:
+    """The items of a parsed pattern with groups that change no flag opened up in place
+    (a group only captures; which text matches stays the same)."""
+    for op, av in items:
+        if op is sre_constants.SUBPATTERN and isinstance(av, tuple) and av[1] == av[2] == 0:
+            yield from _flat(av[3])
+        else:
+            yield op, av
+
+
+def _zero_width(op: object, av: object) -> bool:
+    """Whether an item consumes no character (``\\b``, a look-around, ``_START``)."""
+    if op in _ZERO_WIDTH:
+        return True
+    if op is sre_constants.BRANCH and isinstance(av, tuple):
+        return all(all(_zero_width(o, a) for o, a in _flat(alt)) for alt in av[1])
+    return False
+
+
+def _options(op: object, av: object) -> list[str] | None:
+    """The strings one item matches, when it matches only a few fixed ones."""
+    if op is sre_constants.LITERAL and isinstance(av, int):
+        return [chr(av)]
+    if op is sre_constants.IN and isinstance(av, list) and len(av) <= 8 and all(
+            o is sre_constants.LITERAL for o, _ in av):
+        return [chr(c) for _, c in av]
+    if op is sre_constants.BRANCH and isinstance(av, tuple) and len(av[1]) <= 8:
+        found = []
+        for alt in av[1]:
+            text = ""
+            for o, a in _flat(alt):
+                if o is not sre_constants.LITERAL or not isinstance(a, int):
+                    return None
+                text += chr(a)
+            found.append(text)
+        return found
+    return None
+
+
+def _any_space(texts: Iterable[str]) -> bool:
+    return any(c.isspace() for text in texts for c in text)
+
+
+def _guard(pattern: re.Pattern[str]) -> tuple[tuple[str, ...] | None, bool]:
+    """(literals one of which every match of ``pattern`` holds, whether they are read on
+    the text without whitespace); (None, False) when none could be read.
+
+    Every run of fixed characters in the pattern's top-level sequence is in every match
+    (look-arounds between them consume nothing; ``\\s*`` between them only whitespace):
+    the longest run found is the guard."""
+    try:
+        return _read_guard(pattern)
+    except Exception:  # an unknown construct: no guard, the pattern always runs
+        return None, False
+
+
+def _read_guard(pattern: re.Pattern[str]) -> tuple[tuple[str, ...] | None, bool]:
+    items = list(_flat(sre_parse.parse(pattern.pattern, pattern.flags).data))
+    best: tuple[tuple[str, ...] | None, bool] = (None, False)
+    found, squeezed, full = [""], False, False
+
+    def keep() -> None:
+        nonlocal best
+        if all(found) and (best[0] is None or min(map(len, found)) - squeezed / 2 >
+                           min(map(len, best[0])) - best[1] / 2):
+            # (the start of a literal is in every match too: a long one is cut)
+            best = (tuple(sorted({text[:_MAX_GUARD] for text in found})), squeezed)
+
+    for op, av in [*items, (None, None)]:  # the last item ends the last run
+        if _zero_width(op, av):
+            continue  # a match's characters stay next to each other without it
+        options = _options(op, av)
+        # ``\s*`` (or ``\s{0,n}``): what it takes is whitespace, gone from the squeezed text
+        star = options is None and not pattern.flags & re.IGNORECASE and op in (
+            sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT) and isinstance(
+            av, tuple) and av[0] == 0 and list(av[2]) == [
+            (sre_constants.IN, [(sre_constants.CATEGORY, sre_constants.CATEGORY_SPACE)])]
+        if options is None and not star:  # anything else ends the run
+            keep()
+            found, squeezed, full = [""], False, False
+        elif full:
+            continue  # the run is long enough; the rest of it is not needed
+        elif star and not _any_space(found):
+            squeezed = True
+        elif star or squeezed and _any_space(options or []):
+            keep()  # whitespace the squeezed text would not hold
+            found, squeezed, full = [""], False, False
+        else:
+            longer = [text + option for text in found for option in options or []]
+            if len(longer) > _MAX_OPTIONS:
+                full = True
+            else:
+                found = longer
+                full = min(map(len, found)) >= _MAX_GUARD
+                if full and not squeezed:
+                    keep()
+                    return best  # no later run can be longer (a long key's forms: fast)
+    return best
+
+
+_step_cache: dict[tuple[re.Pattern[str], bool], _Step] = {}
+
+
+def _step(pattern: re.Pattern[str], keep: bool) -> _Step:
+    """``pattern`` with its guard (made once per pattern)."""
+    step = _step_cache.get((pattern, keep))
+    if step is None:
+        literals, squeezed = _guard(pattern)
+        folded = None
+        if literals is not None and pattern.flags & re.IGNORECASE:
+            # the same characters under the same flags match the same way
+            folded = re.compile("|".join(map(re.escape, literals)),
+                                pattern.flags & (re.IGNORECASE | re.ASCII))
+            literals = None
+        step = _Step(pattern, _sub_keep if keep else REDACTED, literals, squeezed, folded)
+        if len(_step_cache) > 20_000:  # a test session makes thousands of keys
+            _step_cache.clear()
+        _step_cache[(pattern, keep)] = step
+    return step
+
+
+_Tree = dict[str, "_Tree"]  # a letter and what may follow it ("" where a word ends)
+
+
+def _trie(words: Iterable[str]) -> str:
+    """A pattern that matches where one of ``words`` starts (each spelt once, as a tree:
+    the search tries a few first characters at each place, not every word)."""
+    tree: _Tree = {}
+    for word in words:
+        node = tree
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def branch(node: _Tree) -> str:
+        if "" in node:
+            return ""  # a word ends here: what longer words go on with is not needed
+        parts = [re.escape(char) + branch(sub) for char, sub in sorted(node.items())]
+        return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+
+    return branch(tree)
+
+
+_QUICK_CHARS = 512  # up to here one search for every guard's literals beats one per step
+
+
+class _Plan(NamedTuple):
+    """The steps in order, and what tells in one search that no guarded step can match."""
+
+    steps: tuple[_Step, ...]
+    bare: tuple[_Step, ...]  # the steps with no guard: they always run
+    quick: re.Pattern[str] | None  # every plain literal of every guard
+    quick_squeezed: re.Pattern[str] | None  # every literal read without whitespace
+    folded: tuple[re.Pattern[str], ...]
+
+    @classmethod
+    def of(cls, steps: Iterable[_Step]) -> _Plan:
+        made = tuple(steps)
+        plain = {w for s in made if s.literals is not None and not s.squeezed
+                 for w in s.literals}
+        squeezed = {w for s in made if s.literals is not None and s.squeezed
+                    for w in s.literals}
+        return cls(made, tuple(s for s in made if s.literals is None and s.folded is None),
+                   re.compile(_trie(plain)) if plain else None,
+                   re.compile(_trie(squeezed)) if squeezed else None,
+                   tuple(s.folded for s in made if s.folded is not None))
+
+
+# (the _secrets tuple, the env pattern, the plan made for them): rebuilt when either is
+# another object (add_secret makes a new tuple, so a key is masked from the next string
+# on). None at first: the empty tuple is one object, so () would look already made.
+_key_plan: tuple[tuple[re.Pattern[str], ...], _Plan] | None = None
+_plan: tuple[tuple[re.Pattern[str], ...], re.Pattern[str] | None, _Plan] | None = None
+
+
+def _key_steps() -> _Plan:
+    """The guarded steps of the registered keys' forms."""
+    global _key_plan
+    secrets, plan = _secrets, _key_plan
+    if plan is None or plan[0] is not secrets:
+        plan = (secrets, _Plan.of(_step(p, False) for p in secrets))
+        _key_plan = plan
+    return plan[1]
+
+
+def _steps(env: re.Pattern[str] | None) -> _Plan:
+    """The guarded steps ``_redact`` runs before the pairs: keys, env values, shapes."""
+    global _plan
+    secrets, plan = _secrets, _plan
+    if plan is None or plan[0] is not secrets or plan[1] is not env:
+        plan = (secrets, env, _Plan.of((*(_step(p, False) for p in secrets),
+                                        *([_step(env, False)] if env else []),
+                                        *(_step(p, True) for p in _compiled))))
+        _plan = plan
+    return plan[2]
+
+
+def _run(plan: _Plan, text: str) -> str:
+    """``text`` after each step's pattern in turn, skipping those whose guard fails."""
+    # When no guarded step can match the text, only the steps with no guard run; while
+    # they leave it as it is, that stays so. If one of them changes it, all run again.
+    if _none_can_match(plan, text) and _steps_run(plan.bare, text) is text:
+        return text
+    return _steps_run(plan.steps, text)
+
+
+def _none_can_match(plan: _Plan, text: str) -> bool:
+    """Whether one search each proves that no guarded step of ``plan`` matches ``text``."""
+    return len(text) <= _QUICK_CHARS and (
+        plan.quick is None or plan.quick.search(text) is None) and (
+        plan.quick_squeezed is None
+        or plan.quick_squeezed.search("".join(text.split())) is None) and all(
+        folded.search(text) is None for folded in plan.folded)
+
+
+def _steps_run(steps: tuple[_Step, ...], text: str) -> str:
+    squeezed: str | None = None
+    for pattern, repl, literals, squeeze, folded in steps:
+        if literals is not None:
+            if squeeze:
+                if squeezed is None:
+                    squeezed = "".join(text.split())  # str.split's whitespace is \s's
+                hay = squeezed
+            else:
+                hay = text
+            for literal in literals:
+                if literal in hay:
+                    break
+            else:
+                continue
+        elif folded is not None and folded.search(text) is None:
+            continue
+        done = pattern.sub(repl, text)
+        if done is not text:
+            text, squeezed = done, None
+    return text
 
 
 def _pair_spans(text: str) -> list[tuple[int, int, int]]:
@@ -357,21 +640,41 @@ def redact_text(text: str) -> str:
     return _redact(text, _env_value_pattern(), [*_custom, *_env_patterns()])
 
 
+# Short texts redaction left as they were, under the patterns they were searched with: a
+# team's records repeat the same field names, ids and states thousands of times. Only a
+# text that came out unchanged is kept (never one that held a secret), and the set is
+# dropped as soon as the steps or the added patterns are other ones (a new key, a new
+# variable, a new pattern), so a text is only skipped where searching it again would
+# give the same text back.
+_CLEAN_CHARS = 256
+_CLEAN_MOST = 8192
+_clean: tuple[tuple[_Plan, tuple[re.Pattern[str], ...]] | None, set[str]] = (
+    None, set())
+
+
 def _redact(text: str, env: re.Pattern[str] | None, extra: list[re.Pattern[str]]) -> str:
+    global _clean
     if not text:
         return text
-    text = fix_text(text)
-    for pattern in _secrets:
-        text = pattern.sub(REDACTED, text)
-    if env is not None:
-        text = env.sub(REDACTED, text)
-    for pattern in _compiled:
-        text = pattern.sub(_sub_keep, text)
-    if "=" in text or ":" in text:
-        text = _redact_pairs(text)
+    steps = _steps(env)
+    short = len(text) <= _CLEAN_CHARS
+    if short:
+        state = (steps, tuple(extra))
+        known = _clean
+        if known[0] != state:
+            known = _clean = (state, set())
+        if text in known[1]:
+            return text
+    done = _run(steps, fix_text(text))
+    if "=" in done or ":" in done:
+        done = _redact_pairs(done)
     for pattern in extra:
-        text = pattern.sub(REDACTED, text)
-    return text
+        done = pattern.sub(REDACTED, done)
+    if short and done == text:
+        if len(known[1]) >= _CLEAN_MOST:
+            known[1].clear()
+        known[1].add(text)
+    return done
 
 
 def fix_text(text: str) -> str:
@@ -428,12 +731,27 @@ def _distinct(name: str, taken: dict[str, Any]) -> str:
 def secret_spans(text: str) -> list[tuple[int, int]]:
     """Where in ``text`` the secrets are (start, end), for cutting a stream between them."""
     spans: list[tuple[int, int]] = []
-    env = _env_value_pattern()
-    for pattern in [*_secrets, *([env] if env is not None else []), *_compiled, *_custom,
+    squeezed = "".join(text.split())
+    for pattern in [*_matching(_steps(_env_value_pattern()).steps, text, squeezed), *_custom,
                     *_env_patterns()]:
         spans.extend(m.span() for m in pattern.finditer(text))
     spans.extend((a, c) for a, _, c in _pair_spans(text))
     return spans
+
+
+def _matching(steps: Iterable[_Step], text: str, squeezed: str) -> list[re.Pattern[str]]:
+    """The patterns of ``steps`` whose guard holds for ``text`` (the others find nothing
+    in it), in order; ``squeezed`` is ``text`` without whitespace."""
+    found = []
+    for step in steps:
+        if step.literals is not None:
+            hay = squeezed if step.squeezed else text
+            if not any(literal in hay for literal in step.literals):
+                continue
+        elif step.folded is not None and step.folded.search(text) is None:
+            continue
+        found.append(step.pattern)
+    return found
 
 
 def secret_marks(text: str) -> list[tuple[int, int]]:
@@ -444,7 +762,9 @@ def secret_marks(text: str) -> list[tuple[int, int]]:
     """
     spans: list[tuple[int, int]] = []
     env = _env_value_pattern()
-    for pattern in [*([env] if env is not None else []), *_compiled, *_custom,
+    steps = [*([_step(env, False)] if env is not None else []),
+             *(_step(p, True) for p in _compiled)]
+    for pattern in [*_matching(steps, text, "".join(text.split())), *_custom,
                     *_env_patterns()]:
         for match in pattern.finditer(text):
             start = match.end("keep") if "keep" in pattern.groupindex and \
@@ -597,9 +917,7 @@ def scrub(value: object, *, max_chars: int | None = None) -> Any:
 
 def mask_keys(text: str) -> str:
     """``text`` with the keys registered by :func:`add_secret` masked, and nothing else."""
-    for pattern in _secrets:
-        text = pattern.sub(REDACTED, text)
-    return text
+    return _run(_key_steps(), text) if _secrets else text
 
 
 def holds_key(items: list[Any]) -> bool:
