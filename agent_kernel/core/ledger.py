@@ -273,8 +273,9 @@ os.register_at_fork(after_in_child=_forget_commits)
 
 INLINE_TEXT = 1024
 """Records with less text than this are redacted on the loop (a millisecond at most);
-longer ones in a thread: redaction costs 1-2 ms per kilobyte of text, which would hold up
-everything else on the loop (objects other than JSON's go to the thread too)."""
+longer ones in a thread: redaction costs about 0.1 ms per kilobyte of ordinary text and
+up to 0.5 ms of text full of key-like literals (benchmarks/redaction.py), which would hold
+up everything else on the loop (objects other than JSON's go to the thread too)."""
 
 
 def _text_size(value: object, limit: int, depth: int = 0) -> int:
