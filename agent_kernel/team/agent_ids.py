@@ -93,8 +93,8 @@ def reserve_agent_number(root: Path, at_least: int) -> int:
     (a stuck process) gives ``at_least``, as before the counter."""
     try:
         with WorkspaceLock(root, COUNTER_LOCK, timeout=5.0):
-            try:
-                fd = open_fd(root, COUNTER, os.O_RDWR | os.O_CREAT, create_folders=True)
+            try:  # the lock made team/ already: no folder to make
+                fd = open_fd(root, COUNTER, os.O_RDWR | os.O_CREAT)
             except UnsafeWorkspacePath:  # a planted link or FIFO: replaced, never followed
                 number = _next(b"", at_least)
                 write_atomic(root, COUNTER, f"{number}\n".encode())

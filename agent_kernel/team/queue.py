@@ -29,7 +29,7 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -154,8 +154,12 @@ class Task:
         return self.status in OPEN
 
     def to_record(self) -> dict[str, Any]:
-        """The task as saved (JSON-ready)."""
-        return asdict(self)
+        """The task as saved (JSON-ready), a copy of it as it is now: ``asdict``'s result
+        without its recursive walk (every field is a str, a number or None but these two)."""
+        record = {name: getattr(self, name) for name in _TASK_FIELDS}
+        record["children"] = list(self.children)
+        record["condition"] = copy.deepcopy(self.condition)
+        return record
 
     def node(self, children: list[TaskNode]) -> TaskNode:
         """The task in a tree, with ``children`` the nodes of the tasks under it."""
@@ -183,6 +187,9 @@ class Task:
 _NULLABLE_TEXT = ("trace_id", "root_id", "parent_id", "parent_agent_id", "agent_id", "run_id",
                   "trigger_id", "error", "started_at", "ended_at")
 
+
+
+_TASK_FIELDS = tuple(f.name for f in fields(Task))
 
 class TaskRecord(BaseModel):
     """A task file's record as :meth:`Task.from_record` accepts it: a file is data a

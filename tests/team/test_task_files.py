@@ -132,3 +132,16 @@ async def test_a_failed_write_reaches_whoever_waits_for_it(tmp_path: Path) -> No
     with pytest.raises(OSError):
         await store.written(task.id)
     assert not list((tmp_path / "elsewhere").iterdir())
+
+
+def test_a_task_record_is_a_copy_as_asdict_makes_it() -> None:
+    from dataclasses import asdict
+
+    task = Task(id="task_one", role=WORKER, prompt="first", status="running",
+                condition={"kind": "expression", "nested": [{"a": 1}]}, children=["task_two"])
+    record = task.to_record()
+    assert record == asdict(task) and list(record) == list(asdict(task))
+    record["condition"]["nested"][0]["a"] = 2
+    record["children"].append("task_three")
+    assert task.condition == {"kind": "expression", "nested": [{"a": 1}]}
+    assert task.children == ["task_two"]
