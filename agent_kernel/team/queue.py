@@ -26,6 +26,7 @@ import heapq
 import itertools
 import json
 import logging
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -67,6 +68,16 @@ def _writer() -> ThreadPoolExecutor:
     if _WRITER is None:
         _WRITER = ThreadPoolExecutor(1, thread_name_prefix="team-task-files")
     return _WRITER
+
+
+def _forget_writer() -> None:
+    """A forked child has no writer thread: it makes its own (the parent's would never run
+    what the child queues)."""
+    global _WRITER
+    _WRITER = None
+
+
+os.register_at_fork(after_in_child=_forget_writer)
 MAX_FILE_BYTES = 256 * 1024
 OPEN: tuple[TaskStatus, ...] = ("held", "queued", "running")
 """A task in one of these states has not ended."""

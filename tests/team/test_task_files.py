@@ -145,3 +145,23 @@ def test_a_task_record_is_a_copy_as_asdict_makes_it() -> None:
     record["children"].append("task_three")
     assert task.condition == {"kind": "expression", "nested": [{"a": 1}]}
     assert task.children == ["task_two"]
+
+
+def test_a_forked_child_writes_its_task_files_itself(tmp_path: Path) -> None:
+    import os
+
+    async def one(name: str) -> None:
+        store = TaskStore(Workspace(tmp_path / name))
+        await store.asave(Task(id="task_one", role=WORKER, prompt=name, status="running"))
+
+    asyncio.run(one("parent"))  # the parent's writer thread is running now
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's outcome is its exit status
+        try:
+            asyncio.run(asyncio.wait_for(one("child"), 10))
+        except BaseException:
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert saved(tmp_path / "child")["child"]["status"] == "running"
