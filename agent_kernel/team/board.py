@@ -21,6 +21,7 @@ what differs: how its run goes, its limit's wording, what else ends with it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -304,7 +305,8 @@ class TaskLife:
             self.ended(status, error)
             board.changed(task)
         if self.saved:  # its file is gone before task_finished is written, as before
-            await board.store.written(task.id)
+            with contextlib.suppress(Exception):  # a failed delete is logged; the task ends
+                await board.store.written(task.id)
         await board.record("task_finished", task, status=status, error=error,
                            result=task.result[:2000], **self.finished_fields())
         await self.after(status)

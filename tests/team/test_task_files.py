@@ -165,3 +165,30 @@ def test_a_forked_child_writes_its_task_files_itself(tmp_path: Path) -> None:
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert saved(tmp_path / "child")["child"]["status"] == "running"
+
+
+def test_a_file_that_cannot_be_deleted_still_lets_the_task_end(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refused(root: Path, path: str) -> bool:
+        raise PermissionError(f"{path}: read-only")
+
+    monkeypatch.setattr(queue, "unlink", refused)
+
+    def respond(role: str, body: dict[str, Any]) -> Message:
+        if role == TELLER and not any(m["role"] == "tool" for m in body["messages"]):
+            return Message(calls=[delegate("plan it")])
+        if role == PLANNER and last(body)["role"] == "user":
+            return Message(calls=[delegate("job one")])
+        return Message(text=f"{first_prompt(body)}: done")
+
+    async def run() -> None:
+        team = make_team(RoleModel(respond), tmp_path / "ws")
+        result = await asyncio.wait_for(team.arun("get it done"), 60)
+        assert result.ok, result.error
+        worker = next(t for t in team.supervisor.tasks.values() if t.role == WORKER)
+        assert worker.status == "ok"
+
+    asyncio.run(run())
+    assert "read-only" in caplog.text  # logged, and the file says running: a restart
+    assert {r["status"] for r in saved(tmp_path / "ws").values()} == {"running"}
