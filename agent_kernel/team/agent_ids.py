@@ -11,9 +11,17 @@ teams in one) draw their numbers from one counter file under a cross-process loc
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-from agent_kernel.core.safe_open import LockTimeout, WorkspaceLock, read_capped, write_atomic
+from agent_kernel.core.safe_open import (
+    LockTimeout,
+    UnsafeWorkspacePath,
+    WorkspaceLock,
+    open_fd,
+    read_capped,
+    write_atomic,
+)
 from agent_kernel.core.safe_open import names as file_names
 from agent_kernel.team.members import AGENTS_FOLDER
 from agent_kernel.team.queue import FOLDER, INTERRUPTED
@@ -85,16 +93,31 @@ def reserve_agent_number(root: Path, at_least: int) -> int:
     (a stuck process) gives ``at_least``, as before the counter."""
     try:
         with WorkspaceLock(root, COUNTER_LOCK, timeout=5.0):
-            try:
-                text = read_capped(root, COUNTER, 64).decode("ascii", "replace").strip()
-            except (OSError, ValueError):
-                text = ""
-            last = int(text) if text.isdigit() and len(text) <= 12 else 0
-            number = max(at_least, last + 1 if last <= TRUSTED_AGENT_NUMBER else 0)
-            write_atomic(root, COUNTER, f"{number}\n".encode())
+            try:  # the lock made team/ already: no folder to make
+                fd = open_fd(root, COUNTER, os.O_RDWR | os.O_CREAT)
+            except UnsafeWorkspacePath:  # a planted link or FIFO: replaced, never followed
+                number = _next(b"", at_least)
+                write_atomic(root, COUNTER, f"{number}\n".encode())
+                return number
+            try:  # rewritten in place under the lock: no temporary file, no rename per agent
+                size = os.fstat(fd).st_size
+                number = _next(os.pread(fd, 64, 0) if size <= 64 else b"", at_least)
+                data = f"{number}\n".encode()
+                os.pwrite(fd, data, 0)
+                os.ftruncate(fd, len(data))
+            finally:
+                os.close(fd)
             return number
     except (LockTimeout, OSError):
         return at_least
+
+
+def _next(saved: bytes, at_least: int) -> int:
+    """The number to hand out after the counter's ``saved`` bytes (none that reads as a
+    number a workspace may have named: counted as none), never below ``at_least``."""
+    text = saved.decode("ascii", "replace").strip()
+    last = int(text) if text.isdigit() and len(text) <= 12 else 0
+    return max(at_least, last + 1 if last <= TRUSTED_AGENT_NUMBER else 0)
 
 
 __all__ = ["TRUSTED_AGENT_NUMBER", "first_agent_number", "reserve_agent_number"]

@@ -21,6 +21,7 @@ what differs: how its run goes, its limit's wording, what else ends with it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -122,8 +123,9 @@ class TaskBoard:
 
     def settle(self, task: Task | None) -> None:
         """Resolve ``task`` once it and every one-shot task under it ended; then its parent."""
-        while task is not None:
-            if task.open or any(self.tasks[c].open for c in task.children):
+        while task is not None:  # a child whose file is still being deleted is not done
+            if task.open or any(self.tasks[c].open or self.store.pending(c)
+                                for c in task.children):
                 return
             future = self._settled.get(task.id)
             if future is None or future.done():
@@ -281,8 +283,8 @@ class TaskLife:
         status: TaskEnding
         status, error = "error", None
         try:
-            if self.saved:
-                board.store.save(task)
+            if self.saved:  # on disk before the run begins; the loop goes on meanwhile
+                await board.store.asave(task)
             # queued, not awaited: the run starts now, and every record it writes is
             # chained after this one (so on disk after it)
             board.record_queued("task_started", task, **self.started_fields())
@@ -302,6 +304,9 @@ class TaskLife:
             self._leave(status, error)
             self.ended(status, error)
             board.changed(task)
+        if self.saved:  # its file is gone before task_finished is written, as before
+            with contextlib.suppress(Exception):  # a failed delete is logged; the task ends
+                await board.store.written(task.id)
         await board.record("task_finished", task, status=status, error=error,
                            result=task.result[:2000], **self.finished_fields())
         await self.after(status)
@@ -328,8 +333,8 @@ class TaskLife:
             board.counts[task.role] -= 1
         board.running.pop(task.id, None)
         board.agents.pop(task.id, None)
-        if self.saved:
-            board.store.delete(task.id)
+        if self.saved:  # off the loop, after the task's earlier writes
+            board.store.delete_soon(task.id)
         task.status = "cancelled" if status == "terminated" else status
         task.error, task.ended_at = error, now_iso()
 

@@ -19,12 +19,18 @@ is moved to ``team/interrupted/`` with status ``interrupted``;
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import heapq
 import itertools
 import json
-from dataclasses import asdict, dataclass, field
+import logging
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -51,6 +57,27 @@ DEFAULT_PRIORITY = 5
 FOLDER = "team/tasks"
 INTERRUPTED = "team/interrupted"
 MAX_FILES = 10_000
+log = logging.getLogger(__name__)
+_WRITER: ThreadPoolExecutor | None = None
+"""The one thread that writes task files for every team of the process, in the order
+asked (so a crash leaves a prefix of the writes a loop doing them itself would have made)."""
+
+
+def _writer() -> ThreadPoolExecutor:
+    global _WRITER
+    if _WRITER is None:
+        _WRITER = ThreadPoolExecutor(1, thread_name_prefix="team-task-files")
+    return _WRITER
+
+
+def _forget_writer() -> None:
+    """A forked child has no writer thread: it makes its own (the parent's would never run
+    what the child queues)."""
+    global _WRITER
+    _WRITER = None
+
+
+os.register_at_fork(after_in_child=_forget_writer)
 MAX_FILE_BYTES = 256 * 1024
 OPEN: tuple[TaskStatus, ...] = ("held", "queued", "running")
 """A task in one of these states has not ended."""
@@ -138,8 +165,12 @@ class Task:
         return self.status in OPEN
 
     def to_record(self) -> dict[str, Any]:
-        """The task as saved (JSON-ready)."""
-        return asdict(self)
+        """The task as saved (JSON-ready), a copy of it as it is now: ``asdict``'s result
+        without its recursive walk (every field is a str, a number or None but these two)."""
+        record = {name: getattr(self, name) for name in _TASK_FIELDS}
+        record["children"] = list(self.children)
+        record["condition"] = copy.deepcopy(self.condition)
+        return record
 
     def node(self, children: list[TaskNode]) -> TaskNode:
         """The task in a tree, with ``children`` the nodes of the tasks under it."""
@@ -167,6 +198,9 @@ class Task:
 _NULLABLE_TEXT = ("trace_id", "root_id", "parent_id", "parent_agent_id", "agent_id", "run_id",
                   "trigger_id", "error", "started_at", "ended_at")
 
+
+
+_TASK_FIELDS = tuple(f.name for f in fields(Task))
 
 class TaskRecord(BaseModel):
     """A task file's record as :meth:`Task.from_record` accepts it: a file is data a
@@ -295,6 +329,9 @@ class TaskStore:
         self.workspace = workspace
         self.folder: Path = workspace.root / FOLDER
         self.interrupted_folder: Path = workspace.root / INTERRUPTED
+        self._pending: dict[str, Future[None]] = {}
+        """The last write queued for each task and not yet done."""
+        self._lock = threading.Lock()
 
     def _path(self, task_id: str) -> Path:
         if not task_id or "/" in task_id or "\\" in task_id or task_id.startswith("."):
@@ -302,29 +339,102 @@ class TaskStore:
         return self.folder / f"{task_id}.json"
 
     def save(self, task: Task) -> None:
-        """Write ``task`` atomically (redacted: a secret in a prompt never reaches the disk)."""
+        """Write ``task`` atomically here, after every write queued before it (redacted: a
+        secret in a prompt never reaches the disk)."""
+        data = self._data(task)
+        self.flush()
+        self._write(task.id, data)
+
+    def save_soon(self, task: Task) -> Future[None]:
+        """Queue ``task``'s write (as it is now) on the writer thread, so the loop goes on
+        while the file system works; awaited by :meth:`written` where the team must not go
+        on before the file is on disk. Written here when no loop runs. (Redacted here, on
+        the caller's thread: only the bytes go to the writer.)"""
+        return self._queue(task.id, self._write, task.id, self._data(task))
+
+    async def asave(self, task: Task) -> None:
+        """Write ``task`` off the loop and return once it is on disk (raises as
+        :meth:`save`)."""
+        await asyncio.wrap_future(self.save_soon(task))
+
+    def delete_soon(self, task_id: str) -> None:
+        """Queue the deletion of an ended task's file after its earlier writes; a failure is
+        logged (the file then says the task still runs: a restart names it interrupted)."""
+        self._queue(task_id, self._unlink, task_id)
+
+    async def written(self, task_id: str) -> None:
+        """Wait until every write queued for ``task_id`` is done; raises as the last did."""
+        future = self._pending.get(task_id)
+        if future is not None:
+            await asyncio.wrap_future(future)
+
+    def pending(self, task_id: str) -> bool:
+        """Whether a write or deletion of ``task_id``'s file is queued and not yet done."""
+        return task_id in self._pending
+
+    def flush(self) -> None:
+        """Wait until every queued write of this store is done (their errors were logged)."""
+        for future in list(self._pending.values()):
+            with contextlib.suppress(Exception):
+                future.result()
+
+    def _queue(self, task_id: str, work: Callable[..., None], *args: Any) -> Future[None]:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # plain code: here and now, in order
+            done: Future[None] = Future()
+            self.flush()
+            try:
+                work(*args)
+            except BaseException as exc:
+                done.set_exception(exc)
+                raise
+            done.set_result(None)
+            return done
+        with self._lock:
+            future = _writer().submit(work, *args)
+            self._pending[task_id] = future
+        future.add_done_callback(lambda f: self._done(task_id, f))
+        return future
+
+    def _done(self, task_id: str, future: Future[None]) -> None:
+        with self._lock:
+            if self._pending.get(task_id) is future:
+                del self._pending[task_id]
+        if not future.cancelled() and future.exception() is not None:
+            log.warning("team task file %s: %s", task_id, future.exception())
+
+    def _data(self, task: Task) -> bytes:
+        """``task``'s file as it is now, redacted (a secret in a prompt never reaches the
+        disk); refuses an id that is not a file name."""
         from agent_kernel.core.redaction import scrub
 
-        path = self._path(task.id)  # written never through a link (safe_open)
-        write_atomic(self.workspace.ensure(), f"{FOLDER}/{path.name}",
-                     json.dumps(scrub(task.to_record()), ensure_ascii=False).encode("utf-8"))
+        self._path(task.id)
+        return json.dumps(scrub(task.to_record()), ensure_ascii=False).encode("utf-8")
+
+    def _write(self, task_id: str, data: bytes) -> None:
+        path = self._path(task_id)  # written never through a link (safe_open)
+        write_atomic(self.workspace.ensure(), f"{FOLDER}/{path.name}", data)
 
     def interrupted(self, task: Task) -> None:
         """Move an interrupted task's file to ``team/interrupted/`` with its new status."""
-        self._path(task.id)  # refuses an id that is not a file name
-        from agent_kernel.core.redaction import scrub
-
-        write_atomic(self.workspace.ensure(), f"{INTERRUPTED}/{task.id}.json",
-                     json.dumps(scrub(task.to_record()), ensure_ascii=False).encode("utf-8"))
+        data = self._data(task)
+        self.flush()
+        write_atomic(self.workspace.ensure(), f"{INTERRUPTED}/{task.id}.json", data)
         self.delete(task.id)
 
     def delete(self, task_id: str) -> None:
-        """Forget a task that ended; a missing file is fine."""
+        """Forget a task that ended (after its queued writes); a missing file is fine."""
+        self.flush()
+        self._unlink(task_id)
+
+    def _unlink(self, task_id: str) -> None:
         with contextlib.suppress(FileNotFoundError, ValueError):
             unlink(self.workspace.root, f"{FOLDER}/{self._path(task_id).name}")
 
     def load_all(self) -> tuple[list[Task], list[str]]:
         """Every saved task, oldest first, and a line for each file that could not be read."""
+        self.flush()
         tasks: list[Task] = []
         saved_seq: dict[str, int] = {}
         problems: list[str] = []

@@ -238,12 +238,12 @@ class Supervisor:
         if agent.role == TELLER:
             task = board.new_task(parent, agent.agent_id, PLANNER, prompt, **fields)
             self._per_run[run_id].append(task.id)
-            self.enqueue(task)
+            self.enqueue(task, soon=True)
             return task
         task = board.new_task(parent, agent.agent_id, WORKER, prompt, status="held", **fields)
         self._per_run[run_id].append(task.id)
         board.held.setdefault(parent.id, []).append(task)
-        board.store.save(task)
+        board.store.save_soon(task)  # the tool awaits it (store.written) before it answers
         board.changed(task)
         return task
 
@@ -314,11 +314,15 @@ class Supervisor:
         return report
 
     # -- queues and runs ------------------------------------------------------------
-    def enqueue(self, task: Task) -> None:
-        """Put ``task`` on its role's queue (saved) and start what may start."""
+    def enqueue(self, task: Task, soon: bool = False) -> None:
+        """Put ``task`` on its role's queue (saved; ``soon``: written off the loop, for a
+        caller that awaits ``store.written``) and start what may start."""
         task.status = "queued"
         self.board.queues[task.role].push(task)
-        self.board.store.save(task)
+        if soon:
+            self.board.store.save_soon(task)
+        else:
+            self.board.store.save(task)
         self.dispatch()
         self.board.changed(task)
 
@@ -375,9 +379,9 @@ class Supervisor:
         self.dispatch()
         # A task that started at once is saved as running when its run begins; only one
         # that waits for a Worker is saved as queued (docs/team.md, "What a restart reads").
-        for task in held:
+        for task in held:  # off the loop, in order: after the Planner's own file went
             if task.status == "queued":
-                self.board.store.save(task)
+                self.board.store.save_soon(task)
 
     # -- cancelling and listing ---------------------------------------------------------
     def cancel(self, task_id: str) -> bool:

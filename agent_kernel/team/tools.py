@@ -87,6 +87,7 @@ async def delegate(
                               "timeout": timeout, "trace_id": traceId}
     if kind == "oneshot":
         task = team.delegate(agent, ctx.run_id, prompt, **fields)
+        await team.board.store.written(task.id)  # its file is on disk before the answer
         if agent.role == PLANNER:  # a response of delegations alone ends the Planner's run
             ctx.end_run_if_all("delegate")
         return {"taskId": task.id}

@@ -266,6 +266,8 @@ async def test_cancel_queued_trigger_and_running_tasks(tmp_path):
         assert [(r["prompt"], r["priority"], r["type"], r["status"]) for r in queued] == [
             ("job B", 5, "oneshot", "queued"), ("job C", 1, "oneshot", "queued")]
         assert set(queued[0]) == {"id", "type", "prompt", "priority", "status", "createdAt"}
+        # written off the loop, before the next run begins (docs/team.md, "Persistence")
+        await sup.board.store.written(queued[1]["id"])
         saved = json.loads((tmp_path / "ws" / "team" / "tasks" / f"{queued[1]['id']}.json")
                            .read_text())
         assert (saved["prompt"], saved["priority"], saved["status"]) == ("job C", 1, "queued")

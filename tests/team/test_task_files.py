@@ -1,0 +1,194 @@
+"""Task files written off the loop, with the same rule as before: on disk before the team goes on.
+
+A fan-out of 50 wrote ~150 task files and deleted 50 on the loop, each a rename or an
+unlink that waits on the file system; they now go through one writer thread, in the
+order asked, and the team awaits a file where it must exist before it goes on: a
+delegation's before ``delegate`` answers, a task's ``running`` file before its run
+begins, its deletion before ``task_finished`` (docs/team.md, "Persistence").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scripted_server import Call, Message
+from test_team import RoleModel, delegate, first_prompt, last, make_team
+
+from agent_kernel.core.workspace import Workspace
+from agent_kernel.team import queue
+from agent_kernel.team.queue import Task, TaskStore
+from agent_kernel.team.roles import PLANNER, TELLER, WORKER
+
+
+def saved(workspace: Path) -> dict[str, dict[str, Any]]:
+    """The task files of ``workspace`` by prompt."""
+    files = (workspace / "team" / "tasks").glob("*.json")
+    return {r["prompt"]: r for r in (json.loads(p.read_text()) for p in files)}
+
+
+def test_each_step_is_on_disk_before_the_team_goes_on(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace = tmp_path / "ws"
+    real_write, real_unlink = queue.write_atomic, queue.unlink
+
+    def slow_write(root: Path, path: str, data: bytes) -> None:
+        time.sleep(0.05)  # a loaded file system: whoever does not wait reads the old state
+        real_write(root, path, data)
+
+    def slow_unlink(root: Path, path: str) -> bool:
+        time.sleep(0.05)
+        return real_unlink(root, path)
+
+    monkeypatch.setattr(queue, "write_atomic", slow_write)
+    monkeypatch.setattr(queue, "unlink", slow_unlink)
+    seen: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def respond(role: str, body: dict[str, Any]) -> Message:
+        said, prompt = last(body), first_prompt(body)
+        if role == TELLER:
+            if not any(m["role"] == "tool" for m in body["messages"]):
+                return Message(calls=[delegate("plan it")])
+            seen.setdefault("teller after delegate", saved(workspace))
+            return Message(text="all done")
+        if role == PLANNER:
+            if said["role"] == "user":  # not delegations alone: its run goes on
+                return Message(calls=[delegate("job one"), delegate("job two"),
+                                      Call("list_tasks", "{}")])
+            seen["planner after delegate"] = saved(workspace)
+            return Message(text="planned")
+        if said["role"] == "user":
+            seen[f"{prompt} begins"] = saved(workspace)
+            return Message(text=f"{prompt}: done")
+        return Message(text="?")
+
+    async def run() -> None:
+        model = RoleModel(respond)
+        team = make_team(model, workspace)
+        result = await team.arun("get it done")
+        assert result.ok, result.error
+        assert not model.hook_errors, model.hook_errors
+
+    asyncio.run(run())
+    # the Teller's delegation was on disk (queued, or running already) when delegate answered
+    assert seen["teller after delegate"]["plan it"]["status"] in ("queued", "running")
+    # a Planner's delegations are held, and on disk, when delegate answers
+    planner = seen["planner after delegate"]
+    assert {planner[j]["status"] for j in ("job one", "job two")} == {"held"}
+    assert planner["plan it"]["status"] == "running"
+    # a Worker's file says running before its first model call
+    for job in ("job one", "job two"):
+        assert seen[f"{job} begins"][job]["status"] == "running", seen[f"{job} begins"]
+    assert saved(workspace) == {}, {k: v["status"] for k, v in saved(workspace).items()}
+
+
+async def test_writes_leave_the_loop_and_keep_their_order(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    threads: list[str] = []
+    real = queue.write_atomic
+
+    def write_atomic(root: Path, path: str, data: bytes) -> None:
+        threads.append(threading.current_thread().name)
+        real(root, path, data)
+
+    monkeypatch.setattr(queue, "write_atomic", write_atomic)
+    store = TaskStore(Workspace(tmp_path / "ws"))
+    task = Task(id="task_one", role=WORKER, prompt="first", status="held")
+    store.save_soon(task)
+    task.prompt, task.status = "second", "queued"  # the first write keeps what it was given
+    store.save_soon(task)
+    await store.written(task.id)
+    assert saved(tmp_path / "ws")["second"]["status"] == "queued"
+    assert threads and all(name.startswith("team-task-files") for name in threads), threads
+    assert threading.current_thread().name not in threads
+
+    task.status = "running"
+    await store.asave(task)
+    store.delete_soon(task.id)
+    await store.written(task.id)
+    assert saved(tmp_path / "ws") == {}
+
+    store.save_soon(task)
+    store.delete(task.id)  # plain calls wait for what was queued before them
+    assert saved(tmp_path / "ws") == {}
+
+
+async def test_a_failed_write_reaches_whoever_waits_for_it(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "team").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (root / "team" / "tasks").symlink_to(tmp_path / "elsewhere")  # refused, never followed
+    store = TaskStore(Workspace(root))
+    task = Task(id="task_one", role=WORKER, prompt="first", status="running")
+    with pytest.raises(OSError):
+        await store.asave(task)
+    store.save_soon(task)
+    with pytest.raises(OSError):
+        await store.written(task.id)
+    assert not list((tmp_path / "elsewhere").iterdir())
+
+
+def test_a_task_record_is_a_copy_as_asdict_makes_it() -> None:
+    from dataclasses import asdict
+
+    task = Task(id="task_one", role=WORKER, prompt="first", status="running",
+                condition={"kind": "expression", "nested": [{"a": 1}]}, children=["task_two"])
+    record = task.to_record()
+    assert record == asdict(task) and list(record) == list(asdict(task))
+    record["condition"]["nested"][0]["a"] = 2
+    record["children"].append("task_three")
+    assert task.condition == {"kind": "expression", "nested": [{"a": 1}]}
+    assert task.children == ["task_two"]
+
+
+def test_a_forked_child_writes_its_task_files_itself(tmp_path: Path) -> None:
+    import os
+
+    async def one(name: str) -> None:
+        store = TaskStore(Workspace(tmp_path / name))
+        await store.asave(Task(id="task_one", role=WORKER, prompt=name, status="running"))
+
+    asyncio.run(one("parent"))  # the parent's writer thread is running now
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's outcome is its exit status
+        try:
+            asyncio.run(asyncio.wait_for(one("child"), 10))
+        except BaseException:
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert saved(tmp_path / "child")["child"]["status"] == "running"
+
+
+def test_a_file_that_cannot_be_deleted_still_lets_the_task_end(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refused(root: Path, path: str) -> bool:
+        raise PermissionError(f"{path}: read-only")
+
+    monkeypatch.setattr(queue, "unlink", refused)
+
+    def respond(role: str, body: dict[str, Any]) -> Message:
+        if role == TELLER and not any(m["role"] == "tool" for m in body["messages"]):
+            return Message(calls=[delegate("plan it")])
+        if role == PLANNER and last(body)["role"] == "user":
+            return Message(calls=[delegate("job one")])
+        return Message(text=f"{first_prompt(body)}: done")
+
+    async def run() -> None:
+        team = make_team(RoleModel(respond), tmp_path / "ws")
+        result = await asyncio.wait_for(team.arun("get it done"), 60)
+        assert result.ok, result.error
+        worker = next(t for t in team.supervisor.tasks.values() if t.role == WORKER)
+        assert worker.status == "ok"
+
+    asyncio.run(run())
+    assert "read-only" in caplog.text  # logged, and the file says running: a restart
+    assert {r["status"] for r in saved(tmp_path / "ws").values()} == {"running"}
