@@ -12,7 +12,7 @@ import sys
 import pytest
 from scripted_server import Message, ScriptedServer
 
-HEAVY = ("litellm", "lancedb", "ipywidgets", "pydantic")
+HEAVY = ("litellm", "lancedb", "ipywidgets", "pydantic", "dask", "distributed")
 
 PLAIN_EXIT = """
 import sys
