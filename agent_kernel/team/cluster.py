@@ -107,6 +107,7 @@ class Cluster:
         """Told, on the kernel's loop, when the scheduler went away (the team says so)."""
         self.loop: asyncio.AbstractEventLoop | None = None
         self._pump: Any = None
+        self._starting: asyncio.Task[None] | None = None
 
     # -- Dask, from the kernel's loop -------------------------------------------------
     def call(self, make: Callable[[], Coroutine[Any, Any, T]]) -> asyncio.Future[T]:
@@ -124,17 +125,24 @@ class Cluster:
         return link if link.startswith(("http://", "https://")) else None
 
     async def start(self) -> None:
-        """Make the inbox and start reading it (once); raises :class:`ClusterLost`."""
+        """Make the inbox and start reading it, once however many runs begin together;
+        raises :class:`ClusterLost`."""
         if self.lost is not None:
             raise ClusterLost(self.lost)
         self.loop = asyncio.get_running_loop()
+        if self._starting is None or self._starting.get_loop() is not self.loop:
+            self._starting = self.loop.create_task(self._start())
+        await asyncio.shield(self._starting)
+
+    async def _start(self) -> None:
         if self._pump is not None:
             return
         try:
             await asyncio.wait_for(self.call(lambda: self.client.scheduler.queue_create(
                 name=self.inbox, maxsize=0)), 10)
         except Exception as exc:
-            raise ClusterLost(f"{type(exc).__name__}: {exc}") from exc
+            self.lost = f"the Dask scheduler at {self.address} cannot be reached ({exc})"
+            raise ClusterLost(self.lost) from exc
         self._pump = asyncio.run_coroutine_threadsafe(
             self._read_inbox(), self.client.loop.asyncio_loop)
 
@@ -176,7 +184,7 @@ class Cluster:
         if run is not None:
             run.soon(run.receive, message)
         elif message.get("type") == "hello":  # a rerun Dask made of an ended run
-            _ = asyncio.ensure_future(self._refuse(message))
+            _ = asyncio.ensure_future(self.refuse(message))
 
     def _lose_all(self, exc: BaseException) -> None:
         if self.lost is not None:
@@ -188,13 +196,14 @@ class Cluster:
             with contextlib.suppress(RuntimeError):  # the kernel's loop has closed
                 self.loop.call_soon_threadsafe(self.bus_notice, self.lost)
 
-    async def _refuse(self, message: Message) -> None:
+    async def refuse(self, message: Message) -> None:
+        """Tell a rerun Dask made of an ended attempt not to start (on the client's loop)."""
         reply: Message = {"run": message["run"], "seq": 0, "type": "reply",
                           "body": {"to": message["seq"], "go": False,
                                    "why": "this run has ended"}}
-        outbox = f"{self.inbox}-{message['run']}"
         try:
-            await self.client.scheduler.queue_put(name=outbox, data=reply)
+            await self.client.scheduler.queue_put(name=message["body"].get("reply_to"),
+                                                  data=reply)
         except Exception:
             log.debug("could not refuse a rerun of %s", message["run"])
 
@@ -243,9 +252,13 @@ class RemoteRun:
         self.expected = 1
         self.sent = 0
         self.worker: str | None = None
+        self.pid: int | None = None
+        """The worker's process id (what a person kills; tests do)."""
         self.ended: asyncio.Future[WireBody] = self.loop.create_future()
         self.interrupted: str | None = None
         self.lost_scheduler = False
+        self.stopping = False
+        """The kernel asked the run to stop (Stop, cancel_task, the task's clock)."""
         self.side_effects = False
         self.future: Any = None
         self._ledger = asyncio.Lock()
@@ -307,6 +320,7 @@ class RemoteRun:
         return result
 
     async def _stop(self) -> WireBody:
+        self.stopping = True
         self.send("stop", {})
         try:
             return await asyncio.wait_for(asyncio.shield(self.ended), STOP_GRACE)
@@ -359,6 +373,12 @@ class RemoteRun:
         """One message from the worker, in order: dropped when seen, an end when one is
         missing, else handled."""
         seq = int(message.get("seq", 0))
+        if message.get("type") == "hello" and self.worker is not None:
+            # Dask started the task again elsewhere: its first worker died. The rerun is told
+            # not to start; this attempt has ended.
+            self.cluster.call(lambda: self.cluster.refuse(message))
+            self.lose(f"the Dask worker {self.worker} died mid-task")
+            return
         if seq < self.expected:
             return
         if seq > self.expected:
@@ -368,15 +388,25 @@ class RemoteRun:
         self.expected += 1
         kind, body = message["type"], message["body"]
         if kind == "hello":
-            self.worker = str(body.get("worker"))
+            self.worker, self.pid = str(body.get("worker")), body.get("pid")
             self.cluster.where[self.task.id] = where_words(self.worker)
             self.supervisor.board.changed(self.task)
-            self.reply(message, {"go": not self.ended.done()})
+            go = not self.ended.done()
+            word = Message(run=self.key, seq=0, type="reply", body={"to": message["seq"],
+                                                                    "go": go})
+            target = body.get("reply_to")
+            self.cluster.call(lambda: self.cluster.client.scheduler.queue_put(
+                name=target, data=word)).add_done_callback(
+                lambda f: f.cancelled() or f.exception())
         elif kind == "event":
             event = event_of(body)
             if event is not None:
                 self.agent.bus.emit(event)
         elif kind == "done":
+            outcome = body.get("outcome") or {}
+            if outcome.get("status") == "cancelled" and not self.stopping:
+                self.interrupted = (f"the Dask worker {self.worker} ended the run itself (it "
+                                    "was shut down, or the task cancelled there)")
             if not self.ended.done():
                 self.ended.set_result(body)
         else:

@@ -75,6 +75,8 @@ class WireBody(TypedDict, total=False):
     why: str
     worker: str
     pid: int
+    reply_to: str
+    """Where the kernel's answer to ``hello`` goes (a queue of that attempt on that worker)."""
     event: str
     fields: Free
     messages: list[ChatMessage]
@@ -225,6 +227,7 @@ class WorkerChannel:
         self.scheduler = scheduler
         """The worker's connection to the scheduler (its queue handlers live there)."""
         self.loop = asyncio.get_running_loop()
+        self.thread = threading.get_ident()
         self.seq = 0
         self.outgoing: asyncio.Queue[Message] = asyncio.Queue()
         self.waiting: dict[int, asyncio.Future[WireBody]] = {}
@@ -232,7 +235,11 @@ class WorkerChannel:
         self.broken: BaseException | None = None
 
     def send(self, kind: MessageType, body: WireBody) -> int:
-        """Queue a message (in order, after every earlier one); its sequence number."""
+        """Queue a message (in order, after every earlier one); its sequence number (-1:
+        sent from a tool's thread, numbered on the loop)."""
+        if threading.get_ident() != self.thread:
+            self.loop.call_soon_threadsafe(self.send, kind, body)
+            return -1
         self.seq += 1
         self.outgoing.put_nowait(Message(run=self.spec["run"], seq=self.seq, type=kind,
                                          body=body))
@@ -249,7 +256,7 @@ class WorkerChannel:
 
     def request_from_thread(self, kind: MessageType, body: WireBody) -> WireBody:
         """:meth:`request` from a tool's thread (a sync ledger write)."""
-        if threading.get_ident() == getattr(self.loop, "_thread_id", None):
+        if threading.get_ident() == self.thread:
             raise LedgerError("a synchronous ledger write on the worker's loop would block it")
         return asyncio.run_coroutine_threadsafe(self.request(kind, body), self.loop).result()
 
@@ -460,12 +467,20 @@ async def run_remote(spec: RemoteSpec) -> dict[str, str]:
 
     worker = get_worker()
     channel = WorkerChannel(spec, worker.scheduler)
-    helpers = [asyncio.create_task(channel.sender()), asyncio.create_task(channel.reader())]
+    sender = asyncio.create_task(channel.sender())
+    helpers = [sender]
     try:
-        word = await channel.request("hello", {"worker": worker.address, "pid": os.getpid()},
-                                     timeout=HELLO_WAIT)
+        # The kernel's word comes on a queue of this attempt on this worker alone: a rerun
+        # Dask makes elsewhere after a worker died never reads a word meant for another.
+        word_queue = f"{spec['outbox']}@{worker.address}"
+        await worker.scheduler.queue_create(name=word_queue, maxsize=0)
+        channel.send("hello", {"worker": worker.address, "pid": os.getpid(),
+                               "reply_to": word_queue})
+        got = await worker.scheduler.queue_get(name=word_queue, timeout=HELLO_WAIT)
+        word: WireBody = got["value"]["body"]
         if not word.get("go"):
             return {"status": "not started", "why": word.get("why", "")}
+        helpers.append(asyncio.create_task(channel.reader()))
         agent = build_agent(spec, channel)
         run_id = spec["run_id"]
         channel.stop_run = lambda: agent.stop(run_id)

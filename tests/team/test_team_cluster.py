@@ -10,20 +10,29 @@ team in-process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import pickle
+import signal
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_team import RoleModel, RoleServer, make_team
+from cluster_tools import wait_here
+from scripted_server import Call, Message
+from test_team import RoleModel, RoleServer, delegate, first_prompt, last, make_team
 from test_team_ask import worker_writes
 
-from agent_kernel.core.events import AgentActivity, Event, Question
+from agent_kernel.core.events import AgentActivity, Event, LedgerRecorded, Notice, Question
 from agent_kernel.core.ledger import Ledger
 from agent_kernel.team import Team
+from agent_kernel.team.roles import PLANNER, TELLER
 
 pytestmark = pytest.mark.cluster
+HERE = Path(__file__).resolve().parent
 CITIES = "research three cities for a trip and compare them"
 
 
@@ -32,6 +41,8 @@ def client() -> Iterator[Any]:
     """One LocalCluster of two single-threaded worker processes for the module."""
     from distributed import Client, LocalCluster
 
+    os.environ["PYTHONPATH"] = os.pathsep.join(  # the workers import cluster_tools
+        [str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])])
     cluster = LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
                            host="127.0.0.1", dashboard_address=":0")
     made = Client(cluster, set_as_default=False)
@@ -80,6 +91,7 @@ def test_the_demo_teams_workers_run_on_the_cluster_and_read_as_in_process(
     (mine, shown_here), (theirs, shown_there) = (run_with_relay(here, CITIES),
                                                  run_with_relay(there, CITIES))
     assert mine.ok and theirs.ok, (mine.error, theirs.error)
+    assert [(t["status"], t["error"]) for t in theirs.tasks()] == [("ok", None)] * 4
 
     def table(reply: str) -> list[str]:
         return [line for line in reply.splitlines() if line.startswith("|")]
@@ -201,3 +213,199 @@ def test_a_remote_workers_approval_is_asked_through_the_tellers_channel(
     [card] = [e for e in walk(state["entries"]) if e["kind"] == "tool"
               and e["tool"] == "write_file"]
     assert card["approval"]["answer"] == "Approve"
+
+
+def waits(seconds: float) -> Any:
+    """Teller → Planner → one Worker, whose first step is ``wait_here(seconds)``."""
+    import json
+
+    def respond(role: str, body: dict[str, Any]) -> Message:
+        said = last(body)
+        if role == TELLER:
+            if said["role"] == "user" and "has ended" not in said["content"]:
+                return Message(calls=[delegate("the long job")])
+            return Message(text="The team is done." if "has ended" in said["content"]
+                           else "(waiting)")
+        if role == PLANNER:
+            if said["role"] == "user":
+                return Message(calls=[delegate("wait for the long job")])
+            return Message(text="planned")
+        if said["role"] == "user":
+            return Message(calls=[Call("wait_here", json.dumps({"seconds": seconds}))])
+        return Message(text=f"waited after {first_prompt(body)}")
+
+    return respond
+
+
+def remote_run(team: Team) -> Any:
+    assert team.cluster is not None
+    [run] = team.cluster.runs.values()
+    return run
+
+
+def worker_task(result: Any) -> dict[str, Any]:
+    [task] = [t for t in result.tasks() if t["role"] == "worker"]
+    return task
+
+
+def records_of(team: Team, task_id: str) -> list[dict[str, Any]]:
+    return [r for r in team.ledger.records() if r.get("task_id") == task_id]
+
+
+def test_stop_reaches_a_remote_worker_in_its_tool(client: Any, tmp_path: Path) -> None:
+    async def go() -> tuple[Team, Any]:
+        with RoleModel(waits(60)) as model:
+            team = make_team(model, tmp_path, cluster=client, tools=[wait_here])
+
+            def stop_it(event: Event) -> None:
+                if approved(event):  # its tool is running on the worker
+                    run = remote_run(team)
+                    asyncio.get_running_loop().call_later(0.5, team.stop, run.task.id)
+
+            team.bus.subscribe(stop_it)
+            return team, await team.arun("the long job, please")
+
+    team, result = asyncio.run(go())
+    assert result.ok and result.reply == "The team is done.", result
+    task = worker_task(result)
+    assert task["status"] == "cancelled"
+    records = records_of(team, task["id"])
+    [call] = [r for r in records if r["kind"] == "tool_call"]
+    assert call["tool_name"] == "wait_here" and call["error"] == "cancelled by the user"
+    assert call["duration_ms"] < 30_000  # stopped, not waited out
+    [stopped] = [r for r in records if r["kind"] == "run_cancelled"]
+    assert stopped["ran_on"] == call["ran_on"] and call["ran_on"] in addresses(client)
+    [finished] = [r for r in records if r["kind"] == "task_finished"]
+    assert finished["status"] == "cancelled"
+    assert team.ledger.verify().ok
+
+
+def approved(event: Event) -> bool:
+    """The approval of ``wait_here`` is on record: the tool starts on the worker now."""
+    return isinstance(event, LedgerRecorded) and event.record.get("kind") == "approval" \
+        and event.record.get("tool_name") == "wait_here"
+
+
+def kill_when_waiting(team: Team) -> Any:
+    """Kill the worker process of the one remote run while its tool waits."""
+    def kill(event: Event) -> None:
+        if approved(event):
+            pid = remote_run(team).pid
+            asyncio.get_running_loop().call_later(0.5, os.kill, pid, signal.SIGKILL)
+
+    return kill
+
+
+def test_a_worker_killed_after_a_side_effect_ends_its_task_interrupted(
+        client: Any, tmp_path: Path) -> None:
+    async def go() -> tuple[Team, Any, list[Event]]:
+        with RoleModel(waits(60)) as model:
+            team = make_team(model, tmp_path, cluster=client, tools=[wait_here])
+            seen: list[Event] = []
+            team.bus.subscribe(seen.append)
+            team.bus.subscribe(kill_when_waiting(team))
+            return team, await team.arun("the long job, please"), seen
+
+    team, result, seen = asyncio.run(go())
+    assert result.ok and result.reply == "The team is done.", result  # the team went on
+    task = worker_task(result)
+    assert task["status"] == "interrupted" and "died mid-task" in task["error"]
+    records = records_of(team, task["id"])
+    assert [r["kind"] for r in records if r["kind"].startswith("task_")] == [
+        "task_started", "task_finished"]
+    [finished] = [r for r in records if r["kind"] == "task_finished"]
+    assert finished["status"] == "interrupted"
+    [approval] = [r for r in records if r["kind"] == "approval"]  # the side effect on record
+    assert approval["decision"] == "approved"
+    assert not [e for e in seen if isinstance(e, Notice) and "runs once more" in e.text]
+    assert team.ledger.verify().ok
+    wait_for_workers(client, 2)
+
+
+def wait_for_workers(client: Any, count: int) -> None:
+    """The nanny restarts a killed worker: wait for it, so the next test has two."""
+    deadline = time.monotonic() + 30
+    while len(addresses(client)) < count and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def test_a_worker_killed_before_any_side_effect_runs_its_task_once_more(
+        client: Any, tmp_path: Path) -> None:
+    asked: list[int] = []
+    holder: dict[str, Team] = {}
+
+    def respond(role: str, body: dict[str, Any]) -> Message:
+        said = last(body)
+        if role == "worker" and said["role"] == "user":
+            asked.append(1)
+            if len(asked) == 1:  # the Worker waits for this reply: its process dies
+                run = remote_run(holder["team"])
+                os.kill(run.pid, signal.SIGKILL)
+                deadline = time.monotonic() + 20
+                while run.interrupted is None and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                return Message(text="a reply nobody reads")
+            return Message(text="done on the second try")
+        return waits(1)(role, body)
+
+    async def go() -> tuple[Team, Any, list[Event]]:
+        with RoleModel(respond) as model:
+            team = holder["team"] = make_team(model, tmp_path, cluster=client)
+            seen: list[Event] = []
+            team.bus.subscribe(seen.append)
+
+            return team, await team.arun("the long job, please"), seen
+
+    team, result, seen = asyncio.run(go())
+    assert result.ok, result
+    task = worker_task(result)
+    assert task["status"] == "ok" and task["result"] == "done on the second try"
+    assert len(asked) == 2
+    [again] = [e for e in seen if isinstance(e, Notice) and "runs once more" in e.text]
+    assert "died mid-task" in again.text
+    records = records_of(team, task["id"])
+    assert [r["kind"] for r in records] == ["task_started", "task_finished"]
+    assert team.ledger.verify().ok
+    wait_for_workers(client, 2)
+
+
+def test_the_scheduler_going_away_interrupts_and_later_workers_run_here(
+        tmp_path: Path) -> None:
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(processes=True, n_workers=1, threads_per_worker=1,
+                           host="127.0.0.1", dashboard_address=":0")
+    made = Client(cluster, set_as_default=False)
+
+    async def go() -> tuple[Team, Any, Any, list[Event]]:
+        with RoleModel(waits(60)) as model:
+            team = make_team(model, tmp_path, cluster=made, tools=[wait_here])
+            seen: list[Event] = []
+            team.teller.bus.subscribe(seen.append)
+
+            def close(event: Event) -> None:
+                if approved(event):  # the scheduler alone goes; the workers stay
+                    threading.Timer(0.5, cluster.sync, [cluster.scheduler.close]).start()
+
+            team.bus.subscribe(close)
+            first = await team.arun("the long job, please")
+            team.bus.unsubscribe(close)
+            model.respond = waits(0.01)
+            second = await team.arun("and another")
+            return team, first, second, seen
+
+    try:
+        team, first, second, seen = asyncio.run(go())
+    finally:
+        made.close(timeout=5)
+        with contextlib.suppress(Exception):  # its workers cannot reach a scheduler now
+            cluster.close(timeout=3)
+    assert first.ok and second.ok, (first, second)
+    task = worker_task(first)
+    assert task["status"] == "interrupted" and "went away" in task["error"]
+    [said] = [e for e in seen if isinstance(e, Notice) and "went away" in e.text]
+    assert "run in this kernel" in said.text and "Traceback" not in said.text
+    later = worker_task(second)
+    assert later["status"] == "ok"
+    assert not [r for r in records_of(team, later["id"]) if r.get("ran_on")]
+    assert team.ledger.verify().ok
