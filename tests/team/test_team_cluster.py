@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import pickle
 import signal
@@ -252,20 +253,47 @@ def records_of(team: Team, task_id: str) -> list[dict[str, Any]]:
     return [r for r in team.ledger.records() if r.get("task_id") == task_id]
 
 
-def test_stop_reaches_a_remote_worker_in_its_tool(client: Any, tmp_path: Path) -> None:
+def test_the_board_says_where_a_remote_worker_runs_and_stop_reaches_it(
+        client: Any, tmp_path: Path) -> None:
+    from agent_kernel.views.board import board_html, board_text, snapshot
+
+    boards: list[dict[str, Any]] = []
+
     async def go() -> tuple[Team, Any]:
         with RoleModel(waits(60)) as model:
             team = make_team(model, tmp_path, cluster=client, tools=[wait_here])
 
+            def look_and_stop(task_id: str) -> None:
+                boards.append(snapshot(team))
+                team.stop(task_id)
+
             def stop_it(event: Event) -> None:
                 if approved(event):  # its tool is running on the worker
                     run = remote_run(team)
-                    asyncio.get_running_loop().call_later(0.5, team.stop, run.task.id)
+                    asyncio.get_running_loop().call_later(0.5, look_and_stop, run.task.id)
 
             team.bus.subscribe(stop_it)
             return team, await team.arun("the long job, please")
 
     team, result = asyncio.run(go())
+    [board] = boards
+    [row] = [r for r in board["running"] if r["role"] == "worker"]
+    [call] = [r for r in team.ledger.records() if r["kind"] == "tool_call"
+              and r["tool_name"] == "wait_here"]
+    host = call["ran_on"].removeprefix("tcp://")
+    assert row["where"] == f"on the cluster, worker {host}"
+    assert board["dashboard"] == client.dashboard_link
+    html, text = board_html(board), board_text(board)
+    assert f"on the cluster, worker {host}" in html and f"on the cluster, worker {host}" in text
+    assert f"href='{client.dashboard_link}'" in html and client.dashboard_link in text
+    assert "javascript:" not in board_html({**board, "dashboard": "javascript:alert(1)"})
+    import jsonschema
+
+    schema = json.loads((HERE.parents[1] / "labextension" / "schema" / "board.v1.json")
+                        .read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(schema).validate(json.loads(json.dumps(
+        {"version": 1, "state": board, "controls": "none", "rows": []})))
+    assert snapshot(team)["running"] == []  # ended: no row says where any more
     assert result.ok and result.reply == "The team is done.", result
     task = worker_task(result)
     assert task["status"] == "cancelled"
