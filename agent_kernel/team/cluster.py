@@ -96,6 +96,8 @@ class Cluster:
             str(cluster), set_as_default=False, timeout="10s")
         self.owned = not isinstance(cluster, Client)
         """Whether the team made the client (and closes it)."""
+        self.given = None if isinstance(cluster, Client) else str(cluster)
+        """The address the team was given (``%agent_config --cluster``), or None."""
         self.address = str(self.client.scheduler.address)
         self.inbox = f"agent-kernel-{uuid.uuid4().hex[:12]}-inbox"
         self.runs: dict[str, RemoteRun] = {}
@@ -207,13 +209,15 @@ class Cluster:
         except Exception:
             log.debug("could not refuse a rerun of %s", message["run"])
 
-    async def close(self) -> None:
-        """Stop reading; close the client when the team made it."""
-        self.lost = self.lost or "the team was closed"
+    def close(self) -> None:
+        """Stop reading; close the client when the team made it (the team moved on)."""
+        self.lost = self.lost or "the team no longer uses this cluster"
+        for run in list(self.runs.values()):  # none is left waiting for a word
+            run.soon(run.lose, self.lost)
         if self._pump is not None:
             self._pump.cancel()
         if self.owned:
-            await asyncio.to_thread(self.client.close)
+            self.client.close()
 
     # -- one Worker task ----------------------------------------------------------------
     def life(self, supervisor: Supervisor, task: Task, agent: Agent) -> RemoteLife:
@@ -296,9 +300,14 @@ class RemoteRun:
         cluster, task = self.cluster, self.task
         cluster.runs[self.key] = self
         release = self.agent.counted_as_run(str(task.run_id))
+        cluster.where[task.id] = where_words(None)
         try:
-            await cluster.call(lambda: cluster.client.scheduler.queue_create(
-                name=self.outbox, maxsize=0))
+            try:
+                await asyncio.wait_for(cluster.call(lambda: cluster.client.scheduler
+                                                    .queue_create(name=self.outbox,
+                                                                  maxsize=0)), 10)
+            except Exception as exc:  # nothing was submitted: the task may run here
+                raise ClusterLost(f"{type(exc).__name__}: {exc}") from exc
             self.future = cluster.client.submit(
                 run_remote, self.spec(), pure=False, retries=0,
                 key=f"agent-kernel-{task.agent_id}-{self.key}")

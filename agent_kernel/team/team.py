@@ -181,11 +181,13 @@ class Team:
     def use_cluster(self, cluster: object | None) -> None:
         """Run Worker tasks on a Dask cluster from now on (a ``distributed.Client`` or a
         scheduler's address; None: in this kernel again). See docs/scale.md."""
-        from agent_kernel.team.cluster import Cluster
+        if self.cluster is not None:
+            self.cluster.close()
+        self.cluster = self.supervisor.cluster = None
+        if cluster is not None:
+            from agent_kernel.team.cluster import Cluster  # imports distributed's client
 
-        made = self.cluster = self.supervisor.cluster = (
-            None if cluster is None else Cluster(cluster))
-        if made is not None:
+            made = self.cluster = self.supervisor.cluster = Cluster(cluster)
             teller = self.teller
             made.bus_notice = lambda text: teller.bus.emit(Notice(
                 "team", f"{text}: the Workers still running there are interrupted, and "

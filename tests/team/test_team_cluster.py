@@ -437,3 +437,43 @@ def test_the_scheduler_going_away_interrupts_and_later_workers_run_here(
     assert later["status"] == "ok"
     assert not [r for r in records_of(team, later["id"]) if r.get("ran_on")]
     assert team.ledger.verify().ok
+
+
+def test_the_cli_and_the_notebook_point_a_team_at_a_scheduler(
+        client: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+    import sys
+
+    address = client.scheduler.address
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_kernel", "run", "--team", "--model", "demo",
+         "--workspace", str(tmp_path / "cli"), "--max-workers", "2", "--cluster", address,
+         CITIES], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "worker · ok" in done.stdout and "Traceback" not in done.stderr
+    records = Ledger(tmp_path / "cli" / "ledger.jsonl").records()
+    assert {r["ran_on"] for r in records if r.get("ran_on")} <= addresses(client)
+    assert len([r for r in records if r.get("ran_on")]) == 3
+    refused = subprocess.run([sys.executable, "-m", "agent_kernel", "run", "--cluster", address,
+                              "hi"], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "add --team" in refused.stderr
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel.notebook.team_magics import session_team
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "agent_kernel")
+    magics = shell.magics_manager.registry["AgentMagics"]
+    shell.run_line_magic("agent_config", f"--workspace {tmp_path / 'nb'} --model demo "
+                                         f"--cluster {address}")
+    assert f"cluster: {address}" in capsys.readouterr().out
+    session = session_team(magics)  # what the next %agent --team prompt does first
+    assert session is not None
+    team = session.team
+    assert team.cluster is not None and team.cluster.given == address
+    made = team.cluster
+    assert session_team(magics) is session and team.cluster is made  # the same client
+    shell.run_line_magic("agent_config", "--cluster off")
+    assert session_team(magics) is session and team.cluster is None and made.lost is not None
+    assert "cluster: off (the team works in this kernel)" in capsys.readouterr().out
