@@ -311,6 +311,7 @@ class RemoteRun:
             self.future = cluster.client.submit(
                 run_remote, self.spec(), pure=False, retries=0,
                 key=f"agent-kernel-{task.agent_id}-{self.key}")
+            self.future.add_done_callback(lambda done: self.soon(self._task_ended, done))
             try:
                 body = await asyncio.shield(self.ended)
             except asyncio.CancelledError:  # Stop, cancel_task or the task's clock
@@ -367,6 +368,33 @@ class RemoteRun:
         """Answer the request ``message``."""
         body["to"] = message["seq"]
         self.send("reply", body)
+
+    def _task_ended(self, future: Any) -> None:
+        """The Dask task ended: a run that said nothing (it failed before or while it
+        started) ends with its error in words, never waits."""
+        if self.ended.done():
+            return
+        if future.status == "error":
+            self.loop.run_in_executor(None, self._failed, future)
+        elif future.status == "finished":  # its ``done`` is on its way; a moment for it
+            self.loop.call_later(5.0, self.fail, "the Dask task ended without saying how "
+                                 "the run went")
+
+    def _failed(self, future: Any) -> None:
+        try:
+            exc = future.exception(timeout=5)
+            why = f"{type(exc).__name__}: {exc}"
+        except Exception as other:
+            why = f"its error could not be read ({type(other).__name__})"
+        self.soon(self.fail, f"the Dask task failed on the worker: {why}")
+
+    def fail(self, why: str) -> None:
+        """The run cannot go on, and not because a machine went away: it ends ``error``."""
+        if self.ended.done():
+            return
+        message = f"The run on the cluster failed: {why}"
+        self.agent.bus.emit(RunError(str(self.task.run_id), message, kind="internal"))
+        self.ended.set_result({"outcome": {"status": "error", "error": message}})
 
     def lose(self, why: str, scheduler: bool = False) -> None:
         """The run's worker (or the scheduler) is gone: the run ends interrupted."""

@@ -477,3 +477,26 @@ def test_the_cli_and_the_notebook_point_a_team_at_a_scheduler(
     shell.run_line_magic("agent_config", "--cluster off")
     assert session_team(magics) is session and team.cluster is None and made.lost is not None
     assert "cluster: off (the team works in this kernel)" in capsys.readouterr().out
+
+
+def test_a_run_that_fails_on_the_worker_ends_in_words(client: Any, tmp_path: Path) -> None:
+    """A person's tool the workers cannot import: the Dask task fails before the run
+    begins, and the task ends with that error (no run waits for a word that never comes)."""
+    from agent_kernel.engine.registry import Tool
+
+    def missing(seconds: float) -> str:
+        """Not on the workers."""
+        return "never"
+
+    missing.__module__, missing.__qualname__ = "no_such_module_on_the_workers", "missing"
+    async def go() -> Any:
+        with RoleModel(waits(1)) as model:
+            team = make_team(model, tmp_path, cluster=client, tools=[Tool(missing)])
+            return await team.arun("the long job, please")
+
+    result = asyncio.run(go())
+    assert result.ok, result  # the team went on
+    task = worker_task(result)
+    assert task["status"] == "error"
+    assert "failed on the worker" in task["error"] and "no_such_module_on_the_workers" in task[
+        "error"]
