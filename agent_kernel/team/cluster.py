@@ -257,6 +257,8 @@ class RemoteRun:
         self.sent = 0
         self.worker: str | None = None
         self.pid: int | None = None
+        self.word_queue: str | None = None
+        """Where the worker waits for the word to start (released with the outbox)."""
         """The worker's process id (what a person kills; tests do)."""
         self.ended: asyncio.Future[WireBody] = self.loop.create_future()
         self.interrupted: str | None = None
@@ -323,7 +325,7 @@ class RemoteRun:
             self.supervisor.board.changed(task)
             if self.future is not None and self.interrupted is not None:
                 self.cancel_future()
-            self.loop.call_later(5.0, self._release_outbox)
+            self._release_queues()
         result = result_of(body.get("outcome") or {}, self.agent.model)
         result.run_id = str(task.run_id)
         self.agent.bus.emit(RunFinished(result.run_id, result))
@@ -347,11 +349,14 @@ class RemoteRun:
         if self.future is not None and self.cluster.lost is None:
             self.loop.run_in_executor(None, self.future.cancel)
 
-    def _release_outbox(self) -> None:
+    def _release_queues(self) -> None:
+        """The run's queues on the scheduler go (a late reply to them is dropped there)."""
         client = self.cluster.client
         if self.cluster.lost is None:
-            client.loop.add_callback(client._send_to_scheduler,
-                                     {"op": "queue_release", "name": self.outbox})
+            for name in (self.outbox, self.word_queue):
+                if name:
+                    client.loop.add_callback(client._send_to_scheduler,
+                                             {"op": "queue_release", "name": name})
 
     def send(self, kind: MessageType, body: WireBody) -> None:
         """Put a message on the run's outbox (a reply: matched by the request's ``seq``)."""
@@ -431,7 +436,7 @@ class RemoteRun:
             go = not self.ended.done()
             word = Message(run=self.key, seq=0, type="reply", body={"to": message["seq"],
                                                                     "go": go})
-            target = body.get("reply_to")
+            target = self.word_queue = body.get("reply_to")
             self.cluster.call(lambda: self.cluster.client.scheduler.queue_put(
                 name=target, data=word)).add_done_callback(
                 lambda f: f.cancelled() or f.exception())
