@@ -500,3 +500,37 @@ def test_a_run_that_fails_on_the_worker_ends_in_words(client: Any, tmp_path: Pat
     assert task["status"] == "error"
     assert "failed on the worker" in task["error"] and "no_such_module_on_the_workers" in task[
         "error"]
+
+
+@pytest.mark.kernel
+@pytest.mark.timeout(240)
+def test_a_notebooks_team_runs_its_workers_on_the_cluster(
+        client: Any, run_notebook: Any, output_text: Any, tmp_path: Path) -> None:
+    """A real kernel: ``%agent_config --cluster``, then ``%agent --team``; the Worker's
+    write is approved (the headless policy here: nobody clicks in nbclient) through the
+    Teller's channel, and runs on a Dask worker; the ledger is one verified chain."""
+    ws, address = tmp_path / "ws", client.scheduler.address
+    with RoleServer(worker_writes) as server:
+        nb = run_notebook([
+            "%load_ext agent_kernel\nimport sys\nprint('dask loaded:', 'distributed' in "
+            "sys.modules)",
+            f"import agent_kernel.notebook.magics as m\nm.current().api_base = "
+            f"{server.base_url!r}\n%config AgentMagics.headless_approval = 'allow'\n"
+            f"%agent_config --model openai/test-model --workspace {ws} --cluster {address}",
+            "%agent --team --wait notes please",
+            "team = m.current()._team.team\nprint('where:', [r.get('ran_on') for r in "
+            "team.ledger.records() if r['kind'] == 'tool_call' and r['tool_name'] == "
+            "'write_file'])\nprint(team.ledger.verify())",
+        ], cwd=tmp_path, timeout=120, env={"OPENAI_API_KEY": "sk-test-0123456789abcdef"})
+    cells = nb.cells
+    assert "dask loaded: False" in output_text(cells[0])  # %load_ext imports no Dask
+    assert f"cluster: {address}" in output_text(cells[1])
+    assert "The notes are written." in output_text(cells[2], "text/html")
+    said = output_text(cells[3])
+    [where] = [line for line in said.splitlines() if line.startswith("where:")]
+    assert any(f"'{worker}'" in where for worker in addresses(client)), where
+    assert "ledger ok" in said
+    assert (ws / "files" / "notes.md").read_text() == "from the Worker"
+    records = Ledger(ws / "ledger.jsonl").records()
+    [approval] = [r for r in records if r["kind"] == "approval"]
+    assert approval["source"] == "policy" and approval["role"] == "worker"
