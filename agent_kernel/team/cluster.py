@@ -233,6 +233,7 @@ class Cluster:
         while True:
             run = RemoteRun(self, supervisor, task, agent, attempt)
             result = await run.go()
+            life.worker = run.worker
             if run.interrupted is None:
                 return result
             life.interrupted = run.interrupted
@@ -582,6 +583,10 @@ class RemoteLife(DelegatedLife):
     def started_fields(self) -> dict[str, str]:
         """``task_started`` says the cluster it goes to."""
         return {"cluster": self.cluster.address}
+
+    def finished_fields(self) -> dict[str, str]:
+        """``task_finished`` says the worker its (last) run was on."""
+        return {"ran_on": self.worker} if self.worker else {}
 
     def outcome(self, status: RunOutcome, error: str | None, timed_out: bool
                 ) -> tuple[TaskEnding, str | None]:
