@@ -535,3 +535,40 @@ def test_a_notebooks_team_runs_its_workers_on_the_cluster(
     records = Ledger(ws / "ledger.jsonl").records()
     [approval] = [r for r in records if r["kind"] == "approval"]
     assert approval["source"] == "policy" and approval["role"] == "worker"
+
+
+@pytest.mark.kernel
+@pytest.mark.timeout(240)
+def test_a_remote_workers_approval_is_answered_in_the_notebook(
+        client: Any, run_notebook: Any, output_text: Any, tmp_path: Path) -> None:
+    """A real kernel, a person there: the remote Worker's approval waits in the Teller's
+    channel (the one the run's card answers) and the person's Approve reaches the worker."""
+    ws, address = tmp_path / "ws", client.scheduler.address
+    with RoleServer(worker_writes) as server:
+        nb = run_notebook([
+            f"%load_ext agent_kernel\nimport agent_kernel.notebook.magics as m\n"
+            f"m.current().api_base = {server.base_url!r}\n"
+            f"%config AgentMagics.interactive = True\n"
+            f"%agent_config --model openai/test-model --workspace {ws} --cluster {address}",
+            "%agent --team notes please",
+            "import asyncio\nchannel = m.current()._team.team.teller.questions\n"
+            "for _ in range(400):\n    if channel.pending:\n        break\n"
+            "    await asyncio.sleep(0.05)\n"
+            "[(qid, waiting)] = channel.pending.items()\n"
+            "print('asked by', waiting.event.details['asked_by_role'], 'for',"
+            " waiting.event.details['tool'])\n"
+            "print('answered:', channel.answer(qid, 'Approve'))",
+            "%agent_wait\nprint(m.current().last_result.reply)",
+        ], cwd=tmp_path, timeout=120, env={"OPENAI_API_KEY": "sk-test-0123456789abcdef"})
+    cells = nb.cells
+    assert "asked by worker for write_file" in output_text(cells[2])
+    assert "answered: True" in output_text(cells[2])
+    assert "The notes are written." in output_text(cells[3])
+    assert (ws / "files" / "notes.md").read_text() == "from the Worker"
+    records = Ledger(ws / "ledger.jsonl").records()
+    [approval] = [r for r in records if r["kind"] == "approval"]
+    assert (approval["source"], approval["role"], approval["decision"]) == (
+        "user", "worker", "approved")
+    [write] = [r for r in records if r["kind"] == "tool_call" and r["tool_name"] == "write_file"]
+    assert write["ran_on"] in addresses(client)
+    assert Ledger(ws / "ledger.jsonl").verify().ok
