@@ -10,7 +10,7 @@ kernel through nbclient and returns the executed notebook; ``output_text``
 flattens a cell's outputs to text for assertions.
 
 The markers are kept true (README: "the in-process suite" is
-``-m "not kernel and not browser and not binder"``): every kernel a test starts
+``-m "not kernel and not browser and not binder and not cluster"``): every kernel a test starts
 reports the test's id (``KERNEL_REPORT``, an ``ipython_kernel_config.py`` in the
 session's IPython folder, which every kernel started with it runs), and a test
 without the ``kernel`` marker that started one fails; ``run_notebook`` refuses

@@ -52,6 +52,9 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                         help="answer with the team: a Teller, a Planner and Workers")
     parser.add_argument("--max-workers", type=int, default=4,
                         help="with --team: Workers running at once (default 4)")
+    parser.add_argument("--cluster", default=None, metavar="ADDRESS",
+                        help="with --team: run the Workers on the Dask scheduler at ADDRESS "
+                             "(tcp://HOST:PORT; see docs/scale.md)")
     return parser
 
 
@@ -79,6 +82,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         settings = Settings(tool_timeout=args.tool_timeout, max_tool_calls=args.max_tool_calls,
                             api_base=args.api_base, headless_approval=args.headless_approval)
+        if args.cluster and not args.team:
+            raise ValueError("--cluster is where the team's Workers run: add --team")
         if args.team:
             return run_team(args, settings)
         agent = Agent(model=args.model, workspace=args.workspace, settings=settings)
@@ -126,7 +131,7 @@ def run_team(args: argparse.Namespace, settings: Settings) -> int:
     if args.max_workers < 1:
         raise ValueError(f"--max-workers must be at least 1, got {args.max_workers}")
     team = Team(model=args.model, workspace=args.workspace, settings=settings,
-                max_workers=args.max_workers)
+                max_workers=args.max_workers, cluster=args.cluster)
     relay = TellerRelay(team, new_id("run"))
     view = TextView(relay.bus, run_id=relay.run_id)
     answerer = TerminalAnswerer(relay, view).attach() if can_answer_on(sys.stdin) else None
@@ -141,6 +146,7 @@ def run_team(args: argparse.Namespace, settings: Settings) -> int:
         if answerer is not None:
             answerer.close()
         view.close()
+        team.use_cluster(None)  # the client it made to the scheduler is closed
     for note in result.notes:
         print(note)
     print(tree_text(result.tree))

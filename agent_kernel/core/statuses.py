@@ -38,7 +38,8 @@ MemberStatus = Literal["running", "waiting", "ok", "error", "cancelled", "limit"
 """A spawned team agent's (spec 004, ``team/members.py``): running or waiting for a
 message, then how it ended (``terminated``: ended by another agent)."""
 
-TaskEnding = Literal["running", "ok", "error", "cancelled", "limit", "timeout", "terminated"]
+TaskEnding = Literal["running", "ok", "error", "cancelled", "limit", "timeout", "terminated",
+                     "interrupted"]
 """How a task's run ended, as its ``task_finished`` record says: a run's outcome, or
 ``terminated`` (a spawned agent ended by another; the task itself is then ``cancelled``)."""
 

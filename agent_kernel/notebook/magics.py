@@ -136,6 +136,9 @@ class AgentMagics(Magics, Configurable):
                           ).tag(config=True)
     team = Bool(False, help="Send %agent prompts to the team (Teller, Planner, Workers); "
                 "%agent_config --team on|off.").tag(config=True)
+    cluster = Unicode(None, allow_none=True, help="The Dask scheduler the team's Workers run "
+                      "on (tcp://HOST:PORT; None: in this kernel); %agent_config --cluster "
+                      "ADDRESS|off. See docs/scale.md.").tag(config=True)
     ask_before = Dict(value_trait=Bool(), help="Your changes to which tools ask before they "
                       "run (tool name -> True/False), e.g. {'run_javascript': True}; code "
                       "for the kernel, writes and commands always ask "
@@ -447,6 +450,8 @@ class AgentMagics(Magics, Configurable):
               help='List the standing permissions ("Always allow this tool").')
     @argument("--team", choices=("on", "off"), default=None,
               help="Team mode: %agent prompts go to the team (off: the single agent).")
+    @argument("--cluster", default=None, metavar="ADDRESS|off",
+              help="Run the team's Workers on the Dask scheduler at ADDRESS (off: here).")
     @argument("--revoke", default=None, metavar="TOOL",
               help="Revoke the standing permission of TOOL (or all of them: --revoke all).")
     @argument("--asking", action="store_true",
@@ -493,6 +498,12 @@ class AgentMagics(Magics, Configurable):
             return
         if args.team:
             self.team = args.team == "on"
+        if args.cluster:  # the team takes it up at its next prompt (team_magics.session_team)
+            self.cluster = None if args.cluster == "off" else args.cluster
+            team = getattr(getattr(self, "_team", None), "team", None)
+            cluster = getattr(team, "cluster", None)
+            if team is not None and cluster is not None and cluster.lost is not None:
+                team.use_cluster(None)  # gone: named again, tried again at the next prompt
         print(self.describe())
 
     def _choose_memory(self, uri: str | None, options: list[str]) -> bool:
@@ -556,6 +567,7 @@ class AgentMagics(Magics, Configurable):
                 f"{self.headless_approval}\napi_base: {self.api_base or '(provider default)'}\n"
                 f"memory: {self._memory_words()}\n"
                 f"interactive: {interactive}\nteam mode: {'on' if self.team else 'off'}\n"
+                f"cluster: {self.cluster or 'off (the team works in this kernel)'}\n"
                 f"standing permissions: {standing}"
                 f"{' (%agent_config --permissions)' if standing else ''}")
 

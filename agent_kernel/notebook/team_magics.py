@@ -71,7 +71,23 @@ def session_team(agent_magics: AgentMagics) -> TeamSession | None:
         team.teller.questions.remote = PhoneRelay(team.ledger, team.bus, "teller")
         session = agent_magics._team = TeamSession(team)
     follow(session.team, agent)
+    follow_cluster(session.team, agent_magics.cluster)
     return session
+
+
+def follow_cluster(team: Team, address: str | None) -> None:
+    """The team's Workers run on the Dask scheduler ``%agent_config --cluster`` names (None:
+    in this kernel); one that cannot be reached is said in words, and they run here."""
+    given = team.cluster.given if team.cluster is not None else None
+    if (address or None) == given:
+        return
+    try:
+        team.use_cluster(address or None)
+    except Exception as exc:  # an address nobody answers: words, not a traceback
+        print(f"agent-kernel: the Dask scheduler at {address} cannot be reached "
+              f"({type(exc).__name__}: {exc}); the team's Workers run in this kernel.",
+              file=sys.stderr)
+        team.use_cluster(None)
 
 
 def follow(team: Team, agent: Agent) -> None:

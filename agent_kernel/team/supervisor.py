@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from agent_kernel.core.config import Settings
 from agent_kernel.core.events import EventBus
@@ -66,6 +66,17 @@ PROMPT_LIMIT = 100
 def cut(text: str) -> str:
     """A prompt as ``list_tasks`` shows it: at most 100 characters."""
     return text if len(text) <= PROMPT_LIMIT else text[: PROMPT_LIMIT - 1] + "…"
+
+
+class RemotePlace(Protocol):
+    """Where Worker tasks run when not in this kernel: a Dask cluster (``cluster.py``)."""
+
+    lost: str | None
+    """Why it cannot be used any more, or None."""
+
+    def life(self, supervisor: Supervisor, task: Task, agent: Agent) -> TaskLife:
+        """The life of a Worker task whose run goes there."""
+        ...
 
 
 class DelegatedLife(TaskLife):
@@ -131,6 +142,8 @@ class Supervisor:
         """Spec 004's spawned agents and the team's messages."""
         self.budget = TeamBudget(self.board, limits)
         """Tokens and cost per task tree and per session (every agent's ``services.budget``)."""
+        self.cluster: RemotePlace | None = None
+        """The Dask cluster Worker tasks run on (set by the Team), or None: in this kernel."""
 
     # -- what the board holds, for readers of the team (views, tests) ------------------
     @property
@@ -361,6 +374,10 @@ class Supervisor:
         agent = self.make_agent(task.role, str(task.agent_id))
         self.board.agents[task.id] = agent
         self.board.label(agent, task)
+        cluster = self.cluster
+        if cluster is not None and task.role == WORKER and cluster.lost is None:
+            await cluster.life(self, task, agent).live()
+            return
         await DelegatedLife(self, task, agent).live()
 
     def release_held(self, planner: Task, ended_well: bool | None = None) -> None:

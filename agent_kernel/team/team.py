@@ -18,7 +18,7 @@ import contextlib
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.core.config import DEMO_MODEL, Settings
 from agent_kernel.core.events import EventBus, Notice, Reply
@@ -38,6 +38,9 @@ from agent_kernel.team.roles import TELLER, WORKER
 from agent_kernel.team.society import SocietyError, json_line
 from agent_kernel.team.supervisor import TELLER_ID, Supervisor, TeamLimits
 from agent_kernel.team.toolsets import default_toolsets
+
+if TYPE_CHECKING:
+    from agent_kernel.team.cluster import Cluster
 
 RESULT_CHARS = 4000
 MAX_TREE_DEPTH = 120
@@ -141,7 +144,8 @@ class Team:
     def __init__(self, model: str | Model = DEMO_MODEL, workspace: str | Workspace | None = None,
                  max_workers: int = 4, *, tools: Iterable[Tool | Any] = (),
                  settings: Settings | None = None, limits: TeamLimits | None = None,
-                 max_planners: int = 1, kernel: AgentServices | None = None) -> None:
+                 max_planners: int = 1, kernel: AgentServices | None = None,
+                 cluster: object | None = None) -> None:
         self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
         self.limits = limits or TeamLimits(max_workers=max_workers, max_planners=max_planners)
         self.bus = EventBus()
@@ -157,6 +161,10 @@ class Team:
         self.teller = self.supervisor.make_agent(TELLER, TELLER_ID)
         self.supervisor.asker = desk.questions = self.teller.questions  # type: ignore[assignment]
         self.ledger = self.teller.ledger
+        self.cluster: Cluster | None = None
+        """The Dask cluster the Worker tasks run on (docs/scale.md), or None: here."""
+        if cluster is not None:  # a distributed.Client or a scheduler's address
+            self.use_cluster(cluster)
         self.restore_report: RestoreReport = self.supervisor.restore()
         """What came back from the workspace: queued, interrupted and cancelled tasks, and
         the Teller's question if one was waiting."""
@@ -169,6 +177,21 @@ class Team:
         # an earlier session left wait for the person's word (the next prompt asks).
         with contextlib.suppress(RuntimeError):
             asyncio.get_running_loop().call_soon(self._start_triggers)
+
+    def use_cluster(self, cluster: object | None) -> None:
+        """Run Worker tasks on a Dask cluster from now on (a ``distributed.Client`` or a
+        scheduler's address; None: in this kernel again). See docs/scale.md."""
+        if self.cluster is not None:
+            self.cluster.close()
+        self.cluster = self.supervisor.cluster = None
+        if cluster is not None:
+            from agent_kernel.team.cluster import Cluster  # imports distributed's client
+
+            made = self.cluster = self.supervisor.cluster = Cluster(cluster)
+            teller = self.teller
+            made.bus_notice = lambda text: teller.bus.emit(Notice(
+                "team", f"{text}: the Workers still running there are interrupted, and "
+                "new Worker tasks run in this kernel.", level="warning"))
 
     def _restore_question(self) -> None:
         """Take back, as data, the Teller's question an earlier kernel left waiting: it is

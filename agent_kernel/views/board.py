@@ -86,9 +86,11 @@ class TaskRow(TypedDict):
 
 
 class RunningRow(TaskRow):
-    """A running task, and what its agent waits for from the person (None: nothing)."""
+    """A running task, what its agent waits for from the person (None: nothing), and
+    where it runs when not in this kernel (``on the cluster, worker 127.0.0.1:40123``)."""
 
     waiting: str | None
+    where: str | None
 
 
 class AgentRow(TypedDict):
@@ -120,9 +122,10 @@ def _task_row(task: Task, status: str | None = None) -> TaskRow:
             "agent": task.agent_id, "started": task.started_at}
 
 
-def _running_row(task: Task, waiting: dict[str, str]) -> RunningRow:
+def _running_row(task: Task, waiting: dict[str, str], where: Mapping[str, str]
+                 ) -> RunningRow:
     asks = waiting.get(task.agent_id) if task.agent_id is not None else None
-    return {**_task_row(task, "running"), "waiting": asks}
+    return {**_task_row(task, "running"), "waiting": asks, "where": where.get(task.id)}
 
 
 def _waiting(team: object) -> dict[str, str]:
@@ -306,9 +309,12 @@ def snapshot(team: Any, now: datetime | None = None) -> dict[str, Any]:
             ended[task.status] = ended.get(task.status, 0) + 1
     artifacts, artifact_count = _artifacts(team.workspace)
     waiting = _waiting(team)
+    cluster = getattr(team, "cluster", None)  # docs/scale.md: Workers on a Dask cluster
+    where: Mapping[str, str] = dict(cluster.where) if cluster is not None else {}
     return {
         "as_of": now.isoformat(),
-        "running": [_running_row(t, waiting) for t in list(sup.running.values())],
+        "dashboard": cluster.dashboard if cluster is not None else None,
+        "running": [_running_row(t, waiting, where) for t in list(sup.running.values())],
         "queues": {PLANNER: [_task_row(t) for t in sup.queues[PLANNER].waiting()],
                    WORKER: [_task_row(t) for t in sup.queues[WORKER].waiting()],
                    "held": [_task_row(t) for t in held]},
@@ -405,6 +411,11 @@ def board_html(state: Mapping[str, Any]) -> str:
     now = _now(state)
     header = (f"<div><b>Team</b> · {esc(', '.join(_counts(state)))} <span class='ak-muted'>"
               f"· as of {esc(local_time(state['as_of'], now))}</span></div>")
+    link = state.get("dashboard")
+    if isinstance(link, str) and link.startswith(("http://", "https://")):
+        header += (f"<div class='ak-muted agent-kernel-dashboard'>Workers run on a Dask "
+                   f"cluster: <a href='{esc(link)}' target='_blank' rel='noopener noreferrer'>"
+                   f"its dashboard</a></div>")
     if state.get("note"):
         header += f"<div class='ak-warn'>{esc(state['note'])}</div>"
     header += "".join(f"<div class='ak-muted agent-kernel-outcome'>{esc(line)}</div>"
@@ -418,7 +429,9 @@ def board_html(state: Mapping[str, Any]) -> str:
          f"title='{esc(r['agent'] or '')}'>"
          f"{esc(str(r['role']).capitalize())}"
          + (f"<br><span class='ak-warn agent-kernel-team-waiting'>{esc(r['waiting'])}</span>"
-            if r.get("waiting") else "") + "</td>"
+            if r.get("waiting") else "")
+         + (f"<br><span class='ak-muted agent-kernel-team-where'>{esc(r['where'])}</span>"
+            if r.get("where") else "") + "</td>"
          f"<td {_RIGHT} class='ak-num'>{esc(r['priority'])}</td>"
          f"<td {_LEFT} class='ak-prompt'>{esc(r['prompt'])}</td>"
          f"{_when_html(r['started'], now)}</tr>" for r in running))
@@ -493,12 +506,16 @@ def board_text(state: Mapping[str, Any]) -> str:
     """The board as plain text: a header line, then one short block per part."""
     now = _now(state)
     lines = [f"Team: {', '.join(_counts(state))} (as of {local_time(state['as_of'], now)})"]
+    link = state.get("dashboard")
+    if isinstance(link, str) and link.startswith(("http://", "https://")):
+        lines.append(f"Workers run on a Dask cluster; its dashboard: {link}")
     if state.get("note"):
         lines.append(state["note"])
     lines.extend(str(line) for line in state.get("outcomes") or [])
     lines.append("Running:" if state["running"] else "Running: nothing")
     for r in state["running"]:
         waiting = f", {r['waiting']}" if r.get("waiting") else ""
+        waiting += f", {r['where']}" if r.get("where") else ""
         lines.append(f"  {r['agent']} [{r['role']}, priority {r['priority']}, started "
                      f"{local_time(r['started'], now)}{waiting}] "
                      f"{one_line(r['prompt'], 80)} ({r['id']})")

@@ -185,6 +185,18 @@ export function boardView(record: IBoardRecord, actions: IBoardActions): HTMLEle
   const title = el('b', '', 'Team');
   header.append(title, ` · ${counts(state)} `, el('span', 'ak-muted', `· as of ${when(state.as_of, now)}`));
   root.appendChild(header);
+  const link = text(state.dashboard);
+  if (/^https?:\/\//.test(link)) {
+    // Workers on a Dask cluster (docs/scale.md): an http(s) link only, never a script URL
+    const said = el('div', 'ak-muted agent-kernel-dashboard', 'Workers run on a Dask cluster: ');
+    const a = el('a', '', 'its dashboard');
+    a.setAttribute('href', link);
+    a.setAttribute('target', '_blank');
+    a.setAttribute('rel', 'noopener noreferrer');
+    said.appendChild(a);
+    said.dataset.key = 'dashboard';
+    root.appendChild(said);
+  }
   if (state.note) {
     const note = el('div', 'ak-warn', text(state.note));
     note.dataset.key = 'note';
@@ -232,6 +244,9 @@ export function boardView(record: IBoardRecord, actions: IBoardActions): HTMLEle
               const agent = cell(capital(text(r.role)), '', text(r.agent));
               if (r.waiting) {
                 agent.append(el('br'), el('span', 'ak-warn agent-kernel-team-waiting', text(r.waiting)));
+              }
+              if (r.where) {
+                agent.append(el('br'), el('span', 'ak-muted agent-kernel-team-where', text(r.where)));
               }
               tr.append(
                 agent,

@@ -12,7 +12,8 @@ import sys
 import pytest
 from scripted_server import Message, ScriptedServer
 
-HEAVY = ("litellm", "lancedb", "ipywidgets", "pydantic", "s3fs", "boto3", "moto")
+HEAVY = ("litellm", "lancedb", "ipywidgets", "pydantic", "s3fs", "boto3", "moto", "dask",
+         "distributed")
 
 PLAIN_EXIT = """
 import sys

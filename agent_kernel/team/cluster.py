@@ -1,0 +1,600 @@
+"""The kernel's side of a team on a Dask cluster: submit Worker runs, serve what they ask.
+
+``Team(..., cluster=...)`` gives the supervisor a :class:`Cluster`. Each Worker task
+then lives through :class:`RemoteLife`: the same life cycle as in-process (task
+records, clock, statuses, settling), but its run is one Dask task
+(:func:`~agent_kernel.team.remote.run_remote`) on a Dask worker, and this module
+serves it: the run's events are emitted on the task's kernel-side agent (its
+twin, made as an in-process Worker's agent is, so views, relay and board see the
+same stream), its model calls are made by the team's model here (keys stay here;
+the budget counts every call here), its ledger records are appended here to the
+one chain in their order (per-run sequence numbers: a duplicate is dropped, a gap
+ends the run) and acknowledged once on disk, its approvals go to the Teller's
+channel, and the kernel's tools run on the twin.
+
+Every call to Dask goes through the client's own loop (``client.scheduler``'s queue
+handlers, from this loop with :meth:`Cluster.call`): the kernel's loop never
+blocks on the network. Faults: a worker that dies mid-run ends the run
+``interrupted`` (and it runs once more when the ledger holds no side effect of it);
+the scheduler going away ends every remote run ``interrupted``, says so on the
+team's bus, and later Worker tasks run in this kernel. ``distributed`` is imported
+only when a cluster is given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable, Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from agent_kernel.core.events import Notice, RunError, RunFinished, TextDelta
+from agent_kernel.core.statuses import RunOutcome, TaskEnding
+from agent_kernel.engine.agent import Agent, RunResult
+from agent_kernel.engine.approvals import ApprovalTerms
+from agent_kernel.engine.models.provider_errors import ProviderError
+from agent_kernel.engine.registry import Tool, ToolError, TurnState
+from agent_kernel.engine.tool_calls import tool_context
+from agent_kernel.engine.tool_clock import ToolClock
+from agent_kernel.team.queue import Task
+from agent_kernel.team.remote import (
+    LEFT_OUT,
+    Message,
+    MessageType,
+    RemoteSpec,
+    WireBody,
+    event_of,
+    plain,
+    public_settings,
+    result_of,
+    run_remote,
+    turn_body,
+)
+from agent_kernel.team.supervisor import DelegatedLife
+
+if TYPE_CHECKING:
+    from agent_kernel.team.supervisor import Supervisor
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+STOP_GRACE = 3.0
+"""How long a stopped remote run may take to end before its Dask task is cancelled."""
+CHECK_EVERY = 1.0
+"""How often the scheduler is asked which workers are alive while remote runs are out."""
+
+KERNEL_TOOLS = ("put_artifact", "get_artifact", "send_message", "query_state",
+                "list_variables", "inspect_variable", "read_cells", "last_error",
+                "run_python", "insert_cell", "edit_cell", "run_cell")
+"""Tools that belong to the kernel (the team's board and artifacts, the notebook's
+variables, Python and cells): a remote Worker is offered them and the kernel runs them."""
+READS_ONLY = frozenset({"get_artifact", "query_state", "list_variables", "inspect_variable",
+                        "read_cells", "last_error"})
+"""Kernel tools that change nothing: a run that used only these may run again."""
+
+
+class ClusterLost(RuntimeError):
+    """The scheduler cannot be reached."""
+
+
+def where_words(address: str | None) -> str:
+    """Where a run is, as the board says it: ``on the cluster, worker 127.0.0.1:40123``."""
+    if not address:
+        return "on the cluster, waiting for a worker"
+    return f"on the cluster, worker {address.split('://', 1)[-1]}"
+
+
+class Cluster:
+    """A team's Dask cluster: its client, the team's inbox, and the remote runs in flight."""
+
+    def __init__(self, cluster: Any) -> None:
+        from distributed import Client
+
+        self.client: Any = cluster if isinstance(cluster, Client) else Client(
+            str(cluster), set_as_default=False, timeout="10s")
+        self.owned = not isinstance(cluster, Client)
+        """Whether the team made the client (and closes it)."""
+        self.given = None if isinstance(cluster, Client) else str(cluster)
+        """The address the team was given (``%agent_config --cluster``), or None."""
+        self.address = str(self.client.scheduler.address)
+        self.inbox = f"agent-kernel-{uuid.uuid4().hex[:12]}-inbox"
+        self.runs: dict[str, RemoteRun] = {}
+        self.where: dict[str, str] = {}
+        """Where each running remote task runs, in words (the board reads it), by task id."""
+        self.lost: str | None = None
+        """Why the cluster cannot be used any more (the scheduler went away), or None."""
+        self.bus_notice: Callable[[str], None] | None = None
+        """Told, on the kernel's loop, when the scheduler went away (the team says so)."""
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._pump: Any = None
+        self._starting: asyncio.Task[None] | None = None
+
+    # -- Dask, from the kernel's loop -------------------------------------------------
+    def call(self, make: Callable[[], Coroutine[Any, Any, T]]) -> asyncio.Future[T]:
+        """Run ``make()`` on the client's loop; awaitable from the running loop."""
+        loop = self.client.loop.asyncio_loop
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(make(), loop))
+
+    @property
+    def dashboard(self) -> str | None:
+        """The Dask dashboard's link when there is one (http or https only)."""
+        try:
+            link = str(self.client.dashboard_link or "")
+        except Exception:
+            return None
+        return link if link.startswith(("http://", "https://")) else None
+
+    async def start(self) -> None:
+        """Make the inbox and start reading it, once however many runs begin together;
+        raises :class:`ClusterLost`."""
+        if self.lost is not None:
+            raise ClusterLost(self.lost)
+        self.loop = asyncio.get_running_loop()
+        if self._starting is None or self._starting.get_loop() is not self.loop:
+            self._starting = self.loop.create_task(self._start())
+        await asyncio.shield(self._starting)
+
+    async def _start(self) -> None:
+        if self._pump is not None:
+            return
+        try:
+            await asyncio.wait_for(self.call(lambda: self.client.scheduler.queue_create(
+                name=self.inbox, maxsize=0)), 10)
+        except Exception as exc:
+            self.lost = f"the Dask scheduler at {self.address} cannot be reached ({exc})"
+            raise ClusterLost(self.lost) from exc
+        self._pump = asyncio.run_coroutine_threadsafe(
+            self._read_inbox(), self.client.loop.asyncio_loop)
+
+    async def _read_inbox(self) -> None:
+        """On the client's loop: hand each message to its run (a scheduler that went away
+        ends every run); dead workers are watched beside it."""
+        scheduler = self.client.scheduler
+        watch = asyncio.ensure_future(self._watch_workers())
+        try:
+            while self.lost is None:
+                got = await scheduler.queue_get(name=self.inbox, timeout=None)
+                records = [got, *await scheduler.queue_get(name=self.inbox, batch=True)]
+                for record in records:
+                    self._hand_on(record.get("value", record))
+        except Exception as exc:  # the scheduler is gone (or broken): say so once
+            self._lose_all(exc)
+        finally:
+            watch.cancel()
+
+    async def _watch_workers(self) -> None:
+        """Each second, end the runs whose worker the scheduler no longer has."""
+        while self.lost is None:
+            await asyncio.sleep(CHECK_EVERY)
+            if not self.runs:
+                continue
+            try:
+                known = await asyncio.wait_for(
+                    self.client.scheduler.identity(n_workers=-1), 10)
+            except Exception as exc:
+                self._lose_all(exc)
+                return
+            alive = set(known.get("workers", {}))
+            for run in list(self.runs.values()):
+                if run.worker is not None and run.worker not in alive:
+                    run.soon(run.lose, f"the Dask worker {run.worker} died mid-task")
+
+    def _hand_on(self, message: Message) -> None:
+        run = self.runs.get(str(message.get("run")))
+        if run is not None:
+            run.soon(run.receive, message)
+        elif message.get("type") == "hello":  # a rerun Dask made of an ended run
+            _ = asyncio.ensure_future(self.refuse(message))
+
+    def _lose_all(self, exc: BaseException) -> None:
+        if self.lost is not None:
+            return
+        self.lost = f"the Dask scheduler at {self.address} went away ({type(exc).__name__})"
+        for run in list(self.runs.values()):
+            run.soon(run.lose, self.lost, True)
+        if self.bus_notice is not None and self.loop is not None:
+            with contextlib.suppress(RuntimeError):  # the kernel's loop has closed
+                self.loop.call_soon_threadsafe(self.bus_notice, self.lost)
+
+    async def refuse(self, message: Message) -> None:
+        """Tell a rerun Dask made of an ended attempt not to start (on the client's loop)."""
+        reply: Message = {"run": message["run"], "seq": 0, "type": "reply",
+                          "body": {"to": message["seq"], "go": False,
+                                   "why": "this run has ended"}}
+        try:
+            await self.client.scheduler.queue_put(name=message["body"].get("reply_to"),
+                                                  data=reply)
+        except Exception:
+            log.debug("could not refuse a rerun of %s", message["run"])
+
+    def close(self) -> None:
+        """Stop reading; close the client when the team made it (the team moved on)."""
+        self.lost = self.lost or "the team no longer uses this cluster"
+        for run in list(self.runs.values()):  # none is left waiting for a word
+            run.soon(run.lose, self.lost)
+        if self._pump is not None:
+            self._pump.cancel()
+        if self.owned:
+            self.client.close()
+
+    # -- one Worker task ----------------------------------------------------------------
+    def life(self, supervisor: Supervisor, task: Task, agent: Agent) -> RemoteLife:
+        """The life of a Worker task whose run goes to this cluster."""
+        return RemoteLife(supervisor, task, agent, self)
+
+    async def run(self, supervisor: Supervisor, task: Task, agent: Agent,
+                  life: RemoteLife) -> RunResult:
+        """Run ``task``'s agent on the cluster (once more after a worker died, when it left
+        no side effect on record); its result, as an in-process run's."""
+        await self.start()
+        attempt = 1
+        while True:
+            run = RemoteRun(self, supervisor, task, agent, attempt)
+            result = await run.go()
+            life.worker = run.worker
+            if run.interrupted is None:
+                return result
+            life.interrupted = run.interrupted
+            if attempt > 1 or run.side_effects or run.lost_scheduler:
+                return result
+            agent.bus.emit(Notice(str(task.run_id), f"{run.interrupted}; it changed "
+                                  "nothing on record, so it runs once more", level="warning"))
+            attempt += 1
+            life.interrupted = None
+
+
+class RemoteRun:
+    """One attempt of a Worker task on the cluster: its spec, its channel, its end."""
+
+    def __init__(self, cluster: Cluster, supervisor: Supervisor, task: Task, agent: Agent,
+                 attempt: int) -> None:
+        self.cluster, self.supervisor, self.task, self.agent = cluster, supervisor, task, agent
+        self.key = f"{task.id}#{attempt}"
+        self.outbox = f"{cluster.inbox}-{self.key}"
+        self.loop = asyncio.get_running_loop()
+        self.expected = 1
+        self.sent = 0
+        self.worker: str | None = None
+        self.pid: int | None = None
+        self.word_queue: str | None = None
+        """Where the worker waits for the word to start (released with the outbox)."""
+        """The worker's process id (what a person kills; tests do)."""
+        self.ended: asyncio.Future[WireBody] = self.loop.create_future()
+        self.interrupted: str | None = None
+        self.lost_scheduler = False
+        self.stopping = False
+        """The kernel asked the run to stop (Stop, cancel_task, the task's clock)."""
+        self.side_effects = False
+        self.future: Any = None
+        self._ledger = asyncio.Lock()
+        self._work: set[asyncio.Task[None]] = set()
+
+    def soon(self, fn: Callable[..., object], *args: object) -> None:
+        """Call ``fn(*args)`` on the kernel's loop (from the client's)."""
+        with contextlib.suppress(RuntimeError):  # the kernel's loop has closed
+            self.loop.call_soon_threadsafe(fn, *args)
+
+    def spec(self) -> RemoteSpec:
+        """What the worker rebuilds the agent from."""
+        sup, agent, task = self.supervisor, self.agent, self.task
+        model = agent.chat_model
+        imported, kernel_tools = [], list(KERNEL_TOOLS)
+        for tool in [*sup.tools, *agent.user_tools.tools()]:
+            path = importable(tool)
+            if path is None:
+                kernel_tools.append(tool.name)
+            else:
+                imported.append(path)
+        return RemoteSpec(
+            run=self.key, task_id=task.id, run_id=str(task.run_id), agent_id=agent.agent_id,
+            role=str(agent.role), prompt=task.prompt, system_prompt=agent.system_prompt,
+            workspace=str(agent.workspace.root), settings=public_settings(agent.settings),
+            ledger_fields=dict(agent.ledger_fields), model=model.name,
+            window=model.window(agent.settings),
+            accepts_images=model.accepts_images(agent.settings),
+            writes_summaries=model.writes_summaries, kernel_tools=kernel_tools,
+            imported_tools=imported, left_out=list(LEFT_OUT), inbox=self.cluster.inbox,
+            outbox=self.outbox)
+
+    async def go(self) -> RunResult:
+        """Submit the run and serve it until it ends (stopped: a stop, then a cancel)."""
+        cluster, task = self.cluster, self.task
+        cluster.runs[self.key] = self
+        release = self.agent.counted_as_run(str(task.run_id))
+        cluster.where[task.id] = where_words(None)
+        try:
+            try:
+                await asyncio.wait_for(cluster.call(lambda: cluster.client.scheduler
+                                                    .queue_create(name=self.outbox,
+                                                                  maxsize=0)), 10)
+            except Exception as exc:  # nothing was submitted: the task may run here
+                raise ClusterLost(f"{type(exc).__name__}: {exc}") from exc
+            self.future = cluster.client.submit(
+                run_remote, self.spec(), pure=False, retries=0,
+                key=f"agent-kernel-{task.agent_id}-{self.key}")
+            self.future.add_done_callback(lambda done: self.soon(self._task_ended, done))
+            try:
+                body = await asyncio.shield(self.ended)
+            except asyncio.CancelledError:  # Stop, cancel_task or the task's clock
+                body = await self._stop()
+        finally:
+            release()
+            cluster.runs.pop(self.key, None)
+            cluster.where.pop(task.id, None)
+            self.supervisor.board.changed(task)
+            if self.future is not None and self.interrupted is not None:
+                self.cancel_future()
+            self._release_queues()
+        result = result_of(body.get("outcome") or {}, self.agent.model)
+        result.run_id = str(task.run_id)
+        self.agent.bus.emit(RunFinished(result.run_id, result))
+        return result
+
+    async def _stop(self) -> WireBody:
+        self.stopping = True
+        self.send("stop", {})
+        try:
+            return await asyncio.wait_for(asyncio.shield(self.ended), STOP_GRACE)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            self.cancel_future()
+            why = f"The run was stopped; the worker did not end it within {STOP_GRACE:g} s, " \
+                  "so its Dask task was cancelled."
+            self.agent.bus.emit(RunError(str(self.task.run_id), why, kind="cancelled"))
+            return {"outcome": {"status": "cancelled", "error": why}}
+
+    def cancel_future(self) -> None:
+        """Cancel the run's Dask task (in a thread: the client's cancel waits for the
+        scheduler)."""
+        if self.future is not None and self.cluster.lost is None:
+            self.loop.run_in_executor(None, self.future.cancel)
+
+    def _release_queues(self) -> None:
+        """The run's queues on the scheduler go (a late reply to them is dropped there)."""
+        client = self.cluster.client
+        if self.cluster.lost is None:
+            for name in (self.outbox, self.word_queue):
+                if name:
+                    client.loop.add_callback(client._send_to_scheduler,
+                                             {"op": "queue_release", "name": name})
+
+    def send(self, kind: MessageType, body: WireBody) -> None:
+        """Put a message on the run's outbox (a reply: matched by the request's ``seq``)."""
+        self.sent += 1
+        message = Message(run=self.key, seq=self.sent, type=kind, body=body)
+        client = self.cluster.client
+        if self.cluster.lost is not None:
+            return
+        future = self.cluster.call(lambda: client.scheduler.queue_put(name=self.outbox,
+                                                                        data=message))
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+    def reply(self, message: Message, body: WireBody) -> None:
+        """Answer the request ``message``."""
+        body["to"] = message["seq"]
+        self.send("reply", body)
+
+    def _task_ended(self, future: Any) -> None:
+        """The Dask task ended: a run that said nothing (it failed before or while it
+        started) ends with its error in words, never waits."""
+        if self.ended.done():
+            return
+        if future.status == "error":
+            self.loop.run_in_executor(None, self._failed, future)
+        elif future.status == "finished":  # its ``done`` is on its way; a moment for it
+            self.loop.call_later(5.0, self.fail, "the Dask task ended without saying how "
+                                 "the run went")
+
+    def _failed(self, future: Any) -> None:
+        try:
+            exc = future.exception(timeout=5)
+            why = f"{type(exc).__name__}: {exc}"
+        except Exception as other:
+            why = f"its error could not be read ({type(other).__name__})"
+        self.soon(self.fail, f"the Dask task failed on the worker: {why}")
+
+    def fail(self, why: str) -> None:
+        """The run cannot go on, and not because a machine went away: it ends ``error``."""
+        if self.ended.done():
+            return
+        message = f"The run on the cluster failed: {why}"
+        self.agent.bus.emit(RunError(str(self.task.run_id), message, kind="internal"))
+        self.ended.set_result({"outcome": {"status": "error", "error": message}})
+
+    def lose(self, why: str, scheduler: bool = False) -> None:
+        """The run's worker (or the scheduler) is gone: the run ends interrupted."""
+        if self.ended.done():
+            return
+        self.interrupted, self.lost_scheduler = why, scheduler
+        self.agent.bus.emit(RunError(str(self.task.run_id), f"Interrupted: {why}.",
+                                     kind="error"))
+        self.ended.set_result({"outcome": {"status": "error", "error": f"Interrupted: {why}."}})
+
+    # -- what the worker sends ----------------------------------------------------------
+    def receive(self, message: Message) -> None:
+        """One message from the worker, in order: dropped when seen, an end when one is
+        missing, else handled."""
+        seq = int(message.get("seq", 0))
+        if message.get("type") == "hello" and self.worker is not None:
+            # Dask started the task again elsewhere: its first worker died. The rerun is told
+            # not to start; this attempt has ended.
+            self.cluster.call(lambda: self.cluster.refuse(message))
+            self.lose(f"the Dask worker {self.worker} died mid-task")
+            return
+        if seq < self.expected:
+            return
+        if seq > self.expected:
+            self.lose(f"a message of the remote run was lost (expected {self.expected}, "
+                      f"got {seq})")
+            return
+        self.expected += 1
+        kind, body = message["type"], message["body"]
+        if kind == "hello":
+            self.worker, self.pid = str(body.get("worker")), body.get("pid")
+            self.cluster.where[self.task.id] = where_words(self.worker)
+            self.supervisor.board.changed(self.task)
+            go = not self.ended.done()
+            word = Message(run=self.key, seq=0, type="reply", body={"to": message["seq"],
+                                                                    "go": go})
+            target = self.word_queue = body.get("reply_to")
+            self.cluster.call(lambda: self.cluster.client.scheduler.queue_put(
+                name=target, data=word)).add_done_callback(
+                lambda f: f.cancelled() or f.exception())
+        elif kind == "event":
+            event = event_of(body)
+            if event is not None:
+                self.agent.bus.emit(event)
+        elif kind == "done":
+            outcome = body.get("outcome") or {}
+            if outcome.get("status") == "cancelled" and not self.stopping:
+                self.interrupted = (f"the Dask worker {self.worker} ended the run itself (it "
+                                    "was shut down, or the task cancelled there)")
+            if not self.ended.done():
+                self.ended.set_result(body)
+        else:
+            self._serve(self._answer(message))
+
+    def _serve(self, work: Coroutine[Any, Any, None]) -> None:
+        made = self.loop.create_task(work)
+        self._work.add(made)
+        made.add_done_callback(self._work.discard)
+
+    async def _answer(self, message: Message) -> None:
+        kind, body = message["type"], message["body"]
+        try:
+            if kind == "ledger":
+                answer = await self._append(body)
+            elif kind == "model":
+                answer = await self._model(body)
+            elif kind == "approval":
+                answer = await self._approve(body)
+            elif kind == "budget":
+                budget = self.supervisor.budget
+                answer = {"limit": await budget.before_call(self.agent, str(body.get("run_id")))}
+            elif kind == "tool":
+                answer = await self._tool(body)
+            else:
+                answer = WireBody(error=f"unknown request {kind!r}")
+        except Exception as exc:  # ours: the worker is told, the run ends readably
+            log.exception("serving a remote %s request failed", kind)
+            answer = WireBody(error=f"{type(exc).__name__}: {exc}")
+        self.reply(message, answer)
+
+    async def _append(self, body: WireBody) -> WireBody:
+        """The run's records, in the order sent, into the one chain (said where they ran)."""
+        records = [{**r, "ran_on": self.worker} for r in body.get("records") or []]
+        async with self._ledger:
+            for record in records:
+                if record.get("kind") == "tool_call" and self._changes(record):
+                    self.side_effects = True
+            try:
+                written = await self.agent.ledger.append_async(records)
+            except Exception as exc:
+                return {"error": f"{type(exc).__name__}: {exc}"}
+        return {"records": plain(written)}
+
+    def _changes(self, record: Mapping[str, object]) -> bool:
+        """Whether a tool call on record may have changed something."""
+        name = str(record.get("tool_name"))
+        if name in READS_ONLY:
+            return False
+        if name in KERNEL_TOOLS:
+            return True
+        tool = self.agent.registry.get(name)
+        arguments = record.get("arguments")
+        return tool is None or tool.needs_approval(arguments if isinstance(arguments, dict)
+                                                   else {})
+
+    async def _model(self, body: WireBody) -> WireBody:
+        """The call the worker asked for, made here by the team's model (streamed here)."""
+        agent, run_id = self.agent, str(self.task.run_id)
+        try:
+            turn = await agent.chat_model.complete(
+                body.get("messages") or [], body.get("tools") or [], agent.settings,
+                role=body.get("role"),
+                on_text=lambda text: agent.bus.emit(TextDelta(run_id, text)))
+        except ProviderError as exc:
+            return {"error": str(exc), "kind": "provider"}
+        self.supervisor.budget.spent(agent, run_id, turn.usage, turn.cost)
+        return turn_body(turn)
+
+    async def _approve(self, body: WireBody) -> WireBody:
+        """The person's word, through the Teller's channel; recorded here."""
+        terms = body.get("terms")
+        refusal = await self.agent.approvals.request(
+            str(body.get("run_id")), str(body.get("what")), dict(body.get("arguments") or {}),
+            digest=body.get("digest"), notes=body.get("notes"),
+            terms=ApprovalTerms(**terms) if terms is not None else None)  # type: ignore[arg-type]
+        if refusal is None:
+            self.side_effects = True  # an approved call may have changed something
+            return {"refusal": None}
+        return {"refusal": {"error": refusal.error, "summary": refusal.summary,
+                            "reason": refusal.reason, "guidance": refusal.guidance}}
+
+    async def _tool(self, body: WireBody) -> WireBody:
+        """A kernel tool, run on the task's agent here."""
+        from agent_kernel.engine.models.base import ToolCallRequest
+
+        name = str(body.get("name"))
+        tool: Tool | None = self.agent.registry.get(name)
+        if tool is None:
+            return {"error": f"the kernel has no tool {name!r}"}
+        call = ToolCallRequest(id=str(body.get("call_id") or ""), name=name, arguments="{}")
+        clock = ToolClock(tool.timeout or self.agent.settings.tool_timeout)
+        ctx = tool_context(self.agent, call, str(body.get("run_id") or self.task.run_id),
+                           TurnState(), clock)
+        try:
+            value = await clock.run(tool.invoke(dict(body.get("arguments") or {}), ctx))
+        except ToolError as exc:
+            return {"error": str(exc), "summary": exc.summary, "guidance": exc.guidance}
+        except Exception as exc:
+            return {"error": f"{type(exc).__name__}: {exc}"}
+        return {"result": plain(value)}
+
+
+def importable(tool: Tool) -> str | None:
+    """``module:name`` of a person's tool a worker can import, or None (a notebook's own,
+    defined in ``__main__``: the kernel runs it)."""
+    func = getattr(tool, "func", tool)
+    module, name = getattr(func, "__module__", None), getattr(func, "__qualname__", "")
+    if not module or module in ("__main__", "builtins") or "<" in name:
+        return None
+    return f"{module}:{name}"
+
+
+class RemoteLife(DelegatedLife):
+    """A Worker task whose run is on the cluster: the same life, another place."""
+
+    def __init__(self, supervisor: Supervisor, task: Task, agent: Agent, cluster: Cluster
+                 ) -> None:
+        super().__init__(supervisor, task, agent)
+        self.cluster = cluster
+        self.interrupted: str | None = None
+        self.worker: str | None = None
+
+    async def run(self) -> RunResult:
+        """On the cluster; in this kernel when the cluster is gone before it starts."""
+        try:
+            return await self.cluster.run(self.supervisor, self.task, self.agent, self)
+        except ClusterLost:
+            return await super().run()
+
+    def started_fields(self) -> dict[str, str]:
+        """``task_started`` says the cluster it goes to."""
+        return {"cluster": self.cluster.address}
+
+    def finished_fields(self) -> dict[str, str]:
+        """``task_finished`` says the worker its (last) run was on."""
+        return {"ran_on": self.worker} if self.worker else {}
+
+    def outcome(self, status: RunOutcome, error: str | None, timed_out: bool
+                ) -> tuple[TaskEnding, str | None]:
+        """``interrupted`` when its worker (or the scheduler) went away."""
+        if self.interrupted is not None:
+            return "interrupted", self.interrupted
+        return super().outcome(status, error, timed_out)
+
+
+__all__ = ["KERNEL_TOOLS", "Cluster", "ClusterLost", "RemoteLife", "RemoteRun",
+           "importable", "where_words"]

@@ -1,0 +1,505 @@
+"""A Worker task's agent on a Dask worker: the wire, and the worker's side of it.
+
+A team with a cluster (:mod:`agent_kernel.team.cluster`) runs each Worker task's
+agent loop and its tools on a Dask worker, as one ``async def`` Dask task
+(:func:`run_remote`) on the worker's event loop. Nothing live crosses: the agent is
+rebuilt there from a plain :class:`RemoteSpec` (role, ids, prompt, workspace path,
+settings without secrets, which tools run where), and everything that must stay in
+the kernel is asked of the kernel over two Dask queues on the scheduler (one
+inbox per team, one outbox per run), as small JSON-able :class:`Message` dicts,
+each with the run's key and a per-run sequence number:
+
+- the model: :class:`KernelModel` sends the request; the kernel's real model makes
+  the call (keys never leave the kernel; budgets count every call there);
+- the ledger: :class:`KernelLedger` sends each record and waits for the kernel's
+  acknowledgement (the record is then in the one chain, on disk);
+- approvals: :class:`KernelApprovals` asks the kernel, which asks the person through
+  the Teller's channel and records (and signs) the approval there;
+- the kernel's tools (artifacts, messages, the notebook's variables and cells):
+  :class:`KernelTool` runs them in the kernel, on the kernel-side twin of the agent;
+- events: every event of the run streams back and is emitted in the kernel.
+
+The kernel sends back replies (by the request's sequence number) and a ``stop``.
+This module imports ``distributed`` only inside :func:`run_remote`, on the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypedDict
+
+from agent_kernel.core import events
+from agent_kernel.core.config import Settings
+from agent_kernel.core.events import Event, RunFinished
+from agent_kernel.core.ledger import Ledger, LedgerError, PendingAppend
+from agent_kernel.engine.agent import Agent, RunResult
+from agent_kernel.engine.approvals import Approvals, ApprovalTerms, Refusal
+from agent_kernel.engine.models.base import (
+    ChatMessage,
+    Model,
+    ModelTurn,
+    OnRetry,
+    OnText,
+    ToolCallRequest,
+    ToolSchema,
+)
+from agent_kernel.engine.models.provider_errors import ProviderError
+from agent_kernel.engine.registry import Tool, ToolContext, ToolError
+from agent_kernel.engine.tool_calls import ToolCallRecord
+
+log = logging.getLogger(__name__)
+
+MessageType = Literal["hello", "event", "model", "ledger", "approval", "budget", "tool",
+                      "done", "reply", "stop"]
+"""What a message is: from the worker, ``hello`` (may it start?), ``event``, the requests
+``model`` / ``ledger`` / ``approval`` / ``budget`` / ``tool``, and ``done``; from the
+kernel, ``reply`` (to a request, by its ``seq``) and ``stop``."""
+
+
+Free = dict[str, object]
+"""Free JSON: a tool's arguments, a record, a dataclass's fields."""
+
+
+class WireBody(TypedDict, total=False):
+    """What a message carries; each type fills the keys it needs (docs/scale.md)."""
+
+    to: int
+    """A reply's request (its ``seq``)."""
+    go: bool
+    why: str
+    worker: str
+    pid: int
+    reply_to: str
+    """Where the kernel's answer to ``hello`` goes (a queue of that attempt on that worker)."""
+    event: str
+    fields: Free
+    messages: list[ChatMessage]
+    tools: list[ToolSchema]
+    role: str | None
+    turn: Free
+    error: str
+    kind: str
+    summary: str | None
+    guidance: str | None
+    records: list[Free]
+    run_id: str
+    what: str
+    arguments: Free
+    digest: str | None
+    notes: Free | None
+    terms: Free | None
+    refusal: dict[str, str] | None
+    """An approval's refusal (:class:`Refusal`'s fields), or None: approved."""
+    limit: str | None
+    """Why the budget refuses the next model call, or None."""
+    name: str
+    call_id: str | None
+    result: object
+    outcome: Free
+    """The run's :class:`RunResult`, in ``done``."""
+
+
+class Message(TypedDict):
+    """One message on the wire: the run's key (task id and attempt), its sequence number
+    (per run and direction, from 1), its type and a JSON-able body."""
+
+    run: str
+    seq: int
+    type: MessageType
+    body: WireBody
+
+
+class RemoteSpec(TypedDict):
+    """All a worker needs to rebuild a Worker task's agent: plain, picklable, no secret."""
+
+    run: str
+    """The run's key on the wire: ``<task id>#<attempt>``."""
+    task_id: str
+    run_id: str
+    agent_id: str
+    role: str
+    prompt: str
+    system_prompt: str | None
+    workspace: str
+    settings: Settings
+    """The team's settings (a dataclass of plain values) without ``api_key`` and
+    ``extra_completion_args``: those are the kernel's."""
+    ledger_fields: dict[str, str | None]
+    model: str
+    window: int
+    accepts_images: bool
+    writes_summaries: bool
+    kernel_tools: list[str]
+    """Tools the kernel runs for this agent (:class:`KernelTool`)."""
+    imported_tools: list[str]
+    """The person's tools the worker can import (``module:name``), run on the worker."""
+    left_out: list[str]
+    """Tools a remote Worker is not offered (a wait for messages needs the kernel's board)."""
+    inbox: str
+    outbox: str
+
+
+LEFT_OUT = ("wait_for_message",)
+"""Not offered on a worker: waiting for a message suspends the task on the kernel's board."""
+
+HELLO_WAIT = 30.0
+"""How long a worker waits for the kernel's word to start (a rerun Dask made after a worker
+died is told not to)."""
+
+
+def plain(value: object) -> Any:
+    """``value`` as JSON-able data (what cannot be JSON becomes its ``str``)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def public_settings(settings: Settings) -> Settings:
+    """The settings a worker may see: the secrets left out."""
+    return dataclasses.replace(settings, api_key=None, extra_completion_args={})
+
+
+def event_body(event: Event) -> WireBody:
+    """An event as the wire carries it: its class name and its fields."""
+    return {"event": type(event).__name__,
+            "fields": plain({f.name: getattr(event, f.name) for f in dataclasses.fields(event)})}
+
+
+def event_of(body: WireBody) -> Event | None:
+    """The event a body names, or None when it names no event of ours."""
+    cls = getattr(events, str(body.get("event")), None)
+    if not (isinstance(cls, type) and issubclass(cls, Event)):
+        return None
+    try:
+        fields: Any = body.get("fields") or {}
+        made: Event = cls(**fields)
+    except TypeError:
+        return None
+    return made
+
+
+def result_body(result: RunResult) -> WireBody:
+    """A run's result as the ``done`` message carries it."""
+    return {"outcome": plain(dataclasses.asdict(result))}
+
+
+def result_of(body: Mapping[str, Any], model: str) -> RunResult:
+    """The :class:`RunResult` a ``done`` body describes."""
+    calls = [ToolCallRecord(**c) for c in body.get("tool_calls") or []]
+    return RunResult(run_id=str(body.get("run_id")), model=str(body.get("model") or model),
+                     reply=str(body.get("reply") or ""), tool_calls=calls,
+                     usage=dict(body.get("usage") or {}), cost=body.get("cost"),
+                     status=body.get("status") or "error", error=body.get("error"),
+                     duration_ms=int(body.get("duration_ms") or 0),
+                     ended_by=body.get("ended_by"))
+
+
+def turn_body(turn: ModelTurn) -> WireBody:
+    """A model's turn as the kernel's reply carries it."""
+    return {"turn": plain(dataclasses.asdict(turn))}
+
+
+def turn_of(body: Mapping[str, Any]) -> ModelTurn:
+    """The :class:`ModelTurn` a reply describes."""
+    calls = [ToolCallRequest(**c) for c in body.get("tool_calls") or []]
+    return ModelTurn(text=str(body.get("text") or ""), tool_calls=calls,
+                     usage=dict(body.get("usage") or {}), cost=body.get("cost"),
+                     finish_reason=body.get("finish_reason"),
+                     attempts=int(body.get("attempts") or 1))
+
+
+class RemoteError(RuntimeError):
+    """The kernel answered a request with an error (words for the model or the person)."""
+
+
+# -- the worker's side ---------------------------------------------------------------------
+
+
+class WorkerChannel:
+    """The worker's end of one run: an ordered sender, a reader of the kernel's replies."""
+
+    def __init__(self, spec: RemoteSpec, scheduler: Any) -> None:
+        self.spec = spec
+        self.scheduler = scheduler
+        """The worker's connection to the scheduler (its queue handlers live there)."""
+        self.loop = asyncio.get_running_loop()
+        self.thread = threading.get_ident()
+        self.seq = 0
+        self.outgoing: asyncio.Queue[Message] = asyncio.Queue()
+        self.waiting: dict[int, asyncio.Future[WireBody]] = {}
+        self.stop_run: Any = None
+        self.broken: BaseException | None = None
+
+    def send(self, kind: MessageType, body: WireBody) -> int:
+        """Queue a message (in order, after every earlier one); its sequence number (-1:
+        sent from a tool's thread, numbered on the loop)."""
+        if threading.get_ident() != self.thread:
+            self.loop.call_soon_threadsafe(self.send, kind, body)
+            return -1
+        self.seq += 1
+        self.outgoing.put_nowait(Message(run=self.spec["run"], seq=self.seq, type=kind,
+                                         body=body))
+        return self.seq
+
+    async def request(self, kind: MessageType, body: WireBody,
+                      timeout: float | None = None) -> WireBody:
+        """Send a request and wait for the kernel's reply."""
+        if self.broken is not None:
+            raise RemoteError(f"the kernel cannot be reached: {self.broken}")
+        future: asyncio.Future[WireBody] = self.loop.create_future()
+        self.waiting[self.send(kind, body)] = future
+        return await asyncio.wait_for(future, timeout)
+
+    def request_from_thread(self, kind: MessageType, body: WireBody) -> WireBody:
+        """:meth:`request` from a tool's thread (a sync ledger write)."""
+        if threading.get_ident() == self.thread:
+            raise LedgerError("a synchronous ledger write on the worker's loop would block it")
+        return asyncio.run_coroutine_threadsafe(self.request(kind, body), self.loop).result()
+
+    async def sender(self) -> None:
+        """Put each message on the team's inbox, one after another (their order holds)."""
+        while True:
+            message = await self.outgoing.get()
+            try:
+                await self.scheduler.queue_put(name=self.spec["inbox"], data=message)
+            except Exception as exc:  # the scheduler is gone: every wait ends
+                self._break(exc)
+            finally:
+                self.outgoing.task_done()
+
+    async def reader(self) -> None:
+        """Take the kernel's messages: replies wake their request; a stop stops the run."""
+        while True:
+            try:
+                got = await self.scheduler.queue_get(name=self.spec["outbox"], timeout=None)
+            except Exception as exc:
+                self._break(exc)
+                return
+            message: Message = got["value"] if isinstance(got, dict) and "value" in got \
+                else got
+            if message.get("type") == "stop":
+                if self.stop_run is not None:
+                    self.stop_run()
+                continue
+            future = self.waiting.pop(int(message["body"].get("to", -1)), None)
+            if future is not None and not future.done():
+                future.set_result(message["body"])
+
+    def _break(self, exc: BaseException) -> None:
+        self.broken = exc
+        for future in self.waiting.values():
+            if not future.done():
+                future.set_exception(RemoteError(f"the kernel cannot be reached: {exc}"))
+        self.waiting.clear()
+
+
+class KernelModel(Model):
+    """The remote agent's model: every call is made by the kernel's model."""
+
+    library = ""
+
+    def __init__(self, channel: WorkerChannel, spec: RemoteSpec) -> None:
+        self.channel = channel
+        self.name = spec["model"]
+        self._window = spec["window"]
+        self._images = spec["accepts_images"]
+        self.writes_summaries = spec["writes_summaries"]
+
+    async def complete(self, messages: list[ChatMessage], tools: list[ToolSchema],
+                       settings: Settings, *, role: str | None = None,
+                       on_text: OnText = lambda _: None,
+                       on_retry: OnRetry = lambda *_: None) -> ModelTurn:
+        """Ask the kernel for the turn (its text streams there, to the transcript)."""
+        reply = await self.channel.request("model", {"messages": plain(messages),
+                                                     "tools": plain(tools), "role": role})
+        if "error" in reply:
+            if reply.get("kind") == "provider":
+                raise ProviderError(str(reply["error"]))
+            raise RemoteError(str(reply["error"]))
+        return turn_of(reply.get("turn") or {})
+
+    def window(self, settings: Settings) -> int:
+        """The kernel's model's window."""
+        return self._window
+
+    def accepts_images(self, settings: Settings) -> bool:
+        """Whether the kernel's model reads images."""
+        return self._images
+
+
+class KernelLedger(Ledger):
+    """The remote agent's ledger: each record goes to the kernel, which appends it to the
+    one chain and acknowledges it once it is on disk."""
+
+    def __init__(self, channel: WorkerChannel, path: str) -> None:
+        super().__init__(path)
+        self.channel = channel
+
+    async def append_async(self, records: Sequence[Mapping[str, object]]
+                           ) -> list[dict[str, object]]:
+        """Send the records and wait until the kernel has written them."""
+        reply = await self.channel.request("ledger", {"records": plain(list(records))})
+        if "error" in reply:
+            raise LedgerError(str(reply["error"]))
+        written: list[dict[str, object]] = reply.get("records") or []
+        return written
+
+    def append_many(self, records: Sequence[Mapping[str, object]]
+                    ) -> list[dict[str, object]]:
+        """:meth:`append_async` from a thread."""
+        reply = self.channel.request_from_thread("ledger", {"records": plain(list(records))})
+        if "error" in reply:
+            raise LedgerError(str(reply["error"]))
+        written: list[dict[str, object]] = reply.get("records") or []
+        return written
+
+    def queue(self, records: Sequence[Mapping[str, object]]) -> PendingAppend:
+        """Not on a worker: a record there is always waited for."""
+        raise LedgerError("a remote agent's records are appended by the kernel, one by one")
+
+
+class KernelApprovals(Approvals):
+    """The remote agent's approvals: asked and recorded by the kernel (the Teller's channel,
+    the same card and the same signed record as an in-process Worker's)."""
+
+    def __init__(self, agent: Agent, channel: WorkerChannel) -> None:
+        super().__init__(agent)
+        self.channel = channel
+
+    async def request(self, run_id: str, what: str, arguments: Mapping[str, object], *,
+                      digest: str | None = None, notes: Mapping[str, object] | None = None,
+                      terms: ApprovalTerms | None = None) -> Refusal | None:
+        """Ask the kernel; its answer (None: approved)."""
+        reply = await self.channel.request("approval", {
+            "run_id": run_id, "what": what, "arguments": plain(arguments), "digest": digest,
+            "notes": plain(notes), "terms": plain(dataclasses.asdict(terms)) if terms else None})
+        refusal = reply.get("refusal")
+        return Refusal(**refusal) if refusal is not None else None
+
+
+class KernelBudget:
+    """The remote agent's budget: the kernel says whether a call may be made; what a call
+    spent is counted in the kernel, where the call is made."""
+
+    def __init__(self, channel: WorkerChannel) -> None:
+        self.channel = channel
+
+    async def before_call(self, agent: Agent, run_id: str) -> str | None:
+        """The kernel's budget's word on the next call."""
+        reply = await self.channel.request("budget", {"run_id": run_id})
+        return reply.get("limit")
+
+    def spent(self, agent: Agent, run_id: str, usage: dict[str, int],
+              cost: float | None) -> None:
+        """Nothing: the kernel counted it when it made the call."""
+
+
+class KernelTool(Tool):
+    """A tool that belongs to the kernel (artifacts, messages, the notebook's variables and
+    cells), offered on the worker as itself and run in the kernel."""
+
+    def __init__(self, original: Tool, channel: WorkerChannel) -> None:
+        self.__dict__.update(original.__dict__)
+        self.channel = channel
+
+    async def invoke(self, arguments: Mapping[str, object], context: ToolContext | None
+                     ) -> object:
+        """Run in the kernel; its result, or its error as this tool's."""
+        reply = await self.channel.request("tool", {
+            "name": self.name, "arguments": plain(arguments),
+            "run_id": context.run_id if context else "",
+            "call_id": context.call_id if context else None})
+        if "error" in reply:
+            raise ToolError(str(reply["error"]), summary=reply.get("summary"),
+                            guidance=reply.get("guidance"))
+        return reply.get("result")
+
+
+def build_agent(spec: RemoteSpec, channel: WorkerChannel) -> Agent:
+    """The Worker's agent, rebuilt from its spec: the team's tools, the kernel's in the
+    kernel, the model, ledger, approvals and budget through the channel."""
+    from agent_kernel.engine.registry import UserTools
+    from agent_kernel.team.roles import ROLE_PERMITS
+    from agent_kernel.team.toolsets import default_toolsets
+
+    agent = Agent(model=KernelModel(channel, spec), workspace=spec["workspace"],
+                  agent_id=spec["agent_id"], role=spec["role"],
+                  settings=spec["settings"], system_prompt=spec["system_prompt"],
+                  toolsets=default_toolsets(), permission_hook=ROLE_PERMITS,
+                  user_tools=UserTools())
+    writer, agent.services.history_writer = agent.services.history_writer, None
+    if writer is not None:  # a member's runs are not the person's history
+        agent.bus.unsubscribe(writer)
+    agent.ledger = KernelLedger(channel, str(agent.ledger.path))
+    agent.approvals = KernelApprovals(agent, channel)
+    agent.services.budget = KernelBudget(channel)
+    agent.ledger_fields = dict(spec["ledger_fields"])
+    for name in spec["left_out"]:
+        agent.registry.remove(name)
+    for path in spec["imported_tools"]:
+        agent.registry.add(_imported(path))
+    for name in spec["kernel_tools"]:
+        original = agent.registry.get(name)
+        if original is not None:
+            agent.registry.add(KernelTool(original, channel))
+    return agent
+
+
+def _imported(path: str) -> Tool:
+    """The person's tool at ``module:name``, imported on the worker."""
+    import importlib
+
+    module, _, name = path.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in name.split("."):
+        found = getattr(found, part)
+    return found if isinstance(found, Tool) else Tool(found)
+
+
+async def run_remote(spec: RemoteSpec) -> dict[str, str]:
+    """The Dask task of one Worker run: ask the kernel's word, rebuild the agent, run it,
+    stream everything back, and say how it ended."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    channel = WorkerChannel(spec, worker.scheduler)
+    sender = asyncio.create_task(channel.sender())
+    helpers = [sender]
+    try:
+        # The kernel's word comes on a queue of this attempt on this worker alone: a rerun
+        # Dask makes elsewhere after a worker died never reads a word meant for another.
+        word_queue = f"{spec['outbox']}@{worker.address}"
+        await worker.scheduler.queue_create(name=word_queue, maxsize=0)
+        channel.send("hello", {"worker": worker.address, "pid": os.getpid(),
+                               "reply_to": word_queue})
+        got = await worker.scheduler.queue_get(name=word_queue, timeout=HELLO_WAIT)
+        word: WireBody = got["value"]["body"]
+        if not word.get("go"):
+            return {"status": "not started", "why": word.get("why", "")}
+        helpers.append(asyncio.create_task(channel.reader()))
+        agent = build_agent(spec, channel)
+        run_id = spec["run_id"]
+        channel.stop_run = lambda: agent.stop(run_id)
+        def stream(event: Event) -> None:
+            if not isinstance(event, RunFinished):  # the kernel makes it from ``done``
+                channel.send("event", event_body(event))
+
+        agent.bus.subscribe(stream)
+        result = await agent.arun(spec["prompt"], run_id=run_id)
+        channel.send("done", result_body(result))
+        await channel.outgoing.join()
+        return {"status": str(result.status)}
+    finally:
+        for helper in helpers:
+            helper.cancel()
+
+
+__all__ = ["LEFT_OUT", "KernelApprovals", "KernelBudget", "KernelLedger", "KernelModel",
+           "KernelTool", "Message", "MessageType", "RemoteError", "RemoteSpec",
+           "WireBody", "WorkerChannel", "build_agent", "event_body", "event_of", "plain",
+           "public_settings", "result_body", "result_of", "run_remote", "turn_body",
+           "turn_of"]
