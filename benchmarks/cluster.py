@@ -15,7 +15,16 @@ response, each Worker makes one tool call and answers. Two figures:
    runs), ``max_workers=4``: in-process, and on LocalClusters of 1 and 2 single-threaded
    worker processes.
 
-Run: ``python benchmarks/cluster.py [--hops 40] [--tasks 200] [--ms 50] [--json]``.
+3. **The rates 100 workers would meet** (``--rates``), for docs/scale.md's paper
+   estimate: one round trip of the channel (a ``queue_put`` and a ``queue_get`` on the
+   scheduler, as each model call, budget check and ledger record of a remote Worker
+   makes), one at a time and 100 at once (the scheduler's queue operations a second);
+   and the kernel's ledger, one record at a time and 100 appenders at once (group
+   commit: records a second). The object store's commit rate is
+   ``memory_object_store.py``'s.
+
+Run: ``python benchmarks/cluster.py [--hops 40] [--tasks 200] [--ms 50] [--json]``, or
+``python benchmarks/cluster.py --rates [--trips 400]``.
 Nothing is asserted; the figures go to docs/scale.md (only ratios measured in one run
 compare on a shared machine).
 """
@@ -97,13 +106,101 @@ def local_cluster(processes: int) -> tuple[Any, Any]:
     return cluster, Client(cluster, set_as_default=False)
 
 
+async def channel_rates(trips: int) -> dict[str, float]:
+    """Median ms of one put-and-get round trip on a scheduler queue, one at a time, and
+    queue operations a second with 100 round trips at once (the channel's own cost)."""
+    import statistics
+
+    from distributed import Client, LocalCluster
+
+    async with LocalCluster(processes=True, n_workers=1, threads_per_worker=1,
+                            host="127.0.0.1", dashboard_address=None,
+                            asynchronous=True) as cluster, \
+            Client(cluster, asynchronous=True, set_as_default=False) as client:
+        scheduler = client.scheduler
+        await scheduler.queue_create(name="bench-one", maxsize=0)
+        times = []
+        for i in range(trips):
+            started = time.perf_counter()
+            await scheduler.queue_put(name="bench-one", data={"seq": i, "type": "ledger"})
+            await scheduler.queue_get(name="bench-one", timeout=None)
+            times.append((time.perf_counter() - started) * 1e3)
+        names = [f"bench-{i}" for i in range(100)]
+        for name in names:
+            await scheduler.queue_create(name=name, maxsize=0)
+
+        async def trip(name: str, rounds: int) -> None:
+            for i in range(rounds):
+                await scheduler.queue_put(name=name, data={"seq": i, "type": "ledger"})
+                await scheduler.queue_get(name=name, timeout=None)
+
+        rounds = max(1, trips // 100)
+        started = time.perf_counter()
+        await asyncio.gather(*(trip(name, rounds) for name in names))
+        took = time.perf_counter() - started
+    return {"channel_trip_ms": statistics.median(times),
+            "scheduler_ops_per_s": 2 * 100 * rounds / took}
+
+
+async def ledger_rates(records: int) -> dict[str, float]:
+    """Ledger records a second: one appender awaiting each record, and 100 appenders at
+    once (their records share writes and fsyncs: docs/ledger.md, "Group commit")."""
+    from agent_kernel.core.ledger import Ledger
+
+    def record(i: int) -> dict[str, object]:
+        return {"type": "tool_call", "agent_id": f"worker-{i % 100}", "run_id": f"run_{i}",
+                "tool_name": "burn", "arguments": {"ms": 50}, "result": "done",
+                "success": True, "duration_ms": 50, "ran_on": "127.0.0.1:40123"}
+
+    with tempfile.TemporaryDirectory() as folder:
+        ledger = Ledger(Path(folder) / "ledger.jsonl")
+        started = time.perf_counter()
+        for i in range(records):
+            await ledger.append_async([record(i)])
+        one = records / (time.perf_counter() - started)
+
+        async def appender(k: int) -> None:
+            for i in range(records // 100):
+                await ledger.append_async([record(k * 1000 + i)])
+
+        started = time.perf_counter()
+        await asyncio.gather(*(appender(k) for k in range(100)))
+        many = 100 * (records // 100) / (time.perf_counter() - started)
+        assert ledger.verify().ok
+    return {"ledger_one_per_s": one, "ledger_100_per_s": many}
+
+
+def rates(trips: int, as_json: bool) -> None:
+    """Part 3: the per-record rates of docs/scale.md's estimate for 100 workers."""
+    out: dict[str, Any] = {"loadavg": Path("/proc/loadavg").read_text().split()[:3]}
+    out.update(asyncio.run(channel_rates(trips)))
+    out.update(asyncio.run(ledger_rates(max(trips, 1000))))
+    out["loadavg_after"] = Path("/proc/loadavg").read_text().split()[:3]
+    if as_json:
+        print(json.dumps(out, indent=2))
+        return
+    print(f"load average before {' '.join(out['loadavg'])}, after "
+          f"{' '.join(out['loadavg_after'])}")
+    print(f"channel round trip (queue_put + queue_get on the scheduler): median "
+          f"{out['channel_trip_ms']:.2f} ms; 100 at once: "
+          f"{out['scheduler_ops_per_s']:.0f} queue operations a second")
+    print(f"ledger: {out['ledger_one_per_s']:.0f} records/s one at a time, "
+          f"{out['ledger_100_per_s']:.0f} records/s with 100 appenders (group commit)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hops", type=int, default=40)
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--ms", type=int, default=50)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--rates", action="store_true",
+                        help="only the channel's and the ledger's rates (docs/scale.md)")
+    parser.add_argument("--trips", type=int, default=400)
     args = parser.parse_args()
+    if args.rates:
+        rates(args.trips, args.json)
+        return
     out: dict[str, Any] = {"loadavg": Path("/proc/loadavg").read_text().split()[:3]}
 
     echo = ("echo", json.dumps({"text": "hi"}))
