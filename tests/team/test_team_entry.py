@@ -68,10 +68,11 @@ def respond(role: str, body: dict[str, Any]) -> Message:
 
 
 class TeamServer(RoleServer):
-    """The role server, also answering the single agent."""
+    """The role server, also answering the single agent, with the ``respond`` it is given
+    (so a test's own script holds, such as :func:`slow_worker`'s minute-long Worker call)."""
 
     def _fill(self, number: int, body: dict[str, Any]) -> None:
-        self._open.pop(number).__dict__.update(respond(who(body), body).__dict__)
+        self._open.pop(number).__dict__.update(self.respond(who(body), body).__dict__)
 
     def asked_by(self, role: str) -> list[dict[str, Any]]:
         return [b for b in self.requests if who(b) == role]
@@ -209,6 +210,26 @@ def test_cli_team_options_follow_the_grammar():
     assert (args.team, args.max_workers) == (False, 4)
 
 
+def test_the_team_server_answers_with_the_script_it_is_given():
+    """A test's own ``respond`` is what the server answers (the stop test's slow Worker
+    once got the default script's instant answer, so its Worker was seldom seen running)."""
+    import urllib.request
+
+    def ask(srv: TeamServer, first: str) -> str:
+        body = {"model": "test-model", "messages": [{"role": "system", "content": first},
+                                                    {"role": "user", "content": "hi"}]}
+        request = urllib.request.Request(f"{srv.base_url}/chat/completions",
+                                         data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return str(json.load(answer)["choices"][0]["message"]["content"])
+
+    with TeamServer(lambda role, body: Message(text=f"scripted for {role}")) as srv:
+        assert ask(srv, "You are a Worker of a team.") == "scripted for worker"
+        assert ask(srv, "You are a helpful assistant.") == "scripted for single"
+        assert not srv.hook_errors, srv.hook_errors
+
+
 def slow_worker(role: str, body: dict[str, Any]) -> Message:
     """Like ``respond``, but a Worker's model call takes a minute."""
     made = respond(role, body)
@@ -245,6 +266,11 @@ async def test_stop_ends_the_teller_and_every_open_task_of_the_prompt(tmp_path):
         relay.close(result)
         assert await relay.settle(20)
         assert not [t for t in relay.new_tasks() if t.open]
-        assert "worker · cancelled" in tree_text(relay.tree(result))
+        tree = tree_text(relay.tree(result))
+        assert tree.count("worker · cancelled") == 2  # both stopped in their minute-long call
+        # stopped mid-call: no Worker wrote its notes, no results went back to the Teller
+        assert not list((tmp_path / "ws").rglob("*.md"))
+        assert not [b for b in srv.asked_by(TELLER)
+                    if "The work you delegated" in json.dumps(b["messages"][-1])]
         assert {e.run_id for e in seen} == {"run_one"}
         assert sum(isinstance(e, RunStarted) for e in seen) == 1
