@@ -64,6 +64,9 @@ STOP_GRACE = 3.0
 """How long a stopped remote run may take to end before its Dask task is cancelled."""
 CHECK_EVERY = 1.0
 """How often the scheduler is asked which workers are alive while remote runs are out."""
+RELEASE_AFTER = 0.5
+"""How long an ended run's queues and Dask future may wait to be released with the next
+submission (one batch on the client's stream, not two: docs/performance.md)."""
 
 KERNEL_TOOLS = ("put_artifact", "get_artifact", "send_message", "query_state",
                 "list_variables", "inspect_variable", "read_cells", "last_error",
@@ -110,6 +113,10 @@ class Cluster:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._pump: Any = None
         self._starting: asyncio.Task[None] | None = None
+        self._retired: list[tuple[list[str], Any]] = []
+        """Ended runs' queue names and Dask futures, released together (:meth:`retire`)."""
+        self._flush: asyncio.TimerHandle | None = None
+        self._flush_loop: asyncio.AbstractEventLoop | None = None
 
     # -- Dask, from the kernel's loop -------------------------------------------------
     def call(self, make: Callable[[], Coroutine[Any, Any, T]]) -> asyncio.Future[T]:
@@ -156,9 +163,9 @@ class Cluster:
         try:
             while self.lost is None:
                 got = await scheduler.queue_get(name=self.inbox, timeout=None)
-                records = [got, *await scheduler.queue_get(name=self.inbox, batch=True)]
-                for record in records:
-                    self._hand_on(record.get("value", record))
+                self._take(got)  # at once: the batch below costs another round trip
+                for record in await scheduler.queue_get(name=self.inbox, batch=True):
+                    self._take(record)
         except Exception as exc:  # the scheduler is gone (or broken): say so once
             self._lose_all(exc)
         finally:
@@ -180,6 +187,13 @@ class Cluster:
             for run in list(self.runs.values()):
                 if run.worker is not None and run.worker not in alive:
                     run.soon(run.lose, f"the Dask worker {run.worker} died mid-task")
+
+    def _take(self, record: Any) -> None:
+        """One item of the inbox: a message, or a worker's batch of them in order (a list,
+        which arrives as a tuple)."""
+        value = record.get("value", record) if isinstance(record, dict) else record
+        for message in value if isinstance(value, (list, tuple)) else [value]:
+            self._hand_on(message)
 
     def _hand_on(self, message: Message) -> None:
         run = self.runs.get(str(message.get("run")))
@@ -209,9 +223,39 @@ class Cluster:
         except Exception:
             log.debug("could not refuse a rerun of %s", message["run"])
 
+    # -- releasing ended runs -------------------------------------------------------------
+    def retire(self, queues: list[str], future: Any) -> None:
+        """An ended run's queues and Dask future go with the next submission, or after
+        :data:`RELEASE_AFTER`. The client sends both on its batched stream, which waits
+        10 ms after a send before the next: a release sent alone would hold back the next
+        Worker's submission by that much (and the scheduler's word to the worker by 5)."""
+        self._retired.append((queues, future))
+        loop = asyncio.get_running_loop()
+        if self._flush is None or self._flush_loop is not loop:  # a team's next run: new loop
+            self._flush, self._flush_loop = loop.call_later(RELEASE_AFTER,
+                                                            self.release_retired), loop
+
+    def release_retired(self) -> None:
+        """Release the ended runs' queues on the scheduler and let go of their futures."""
+        retired, self._retired = self._retired, []
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        client = self.client
+        if self.lost is None:
+            names = [name for queues, _ in retired for name in queues]
+            if names:
+                client.loop.add_callback(self._send_releases, names)
+        retired.clear()  # the futures go now: Dask releases their keys
+
+    def _send_releases(self, names: list[str]) -> None:
+        for name in names:  # on the client's loop: Queue.close()'s message
+            self.client._send_to_scheduler({"op": "queue_release", "name": name})
+
     def close(self) -> None:
         """Stop reading; close the client when the team made it (the team moved on)."""
         self.lost = self.lost or "the team no longer uses this cluster"
+        self.release_retired()
         for run in list(self.runs.values()):  # none is left waiting for a word
             run.soon(run.lose, self.lost)
         if self._pump is not None:
@@ -311,6 +355,7 @@ class RemoteRun:
                                                                   maxsize=0)), 10)
             except Exception as exc:  # nothing was submitted: the task may run here
                 raise ClusterLost(f"{type(exc).__name__}: {exc}") from exc
+            cluster.release_retired()  # in the same batch as this submission
             self.future = cluster.client.submit(
                 run_remote, self.spec(), pure=False, retries=0,
                 key=f"agent-kernel-{task.agent_id}-{self.key}")
@@ -351,13 +396,9 @@ class RemoteRun:
             self.loop.run_in_executor(None, self.future.cancel)
 
     def _release_queues(self) -> None:
-        """The run's queues on the scheduler go (a late reply to them is dropped there)."""
-        client = self.cluster.client
-        if self.cluster.lost is None:
-            for name in (self.outbox, self.word_queue):
-                if name:
-                    client.loop.add_callback(client._send_to_scheduler,
-                                             {"op": "queue_release", "name": name})
+        """The run's queues on the scheduler go (a late reply to them is dropped there),
+        with its future, soon (:meth:`Cluster.retire`)."""
+        self.cluster.retire([n for n in (self.outbox, self.word_queue) if n], self.future)
 
     def send(self, kind: MessageType, body: WireBody) -> None:
         """Put a message on the run's outbox (a reply: matched by the request's ``seq``)."""
