@@ -153,6 +153,20 @@ HELLO_WAIT = 30.0
 died is told not to)."""
 
 
+SchemaCache = dict[tuple[str | None, frozenset[str] | None], list[ToolSchema]]
+SCHEMAS: dict[tuple[str, ...], SchemaCache] = {}
+"""Per worker process: the tool schemas a Worker's registry built, by what it was built
+from (role, tool names, the person's imported tools, the settings). Every Worker of a team
+is offered the same ones; building them again took ~7 ms of each remote task's first model
+call (the in-process supervisor's agents share their tools the same way)."""
+
+
+def schemas_key(spec: RemoteSpec, agent: Agent) -> tuple[str, ...]:
+    """What a Worker's tool schemas depend on."""
+    return (spec["role"], *sorted(tool.name for tool in agent.registry),
+            "|", *spec["imported_tools"], "|", repr(spec["settings"]))
+
+
 def plain(value: object) -> Any:
     """``value`` as JSON-able data (what cannot be JSON becomes its ``str``)."""
     return json.loads(json.dumps(value, default=str))
@@ -452,6 +466,8 @@ def build_agent(spec: RemoteSpec, channel: WorkerChannel) -> Agent:
         original = agent.registry.get(name)
         if original is not None:
             agent.registry.add(KernelTool(original, channel))
+    # The registry's own cache (emptied by any add or remove), seeded with this process's.
+    agent.registry._cache.update(SCHEMAS.get(schemas_key(spec, agent), {}))
     return agent
 
 
@@ -496,6 +512,7 @@ async def run_remote(spec: RemoteSpec) -> dict[str, str]:
 
         agent.bus.subscribe(stream)
         result = await agent.arun(spec["prompt"], run_id=run_id)
+        SCHEMAS.setdefault(schemas_key(spec, agent), dict(agent.registry._cache))
         channel.send("done", result_body(result))
         await channel.outgoing.join()
         return {"status": str(result.status)}
@@ -506,6 +523,6 @@ async def run_remote(spec: RemoteSpec) -> dict[str, str]:
 
 __all__ = ["LEFT_OUT", "KernelApprovals", "KernelBudget", "KernelLedger", "KernelModel",
            "KernelTool", "Message", "MessageType", "RemoteError", "RemoteSpec",
-           "WireBody", "WorkerChannel", "build_agent", "event_body", "event_of", "plain",
-           "public_settings", "result_body", "result_of", "run_remote", "turn_body",
+           "SCHEMAS", "WireBody", "WorkerChannel", "build_agent", "event_body", "event_of", "plain",
+           "public_settings", "result_body", "result_of", "run_remote", "schemas_key", "turn_body",
            "turn_of"]

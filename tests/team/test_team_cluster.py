@@ -572,3 +572,43 @@ def test_a_remote_workers_approval_is_answered_in_the_notebook(
     [write] = [r for r in records if r["kind"] == "tool_call" and r["tool_name"] == "write_file"]
     assert write["ran_on"] in addresses(client)
     assert Ledger(ws / "ledger.jsonl").verify().ok
+
+
+def test_a_workers_tool_schemas_are_built_once_per_worker_process(tmp_path: Path) -> None:
+    """The second Worker rebuilt in a process offers the first one's schemas (the same
+    objects, not built again), equal to what a fresh registry builds; another role or
+    other settings do not share them."""
+    import dataclasses
+
+    from agent_kernel.core.config import Settings
+    from agent_kernel.team import remote
+    from agent_kernel.team.cluster import KERNEL_TOOLS
+
+    def spec(run: str, role: str = "worker", settings: Settings | None = None
+             ) -> remote.RemoteSpec:
+        return remote.RemoteSpec(
+            run=run, task_id=run, run_id=f"run_{run}", agent_id="worker-1", role=role,
+            prompt="job", system_prompt=None, workspace=str(tmp_path),
+            settings=remote.public_settings(settings or Settings()), ledger_fields={},
+            model="scripted", window=128_000, accepts_images=False, writes_summaries=False,
+            kernel_tools=list(KERNEL_TOOLS), imported_tools=[], left_out=list(remote.LEFT_OUT),
+            inbox="inbox", outbox="outbox")
+
+    channel: Any = object()  # nothing is sent: no run is made
+    remote.SCHEMAS.clear()
+    first_spec = spec("t1#1")
+    first = remote.build_agent(first_spec, channel)
+    offered = first.registry.offered("worker", "run_t1", [])
+    remote.SCHEMAS[remote.schemas_key(first_spec, first)] = dict(first.registry._cache)
+
+    second = remote.build_agent(spec("t2#1"), channel)
+    again = second.registry.offered("worker", "run_t2", [])
+    assert again == offered and all(a is b for a, b in zip(again, offered, strict=True))
+    fresh = [tool.schema() for tool in second.registry._pick("worker", frozenset())]
+    assert again == fresh
+
+    other = dataclasses.replace(Settings(), max_tool_calls=3)
+    for different in (spec("t3#1", role="planner"), spec("t4#1", settings=other)):
+        agent = remote.build_agent(different, channel)
+        assert not agent.registry._cache  # built for itself
+    remote.SCHEMAS.clear()
