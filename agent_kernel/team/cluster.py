@@ -548,8 +548,13 @@ class RemoteRun:
                                                    else {})
 
     async def _model(self, body: WireBody) -> WireBody:
-        """The call the worker asked for, made here by the team's model (streamed here)."""
+        """The call the worker asked for, made here by the team's model (streamed here),
+        once the team's budget allows it (checked here, right before the call: the remote
+        budget check rides on the request)."""
         agent, run_id = self.agent, str(self.task.run_id)
+        limit = await self.supervisor.budget.before_call(agent, run_id)
+        if limit:
+            return {"limit": limit}
         try:
             turn = await agent.chat_model.complete(
                 body.get("messages") or [], body.get("tools") or [], agent.settings,

@@ -51,6 +51,7 @@ from agent_kernel.engine.models.base import (
 )
 from agent_kernel.engine.models.provider_errors import ProviderError
 from agent_kernel.engine.registry import Tool, ToolContext, ToolError
+from agent_kernel.engine.services import BudgetRefused
 from agent_kernel.engine.tool_calls import ToolCallRecord
 
 log = logging.getLogger(__name__)
@@ -336,6 +337,8 @@ class KernelModel(Model):
         """Ask the kernel for the turn (its text streams there, to the transcript)."""
         reply = await self.channel.request("model", {"messages": plain(messages),
                                                      "tools": plain(tools), "role": role})
+        if reply.get("limit"):  # the kernel's budget refused the call (KernelBudget)
+            raise BudgetRefused(str(reply["limit"]))
         if "error" in reply:
             if reply.get("kind") == "provider":
                 raise ProviderError(str(reply["error"]))
@@ -402,16 +405,17 @@ class KernelApprovals(Approvals):
 
 
 class KernelBudget:
-    """The remote agent's budget: the kernel says whether a call may be made; what a call
-    spent is counted in the kernel, where the call is made."""
+    """The remote agent's budget: the kernel checks it when a model request arrives, right
+    before it makes the call (a refusal comes back instead of the turn, and
+    :class:`KernelModel` raises :class:`BudgetRefused`: the run ends ``limit`` as on a
+    refused check), and counts what the call spent there. No round trip of its own."""
 
     def __init__(self, channel: WorkerChannel) -> None:
         self.channel = channel
 
     async def before_call(self, agent: Agent, run_id: str) -> str | None:
-        """The kernel's budget's word on the next call."""
-        reply = await self.channel.request("budget", {"run_id": run_id})
-        return reply.get("limit")
+        """Nothing here: the kernel asks its budget with the model request."""
+        return None
 
     def spent(self, agent: Agent, run_id: str, usage: dict[str, int],
               cost: float | None) -> None:
