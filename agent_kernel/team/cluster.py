@@ -510,9 +510,6 @@ class RemoteRun:
                 answer = await self._model(body)
             elif kind == "approval":
                 answer = await self._approve(body)
-            elif kind == "budget":
-                budget = self.supervisor.budget
-                answer = {"limit": await budget.before_call(self.agent, str(body.get("run_id")))}
             elif kind == "tool":
                 answer = await self._tool(body)
             else:

@@ -56,11 +56,11 @@ from agent_kernel.engine.tool_calls import ToolCallRecord
 
 log = logging.getLogger(__name__)
 
-MessageType = Literal["hello", "event", "model", "ledger", "approval", "budget", "tool",
-                      "done", "reply", "stop"]
+MessageType = Literal["hello", "event", "model", "ledger", "approval", "tool", "done",
+                      "reply", "stop"]
 """What a message is: from the worker, ``hello`` (may it start?), ``event``, the requests
-``model`` / ``ledger`` / ``approval`` / ``budget`` / ``tool``, and ``done``; from the
-kernel, ``reply`` (to a request, by its ``seq``) and ``stop``."""
+``model`` (the kernel checks the budget with it) / ``ledger`` / ``approval`` / ``tool``,
+and ``done``; from the kernel, ``reply`` (to a request, by its ``seq``) and ``stop``."""
 
 
 Free = dict[str, object]
