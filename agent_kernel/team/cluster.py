@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -115,8 +116,9 @@ class Cluster:
         self._starting: asyncio.Task[None] | None = None
         self._retired: list[tuple[list[str], Any]] = []
         """Ended runs' queue names and Dask futures, released together (:meth:`retire`)."""
-        self._flush: asyncio.TimerHandle | None = None
-        self._flush_loop: asyncio.AbstractEventLoop | None = None
+        self._flush_due = False
+        self._retiring = threading.Lock()
+        """The kernel's loop retires, the client's loop may release: both touch the list."""
 
     # -- Dask, from the kernel's loop -------------------------------------------------
     def call(self, make: Callable[[], Coroutine[Any, Any, T]]) -> asyncio.Future[T]:
@@ -229,18 +231,19 @@ class Cluster:
         :data:`RELEASE_AFTER`. The client sends both on its batched stream, which waits
         10 ms after a send before the next: a release sent alone would hold back the next
         Worker's submission by that much (and the scheduler's word to the worker by 5)."""
-        self._retired.append((queues, future))
-        loop = asyncio.get_running_loop()
-        if self._flush is None or self._flush_loop is not loop:  # a team's next run: new loop
-            self._flush, self._flush_loop = loop.call_later(RELEASE_AFTER,
-                                                            self.release_retired), loop
+        with self._retiring:
+            self._retired.append((queues, future))
+            due, self._flush_due = self._flush_due, True
+        if not due:  # the timer lives on the client's loop: the kernel's may end first
+            self.client.loop.add_callback(self._release_later)
+
+    def _release_later(self) -> None:
+        asyncio.get_running_loop().call_later(RELEASE_AFTER, self.release_retired)
 
     def release_retired(self) -> None:
         """Release the ended runs' queues on the scheduler and let go of their futures."""
-        retired, self._retired = self._retired, []
-        if self._flush is not None:
-            self._flush.cancel()
-            self._flush = None
+        with self._retiring:
+            retired, self._retired, self._flush_due = self._retired, [], False
         client = self.client
         if self.lost is None:
             names = [name for queues, _ in retired for name in queues]
@@ -254,8 +257,8 @@ class Cluster:
 
     def close(self) -> None:
         """Stop reading; close the client when the team made it (the team moved on)."""
+        self.release_retired()  # while the scheduler is still ours to tell
         self.lost = self.lost or "the team no longer uses this cluster"
-        self.release_retired()
         for run in list(self.runs.values()):  # none is left waiting for a word
             run.soon(run.lose, self.lost)
         if self._pump is not None:

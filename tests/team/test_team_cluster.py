@@ -646,3 +646,30 @@ def test_a_tree_budget_stops_a_remote_worker_as_in_process(client: Any, tmp_path
     finished = {r["task_id"]: r for r in team.ledger.records() if r["kind"] == "task_finished"}
     assert finished[first["id"]]["status"] == "limit" and finished[first["id"]]["ran_on"]
     assert team.ledger.verify()
+
+
+def test_an_ended_runs_queues_are_released_on_the_scheduler(client: Any, tmp_path: Path
+                                                            ) -> None:
+    """The runs' queues go from the scheduler after the runs end (with the next submission,
+    or soon after the last): only the team's inbox stays while the team uses the cluster,
+    and nothing of the team's stays once it leaves it."""
+    from test_team_budget import two_workers
+
+    def queues(dask_scheduler: Any) -> list[str]:
+        return list(dask_scheduler.extensions["queues"].queues)
+
+    with RoleModel(two_workers) as server:
+        team = make_team(server, tmp_path / "ws", max_workers=1, cluster=client)
+        result = team.run("compare two cities")
+    assert result.ok, result
+    cluster = team.supervisor.cluster
+    assert cluster is not None
+    inbox = cluster.inbox
+    prefix = inbox.removesuffix("-inbox")
+    deadline = time.monotonic() + 10
+    while True:
+        ours = [q for q in client.run_on_scheduler(queues) if q.startswith(prefix)]
+        if ours == [inbox] or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert ours == [inbox]
