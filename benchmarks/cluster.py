@@ -23,7 +23,9 @@ response, each Worker makes one tool call and answers. Two figures:
    commit: records a second). The object store's commit rate is
    ``memory_object_store.py``'s.
 
-Run: ``python benchmarks/cluster.py [--hops 40] [--tasks 200] [--ms 50] [--json]``, or
+Run: ``python benchmarks/cluster.py [--hops 40] [--rounds 1] [--tasks 200] [--ms 50]
+[--json]`` (``--tasks 0``: the hops alone; ``--rounds N``: the hops N times, in-process and
+remote in turn, each round's figure and the median), or
 ``python benchmarks/cluster.py --rates [--trips 400]``.
 Nothing is asserted; the figures go to docs/scale.md (only ratios measured in one run
 compare on a shared machine).
@@ -35,6 +37,7 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -109,7 +112,6 @@ def local_cluster(processes: int) -> tuple[Any, Any]:
 async def channel_rates(trips: int) -> dict[str, float]:
     """Median ms of one put-and-get round trip on a scheduler queue, one at a time, and
     queue operations a second with 100 round trips at once (the channel's own cost)."""
-    import statistics
 
     from distributed import Client, LocalCluster
 
@@ -191,6 +193,8 @@ def rates(trips: int, as_json: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hops", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="measure the hops this many times (in-process, remote in turn)")
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--ms", type=int, default=50)
     parser.add_argument("--json", action="store_true")
@@ -205,29 +209,44 @@ def main() -> None:
 
     echo = ("echo", json.dumps({"text": "hi"}))
     spin = ("burn", json.dumps({"ms": args.ms}))
-    out["hops_in_process_s"] = run_team(args.hops, echo, 1, None)
-    out["tasks_in_process_s"] = run_team(args.tasks, spin, 4, None)
-    for processes in (1, 2):
+    if args.tasks:
+        out["tasks_in_process_s"] = run_team(args.tasks, spin, 4, None)
+    for processes in (1, 2) if args.tasks else (1,):
         cluster, client = local_cluster(processes)
         try:
             if processes == 1:
-                out["hops_cluster_s"] = run_team(args.hops, echo, 1, client)
-            out[f"tasks_{processes}_processes_s"] = run_team(args.tasks, spin, 4, client)
+                run_team(2, echo, 1, client)  # the worker's first imports are not a hop
+                rounds = []
+                for _ in range(args.rounds):
+                    here = run_team(args.hops, echo, 1, None)
+                    there = run_team(args.hops, echo, 1, client)
+                    rounds.append((here, there, (there - here) / args.hops * 1e3))
+                out["hops_rounds"] = rounds
+                out["hops_in_process_s"] = statistics.median(r[0] for r in rounds)
+                out["hops_cluster_s"] = statistics.median(r[1] for r in rounds)
+                out["remote_hop_ms"] = statistics.median(r[2] for r in rounds)
+            if args.tasks:
+                out[f"tasks_{processes}_processes_s"] = run_team(args.tasks, spin, 4, client)
         finally:
             client.close()
             cluster.close()
-    out["remote_hop_ms"] = (out["hops_cluster_s"] - out["hops_in_process_s"]) / args.hops * 1e3
-    out["speedup_1"] = out["tasks_in_process_s"] / out["tasks_1_processes_s"]
-    out["speedup_2"] = out["tasks_in_process_s"] / out["tasks_2_processes_s"]
+    if args.tasks:
+        out["speedup_1"] = out["tasks_in_process_s"] / out["tasks_1_processes_s"]
+        out["speedup_2"] = out["tasks_in_process_s"] / out["tasks_2_processes_s"]
     out["loadavg_after"] = Path("/proc/loadavg").read_text().split()[:3]
     if args.json:
         print(json.dumps(out, indent=2))
         return
     print(f"load average before {' '.join(out['loadavg'])}, after "
           f"{' '.join(out['loadavg_after'])}")
-    print(f"{args.hops} Worker tasks one at a time (echo): in-process "
+    for here, there, hop in out["hops_rounds"]:
+        print(f"  round: in-process {here:.2f} s, on 1 worker process {there:.2f} s: "
+              f"{hop:.1f} ms more a task")
+    print(f"{args.hops} Worker tasks one at a time (echo), median of {args.rounds}: in-process "
           f"{out['hops_in_process_s']:.2f} s, on 1 worker process {out['hops_cluster_s']:.2f} s"
           f": {out['remote_hop_ms']:.1f} ms more a task")
+    if not args.tasks:
+        return
     print(f"{args.tasks} Worker tasks of {args.ms} ms CPU each, max_workers=4: in-process "
           f"{out['tasks_in_process_s']:.2f} s; 1 process {out['tasks_1_processes_s']:.2f} s "
           f"(x{out['speedup_1']:.2f}); 2 processes {out['tasks_2_processes_s']:.2f} s "

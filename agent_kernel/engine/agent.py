@@ -58,7 +58,7 @@ from agent_kernel.engine.registry import (
 from agent_kernel.engine.registry import (
     user_tools as current_user_tools,
 )
-from agent_kernel.engine.services import AgentServices, Budget
+from agent_kernel.engine.services import AgentServices, Budget, BudgetRefused
 from agent_kernel.engine.tool_calls import LedgerUnavailable, ToolCallRecord
 
 log = logging.getLogger(__name__)
@@ -386,6 +386,9 @@ class Agent:
                 emit(Notice(run_id, f"The ledger could not record the stop: {exc}",
                             level="error"))
             emit(RunError(run_id, result.error, kind="cancelled"))
+        except BudgetRefused as exc:  # the budget's word came with the model's answer
+            result.status, result.error = "limit", str(exc)
+            emit(RunError(run_id, result.error, kind="limit"))
         except ProviderError as exc:
             result.status = "error"
             result.error = str(exc)

@@ -34,6 +34,13 @@ class Budget(Protocol):
               cost: float | None) -> None: ...
 
 
+class BudgetRefused(Exception):
+    """Raised by a model whose call the budget refused as the call was asked for (a remote
+    Worker's model: the kernel checks the budget when the request arrives, in the same
+    round trip). The run ends as when ``Budget.before_call`` refuses: status ``limit``,
+    the message as its error."""
+
+
 class MemoryService(Protocol):
     """The workspace's memory store as the engine's floor sees it (``memory.service``)."""
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -64,6 +65,9 @@ STOP_GRACE = 3.0
 """How long a stopped remote run may take to end before its Dask task is cancelled."""
 CHECK_EVERY = 1.0
 """How often the scheduler is asked which workers are alive while remote runs are out."""
+RELEASE_AFTER = 0.5
+"""How long an ended run's queues and Dask future may wait to be released with the next
+submission (one batch on the client's stream, not two: docs/performance.md)."""
 
 KERNEL_TOOLS = ("put_artifact", "get_artifact", "send_message", "query_state",
                 "list_variables", "inspect_variable", "read_cells", "last_error",
@@ -110,6 +114,11 @@ class Cluster:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._pump: Any = None
         self._starting: asyncio.Task[None] | None = None
+        self._retired: list[tuple[list[str], Any]] = []
+        """Ended runs' queue names and Dask futures, released together (:meth:`retire`)."""
+        self._flush_due = False
+        self._retiring = threading.Lock()
+        """The kernel's loop retires, the client's loop may release: both touch the list."""
 
     # -- Dask, from the kernel's loop -------------------------------------------------
     def call(self, make: Callable[[], Coroutine[Any, Any, T]]) -> asyncio.Future[T]:
@@ -156,9 +165,9 @@ class Cluster:
         try:
             while self.lost is None:
                 got = await scheduler.queue_get(name=self.inbox, timeout=None)
-                records = [got, *await scheduler.queue_get(name=self.inbox, batch=True)]
-                for record in records:
-                    self._hand_on(record.get("value", record))
+                self._take(got)  # at once: the batch below costs another round trip
+                for record in await scheduler.queue_get(name=self.inbox, batch=True):
+                    self._take(record)
         except Exception as exc:  # the scheduler is gone (or broken): say so once
             self._lose_all(exc)
         finally:
@@ -180,6 +189,13 @@ class Cluster:
             for run in list(self.runs.values()):
                 if run.worker is not None and run.worker not in alive:
                     run.soon(run.lose, f"the Dask worker {run.worker} died mid-task")
+
+    def _take(self, record: Any) -> None:
+        """One item of the inbox: a message, or a worker's batch of them in order (a list,
+        which arrives as a tuple)."""
+        value = record.get("value", record) if isinstance(record, dict) else record
+        for message in value if isinstance(value, (list, tuple)) else [value]:
+            self._hand_on(message)
 
     def _hand_on(self, message: Message) -> None:
         run = self.runs.get(str(message.get("run")))
@@ -209,8 +225,39 @@ class Cluster:
         except Exception:
             log.debug("could not refuse a rerun of %s", message["run"])
 
+    # -- releasing ended runs -------------------------------------------------------------
+    def retire(self, queues: list[str], future: Any) -> None:
+        """An ended run's queues and Dask future go with the next submission, or after
+        :data:`RELEASE_AFTER`. The client sends both on its batched stream, which waits
+        10 ms after a send before the next: a release sent alone would hold back the next
+        Worker's submission by that much (and the scheduler's word to the worker by 5)."""
+        with self._retiring:
+            self._retired.append((queues, future))
+            due, self._flush_due = self._flush_due, True
+        if not due:  # the timer lives on the client's loop: the kernel's may end first
+            self.client.loop.add_callback(self._release_later)
+
+    def _release_later(self) -> None:
+        asyncio.get_running_loop().call_later(RELEASE_AFTER, self.release_retired)
+
+    def release_retired(self) -> None:
+        """Release the ended runs' queues on the scheduler and let go of their futures."""
+        with self._retiring:
+            retired, self._retired, self._flush_due = self._retired, [], False
+        client = self.client
+        if self.lost is None:
+            names = [name for queues, _ in retired for name in queues]
+            if names:
+                client.loop.add_callback(self._send_releases, names)
+        retired.clear()  # the futures go now: Dask releases their keys
+
+    def _send_releases(self, names: list[str]) -> None:
+        for name in names:  # on the client's loop: Queue.close()'s message
+            self.client._send_to_scheduler({"op": "queue_release", "name": name})
+
     def close(self) -> None:
         """Stop reading; close the client when the team made it (the team moved on)."""
+        self.release_retired()  # while the scheduler is still ours to tell
         self.lost = self.lost or "the team no longer uses this cluster"
         for run in list(self.runs.values()):  # none is left waiting for a word
             run.soon(run.lose, self.lost)
@@ -311,6 +358,7 @@ class RemoteRun:
                                                                   maxsize=0)), 10)
             except Exception as exc:  # nothing was submitted: the task may run here
                 raise ClusterLost(f"{type(exc).__name__}: {exc}") from exc
+            cluster.release_retired()  # in the same batch as this submission
             self.future = cluster.client.submit(
                 run_remote, self.spec(), pure=False, retries=0,
                 key=f"agent-kernel-{task.agent_id}-{self.key}")
@@ -351,13 +399,9 @@ class RemoteRun:
             self.loop.run_in_executor(None, self.future.cancel)
 
     def _release_queues(self) -> None:
-        """The run's queues on the scheduler go (a late reply to them is dropped there)."""
-        client = self.cluster.client
-        if self.cluster.lost is None:
-            for name in (self.outbox, self.word_queue):
-                if name:
-                    client.loop.add_callback(client._send_to_scheduler,
-                                             {"op": "queue_release", "name": name})
+        """The run's queues on the scheduler go (a late reply to them is dropped there),
+        with its future, soon (:meth:`Cluster.retire`)."""
+        self.cluster.retire([n for n in (self.outbox, self.word_queue) if n], self.future)
 
     def send(self, kind: MessageType, body: WireBody) -> None:
         """Put a message on the run's outbox (a reply: matched by the request's ``seq``)."""
@@ -469,9 +513,6 @@ class RemoteRun:
                 answer = await self._model(body)
             elif kind == "approval":
                 answer = await self._approve(body)
-            elif kind == "budget":
-                budget = self.supervisor.budget
-                answer = {"limit": await budget.before_call(self.agent, str(body.get("run_id")))}
             elif kind == "tool":
                 answer = await self._tool(body)
             else:
@@ -507,8 +548,13 @@ class RemoteRun:
                                                    else {})
 
     async def _model(self, body: WireBody) -> WireBody:
-        """The call the worker asked for, made here by the team's model (streamed here)."""
+        """The call the worker asked for, made here by the team's model (streamed here),
+        once the team's budget allows it (checked here, right before the call: the remote
+        budget check rides on the request)."""
         agent, run_id = self.agent, str(self.task.run_id)
+        limit = await self.supervisor.budget.before_call(agent, run_id)
+        if limit:
+            return {"limit": limit}
         try:
             turn = await agent.chat_model.complete(
                 body.get("messages") or [], body.get("tools") or [], agent.settings,

@@ -51,15 +51,16 @@ from agent_kernel.engine.models.base import (
 )
 from agent_kernel.engine.models.provider_errors import ProviderError
 from agent_kernel.engine.registry import Tool, ToolContext, ToolError
+from agent_kernel.engine.services import BudgetRefused
 from agent_kernel.engine.tool_calls import ToolCallRecord
 
 log = logging.getLogger(__name__)
 
-MessageType = Literal["hello", "event", "model", "ledger", "approval", "budget", "tool",
-                      "done", "reply", "stop"]
+MessageType = Literal["hello", "event", "model", "ledger", "approval", "tool", "done",
+                      "reply", "stop"]
 """What a message is: from the worker, ``hello`` (may it start?), ``event``, the requests
-``model`` / ``ledger`` / ``approval`` / ``budget`` / ``tool``, and ``done``; from the
-kernel, ``reply`` (to a request, by its ``seq``) and ``stop``."""
+``model`` (the kernel checks the budget with it) / ``ledger`` / ``approval`` / ``tool``,
+and ``done``; from the kernel, ``reply`` (to a request, by its ``seq``) and ``stop``."""
 
 
 Free = dict[str, object]
@@ -151,6 +152,20 @@ LEFT_OUT = ("wait_for_message",)
 HELLO_WAIT = 30.0
 """How long a worker waits for the kernel's word to start (a rerun Dask made after a worker
 died is told not to)."""
+
+
+SchemaCache = dict[tuple[str | None, frozenset[str] | None], list[ToolSchema]]
+SCHEMAS: dict[tuple[str, ...], SchemaCache] = {}
+"""Per worker process: the tool schemas a Worker's registry built, by what it was built
+from (role, tool names, the person's imported tools, the settings). Every Worker of a team
+is offered the same ones; building them again took ~7 ms of each remote task's first model
+call (the in-process supervisor's agents share their tools the same way)."""
+
+
+def schemas_key(spec: RemoteSpec, agent: Agent) -> tuple[str, ...]:
+    """What a Worker's tool schemas depend on."""
+    return (spec["role"], *sorted(tool.name for tool in agent.registry),
+            "|", *spec["imported_tools"], "|", repr(spec["settings"]))
 
 
 def plain(value: object) -> Any:
@@ -261,15 +276,21 @@ class WorkerChannel:
         return asyncio.run_coroutine_threadsafe(self.request(kind, body), self.loop).result()
 
     async def sender(self) -> None:
-        """Put each message on the team's inbox, one after another (their order holds)."""
+        """Put the messages on the team's inbox in order: those waiting together go as one
+        list in one ``queue_put`` (the events before a request do not each cost a round
+        trip to the scheduler ahead of it)."""
         while True:
-            message = await self.outgoing.get()
+            batch = [await self.outgoing.get()]
+            while not self.outgoing.empty():
+                batch.append(self.outgoing.get_nowait())
             try:
-                await self.scheduler.queue_put(name=self.spec["inbox"], data=message)
+                await self.scheduler.queue_put(name=self.spec["inbox"],
+                                               data=batch[0] if len(batch) == 1 else batch)
             except Exception as exc:  # the scheduler is gone: every wait ends
                 self._break(exc)
             finally:
-                self.outgoing.task_done()
+                for _ in batch:
+                    self.outgoing.task_done()
 
     async def reader(self) -> None:
         """Take the kernel's messages: replies wake their request; a stop stops the run."""
@@ -316,6 +337,8 @@ class KernelModel(Model):
         """Ask the kernel for the turn (its text streams there, to the transcript)."""
         reply = await self.channel.request("model", {"messages": plain(messages),
                                                      "tools": plain(tools), "role": role})
+        if reply.get("limit"):  # the kernel's budget refused the call (KernelBudget)
+            raise BudgetRefused(str(reply["limit"]))
         if "error" in reply:
             if reply.get("kind") == "provider":
                 raise ProviderError(str(reply["error"]))
@@ -382,16 +405,17 @@ class KernelApprovals(Approvals):
 
 
 class KernelBudget:
-    """The remote agent's budget: the kernel says whether a call may be made; what a call
-    spent is counted in the kernel, where the call is made."""
+    """The remote agent's budget: the kernel checks it when a model request arrives, right
+    before it makes the call (a refusal comes back instead of the turn, and
+    :class:`KernelModel` raises :class:`BudgetRefused`: the run ends ``limit`` as on a
+    refused check), and counts what the call spent there. No round trip of its own."""
 
     def __init__(self, channel: WorkerChannel) -> None:
         self.channel = channel
 
     async def before_call(self, agent: Agent, run_id: str) -> str | None:
-        """The kernel's budget's word on the next call."""
-        reply = await self.channel.request("budget", {"run_id": run_id})
-        return reply.get("limit")
+        """Nothing here: the kernel asks its budget with the model request."""
+        return None
 
     def spent(self, agent: Agent, run_id: str, usage: dict[str, int],
               cost: float | None) -> None:
@@ -446,6 +470,8 @@ def build_agent(spec: RemoteSpec, channel: WorkerChannel) -> Agent:
         original = agent.registry.get(name)
         if original is not None:
             agent.registry.add(KernelTool(original, channel))
+    # The registry's own cache (emptied by any add or remove), seeded with this process's.
+    agent.registry._cache.update(SCHEMAS.get(schemas_key(spec, agent), {}))
     return agent
 
 
@@ -490,6 +516,7 @@ async def run_remote(spec: RemoteSpec) -> dict[str, str]:
 
         agent.bus.subscribe(stream)
         result = await agent.arun(spec["prompt"], run_id=run_id)
+        SCHEMAS.setdefault(schemas_key(spec, agent), dict(agent.registry._cache))
         channel.send("done", result_body(result))
         await channel.outgoing.join()
         return {"status": str(result.status)}
@@ -500,6 +527,6 @@ async def run_remote(spec: RemoteSpec) -> dict[str, str]:
 
 __all__ = ["LEFT_OUT", "KernelApprovals", "KernelBudget", "KernelLedger", "KernelModel",
            "KernelTool", "Message", "MessageType", "RemoteError", "RemoteSpec",
-           "WireBody", "WorkerChannel", "build_agent", "event_body", "event_of", "plain",
-           "public_settings", "result_body", "result_of", "run_remote", "turn_body",
+           "SCHEMAS", "WireBody", "WorkerChannel", "build_agent", "event_body", "event_of", "plain",
+           "public_settings", "result_body", "result_of", "run_remote", "schemas_key", "turn_body",
            "turn_of"]

@@ -572,3 +572,104 @@ def test_a_remote_workers_approval_is_answered_in_the_notebook(
     [write] = [r for r in records if r["kind"] == "tool_call" and r["tool_name"] == "write_file"]
     assert write["ran_on"] in addresses(client)
     assert Ledger(ws / "ledger.jsonl").verify().ok
+
+
+def test_a_workers_tool_schemas_are_built_once_per_worker_process(tmp_path: Path) -> None:
+    """The second Worker rebuilt in a process offers the first one's schemas (the same
+    objects, not built again), equal to what a fresh registry builds; another role or
+    other settings do not share them."""
+    import dataclasses
+
+    from agent_kernel.core.config import Settings
+    from agent_kernel.team import remote
+    from agent_kernel.team.cluster import KERNEL_TOOLS
+
+    def spec(run: str, role: str = "worker", settings: Settings | None = None
+             ) -> remote.RemoteSpec:
+        return remote.RemoteSpec(
+            run=run, task_id=run, run_id=f"run_{run}", agent_id="worker-1", role=role,
+            prompt="job", system_prompt=None, workspace=str(tmp_path),
+            settings=remote.public_settings(settings or Settings()), ledger_fields={},
+            model="scripted", window=128_000, accepts_images=False, writes_summaries=False,
+            kernel_tools=list(KERNEL_TOOLS), imported_tools=[], left_out=list(remote.LEFT_OUT),
+            inbox="inbox", outbox="outbox")
+
+    channel: Any = object()  # nothing is sent: no run is made
+    remote.SCHEMAS.clear()
+    first_spec = spec("t1#1")
+    first = remote.build_agent(first_spec, channel)
+    offered = first.registry.offered("worker", "run_t1", [])
+    remote.SCHEMAS[remote.schemas_key(first_spec, first)] = dict(first.registry._cache)
+
+    second = remote.build_agent(spec("t2#1"), channel)
+    again = second.registry.offered("worker", "run_t2", [])
+    assert again == offered and all(a is b for a, b in zip(again, offered, strict=True))
+    fresh = [tool.schema() for tool in second.registry._pick("worker", frozenset())]
+    assert again == fresh
+
+    other = dataclasses.replace(Settings(), max_tool_calls=3)
+    for different in (spec("t3#1", role="planner"), spec("t4#1", settings=other)):
+        agent = remote.build_agent(different, channel)
+        assert not agent.registry._cache  # built for itself
+    remote.SCHEMAS.clear()
+
+
+def test_a_tree_budget_stops_a_remote_worker_as_in_process(client: Any, tmp_path: Path
+                                                             ) -> None:
+    """The budget check rides on the remote Worker's model request (the kernel checks it
+    right before it calls the model): a spent tree budget still stops the remote run with
+    the in-process test's status, words and record (tests/team/test_team_budget.py)."""
+    from test_team_budget import budget_records, teller_answers_first, two_workers
+
+    from agent_kernel.core.events import RunError
+    from agent_kernel.team import TeamLimits
+
+    with RoleModel(teller_answers_first(two_workers)) as server:
+        team = make_team(server, tmp_path / "ws", max_workers=1, cluster=client,
+                         limits=TeamLimits(max_workers=1, max_tree_tokens=350))
+        errors: list[RunError] = []
+        team.bus.subscribe(lambda e: errors.append(e) if isinstance(e, RunError) else None)
+        result = team.run("compare two cities")
+        assert not server.hook_errors, server.hook_errors
+
+    message = ("Token budget spent: this task tree used 400 tokens of its 350; the run "
+               "stops (TeamLimits.max_tree_tokens)")
+    assert (result.status, result.error) == ("limit", message)
+    [planner] = result.tree["children"]
+    first, second = sorted(planner["children"], key=lambda t: -t["priority"])
+    assert first["status"] == "limit" and first["error"] == message
+    assert (tmp_path / "ws" / "files" / "rome.md").read_text() == "Rome notes"  # on the worker
+    assert second["status"] == "limit" and second["started_at"] is None
+    assert [e.message for e in errors if e.kind == "limit"].count(message) == 2  # Worker, Teller
+    [record] = budget_records(team)
+    assert (record["budget"], record["used"], record["limit"]) == ("max_tree_tokens", 400, 350)
+    finished = {r["task_id"]: r for r in team.ledger.records() if r["kind"] == "task_finished"}
+    assert finished[first["id"]]["status"] == "limit" and finished[first["id"]]["ran_on"]
+    assert team.ledger.verify()
+
+
+def test_an_ended_runs_queues_are_released_on_the_scheduler(client: Any, tmp_path: Path
+                                                            ) -> None:
+    """The runs' queues go from the scheduler after the runs end (with the next submission,
+    or soon after the last): only the team's inbox stays while the team uses the cluster,
+    and nothing of the team's stays once it leaves it."""
+    from test_team_budget import two_workers
+
+    def queues(dask_scheduler: Any) -> list[str]:
+        return list(dask_scheduler.extensions["queues"].queues)
+
+    with RoleModel(two_workers) as server:
+        team = make_team(server, tmp_path / "ws", max_workers=1, cluster=client)
+        result = team.run("compare two cities")
+    assert result.ok, result
+    cluster = team.supervisor.cluster
+    assert cluster is not None
+    inbox = cluster.inbox
+    prefix = inbox.removesuffix("-inbox")
+    deadline = time.monotonic() + 10
+    while True:
+        ours = [q for q in client.run_on_scheduler(queues) if q.startswith(prefix)]
+        if ours == [inbox] or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert ours == [inbox]
