@@ -109,3 +109,15 @@ def fake_aws_env() -> Iterator[dict[str, str]]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@contextmanager
+def serving(bucket: str) -> Iterator[S3Server]:
+    """A server with ``bucket`` made, under the fake credentials, stopped after."""
+    with fake_aws_env():
+        server = S3Server()
+        server.bucket(bucket)
+        try:
+            yield server
+        finally:
+            server.stop()

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from s3_server import FAKE_ENV, S3Server, fake_aws_env
+from s3_server import FAKE_ENV, S3Server, serving
 
 from agent_kernel.core import object_store
 from agent_kernel.core.config import Settings
@@ -68,13 +68,8 @@ def test_the_environment_variable_is_the_default(monkeypatch: pytest.MonkeyPatch
 # -- on the server -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def s3() -> Iterator[S3Server]:
-    with fake_aws_env():
-        server = S3Server()
-        server.bucket("memory")
-        try:
-            yield server
-        finally:
-            server.stop()
+    with serving("memory") as server:
+        yield server
 
 
 @pytest.mark.cluster

@@ -15,7 +15,7 @@ from typing import Any
 
 import nbformat
 import pytest
-from s3_server import FAKE_ENV, S3Server, fake_aws_env
+from s3_server import FAKE_ENV, S3Server, serving
 from scripted_server import Call, Message, ScriptedServer
 
 MODEL = "openai/test-model"
@@ -27,13 +27,8 @@ TYPED = "hunter2-typed-in-a-cell"
 
 @pytest.fixture(scope="module")
 def s3() -> Iterator[S3Server]:
-    with fake_aws_env():
-        server = S3Server()
-        server.bucket("memory")
-        try:
-            yield server
-        finally:
-            server.stop()
+    with serving("memory") as server:
+        yield server
 
 
 def _setup(url: str, ws: Path, s3: S3Server) -> str:
