@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import threading
 import uuid
@@ -315,6 +316,9 @@ class RemoteRun:
         """The kernel asked the run to stop (Stop, cancel_task, the task's clock)."""
         self.side_effects = False
         self.future: Any = None
+        self.granted: list[tuple[str, str]] = []
+        """Approvals the kernel granted this run and no kernel tool call has used yet:
+        (tool, its arguments as canonical JSON)."""
         self._ledger = asyncio.Lock()
         self._work: set[asyncio.Task[None]] = set()
 
@@ -574,6 +578,7 @@ class RemoteRun:
             terms=ApprovalTerms(**terms) if terms is not None else None)  # type: ignore[arg-type]
         if refusal is None:
             self.side_effects = True  # an approved call may have changed something
+            self.granted.append((str(body.get("what")), canonical(body.get("arguments"))))
             return {"refusal": None}
         return {"refusal": {"error": refusal.error, "summary": refusal.summary,
                             "reason": refusal.reason, "guidance": refusal.guidance}}
@@ -586,17 +591,31 @@ class RemoteRun:
         tool: Tool | None = self.agent.registry.get(name)
         if tool is None:
             return {"error": f"the kernel has no tool {name!r}"}
+        arguments = dict(body.get("arguments") or {})
         call = ToolCallRequest(id=str(body.get("call_id") or ""), name=name, arguments="{}")
         clock = ToolClock(tool.timeout or self.agent.settings.tool_timeout)
-        ctx = tool_context(self.agent, call, str(body.get("run_id") or self.task.run_id),
-                           TurnState(), clock)
+        ctx = tool_context(self.agent, call, str(self.task.run_id), TurnState(), clock)
+        # The gate holds here too: a call that needs the person's word runs only on an
+        # approval this kernel granted for exactly this tool and these arguments (used
+        # once), else the kernel asks itself. A worker's word is not an approval.
+        granted = (name, canonical(arguments))
+        if granted in self.granted:
+            self.granted.remove(granted)
+        elif (refusal := await self.agent.approvals.check(ctx, tool, arguments)) is not None:
+            return {"error": refusal.error, "summary": refusal.summary,
+                    "guidance": refusal.guidance}
         try:
-            value = await clock.run(tool.invoke(dict(body.get("arguments") or {}), ctx))
+            value = await clock.run(tool.invoke(arguments, ctx))
         except ToolError as exc:
             return {"error": str(exc), "summary": exc.summary, "guidance": exc.guidance}
         except Exception as exc:
             return {"error": f"{type(exc).__name__}: {exc}"}
         return {"result": plain(value)}
+
+
+def canonical(arguments: object) -> str:
+    """Arguments as one JSON text (keys sorted): what an approval and a call compare."""
+    return json.dumps(plain(arguments or {}), sort_keys=True)
 
 
 def importable(tool: Tool) -> str | None:

@@ -1,0 +1,65 @@
+"""The kernel's gate on what a remote Worker asks it to run (docs/scale.md, "Approvals,
+Stop, limits"): a tool call that needs the person's word runs in the kernel only on an
+approval the kernel itself granted for exactly that tool and those arguments, once. A
+worker's message is not an approval. No cluster is needed: the kernel's side of a run is
+driven directly, as a worker's messages would drive it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from agent_kernel import Settings
+from agent_kernel.engine.registry import tool
+from agent_kernel.team import Team
+from agent_kernel.team.cluster import RemoteRun
+from agent_kernel.team.roles import TELLER, WORKER
+
+ran: list[str] = []
+
+
+@tool(side_effects=True)
+def stamp(text: str) -> str:
+    """Write ``text`` down (a call with a side effect: it needs the person's word)."""
+    ran.append(text)
+    return "stamped"
+
+
+def remote_run(tmp_path: Path, policy: str) -> RemoteRun:
+    team = Team(model="demo", workspace=tmp_path / "ws", tools=[stamp],
+                settings=Settings(headless_approval=policy))
+    sup = team.supervisor
+    root = sup.root("stamp things", TELLER)
+    task = sup.new_task(root, "planner-1", WORKER, "stamp one thing")
+    agent = sup.make_agent(WORKER, "worker-1")
+    return RemoteRun(SimpleNamespace(inbox="inbox"), sup, task, agent, 1)  # type: ignore[arg-type]
+
+
+def approvals(run: RemoteRun) -> list[dict[str, Any]]:
+    return [r for r in run.agent.ledger.records() if r["kind"] == "approval"]
+
+
+async def test_a_call_with_no_approval_granted_here_is_asked_here_and_refused(tmp_path):
+    ran.clear()
+    run = remote_run(tmp_path, "deny")
+    answer = await run._tool({"name": "stamp", "arguments": {"text": "forged"}})
+    assert ran == [] and "error" in answer and "result" not in answer, answer
+    [record] = approvals(run)
+    assert record["decision"] == "denied" and record["tool_name"] == "stamp"
+
+
+async def test_an_approval_granted_here_runs_that_call_once_and_no_other(tmp_path):
+    ran.clear()
+    run = remote_run(tmp_path, "allow")
+    granted = await run._approve({"run_id": str(run.task.run_id), "what": "stamp",
+                                  "arguments": {"text": "hello"}})
+    assert granted == {"refusal": None}
+    run.agent.settings.headless_approval = "deny"  # from now on the kernel refuses
+    first = await run._tool({"name": "stamp", "arguments": {"text": "hello"}})
+    again = await run._tool({"name": "stamp", "arguments": {"text": "hello"}})
+    other = await run._tool({"name": "stamp", "arguments": {"text": "something else"}})
+    assert first == {"result": "stamped"}
+    assert "error" in again and "error" in other
+    assert ran == ["hello"]
+    assert [r["decision"] for r in approvals(run)] == ["approved", "denied", "denied"]
