@@ -78,6 +78,9 @@ variables, Python and cells): a remote Worker is offered them and the kernel run
 READS_ONLY = frozenset({"get_artifact", "query_state", "list_variables", "inspect_variable",
                         "read_cells", "last_error"})
 """Kernel tools that change nothing: a run that used only these may run again."""
+PERSONS_WORD = frozenset({"approval", "permission_granted", "permission_revoked",
+                          "ask_policy_changed"})
+"""Records of the person's word: the kernel writes them as it asks; a worker's are refused."""
 
 
 class ClusterLost(RuntimeError):
@@ -529,6 +532,9 @@ class RemoteRun:
     async def _append(self, body: WireBody) -> WireBody:
         """The run's records, in the order sent, into the one chain (said where they ran)."""
         records = [{**r, "ran_on": self.worker} for r in body.get("records") or []]
+        if forged := sorted({str(r.get("kind")) for r in records} & PERSONS_WORD):
+            return {"error": f"a worker may not write the person's word ({', '.join(forged)} "
+                             "records are the kernel's)"}
         async with self._ledger:
             for record in records:
                 if record.get("kind") == "tool_call" and self._changes(record):
