@@ -78,7 +78,15 @@ def check_options(options: dict[str, str] | None) -> dict[str, str]:
                    if secretish else
                    f"the options that may be set are {', '.join(sorted(OPTIONS))}")
             raise StoreConfigError(f"memory option {name!r} is refused: {why}")
-        checked[name] = str(value)
+        text = str(value)
+        if "://" in text or "@" in text:  # an endpoint or proxy: no user, password or query
+            parts = urlsplit(text.strip())
+            if "@" in parts.netloc or "@" in text or parts.query:
+                raise StoreConfigError(
+                    f"memory option {name!r} may not carry a user, password or query "
+                    "(user:secret@..., ?key=...): credentials come from the environment or "
+                    "the cloud's credential chain, never from settings")
+        checked[name] = text
     return checked
 
 
@@ -86,7 +94,8 @@ def parse_option(text: str) -> tuple[str, str]:
     """``KEY=VALUE`` from a command line (``--memory-option endpoint=http://...``)."""
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
-        raise StoreConfigError(f"a memory option is KEY=VALUE, got {text.split('=')[0]!r}")
+        raise StoreConfigError("a memory option is KEY=VALUE (with an = between them); what "
+                               "was given is not repeated here, in case it held a secret")
     name = check_options({key: value})
     return next(iter(name.items()))
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import threading
@@ -32,12 +33,19 @@ import uuid
 from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agent_kernel.core.events import Notice, RunError, RunFinished, TextDelta
+from agent_kernel.core.events import (
+    Event,
+    LedgerRecorded,
+    Notice,
+    RunError,
+    RunFinished,
+    TextDelta,
+    ToolCallFinished,
+)
 from agent_kernel.core.statuses import RunOutcome, TaskEnding
 from agent_kernel.engine.agent import Agent, RunResult
-from agent_kernel.engine.approvals import ApprovalTerms
 from agent_kernel.engine.models.provider_errors import ProviderError
-from agent_kernel.engine.registry import Tool, ToolError, TurnState
+from agent_kernel.engine.registry import Tool, ToolContext, ToolError, TurnState
 from agent_kernel.engine.tool_calls import tool_context
 from agent_kernel.engine.tool_clock import ToolClock
 from agent_kernel.team.queue import Task
@@ -78,9 +86,17 @@ variables, Python and cells): a remote Worker is offered them and the kernel run
 READS_ONLY = frozenset({"get_artifact", "query_state", "list_variables", "inspect_variable",
                         "read_cells", "last_error"})
 """Kernel tools that change nothing: a run that used only these may run again."""
-PERSONS_WORD = frozenset({"approval", "permission_granted", "permission_revoked",
-                          "ask_policy_changed"})
-"""Records of the person's word: the kernel writes them as it asks; a worker's are refused."""
+WORKER_RECORDS = frozenset({"tool_call", "decision", "run_cancelled", "run_error",
+                            "context_compacted"})
+"""The records a remote Worker's run makes; any other kind sent by a worker is refused
+(the person's word, the team's task records and the like are written by the kernel)."""
+SET_HERE = ("record_id", "timestamp", "prev_hash", "hash", "signature")
+"""Fields of a worker's record the kernel sets itself (or the chain does)."""
+WORKER_EVENTS = frozenset({"RunStarted", "ModelCallStarted", "TextDelta", "StreamReset",
+                           "ToolCallStarted", "ToolCallFinished", "LedgerRecorded",
+                           "ConsoleOutput", "Notice", "Loading", "RunError"})
+"""Events a remote run may stream; questions, replies, a run's end and the team's own
+are the kernel's. A record an event carries is the kernel's copy of it, or none."""
 
 
 class ClusterLost(RuntimeError):
@@ -319,6 +335,8 @@ class RemoteRun:
         """The kernel asked the run to stop (Stop, cancel_task, the task's clock)."""
         self.side_effects = False
         self.future: Any = None
+        self.written: dict[str, dict[str, object]] = {}
+        """The run's records as the kernel wrote them, by record id."""
         self.granted: list[tuple[str, str]] = []
         """Approvals the kernel granted this run and no kernel tool call has used yet:
         (tool, its arguments as canonical JSON)."""
@@ -493,7 +511,8 @@ class RemoteRun:
                 name=target, data=word)).add_done_callback(
                 lambda f: f.cancelled() or f.exception())
         elif kind == "event":
-            event = event_of(body)
+            made = event_of(body)
+            event = self._vetted(made) if made is not None else None
             if event is not None:
                 self.agent.bus.emit(event)
         elif kind == "done":
@@ -531,10 +550,13 @@ class RemoteRun:
 
     async def _append(self, body: WireBody) -> WireBody:
         """The run's records, in the order sent, into the one chain (said where they ran)."""
-        records = [{**r, "ran_on": self.worker} for r in body.get("records") or []]
-        if forged := sorted({str(r.get("kind")) for r in records} & PERSONS_WORD):
-            return {"error": f"a worker may not write the person's word ({', '.join(forged)} "
-                             "records are the kernel's)"}
+        sent = [r for r in body.get("records") or [] if isinstance(r, dict)]
+        if refused := sorted({str(r.get("kind")) for r in sent} - WORKER_RECORDS):
+            return {"error": f"a remote run may not write {', '.join(refused)} records "
+                             "(the kernel writes those)"}
+        records = [{**{k: v for k, v in r.items() if k not in SET_HERE},
+                    "agent_id": self.agent.agent_id, "run_id": str(self.task.run_id),
+                    "ran_on": self.worker} for r in sent]
         async with self._ledger:
             for record in records:
                 if record.get("kind") == "tool_call" and self._changes(record):
@@ -543,7 +565,23 @@ class RemoteRun:
                 written = await self.agent.ledger.append_async(records)
             except Exception as exc:
                 return {"error": f"{type(exc).__name__}: {exc}"}
+        for record in written:
+            self.written[str(record.get("record_id"))] = dict(record)
         return {"records": plain(written)}
+
+    def _vetted(self, event: Event) -> Event | None:
+        """A worker's event as the kernel lets it through: its kind allowed, this run's id,
+        and any record it carries the one the kernel wrote (else none)."""
+        if type(event).__name__ not in WORKER_EVENTS:
+            return None
+        event = dataclasses.replace(event, run_id=str(self.task.run_id))
+        if isinstance(event, LedgerRecorded):
+            kept = self.written.get(str(event.record.get("record_id")))
+            return dataclasses.replace(event, record=kept) if kept is not None else None
+        if isinstance(event, ToolCallFinished) and event.record is not None:
+            return dataclasses.replace(
+                event, record=self.written.get(str(event.record.get("record_id"))))
+        return event
 
     def _changes(self, record: Mapping[str, object]) -> bool:
         """Whether a tool call on record may have changed something."""
@@ -576,31 +614,48 @@ class RemoteRun:
         return turn_body(turn)
 
     async def _approve(self, body: WireBody) -> WireBody:
-        """The person's word, through the Teller's channel; recorded here."""
-        terms = body.get("terms")
-        refusal = await self.agent.approvals.request(
-            str(body.get("run_id")), str(body.get("what")), dict(body.get("arguments") or {}),
-            digest=body.get("digest"), notes=body.get("notes"),
-            terms=ApprovalTerms(**terms) if terms is not None else None)  # type: ignore[arg-type]
+        """The person's word on a call the worker is about to make, asked by the kernel's
+        own rules for the tool named (its terms, digest and policy, as in-process) for this
+        run; the worker's terms, digest and run are not taken. Recorded here."""
+        name = str(body.get("what"))
+        tool: Tool | None = self.agent.registry.get(name)
+        if tool is None:
+            why = f"the kernel has no tool {name!r} to approve"
+            return {"refusal": {"error": f"Tool '{name}' was not run: {why}",
+                                "summary": f"{name} was not run: {why}", "reason": why,
+                                "guidance": "Do not retry it; carry on without it."}}
+        arguments = dict(body.get("arguments") or {})
+        notes = body.get("notes")  # what the worker's precheck found (a command's sandbox)
+        ctx, _ = self._context(tool, name)
+        refusal = await self.agent.approvals.check(
+            ctx, tool, arguments,
+            notes if isinstance(notes, dict) and name not in KERNEL_TOOLS else None)
         if refusal is None:
             self.side_effects = True  # an approved call may have changed something
-            self.granted.append((str(body.get("what")), canonical(body.get("arguments"))))
+            self.granted.append((name, canonical(arguments)))
             return {"refusal": None}
         return {"refusal": {"error": refusal.error, "summary": refusal.summary,
                             "reason": refusal.reason, "guidance": refusal.guidance}}
 
-    async def _tool(self, body: WireBody) -> WireBody:
-        """A kernel tool, run on the task's agent here."""
+    def _context(self, tool: Tool, name: str, call_id: str = ""
+                 ) -> tuple[ToolContext, ToolClock]:
+        """A tool context of this run on the twin (what the kernel's gate and tools read)
+        and the call's clock."""
         from agent_kernel.engine.models.base import ToolCallRequest
 
+        call = ToolCallRequest(id=call_id, name=name, arguments="{}")
+        clock = ToolClock(tool.timeout or self.agent.settings.tool_timeout)
+        return tool_context(self.agent, call, str(self.task.run_id), TurnState(),
+                            clock), clock
+
+    async def _tool(self, body: WireBody) -> WireBody:
+        """A kernel tool, run on the task's agent here."""
         name = str(body.get("name"))
         tool: Tool | None = self.agent.registry.get(name)
         if tool is None:
             return {"error": f"the kernel has no tool {name!r}"}
         arguments = dict(body.get("arguments") or {})
-        call = ToolCallRequest(id=str(body.get("call_id") or ""), name=name, arguments="{}")
-        clock = ToolClock(tool.timeout or self.agent.settings.tool_timeout)
-        ctx = tool_context(self.agent, call, str(self.task.run_id), TurnState(), clock)
+        ctx, clock = self._context(tool, name, str(body.get("call_id") or ""))
         # The gate holds here too: a call that needs the person's word runs only on an
         # approval this kernel granted for exactly this tool and these arguments (used
         # once), else the kernel asks itself. A worker's word is not an approval.

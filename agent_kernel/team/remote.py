@@ -174,8 +174,10 @@ def plain(value: object) -> Any:
 
 
 def public_settings(settings: Settings) -> Settings:
-    """The settings a worker may see: the secrets left out."""
-    return dataclasses.replace(settings, api_key=None, extra_completion_args={})
+    """The settings a worker may see: the secrets left out (and the model's address, which
+    may carry one: the kernel makes every model call)."""
+    return dataclasses.replace(settings, api_key=None, api_base=None,
+                               extra_completion_args={})
 
 
 def event_body(event: Event) -> WireBody:

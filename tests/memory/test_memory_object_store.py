@@ -308,3 +308,19 @@ def test_the_cli_remembers_on_the_store_and_refuses_a_credential(
                               "list"], capture_output=True, text=True, env=env, timeout=60)
     assert refused.returncode != 0 and "hunter2cli" not in refused.stdout + refused.stderr
     assert SECRET not in "".join(p.stdout + p.stderr for p in (saved, found, status, refused))
+
+
+def test_an_options_value_with_a_credential_is_refused_and_never_repeated() -> None:
+    from agent_kernel.core.object_store import StoreConfigError, check_options, parse_option
+
+    for value in ("https://AKIAEXAMPLE:hunter2secret@minio:9000",
+                  "http://user:hunter2secret@proxy:3128",
+                  "https://minio:9000/?X-Amz-Credential=hunter2secret"):
+        with pytest.raises(StoreConfigError) as refused:
+            check_options({"endpoint": value})
+        assert "hunter2secret" not in str(refused.value)
+    assert check_options({"endpoint": "http://127.0.0.1:9000"}) == {
+        "endpoint": "http://127.0.0.1:9000"}
+    with pytest.raises(StoreConfigError) as refused:
+        parse_option("aws_secret_access_key:hunter2secret")
+    assert "hunter2secret" not in str(refused.value)
