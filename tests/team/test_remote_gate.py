@@ -19,7 +19,7 @@ from agent_kernel.team.roles import TELLER, WORKER
 ran: list[str] = []
 
 
-@tool(side_effects=True)
+@tool(side_effects=True, register=False)
 def stamp(text: str) -> str:
     """Write ``text`` down (a call with a side effect: it needs the person's word)."""
     ran.append(text)
