@@ -481,7 +481,6 @@ class Tool:
         return f"<Tool {self.name}{' (side effects)' if self.side_effects else ''}>"
 
 
-
 class _ToolThread(threading.Thread):
     """A daemon thread that runs sync tool calls one after another. Handed a call while it
     waits, it spares the loop the wait for a new thread to be scheduled (``start`` blocks
@@ -553,6 +552,7 @@ def _forget_threads() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_threads)
+
 
 class UserTools:
     """The tools ``@tool`` (and the states ``@state``) registered in one session: offered to

@@ -325,9 +325,9 @@ class RemoteRun:
         self.sent = 0
         self.worker: str | None = None
         self.pid: int | None = None
+        """The worker's process id (what a person kills; tests do)."""
         self.word_queue: str | None = None
         """Where the worker waits for the word to start (released with the outbox)."""
-        """The worker's process id (what a person kills; tests do)."""
         self.ended: asyncio.Future[WireBody] = self.loop.create_future()
         self.interrupted: str | None = None
         self.lost_scheduler = False

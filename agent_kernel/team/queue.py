@@ -57,6 +57,13 @@ DEFAULT_PRIORITY = 5
 FOLDER = "team/tasks"
 INTERRUPTED = "team/interrupted"
 MAX_FILES = 10_000
+MAX_FILE_BYTES = 256 * 1024
+OPEN: tuple[TaskStatus, ...] = ("held", "queued", "running")
+"""A task in one of these states has not ended."""
+STATUSES = TASK_STATUSES
+ROLES = ("planner", "worker")
+
+_SEQ = itertools.count()
 log = logging.getLogger(__name__)
 _WRITER: ThreadPoolExecutor | None = None
 """The one thread that writes task files for every team of the process, in the order
@@ -78,13 +85,6 @@ def _forget_writer() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_writer)
-MAX_FILE_BYTES = 256 * 1024
-OPEN: tuple[TaskStatus, ...] = ("held", "queued", "running")
-"""A task in one of these states has not ended."""
-STATUSES = TASK_STATUSES
-ROLES = ("planner", "worker")
-
-_SEQ = itertools.count()
 
 
 class TaskTree(TypedDict):
@@ -199,8 +199,8 @@ _NULLABLE_TEXT = ("trace_id", "root_id", "parent_id", "parent_agent_id", "agent_
                   "trigger_id", "error", "started_at", "ended_at")
 
 
-
 _TASK_FIELDS = tuple(f.name for f in fields(Task))
+
 
 class TaskRecord(BaseModel):
     """A task file's record as :meth:`Task.from_record` accepts it: a file is data a
