@@ -704,6 +704,10 @@ class Offering:
         return self.by_role.get(role, self.core) if role is not None else self.core
 
 
+SchemaKey = tuple[str | None, frozenset[str] | None]
+"""What a request's tool schemas depend on beyond the tools: the role, the groups found."""
+
+
 class ToolRegistry:
     """The tools one agent may use, with a per-role permission hook, and which of them each
     run's requests offer (:class:`Offering`; None: every tool the role may use).
@@ -718,7 +722,7 @@ class ToolRegistry:
         self._tools: dict[str, Tool] = {}
         self._permission_hook = permission_hook
         self._offering: Offering | None = None
-        self._cache: dict[tuple[str | None, frozenset[str] | None], list[ToolSchema]] = {}
+        self._cache: dict[SchemaKey, list[ToolSchema]] = {}
         self._found: dict[str, set[str]] = {}
         for item in tools:
             self.add(item)
@@ -758,6 +762,16 @@ class ToolRegistry:
     def get(self, name: str) -> Tool | None:
         """The tool named ``name``, or None."""
         return self._tools.get(name)
+
+    def built_schemas(self) -> dict[SchemaKey, list[ToolSchema]]:
+        """The schema lists built so far, by role and brought-in groups (a copy): what
+        another registry of the same tools and settings may reuse (:meth:`reuse_schemas`)."""
+        return dict(self._cache)
+
+    def reuse_schemas(self, built: Mapping[SchemaKey, list[ToolSchema]]) -> None:
+        """Take schema lists a registry of the same tools and settings built (any add or
+        remove after this empties them again)."""
+        self._cache.update(built)
 
     def names(self) -> list[str]:
         """All tool names, sorted."""

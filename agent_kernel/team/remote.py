@@ -50,7 +50,7 @@ from agent_kernel.engine.models.base import (
     ToolSchema,
 )
 from agent_kernel.engine.models.provider_errors import ProviderError
-from agent_kernel.engine.registry import Tool, ToolContext, ToolError
+from agent_kernel.engine.registry import SchemaKey, Tool, ToolContext, ToolError
 from agent_kernel.engine.services import BudgetRefused
 from agent_kernel.engine.tool_calls import ToolCallRecord
 
@@ -154,7 +154,7 @@ HELLO_WAIT = 30.0
 died is told not to)."""
 
 
-SchemaCache = dict[tuple[str | None, frozenset[str] | None], list[ToolSchema]]
+SchemaCache = dict[SchemaKey, list[ToolSchema]]
 SCHEMAS: dict[tuple[str, ...], SchemaCache] = {}
 """Per worker process: the tool schemas a Worker's registry built, by what it was built
 from (role, tool names, the person's imported tools, the settings). Every Worker of a team
@@ -472,8 +472,8 @@ def build_agent(spec: RemoteSpec, channel: WorkerChannel) -> Agent:
         original = agent.registry.get(name)
         if original is not None:
             agent.registry.add(KernelTool(original, channel))
-    # The registry's own cache (emptied by any add or remove), seeded with this process's.
-    agent.registry._cache.update(SCHEMAS.get(schemas_key(spec, agent), {}))
+    # Seeded with what this process built for the same Worker (after the adds above).
+    agent.registry.reuse_schemas(SCHEMAS.get(schemas_key(spec, agent), {}))
     return agent
 
 
@@ -518,7 +518,7 @@ async def run_remote(spec: RemoteSpec) -> dict[str, str]:
 
         agent.bus.subscribe(stream)
         result = await agent.arun(spec["prompt"], run_id=run_id)
-        SCHEMAS.setdefault(schemas_key(spec, agent), dict(agent.registry._cache))
+        SCHEMAS.setdefault(schemas_key(spec, agent), agent.registry.built_schemas())
         channel.send("done", result_body(result))
         await channel.outgoing.join()
         return {"status": str(result.status)}
