@@ -243,6 +243,14 @@ async def test_a_failure_reads_the_same_on_both_paths(tmp_path, scenario, stream
             result = await agent.arun("hello")
             said.append((result.status, _timeless(result.error),
                          [_timeless(e.text) for e in events if isinstance(e, Notice)]))
-            assert fast_path.requests_sent - before == (len(srv.requests) if fast else 0)
+            sent = fast_path.requests_sent - before
+            if not fast:
+                assert sent == 0
+            elif scenario == "timeout":
+                # the client gives up after 0.3 s; on a loaded machine the server may not
+                # have read the second request by then, so it can count fewer than were sent
+                assert sent == 2 and 1 <= len(srv.requests) <= sent
+            else:
+                assert sent == len(srv.requests)
     assert said[0] == said[1]
     assert said[0][0] == "ok" if scenario == "429 then an answer" else said[0][0] == "error"
