@@ -55,6 +55,12 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--cluster", default=None, metavar="ADDRESS",
                         help="with --team: run the Workers on the Dask scheduler at ADDRESS "
                              "(tcp://HOST:PORT; see docs/scale.md)")
+    parser.add_argument("--files", default=None, metavar="URI",
+                        help="the workspace's files/ at an object-store URI, e.g. "
+                             "s3://bucket/prefix (default: $AGENT_KERNEL_FILES_URI, else the "
+                             "local folder); credentials come from the environment")
+    parser.add_argument("--files-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a storage option for --files: endpoint, region, allow_http")
     return parser
 
 
@@ -75,13 +81,18 @@ def said_already() -> bool:
 def main(args: argparse.Namespace) -> int:
     """Run the prompt; 0 on success, 1 on an error."""
     from agent_kernel.app import Agent
+    from agent_kernel.core import object_store
     from agent_kernel.core.config import Settings
     from agent_kernel.views.terminal import TerminalAnswerer, can_answer_on
     from agent_kernel.views.text import TextView
 
     try:
+        files = dict(object_store.parse_option(o, "files", object_store.FILES_OPTIONS)
+                     for o in args.files_option)
         settings = Settings(tool_timeout=args.tool_timeout, max_tool_calls=args.max_tool_calls,
-                            api_base=args.api_base, headless_approval=args.headless_approval)
+                            api_base=args.api_base, headless_approval=args.headless_approval,
+                            files_options=files, **({"files_uri": args.files}
+                                                    if args.files else {}))
         if args.cluster and not args.team:
             raise ValueError("--cluster is where the team's Workers run: add --team")
         if args.team:

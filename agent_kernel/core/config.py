@@ -64,8 +64,15 @@ class Settings:
     # credentials come from the environment or the cloud's chain (core/object_store.py).
     memory_uri: str | None = field(default_factory=object_store.default_uri)
     memory_options: dict[str, str] = field(default_factory=dict)
+    # The workspace's files/ (file_cache_dir) at an object-store URI (``s3://bucket/prefix``)
+    # through fsspec, so kernels and Dask workers see the same files; default
+    # $AGENT_KERNEL_FILES_URI, else the local folder. Options and credentials as for memory.
+    files_uri: str | None = field(default_factory=object_store.default_files_uri)
+    files_options: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.files_uri = object_store.check_files_uri(self.files_uri) if self.files_uri else None
+        self.files_options = object_store.check_files_options(self.files_options)
         if self.memory_uri:
             self.memory_uri = object_store.check_uri(self.memory_uri)
         else:

@@ -134,6 +134,13 @@ class AgentMagics(Magics, Configurable):
     memory_options = Dict(value_trait=Unicode(), help="Storage options for memory_uri "
                           "(endpoint, region, allow_http, ...; no credential is accepted)."
                           ).tag(config=True)
+    files_uri = Unicode("", help="The workspace's files/ at an object-store URI "
+                        "(s3://bucket/prefix) that other kernels and Dask workers share ('' = "
+                        "$AGENT_KERNEL_FILES_URI, else the local folder); %agent_config --files "
+                        "URI. Credentials come from the environment, never from here."
+                        ).tag(config=True)
+    files_options = Dict(value_trait=Unicode(), help="Storage options for files_uri (endpoint, "
+                         "region, allow_http; no credential is accepted).").tag(config=True)
     team = Bool(False, help="Send %agent prompts to the team (Teller, Planner, Workers); "
                 "%agent_config --team on|off.").tag(config=True)
     cluster = Unicode(None, allow_none=True, help="The Dask scheduler the team's Workers run "
@@ -223,6 +230,7 @@ class AgentMagics(Magics, Configurable):
         if self._agent is None:
             from agent_kernel.app import Agent
             from agent_kernel.core.config import Settings
+            from agent_kernel.core.object_store import default_files_uri
             from agent_kernel.core.object_store import default_uri as default_memory_uri
             from agent_kernel.notebook.python import KernelPython
 
@@ -232,7 +240,9 @@ class AgentMagics(Magics, Configurable):
                                 ask_before=dict(self.ask_before),
                                 tools_enabled=dict(self.tools_enabled),
                                 memory_uri=self.memory_uri or default_memory_uri(),
-                                memory_options=dict(self.memory_options))
+                                memory_options=dict(self.memory_options),
+                                files_uri=self.files_uri or default_files_uri(),
+                                files_options=dict(self.files_options))
             self._agent = Agent(model=self.model, workspace=self.workspace or None,
                                 settings=settings, user_tools=self.user_tools)
             for tool, asks in self.ask_before.items():  # from ipython_config.py or %config
@@ -446,6 +456,13 @@ class AgentMagics(Magics, Configurable):
     @argument("--memory-option", action="append", default=None, metavar="KEY=VALUE",
               dest="memory_option",
               help="A storage option for --memory: endpoint, region, allow_http, ...")
+    @argument("--files", default=None, metavar="URI",
+              help="The workspace's files/ at an object-store URI, e.g. s3://bucket/prefix "
+                   "('off': back to the local folder); commands keep the local folder; "
+                   "credentials come from the environment (a fresh agent).")
+    @argument("--files-option", action="append", default=None, metavar="KEY=VALUE",
+              dest="files_option", help="A storage option for --files: endpoint, region, "
+                                        "allow_http.")
     @argument("--permissions", action="store_true",
               help='List the standing permissions ("Always allow this tool").')
     @argument("--team", choices=("on", "off"), default=None,
@@ -496,6 +513,9 @@ class AgentMagics(Magics, Configurable):
         if (args.memory is not None or args.memory_option) and not self._choose_memory(
                 args.memory, args.memory_option or []):
             return
+        if (args.files is not None or args.files_option) and not self._choose_files(
+                args.files, args.files_option or []):
+            return
         if args.team:
             self.team = args.team == "on"
         if args.cluster:  # the team takes it up at its next prompt (team_magics.session_team)
@@ -528,6 +548,31 @@ class AgentMagics(Magics, Configurable):
                 self.memory_options = {}
         if parsed:
             self.memory_options = {**self.memory_options, **parsed}
+        self._agent = None
+        return True
+
+    def _choose_files(self, uri: str | None, options: list[str]) -> bool:
+        """Apply ``--files URI|off`` / ``--files-option K=V`` as ``--memory`` does: checked
+        (no credential may be given), then a fresh agent keeps its files there."""
+        from agent_kernel.core import object_store
+
+        try:
+            chosen = (None if uri is None else "" if uri.strip().lower() in ("off", "local", "")
+                      else object_store.check_files_uri(uri))
+            parsed = dict(object_store.parse_option(o, "files", object_store.FILES_OPTIONS)
+                          for o in options)
+            merged = parsed if chosen is not None else {**self.files_options, **parsed}
+            object_store.check_files_options(merged)
+        except object_store.StoreConfigError as exc:
+            print(f"agent-kernel: {exc}", file=sys.stderr)
+            return False
+        if self._agent is not None and self._agent.running:
+            print("agent-kernel: a run is in progress; wait for it before moving the files.",
+                  file=sys.stderr)
+            return False
+        if chosen is not None:
+            self.files_uri = chosen
+        self.files_options = merged
         self._agent = None
         return True
 
@@ -565,7 +610,7 @@ class AgentMagics(Magics, Configurable):
         return (f"model: {self.model}\nworkspace: {root}\ntool_timeout: {self.tool_timeout:g} s\n"
                 f"max_tool_calls: {self.max_tool_calls}\nheadless_approval: "
                 f"{self.headless_approval}\napi_base: {self.api_base or '(provider default)'}\n"
-                f"memory: {self._memory_words()}\n"
+                f"memory: {self._memory_words()}\nfiles: {self._files_words()}\n"
                 f"interactive: {interactive}\nteam mode: {'on' if self.team else 'off'}\n"
                 f"cluster: {self.cluster or 'off (the team works in this kernel)'}\n"
                 f"standing permissions: {standing}"
@@ -582,6 +627,19 @@ class AgentMagics(Magics, Configurable):
         except object_store.StoreConfigError as exc:
             return f"(refused) {exc}"
         return object_store.describe(uri, dict(self.memory_options))
+
+    def _files_words(self) -> str:
+        from agent_kernel.core import object_store
+
+        local = "the workspace folder (files/)"
+        if self._agent is not None:
+            settings = self._agent.settings
+            return object_store.describe(settings.files_uri, settings.files_options, local)
+        try:
+            uri = self.files_uri or object_store.default_files_uri()
+        except object_store.StoreConfigError as exc:
+            return f"(refused) {exc}"
+        return object_store.describe(uri, dict(self.files_options), local)
 
     @line_magic
     @no_var_expand

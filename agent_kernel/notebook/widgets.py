@@ -106,6 +106,8 @@ class QuestionControl:
             title = ((f"<b>{esc(who)} asks:</b> " if who else "")
                      + f"<b>Allow <code>{esc(details.get('tool', '?'))}</code> to run?</b> "
                      "It will run with exactly:" + exact_html(exact))
+            if isinstance(details.get("where"), str):  # files/ on an object store
+                title += f"<div>where: {esc(details['where'])}</div>"
         else:
             title = (f"<b>{esc(question_label(False, event.details))}:</b> "
                      f"{question_text(event.question)}")

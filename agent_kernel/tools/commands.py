@@ -93,6 +93,7 @@ class BashResult(_BashFields, total=False):
     limit: str
     env_dropped: list[str]
     env_note: str
+    files_note: str
 
 
 class CommandResult(TypedDict, total=False):
@@ -110,6 +111,7 @@ class CommandResult(TypedDict, total=False):
     truncated: bool
     envDropped: list[str]  # noqa: N815
     envNote: str  # noqa: N815
+    filesNote: str  # noqa: N815
 
 
 def sandbox_state() -> str:
@@ -170,6 +172,18 @@ def precheck(script: str, tool_name: str, timeout: float | None, shown: str,
                      "without root, in a sandbox. If the task truly needs it, tell the user "
                      "what they would have to run themselves, and why.")
     return {"sandbox": sandbox_state()}
+
+
+def files_note(ctx: ToolContext) -> str | None:
+    """With ``files/`` on an object store, where a command runs in words: commands need a
+    local folder, so they keep the workspace's local ``files/``, which the file tools do
+    not show (None when the file tools and commands share the local folder)."""
+    root = files.store_of(ctx)
+    if root is None:
+        return None
+    return (f"file_cache_dir is on the object store ({root.words()}); commands run in the "
+            f"local folder {ctx.workspace.root / files.CACHE_DIR}, which the file tools do not "
+            "see: move text between them with read_file/write_file and the command's output")
 
 
 def _command_cwd(workspace: Workspace, cwd: str | None) -> Path:
@@ -347,6 +361,8 @@ async def bash(
     if done.env_dropped:
         result["env_dropped"] = done.env_dropped
         result["env_note"] = _ENV_NOTE
+    if (note := files_note(ctx)) is not None:
+        result["files_note"] = note
     return result
 
 
@@ -385,6 +401,8 @@ async def run_command(
     if done.env_dropped:
         result["envDropped"] = done.env_dropped
         result["envNote"] = _ENV_NOTE
+    if (note := files_note(ctx)) is not None:
+        result["filesNote"] = note
     return result
 
 
@@ -397,12 +415,17 @@ def _bash_precheck(values: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         except (ValueError, PermissionError) as exc:
             raise ToolError(f"cwd: {exc}", summary=f"Refused without asking you: {exc}.",
                             guidance=files.PATH_GUIDANCE) from None
-    return notes
+    return _with_files_note(notes, ctx)
+
+
+def _with_files_note(notes: dict[str, object], ctx: ToolContext) -> dict[str, object]:
+    note = files_note(ctx)
+    return notes if note is None else {**notes, "where": note}
 
 
 def _run_command_precheck(values: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    return precheck(values["command"], "run_command", values["timeoutMs"] / 1000, "timeoutMs",
-                    1000)
+    return _with_files_note(precheck(values["command"], "run_command",
+                                     values["timeoutMs"] / 1000, "timeoutMs", 1000), ctx)
 
 
 TOOLS = [

@@ -22,6 +22,14 @@ person first (see :mod:`agent_kernel.engine.ask_policy`), except one no approval
 allow (a protected name, a path outside the writable folders, too much text, the tool
 turned off): its precheck refuses it in words before anyone is asked. ``bash`` and ``run_command``
 (commands.py, with their own ``LIMITS``) share the path helpers.
+
+With ``Settings.files_uri`` set, ``files/`` lives on an object store
+(:mod:`agent_kernel.tools.files_store`): a path is first placed in the workspace
+lexically (:func:`store_parts`: aliases, ``..`` and absolute paths worked out on the
+text, never on a file system; a URL refused); what lands in ``files/`` becomes checked
+parts the store joins to its prefix, and everything else (``state/``, the runtime's
+files) is the local workspace as before. A path that reaches the local ``files/``
+folder only through a link is refused then: the files are on the store.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import contextlib
 import errno
 import fnmatch
 import os
+import re
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -40,6 +49,8 @@ from typing import Annotated, Any, Literal
 from agent_kernel.core.safe_open import folder_fd
 from agent_kernel.core.workspace import Workspace, WorkspaceError
 from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError, ok_false
+from agent_kernel.tools import files_store
+from agent_kernel.tools.files_store import StoreRoot
 
 CACHE_ALIAS, STATE_ALIAS = "file_cache_dir", "file_state_dir"
 CACHE_DIR, STATE_DIR = "files", "state"
@@ -80,13 +91,18 @@ def _denied(relative: str) -> str | None:
     return None
 
 
-def resolve(workspace: Workspace, user_path: str) -> Path:
-    """Map a model-given path to a file inside the workspace, or raise a clear error."""
+def _checked_text(user_path: str) -> str:
     text = (user_path or "").strip()
     if not text:
         raise ValueError("path must be a non-empty string")
     if "\0" in text:
         raise ValueError(f"path {user_path!r} contains a NUL character")
+    return text
+
+
+def resolve(workspace: Workspace, user_path: str) -> Path:
+    """Map a model-given path to a file inside the workspace, or raise a clear error."""
+    text = _checked_text(user_path)
     base = workspace.root / CACHE_DIR
     for alias, folder in ((CACHE_ALIAS, CACHE_DIR), (STATE_ALIAS, STATE_DIR)):
         if text.rstrip("/") == alias:
@@ -113,7 +129,11 @@ def resolve(workspace: Workspace, user_path: str) -> Path:
 
 
 def _check_denied(workspace: Workspace, resolved: Path, user_path: str) -> None:
-    pattern = _denied(resolved.relative_to(workspace.root).as_posix())
+    _refuse_denied(resolved.relative_to(workspace.root).as_posix(), user_path)
+
+
+def _refuse_denied(relative: str, user_path: str) -> None:
+    pattern = _denied(relative)
     if pattern:
         kind = _PROTECTED_KIND.get(pattern) or (
             f"its name matches {pattern!r} in files.LIMITS.deny_paths")
@@ -249,8 +269,12 @@ def _answer(tool_name: str, work: Callable[[], Result]) -> Result:
         return _failed(str(exc) or type(exc).__name__)
 
 
-def _read(workspace: Workspace, path: str) -> Result:
+def _read(workspace: Workspace, path: str, root: StoreRoot | None = None) -> Result:
+    if root is not None and (parts := store_parts(workspace, path)) is not None:
+        return _store_read(root, parts)
     target = resolve(workspace, path)
+    if root is not None:
+        _not_local_cache(workspace, target, path)
     shown = _shown(workspace, target)
     fd, info = _open_regular(target, os.O_RDONLY, shown, "read_file")
     try:
@@ -287,10 +311,11 @@ def read_file(
         path: File path. Relative paths are in file_cache_dir; file_cache_dir/<path> and
             file_state_dir/<path> aliases are supported.
     """
-    return _answer("read_file", lambda: _read(ctx.workspace, path))
+    return _answer("read_file", lambda: _read(ctx.workspace, path, store_of(ctx)))
 
 
-def _write(workspace: Workspace, path: str, content: str, mode: str) -> Result:
+def _write(workspace: Workspace, path: str, content: str, mode: str,
+           root: StoreRoot | None = None) -> Result:
     try:
         data = content.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -299,7 +324,11 @@ def _write(workspace: Workspace, path: str, content: str, mode: str) -> Result:
     if len(data) > LIMITS.write_max_bytes:
         raise ValueError(f"content is {len(data)} bytes; write_file allows at most "
                          f"{LIMITS.write_max_bytes} (tools.write_file.max_bytes)")
+    if root is not None and (store := store_parts(workspace, path)) is not None:
+        return _store_write(root, store, data, mode)
     target = resolve(workspace, path)
+    if root is not None:
+        _not_local_cache(workspace, target, path)
     folder, parts = _writable_parts(workspace, target, path)
     shown = _shown(workspace, target)
     if not parts:
@@ -337,7 +366,8 @@ def write_file(
         content: The text to write.
         mode: "overwrite" (default) or "append".
     """
-    return _answer("write_file", lambda: _write(ctx.workspace, path, content, mode))
+    return _answer("write_file", lambda: _write(ctx.workspace, path, content, mode,
+                                                store_of(ctx)))
 
 
 def _listed_folder(workspace: Workspace, user_path: str | None) -> tuple[str, list[str]]:
@@ -392,7 +422,15 @@ def _kind(entry: os.DirEntry[str]) -> str:
     return "file" if entry.is_file(follow_symlinks=False) else "other"
 
 
-def _list(workspace: Workspace, path: str | None) -> Result:
+def _list(workspace: Workspace, path: str | None, root: StoreRoot | None = None) -> Result:
+    if root is not None:
+        text = (path or "").strip()
+        if text in ("", ".", "./", CACHE_ALIAS, CACHE_ALIAS + "/"):
+            return _store_list(root, [])
+        if text not in (STATE_ALIAS, STATE_ALIAS + "/"):
+            if (store := store_parts(workspace, text)) is not None:
+                return _store_list(root, store)
+            _not_local_cache(workspace, resolve(workspace, text), text)
     folder, parts = _listed_folder(workspace, path)
     where = "/".join([folder, *parts])
     _check_denied(workspace, workspace.root / where, path or where)
@@ -429,7 +467,7 @@ def list_files(
         path: Folder to list: relative to file_cache_dir, or file_state_dir,
             file_state_dir/<path>. Default: file_cache_dir itself.
     """
-    return _answer("list_files", lambda: _list(ctx.workspace, path))
+    return _answer("list_files", lambda: _list(ctx.workspace, path, store_of(ctx)))
 
 
 def _walk(workspace: Workspace, folder: str, budget: list[int]) -> Iterator[os.stat_result]:
@@ -469,7 +507,9 @@ def _walk(workspace: Workspace, folder: str, budget: list[int]) -> Iterator[os.s
             os.close(parent)
 
 
-def _info(workspace: Workspace) -> Result:
+def _info(workspace: Workspace, root: StoreRoot | None = None) -> Result:
+    if root is not None:
+        return _store_info(workspace, root)
     files = folders = size = 0
     newest = 0.0
     budget = [LIMITS.info_max_entries]
@@ -481,12 +521,19 @@ def _info(workspace: Workspace) -> Result:
                 files += 1
                 size += info.st_size
             newest = max(newest, info.st_mtime)
+    return _info_result(files, folders, size, newest, len(budget) > 1)
+
+
+def _info_result(files: int, folders: int, size: int, newest: float, truncated: bool,
+                 stored_at: str | None = None) -> Result:
     modified = (datetime.fromtimestamp(newest, timezone.utc).isoformat(timespec="seconds")
                 .replace("+00:00", "Z") if newest else None)
     result: Result = {"ok": True, "info": {
         "fileCount": files, "directoryCount": folders, "totalSize": size,
-        "lastModified": modified}, "truncated": len(budget) > 1}
-    if result["truncated"]:
+        "lastModified": modified}, "truncated": truncated}
+    if stored_at is not None:
+        result["stored_at"] = stored_at
+    if truncated:
         result["note"] = (f"counted the first {LIMITS.info_max_entries} entries "
                           f"(info_max_entries) at most {_MAX_DEPTH} folders deep; the "
                           f"totals are lower bounds")
@@ -496,12 +543,126 @@ def _info(workspace: Workspace) -> Result:
 def get_workspace_info(ctx: ToolContext) -> Result:
     """Count the files and folders in file_cache_dir and file_state_dir, their total size in
     bytes and when the newest changed."""
-    return _answer("get_workspace_info", lambda: _info(ctx.workspace))
+    return _answer("get_workspace_info", lambda: _info(ctx.workspace, store_of(ctx)))
+
+# files/ on an object store (Settings.files_uri): the paths worked out here, the I/O there.
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
 
 
-def _write_precheck(values: dict[str, object], ctx: ToolContext) -> None:
+def store_of(ctx: ToolContext) -> StoreRoot | None:
+    """The object store ``files/`` lives on for this call's agent, or None: the local folder."""
+    settings = getattr(ctx.agent, "settings", None)
+    return files_store.root_of(settings) if settings is not None else None
+
+
+def store_parts(workspace: Workspace, user_path: str) -> list[str] | None:
+    """The parts below ``files/`` that ``user_path`` names, worked out on the text alone
+    (aliases, ``..``, absolute paths), or None when it names a place outside ``files/``
+    (``state/``, the runtime's files: the local workspace decides, as before).
+
+    Nothing here touches a file system or lets a string choose a protocol: a path that
+    looks like a URL (``s3://other/x``, ``file:///etc/passwd``) is refused, and the parts
+    returned are plain names (no empty, ``.`` or ``..`` one)."""
+    text = _checked_text(user_path)
+    if _URL.match(text) or "://" in text:
+        raise ValueError(f"path {user_path!r} looks like a URL; the file tools take paths in "
+                         f"the workspace, never a URL: use a relative path (it goes to "
+                         f"{CACHE_ALIAS})")
+    folder, rest = CACHE_DIR, text
+    for alias, name in ((CACHE_ALIAS, CACHE_DIR), (STATE_ALIAS, STATE_DIR)):
+        if text.rstrip("/") == alias:
+            raise ValueError(f"'{alias}' needs a file path after it, like '{alias}/notes.txt'")
+        if text.startswith(alias + "/"):
+            folder, rest = name, text[len(alias) + 1:]
+            break
+    if rest.startswith("~"):
+        try:
+            rest = str(Path(rest).expanduser())
+        except RuntimeError:
+            return None  # resolve() words it
+    if os.path.isabs(rest):
+        relative = os.path.relpath(os.path.normpath(rest), workspace.root)
+    else:
+        relative = os.path.normpath(f"{folder}/{rest}")
+    parts = relative.split("/")
+    if parts[0] != CACHE_DIR:
+        return None
+    parts = [p for p in parts[1:] if p not in ("", ".")]
+    if ".." in parts:  # normpath leaves none below the first part; kept as a guard
+        raise ValueError(f"path {user_path!r} could not be placed in {CACHE_DIR}/")
+    _refuse_denied("/".join([CACHE_DIR, *parts]), user_path)
+    return parts
+
+
+def _not_local_cache(workspace: Workspace, resolved: Path, user_path: str) -> None:
+    """With ``files/`` on a store, a path that reaches the local folder (through a link,
+    or a spelling of the workspace's path the text did not match) is refused."""
+    parts = resolved.relative_to(workspace.root).parts
+    if parts and parts[0] == CACHE_DIR:
+        raise PermissionError(f"path {user_path!r} leads to the local {CACHE_DIR}/ folder, "
+                              f"but {CACHE_ALIAS} is on the object store: use a relative path")
+
+
+def _store_read(root: StoreRoot, parts: list[str]) -> Result:
+    shown = files_store.shown_of(parts)
+    if not parts:
+        raise IsADirectoryError(f"{shown} is a folder, not a file")
+    limit = LIMITS.read_max_bytes
+    data, size = files_store.call(root, shown, lambda store: store.read(parts, limit))
+    text, clipped = _clip(data, limit)
+    if clipped:
+        text += f"\n...[truncated: showed {limit} of {size} bytes]"
+    return {"ok": True, "content": text}
+
+
+def _store_write(root: StoreRoot, parts: list[str], data: bytes, mode: str) -> Result:
+    shown = files_store.shown_of(parts)
+    if not parts:
+        raise IsADirectoryError(f"{shown} is a folder, not a file")
+    files_store.call(root, shown, lambda store: store.write(parts, data, mode == "append"))
+    return {"ok": True, "path": shown, "bytes": len(data), "mode": mode,
+            "stored_at": root.url(parts)}
+
+
+def _store_list(root: StoreRoot, parts: list[str]) -> Result:
+    where = files_store.shown_of(parts)
+    limit = LIMITS.list_max_entries
+    entries, stopped = files_store.call(
+        root, where, lambda store: store.list(parts, limit, lambda rel: bool(_denied(rel))))
+    entries.sort(key=lambda e: (e["type"] != "directory", e["name"]))
+    result: Result = {"ok": True, "path": where, "entries": entries,
+                      "truncated": stopped is not None, "stored_at": root.url(parts)}
+    if stopped == "limit":
+        result["note"] = (f"only the first {limit} entries the object store returned are "
+                          f"listed (list_max_entries); list a subfolder")
+    elif stopped == "scanned":
+        result["note"] = (f"the listing stopped after {limit * files_store.SCAN_FACTOR} keys, "
+                          f"most of them protected names; list a subfolder")
+    return result
+
+
+def _store_info(workspace: Workspace, root: StoreRoot) -> Result:
+    budget = [LIMITS.info_max_entries]
+    files, folders, size, newest, stopped = files_store.call(
+        root, CACHE_DIR, lambda store: store.count(budget[0], lambda rel: bool(_denied(rel))))
+    budget[0] -= files + folders
+    for info in _walk(workspace, STATE_DIR, budget):
+        if stat.S_ISDIR(info.st_mode):
+            folders += 1
+        elif stat.S_ISREG(info.st_mode):
+            files += 1
+            size += info.st_size
+        newest = max(newest, info.st_mtime)
+    return _info_result(files, folders, size, newest, stopped or len(budget) > 1,
+                        root.url([]))
+
+
+
+def _write_precheck(values: dict[str, object], ctx: ToolContext) -> dict[str, object] | None:
     """Refuse, before anyone is asked, a write no approval could allow: the tool turned off,
-    too much text, a path outside the files the agent may write or a protected one."""
+    too much text, a path outside the files the agent may write or a protected one. With
+    ``files/`` on an object store, the card is told where the file will be (``where``)."""
     if not LIMITS.write_file_enabled:
         raise ToolError("write_file tool is disabled",
                         summary="Refused without asking you: writing files is turned off.")
@@ -511,11 +672,20 @@ def _write_precheck(values: dict[str, object], ctx: ToolContext) -> None:
         if size > LIMITS.write_max_bytes:
             raise ValueError(f"the text is {size} bytes; write_file writes at most "
                              f"{LIMITS.write_max_bytes} (files.LIMITS.write_max_bytes)")
-        _writable_parts(ctx.workspace, resolve(ctx.workspace, path), path)
+        root = store_of(ctx)
+        if root is not None and (parts := store_parts(ctx.workspace, path)) is not None:
+            if not parts:
+                raise ValueError(f"{CACHE_DIR} is a folder, not a file")
+            return {"where": f"{files_store.shown_of(parts)}, stored at {root.words(parts)}"}
+        resolved = resolve(ctx.workspace, path)
+        if root is not None:
+            _not_local_cache(ctx.workspace, resolved, path)
+        _writable_parts(ctx.workspace, resolved, path)
     except (ValueError, PermissionError) as exc:
         raise ToolError(f"{exc}. Nothing was written.",
                         summary=f"Refused without asking you: {exc}.",
                         guidance=PATH_GUIDANCE) from None
+    return None
 
 
 TOOLS = [

@@ -13,7 +13,7 @@ import pytest
 from scripted_server import Message, ScriptedServer
 
 HEAVY = ("litellm", "lancedb", "ipywidgets", "pydantic", "s3fs", "boto3", "moto", "dask",
-         "distributed")
+         "distributed", "fsspec", "botocore", "aiobotocore")
 
 PLAIN_EXIT = """
 import sys

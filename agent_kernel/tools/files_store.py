@@ -1,0 +1,378 @@
+"""The file cache (``files/``) on an object store: the file tools' I/O when ``files_uri`` is set.
+
+``Settings.files_uri`` (``s3://bucket/prefix``) puts ``file_cache_dir`` on an S3 store,
+through fsspec's s3fs, so every kernel and Dask worker of a team sees the same files.
+The one idea: a model's path is data. :mod:`agent_kernel.tools.files` turns it into
+checked parts below ``files/`` (lexically: no ``..``, no URL, no alias left, deny
+patterns applied), and this module joins them to the configured bucket and prefix
+itself; before any request the key is checked to be exactly what s3fs would send
+(its ``split_path`` gives back the same bucket and key), so no part of a model's
+string is ever read as a protocol, a bucket, a version or a sibling prefix. Only
+this module imports fsspec, and only when a store is configured; ``state/`` and the
+rest of the workspace stay local. Credentials come from the environment or the
+cloud's chain (s3fs reads them); none is held here (core/object_store.py refuses them).
+
+Every answer is bounded before it is asked for: a read asks for at most the byte
+limit plus one (a ranged GET), a write is refused over its limit before anything is
+sent, a listing pages until its entry limit (and stops scanning past a bound). An
+append rewrites the object (S3 has no append): read whole (bounded by
+:data:`APPEND_MAX_BYTES`), then put only if the object is still the one read
+(``If-Match``; ``If-None-Match: *`` for a new one), retried a few times. Every failure
+of the store (a missing bucket, an endpoint that does not answer, access refused)
+becomes one sentence in an ``OSError``; the file tools put it in ``{ok: false, error}``.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypedDict
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from agent_kernel.core.config import Settings
+
+APPEND_MAX_BYTES = 8 * 1024 * 1024
+"""An append reads the whole object and writes it again: larger objects are refused."""
+SCAN_FACTOR = 10
+"""A listing reads at most this many times its entry limit of keys (deny-listed names
+are skipped, not counted, so a folder of them must not page forever)."""
+_APPEND_TRIES = 8
+_APPEND_PAUSE = 0.02
+"""Seconds times the attempt (with jitter) an append waits after losing to another writer."""
+_CONNECT_TIMEOUT, _READ_TIMEOUT, _ATTEMPTS = 5, 20, 2
+
+
+class _Info(TypedDict, total=False):
+    """What fsspec's ``info`` says of a path (the fields read here)."""
+
+    type: str
+    size: int
+    ETag: str
+
+
+class _Listed(TypedDict, total=False):
+    """One page of S3's ``list_objects_v2`` (the fields read here)."""
+
+    Contents: list[_Object]
+    CommonPrefixes: list[_Prefix]
+    IsTruncated: bool
+    NextContinuationToken: str
+    KeyCount: int
+    budget_spent: bool
+    """Ours: the listing stopped at its key budget."""
+
+
+class _Object(TypedDict, total=False):
+    Key: str
+    Size: int
+    LastModified: datetime
+
+
+class _Prefix(TypedDict):
+    Prefix: str
+
+
+class Refused(OSError):
+    """A refusal worded here (a folder, a missing file, a limit): shown as it is."""
+
+
+@dataclass(frozen=True)
+class StoreRoot:
+    """Where ``files/`` lives: a bucket, a prefix (no slash at either end, may be empty),
+    and the non-secret options to reach it."""
+
+    bucket: str
+    prefix: str
+    endpoint: str | None
+    region: str | None
+
+    def key(self, parts: list[str]) -> str:
+        """The object key of ``files/<parts>`` (``parts`` already checked by files.py)."""
+        return "/".join([self.prefix, *parts] if self.prefix else parts)
+
+    def folder_key(self, parts: list[str]) -> str:
+        """The key prefix of the folder ``files/<parts>``: ends with ``/`` (so
+        ``team-a`` never reaches ``team-ab``), or empty at a bucket's top."""
+        key = self.key(parts)
+        return f"{key}/" if key else ""
+
+    def url(self, parts: list[str]) -> str:
+        """``s3://bucket/key``: where a person reads it (approval cards, results)."""
+        return f"s3://{self.bucket}/{self.key(parts)}".rstrip("/")
+
+    def words(self, parts: list[str] | None = None) -> str:
+        """The place in words: the URL and the server when it is not AWS's own."""
+        at = f" on {self.endpoint}" if self.endpoint else ""
+        return f"{self.url(parts or [])} (object store{at})"
+
+
+def root_of(settings: Settings) -> StoreRoot | None:
+    """The store ``settings.files_uri`` names, or None: ``files/`` is the local folder."""
+    if not settings.files_uri:
+        return None
+    parts = urlsplit(settings.files_uri)
+    options = settings.files_options
+    return StoreRoot(bucket=parts.netloc, prefix=parts.path.strip("/"),
+                     endpoint=options.get("endpoint") or options.get("aws_endpoint"),
+                     region=options.get("region") or options.get("aws_region"))
+
+
+_FILESYSTEMS: dict[tuple[str | None, str | None], Any] = {}
+_LOCK = threading.Lock()
+
+
+def _filesystem(root: StoreRoot) -> Any:
+    """fsspec's S3 file system for ``root``'s server, made once: no listing cache (another
+    machine's writes must show at once), short timeouts, few retries (a run must return)."""
+    with _LOCK:
+        made = _FILESYSTEMS.get((root.endpoint, root.region))
+        if made is None:
+            import fsspec
+
+            client: dict[str, str] = {}
+            if root.endpoint:
+                client["endpoint_url"] = root.endpoint
+            if root.region:
+                client["region_name"] = root.region
+            made = fsspec.filesystem(
+                "s3", client_kwargs=client, use_listings_cache=False, skip_instance_cache=True,
+                config_kwargs={"connect_timeout": _CONNECT_TIMEOUT, "read_timeout": _READ_TIMEOUT,
+                               "retries": {"max_attempts": _ATTEMPTS}})
+            _FILESYSTEMS[(root.endpoint, root.region)] = made
+        return made
+
+
+def _path(fs: Any, root: StoreRoot, key: str) -> str:
+    """``bucket/key`` for fsspec, once s3fs is seen to read it back as exactly that bucket
+    and key (a ``?versionId=`` or an ARN-like start would be parsed away otherwise)."""
+    path = f"{root.bucket}/{key}"
+    if len(key.encode("utf-8")) > 1024:
+        raise Refused("the path is too long for an object store (its key may have at most "
+                         "1024 bytes)")
+    if tuple(fs.split_path(path)) != (root.bucket, key, None):
+        raise Refused(f"the path cannot be stored as one object key under {root.url([])}; "
+                         "use plain file names")
+    return path
+
+
+def _code(exc: BaseException) -> str:
+    """The S3 error code behind ``exc`` (s3fs keeps botocore's error as the cause)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            return str(response.get("Error", {}).get("Code", ""))
+        seen = seen.__cause__ or seen.__context__
+    return ""
+
+
+def _unreachable(exc: BaseException) -> bool:
+    names = {t.__name__ for t in type(exc).__mro__}
+    return bool(names & {"EndpointConnectionError", "ConnectionError", "ConnectTimeoutError",
+                         "ReadTimeoutError", "TimeoutError", "ClientConnectorError",
+                         "ServerDisconnectedError", "ClientOSError"})
+
+
+def failure(exc: BaseException, root: StoreRoot, shown: str) -> OSError:
+    """One sentence for a failed request on ``shown`` (``files/...``): never a traceback."""
+    code = _code(exc)
+    where = root.words()
+    if code == "NoSuchBucket":
+        return FileNotFoundError(f"the bucket {root.bucket!r} of {where} does not exist; create "
+                                 "it, or point files_uri at one that does")
+    if code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
+                "AllAccessDisabled", "InvalidToken"):
+        return PermissionError(f"the object store refused access to {shown} in {where} "
+                               f"({code}): check the credentials in the environment "
+                               "(AWS_ACCESS_KEY_ID and its secret, a profile or a role)")
+    if isinstance(exc, ImportError):
+        return OSError(f"{where} needs fsspec's s3fs, which is not installed here: "
+                       "pip install 'agent-kernel[files]'")
+    if type(exc).__name__ in ("NoCredentialsError", "PartialCredentialsError"):
+        return PermissionError(f"no credentials for {where} were found: set them in the "
+                               "environment (AWS_ACCESS_KEY_ID and its secret, a profile or a "
+                               "role); settings never hold them")
+    if _unreachable(exc):
+        return ConnectionError(f"{where} could not be reached ({type(exc).__name__}); "
+                               f"{shown} is out of reach until the store answers")
+    detail = code or type(exc).__name__
+    return OSError(f"the object store failed on {shown} in {where} ({detail})")
+
+
+def _missing_key(exc: BaseException) -> bool:
+    return isinstance(exc, FileNotFoundError) and _code(exc) not in ("NoSuchBucket",)
+
+
+class _Store:
+    """One tool call's view of the store: the file system, the root, the words."""
+
+    def __init__(self, root: StoreRoot) -> None:
+        self.root = root
+        self.fs = _filesystem(root)
+
+    def head(self, parts: list[str]) -> _Info | None:
+        """The object at ``files/<parts>`` (size, ETag), ``{"type": "directory"}`` when
+        keys lie below it, or None when neither."""
+        path = _path(self.fs, self.root, self.root.key(parts))
+        try:
+            info: _Info = self.fs.info(path)
+        except FileNotFoundError as exc:
+            if _missing_key(exc):
+                return None
+            raise
+        return info
+
+    def is_folder(self, parts: list[str]) -> bool:
+        found = self.fs.call_s3("list_objects_v2", Bucket=self.root.bucket,
+                                Prefix=self.root.folder_key(parts), MaxKeys=1)
+        return bool(found.get("KeyCount") or found.get("Contents"))
+
+    def read(self, parts: list[str], limit: int) -> tuple[bytes, int]:
+        """The first ``limit + 1`` bytes at most (one ranged GET) and the object's size."""
+        info = self.head(parts)
+        shown = shown_of(parts)
+        if info is None:
+            raise Refused(f"no such file: {shown}")
+        if info.get("type") == "directory":
+            raise Refused(f"{shown} is a folder, not a file")
+        size = int(info.get("size") or 0)
+        if size == 0:
+            return b"", 0
+        path = _path(self.fs, self.root, self.root.key(parts))
+        data: bytes = self.fs.cat_file(path, start=0, end=min(size, limit + 1))
+        return data, size
+
+    def write(self, parts: list[str], data: bytes, append: bool) -> int:
+        """Put ``data`` at ``files/<parts>`` (appended to what is there); the bytes sent."""
+        shown = shown_of(parts)
+        path = _path(self.fs, self.root, self.root.key(parts))
+        for _attempt in range(_APPEND_TRIES if append else 1):
+            info = self.head(parts)
+            if info is not None and info.get("type") == "directory":
+                raise Refused(f"{shown} is a folder, not a file")
+            if not append:
+                self.fs.pipe_file(path, data)
+                return len(data)
+            size = int(info.get("size") or 0) if info else 0
+            if size + len(data) > APPEND_MAX_BYTES:
+                raise Refused(
+                    f"{shown} would grow to {size + len(data)} bytes; an append on the object "
+                    f"store rewrites the whole file, which it does up to {APPEND_MAX_BYTES} "
+                    "bytes (files_store.APPEND_MAX_BYTES): write a new file instead")
+            old: bytes = self.fs.cat_file(path) if size else b""
+            condition = ({"IfMatch": info["ETag"]} if info and info.get("ETag")
+                         else {"IfNoneMatch": "*"})
+            try:
+                self.fs.pipe_file(path, old + data, **condition)
+            except OSError as exc:
+                if _code(exc) in ("PreconditionFailed", "ConditionalRequestConflict") or (
+                        isinstance(exc, FileExistsError)):
+                    # another writer came between: wait a little, read again, append again
+                    time.sleep(_APPEND_PAUSE * (_attempt + 1) * (0.5 + random.random()))
+                    continue
+                raise
+            return len(data)
+        raise Refused(f"{shown} kept changing while it was appended to ({_APPEND_TRIES} "
+                      "tries); nothing was added: try again")
+
+    def _pages(self, prefix: str, delimiter: bool, budget: int) -> Iterator[_Listed]:
+        """Pages of ``list_objects_v2`` under ``prefix`` while ``budget`` keys remain."""
+        token: str | None = None
+        while budget > 0:
+            asked: dict[str, str | int] = {"Bucket": self.root.bucket, "Prefix": prefix,
+                                           "MaxKeys": min(1000, budget)}
+            if delimiter:
+                asked["Delimiter"] = "/"
+            if token:
+                asked["ContinuationToken"] = token
+            page: _Listed = self.fs.call_s3("list_objects_v2", **asked)
+            budget -= len(page.get("Contents") or []) + len(page.get("CommonPrefixes") or [])
+            yield page
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                return
+        yield {"budget_spent": True}
+
+    def list(self, parts: list[str], limit: int,
+             denied: Callable[[str], bool]) -> tuple[list[dict[str, str]], str | None]:
+        """Entries of the folder ``files/<parts>`` (at most ``limit``, deny-listed names
+        left out) and why the list stopped early, if it did."""
+        prefix = self.root.folder_key(parts)
+        where = shown_of(parts)
+        entries: list[dict[str, str]] = []
+        seen_any = False
+        for page in self._pages(prefix, True, limit * SCAN_FACTOR + 1):
+            if page.get("budget_spent"):
+                return entries, "scanned"
+            found = [(p["Prefix"][len(prefix):].rstrip("/"), "directory")
+                     for p in page.get("CommonPrefixes") or []]
+            found += [(o["Key"][len(prefix):], "file") for o in page.get("Contents") or []]
+            for name, kind in found:
+                seen_any = True
+                if not name or denied(f"{where}/{name}"):
+                    continue  # the folder's own marker, or a protected name
+                if len(entries) >= limit:
+                    return entries, "limit"
+                entries.append({"name": name, "type": kind})
+        if parts and not seen_any:
+            info = self.head(parts)
+            if info is not None and info.get("type") != "directory":
+                raise Refused(f"{where} is not a folder; read it with read_file")
+            raise Refused(f"no such folder: {where}")
+        return entries, None
+
+    def count(self, limit: int, denied: Callable[[str], bool]) -> tuple[int, int, int, float,
+                                                                         bool]:
+        """Files, folders, bytes and the newest change below ``files/``, deny-listed names
+        (and what lies below them) left out; True when it stopped at ``limit`` entries."""
+        prefix = self.root.folder_key([])
+        files = size = 0
+        folders: set[str] = set()
+        newest = 0.0
+        for page in self._pages(prefix, False, limit * SCAN_FACTOR + 1):
+            if page.get("budget_spent"):
+                return files, len(folders), size, newest, True
+            for item in page.get("Contents") or []:
+                names = [n for n in item["Key"][len(prefix):].split("/")]
+                if not all(names):  # a folder marker ("a/") or an odd key: not a file
+                    continue
+                steps = ["/".join([CACHE, *names[:i + 1]]) for i in range(len(names))]
+                if any(denied(step) for step in steps):
+                    continue
+                new = [s for s in steps[:-1] if s not in folders]
+                if files + len(folders) + len(new) + 1 > limit:
+                    return files, len(folders), size, newest, True
+                folders.update(new)
+                files += 1
+                size += int(item.get("Size") or 0)
+                changed = item.get("LastModified")
+                if isinstance(changed, datetime):
+                    newest = max(newest, changed.timestamp())
+        return files, len(folders), size, newest, False
+
+
+CACHE = "files"
+
+
+def shown_of(parts: list[str]) -> str:
+    """``files/<parts>``: the path results show, the same as for the local folder."""
+    return "/".join([CACHE, *parts])
+
+
+def call(root: StoreRoot, shown: str, work: Callable[[_Store], Any]) -> Any:
+    """Run ``work`` on the store; any failure of the store becomes one sentence (our own
+    refusals, already worded, pass as they are)."""
+    try:
+        return work(_Store(root))
+    except Refused:
+        raise
+    except Exception as exc:  # botocore, aiohttp, s3fs: words, never a traceback
+        raise failure(exc, root, shown) from None
+
+
+__all__ = ["APPEND_MAX_BYTES", "Refused", "StoreRoot", "call", "failure", "root_of", "shown_of"]
