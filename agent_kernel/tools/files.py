@@ -274,7 +274,7 @@ def _read(workspace: Workspace, path: str, root: StoreRoot | None = None) -> Res
         return _store_read(root, parts)
     target = resolve(workspace, path)
     if root is not None:
-        _not_local_cache(workspace, target, path)
+        not_local_cache(workspace, target, path)
     shown = _shown(workspace, target)
     fd, info = _open_regular(target, os.O_RDONLY, shown, "read_file")
     try:
@@ -328,7 +328,7 @@ def _write(workspace: Workspace, path: str, content: str, mode: str,
         return _store_write(root, store, data, mode)
     target = resolve(workspace, path)
     if root is not None:
-        _not_local_cache(workspace, target, path)
+        not_local_cache(workspace, target, path)
     folder, parts = _writable_parts(workspace, target, path)
     shown = _shown(workspace, target)
     if not parts:
@@ -430,7 +430,7 @@ def _list(workspace: Workspace, path: str | None, root: StoreRoot | None = None)
         if text not in (STATE_ALIAS, STATE_ALIAS + "/"):
             if (store := store_parts(workspace, text)) is not None:
                 return _store_list(root, store)
-            _not_local_cache(workspace, resolve(workspace, text), text)
+            not_local_cache(workspace, resolve(workspace, text), text)
     folder, parts = _listed_folder(workspace, path)
     where = "/".join([folder, *parts])
     _check_denied(workspace, workspace.root / where, path or where)
@@ -595,7 +595,7 @@ def store_parts(workspace: Workspace, user_path: str) -> list[str] | None:
     return parts
 
 
-def _not_local_cache(workspace: Workspace, resolved: Path, user_path: str) -> None:
+def not_local_cache(workspace: Workspace, resolved: Path, user_path: str) -> None:
     """With ``files/`` on a store, a path that reaches the local folder (through a link,
     or a spelling of the workspace's path the text did not match) is refused."""
     parts = resolved.relative_to(workspace.root).parts
@@ -679,7 +679,7 @@ def _write_precheck(values: dict[str, object], ctx: ToolContext) -> dict[str, ob
             return {"where": f"{files_store.shown_of(parts)}, stored at {root.words(parts)}"}
         resolved = resolve(ctx.workspace, path)
         if root is not None:
-            _not_local_cache(ctx.workspace, resolved, path)
+            not_local_cache(ctx.workspace, resolved, path)
         _writable_parts(ctx.workspace, resolved, path)
     except (ValueError, PermissionError) as exc:
         raise ToolError(f"{exc}. Nothing was written.",

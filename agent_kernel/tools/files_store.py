@@ -280,6 +280,13 @@ class _Store:
         raise Refused(f"{shown} kept changing while it was appended to ({_APPEND_TRIES} "
                       "tries); nothing was added: try again")
 
+    def upload(self, parts: list[str], local: str) -> None:
+        """Put the local file ``local`` at ``files/<parts>`` (a finished download)."""
+        info = self.head(parts)
+        if info is not None and info.get("type") == "directory":
+            raise Refused(f"{shown_of(parts)} is a folder, not a file")
+        self.fs.put_file(local, _path(self.fs, self.root, self.root.key(parts)))
+
     def _pages(self, prefix: str, delimiter: bool, budget: int) -> Iterator[_Listed]:
         """Pages of ``list_objects_v2`` under ``prefix`` while ``budget`` keys remain."""
         token: str | None = None

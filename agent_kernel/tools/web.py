@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 from agent_kernel.core.redaction import redact_text, secret_name
 from agent_kernel.engine.registry import Field, Tool, ToolContext, ok_false
 from agent_kernel.guards.web.auth import AUTH_ENV_PREFIX, AuthProfile, env_profile
-from agent_kernel.tools import files
+from agent_kernel.tools import files, files_store
 
 if TYPE_CHECKING:
     import httpx
@@ -213,8 +213,16 @@ def _shown_url(url: str) -> str:
 
 @contextlib.contextmanager
 def _download(ctx: ToolContext, path: str) -> Any:
-    """A file in file_cache_dir written through a temporary name, renamed only when whole."""
+    """A file in file_cache_dir written through a temporary name, renamed only when whole
+    (with ``files/`` on an object store: kept in a private temporary file, then put)."""
+    root = files.store_of(ctx)
+    if root is not None and (parts := files.store_parts(ctx.workspace, path)) is not None:
+        with _stored_download(root, parts, path) as made:
+            yield made
+        return
     target = files.resolve(ctx.workspace, path)
+    if root is not None:
+        files.not_local_cache(ctx.workspace, target, path)
     folder, parts = files._writable_parts(ctx.workspace, target, path)
     if folder != files.CACHE_DIR or not parts:
         raise PermissionError(f"download_path {path!r} must name a file in file_cache_dir "
@@ -243,6 +251,23 @@ def _download(ctx: ToolContext, path: str) -> Any:
             if not state["done"]:
                 with contextlib.suppress(OSError):
                     os.unlink(partial, dir_fd=parent)
+
+
+@contextlib.contextmanager
+def _stored_download(root: files_store.StoreRoot, parts: list[str], path: str) -> Any:
+    """The body into a private temporary file; put on the store only when whole."""
+    import tempfile
+
+    if not parts:
+        raise PermissionError(f"download_path {path!r} must name a file in file_cache_dir "
+                              f"({files.CACHE_DIR}/)")
+    state = {"done": False}
+    with tempfile.NamedTemporaryFile(prefix="agent-download-") as spool:
+        yield spool.write, state
+        spool.flush()
+        if state["done"]:
+            shown = files_store.shown_of(parts)
+            files_store.call(root, shown, lambda store: store.upload(parts, spool.name))
 
 
 def _read_result(fetched: Fetched, max_bytes: int) -> dict[str, Any]:
@@ -330,7 +355,9 @@ async def url_fetch(
     with _download(ctx, download_path) as (sink, state):
         request.sink = sink
         fetched = await fetch(_guard(), request)
-        shown = files._shown(ctx.workspace, files.resolve(ctx.workspace, download_path))
+        stored = files.store_parts(ctx.workspace, download_path) if files.store_of(ctx) else None
+        shown = (files_store.shown_of(stored) if stored is not None else
+                 files._shown(ctx.workspace, files.resolve(ctx.workspace, download_path)))
         result: dict[str, Any] = {"url": _shown_url(fetched.url), "status": fetched.status,
                                   "content_type": fetched.content_type or None}
         if fetched.truncated:

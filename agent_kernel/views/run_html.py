@@ -338,8 +338,8 @@ def tool_html(entry: ToolData) -> str:
         sandbox = (approval.get("details") or {}).get("sandbox")
         if sandbox and approval.get("source") is None:
             body.append(f"<div class='ak-muted'>sandbox: {esc(sandbox)}</div>")
-        where = (approval.get("details") or {}).get("where")  # files/ on an object store
-        if isinstance(where, str) and where and approval.get("source") is None:
+        where = (approval.get("details") or {}).get("where")  # files/ on an object store:
+        if isinstance(where, str) and where:  # what was approved, also once answered
             body.append(f"<div class='ak-muted'>where: {esc(where)}</div>")
         body.append(f"<div class='agent-kernel-answered'>{esc(outcome(approval))}</div>")
     steps = plan_steps(entry["result"]) if entry["tool"] == "plan_create" \

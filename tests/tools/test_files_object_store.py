@@ -481,6 +481,11 @@ async def test_a_missing_bucket_and_a_dead_endpoint_are_one_sentence(
 
 @pytest.mark.cluster
 async def test_write_file_asks_and_the_card_says_where(store: Agent, server: S3Server) -> None:
+    from agent_kernel.views.mime import Transcript
+    from agent_kernel.views.run_html import html_of
+
+    transcript = Transcript(run_id="run_t")
+    store.bus.subscribe(transcript.feed)
     asked = person(store)
     record = await through_the_loop(store, "write_file", path="notes.txt", content="hi")
     assert record.success and stored(store, "notes.txt", server) == b"hi"
@@ -490,6 +495,8 @@ async def test_write_file_asks_and_the_card_says_where(store: Agent, server: S3S
                      f"(object store on {server.endpoint})")
     assert (question.details or {})["arguments"] == {"path": "notes.txt", "content": "hi",
                                                      "mode": "overwrite"}
+    shown = html_of(transcript.state())  # the saved card, as a notebook shows it
+    assert f"stored at s3://{BUCKET}/{prefix_of(store)}/notes.txt" in shown
 
 
 @pytest.mark.cluster
@@ -612,3 +619,90 @@ def test_local_files_import_no_object_store_library(tmp_path: Path) -> None:
                           timeout=120, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+# -- the magics and the CLI ----------------------------------------------------------------
+
+@pytest.mark.cluster
+async def test_agent_config_files_moves_and_back(server: S3Server, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from tool_helpers import loaded_magics
+
+    with loaded_magics(tmp_path / "ws") as magics:
+        magics.agent_config("--files s3://agent-files/magic --files-option "
+                            f"endpoint={server.endpoint} --files-option allow_http=true "
+                            "--files-option region=us-east-1")
+        out = capsys.readouterr().out
+        assert f"files: s3://agent-files/magic (allow_http=true, endpoint={server.endpoint}" in out
+        agent = magics.agent
+        assert agent.settings.files_uri == "s3://agent-files/magic"
+        assert (await call(agent, "write_file", path="m.txt", content="from the magic"))["ok"]
+        assert server.keys(BUCKET, "magic/") == ["magic/m.txt"]
+        magics.agent_config("--files-option aws_secret_access_key=hunter2secret")
+        said = capsys.readouterr()
+        assert "refused" in said.err and "hunter2secret" not in said.err + said.out
+        assert magics.agent is agent  # nothing changed
+        magics.agent_config("--files s3://k:hunter2secret@agent-files/x")
+        said = capsys.readouterr()
+        assert "user or password" in said.err and "hunter2secret" not in said.err + said.out
+        magics.agent_config("--files off")
+        assert "files: the workspace folder (files/)" in capsys.readouterr().out
+        assert magics.agent.settings.files_uri is None
+        assert (await call(magics.agent, "write_file", path="m.txt", content="local"))["ok"]
+        assert (tmp_path / "ws" / "files" / "m.txt").read_text() == "local"
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(120)
+def test_the_cli_run_writes_to_the_store(server: S3Server, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = {**os.environ, **FAKE_ENV}
+    env.pop(object_store.FILES_ENV_VAR, None)
+    options = [a for k, v in server.options.items() for a in ("--files-option", f"{k}={v}")]
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_kernel", "run", "write file cli.txt with from the cli",
+         "--workspace", str(tmp_path / "ws"), "--headless-approval", "allow",
+         "--files", "s3://agent-files/cli", *options],
+        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert server.keys(BUCKET, "cli/") == ["cli/cli.txt"]
+    assert not (tmp_path / "ws" / "files" / "cli.txt").exists()
+    refused_run = subprocess.run(
+        [sys.executable, "-m", "agent_kernel", "run", "hi", "--workspace", str(tmp_path / "ws"),
+         "--files", "s3://agent-files/cli", "--files-option", "aws_secret_access_key=hunter2"],
+        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert refused_run.returncode == 1 and "files option 'aws_secret_access_key' is refused" in (
+        refused_run.stderr) and "hunter2" not in refused_run.stderr
+
+
+# -- what else writes files/: a web download ----------------------------------------------
+
+@pytest.mark.cluster
+async def test_a_download_lands_on_the_store_only_when_whole(
+        store: Agent, server: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    from web_server import PNG, LocalSite
+
+    from agent_kernel.tools import web
+
+    monkeypatch.setattr(web, "LIMITS", web.WebToolLimits(allow_hosts=["127.0.0.1"]))
+    with LocalSite() as site:
+        result = await call(store, "url_fetch", url=site.url("/png"),
+                            download_path="img/tide.png")
+        assert result["path"] == "files/img/tide.png" and result["bytes"] == len(PNG)
+        assert stored(store, "img/tide.png", server) == PNG
+        assert (await call(store, "list_files", path="img"))["entries"] == [
+            {"name": "tide.png", "type": "file"}]
+        put(server, store, "keep.txt", b"precious")
+        with pytest.raises(ValueError, match="larger than max_bytes"):
+            await call(store, "url_fetch", url=site.url("/big"), download_path="keep.txt",
+                       max_bytes=100)
+        missing = await call(store, "url_fetch", url=site.url("/missing"),
+                             download_path="keep.txt")
+        assert missing["note"].startswith("not saved: the server answered 404")
+        assert stored(store, "keep.txt", server) == b"precious"
+        for path in ("s3://other-bucket/x", "file_state_dir/x.bin", "../ledger.jsonl"):
+            with pytest.raises((PermissionError, ValueError)):
+                await call(store, "url_fetch", url=site.url("/png"), download_path=path)
+    assert not (store.workspace.root / "files" / "img").exists()
