@@ -151,6 +151,9 @@ def _path(fs: Any, root: StoreRoot, key: str) -> str:
     """``bucket/key`` for fsspec, once s3fs is seen to read it back as exactly that bucket
     and key (a ``?versionId=`` or an ARN-like start would be parsed away otherwise)."""
     path = f"{root.bucket}/{key}"
+    if any(c == "\\" or ord(c) < 32 or ord(c) == 127 for c in key):
+        raise Refused("the path has a backslash or a control character, which some object "
+                      "stores read differently; use plain file names")
     if len(key.encode("utf-8")) > 1024:
         raise Refused("the path is too long for an object store (its key may have at most "
                          "1024 bytes)")

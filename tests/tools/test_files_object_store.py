@@ -334,6 +334,16 @@ async def test_a_prefix_sibling_is_out_of_reach(server: S3Server, tmp_path: Path
 
 
 @pytest.mark.cluster
+@pytest.mark.parametrize("path", ["..\\..\\x.txt", "a\\b.txt", "line\nbreak.txt", "tab\t.txt"])
+async def test_backslashes_and_control_characters_are_refused(store: Agent, server: S3Server,
+                                                              path: str) -> None:
+    before = every_key(server)
+    assert refused(await call(store, "write_file", path=path, content="x"),
+                   "backslash or a control character")
+    assert every_key(server) == before
+
+
+@pytest.mark.cluster
 @pytest.mark.parametrize("path", [".env?versionId=1", "notes.txt?versionId=abc",
                                   "x/../notes.txt?versionId=2"])
 async def test_a_version_query_cannot_reach_another_key(store: Agent, server: S3Server,
