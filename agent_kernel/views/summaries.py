@@ -87,6 +87,8 @@ def _write_file(arguments: JsonObject, result: object) -> str | None:
         return None
     verb = "added to" if result.get("mode") == "append" else "saved"
     path = result.get("path", arguments.get("path"))
+    if isinstance(result.get("stored_at"), str):  # files/ on an object store: say where
+        path = f"{path} ({result['stored_at']})"
     return f"{verb} {path} · {_count(result.get('bytes', 0), 'byte')}"
 
 

@@ -716,3 +716,12 @@ async def test_a_download_lands_on_the_store_only_when_whole(
             with pytest.raises((PermissionError, ValueError)):
                 await call(store, "url_fetch", url=site.url("/png"), download_path=path)
     assert not (store.workspace.root / "files" / "img").exists()
+
+
+def test_the_summary_says_where_a_file_was_stored() -> None:
+    from agent_kernel.views.summaries import summarise
+
+    assert summarise("write_file", {"path": "n.txt"}, {
+        "ok": True, "path": "files/n.txt", "bytes": 2, "mode": "overwrite",
+        "stored_at": "s3://b/p/n.txt"}, success=True, duration_ms=None) == (
+        "saved files/n.txt (s3://b/p/n.txt) · 2 bytes")
