@@ -122,6 +122,10 @@ async def test_write_then_read_and_append(agent: Agent, backend: str,
         "ok": True, "content": "hello wörld"}
     await call(agent, "write_file", path="notes/today.txt", content="new")
     assert stored(agent, "notes/today.txt", srv) == b"new"
+    assert (await call(agent, "write_file", path="empty.txt", content=""))["bytes"] == 0
+    assert await call(agent, "read_file", path="empty.txt") == {"ok": True, "content": ""}
+    assert (await call(agent, "write_file", path="empty.txt", content="a", mode="append"))["ok"]
+    assert stored(agent, "empty.txt", srv) == b"a"
     assert (agent.workspace.root / "files/notes/today.txt").exists() is (backend == "local")
 
 
