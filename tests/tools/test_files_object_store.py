@@ -729,3 +729,15 @@ def test_the_summary_says_where_a_file_was_stored() -> None:
         "ok": True, "path": "files/n.txt", "bytes": 2, "mode": "overwrite",
         "stored_at": "s3://b/p/n.txt"}, success=True, duration_ms=None) == (
         "saved files/n.txt (s3://b/p/n.txt) · 2 bytes")
+
+
+@pytest.mark.cluster
+async def test_no_credentials_is_one_sentence(server: S3Server, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    agent = store_agent(server, tmp_path / "ws", region="eu-west-3")  # a client of its own
+    result = await call(agent, "write_file", path="a.txt", content="x")
+    assert refused(result, "no credentials for s3://agent-files/", "set them in the environment")
