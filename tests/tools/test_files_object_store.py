@@ -369,6 +369,13 @@ async def test_absolute_paths_and_links_to_the_local_folder(store: Agent,
                             content="ok")
     assert wrote["ok"] is True and wrote["stored_at"].endswith(f"{prefix_of(store)}/abs.txt")
     assert stored(store, "abs.txt", server) == b"ok" and not (root / "files/abs.txt").exists()
+    for path in ("file_state_dir/../files/via_state.txt", "./x/../via_dot.txt",
+                 f"~/{os.path.relpath(root / 'files' / 'via_home.txt', Path.home())}"):
+        result = await call_tool(store, "write_file", path=path, content="where?")
+        assert result["ok"] is True and result["stored_at"].startswith(f"s3://{BUCKET}/"), path
+    assert {k.rsplit("/", 1)[-1] for k in server.keys(BUCKET, f"{prefix_of(store)}/")} >= {
+        "via_state.txt", "via_dot.txt", "via_home.txt"}
+    assert not list((root / "files").rglob("via_*"))  # nothing in the local folder
     (root / "state").mkdir(parents=True, exist_ok=True)
     (root / "files").mkdir(exist_ok=True)
     (root / "files" / "local.txt").write_text("the commands' folder")
