@@ -659,13 +659,14 @@ export function toolCard(
       if (typeof sandbox === 'string' && sandbox) {
         approval.appendChild(el('div', 'akl-quiet', `sandbox: ${sandbox}`));
       }
-      const where = entry.approval.details?.['where'];
-      if (typeof where === 'string' && where) {
-        approval.appendChild(el('div', 'akl-quiet', `where: ${where}`));
-      }
       approval.appendChild(answerControls(entry.approval, live));
     } else {
       approval.appendChild(outcomeLine(entry.approval, running));
+    }
+    // files/ on an object store: where the file goes, also once answered (as run_html.py)
+    const where = entry.approval.details?.['where'];
+    if (typeof where === 'string' && where) {
+      approval.appendChild(el('div', 'akl-quiet', `where: ${where}`));
     }
     body.appendChild(approval);
   }
