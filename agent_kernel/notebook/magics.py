@@ -136,8 +136,9 @@ class AgentMagics(Magics, Configurable):
                           ).tag(config=True)
     files_uri = Unicode("", help="The workspace's files/ at an object-store URI "
                         "(s3://bucket/prefix) that other kernels and Dask workers share ('' = "
-                        "$AGENT_KERNEL_FILES_URI, else the local folder); %agent_config --files "
-                        "URI. Credentials come from the environment, never from here."
+                        "$AGENT_KERNEL_FILES_URI, else the local folder; 'off': the local "
+                        "folder); %agent_config --files URI|off. Credentials come from the "
+                        "environment, never from here."
                         ).tag(config=True)
     files_options = Dict(value_trait=Unicode(), help="Storage options for files_uri (endpoint, "
                          "region, allow_http; no credential is accepted).").tag(config=True)
@@ -241,7 +242,7 @@ class AgentMagics(Magics, Configurable):
                                 tools_enabled=dict(self.tools_enabled),
                                 memory_uri=self.memory_uri or default_memory_uri(),
                                 memory_options=dict(self.memory_options),
-                                files_uri=self.files_uri or default_files_uri(),
+                                files_uri=self._files_uri(default_files_uri),
                                 files_options=dict(self.files_options))
             self._agent = Agent(model=self.model, workspace=self.workspace or None,
                                 settings=settings, user_tools=self.user_tools)
@@ -557,7 +558,7 @@ class AgentMagics(Magics, Configurable):
         from agent_kernel.core import object_store
 
         try:
-            chosen = (None if uri is None else "" if uri.strip().lower() in ("off", "local", "")
+            chosen = (None if uri is None else "off" if uri.strip().lower() in ("off", "local")
                       else object_store.check_files_uri(uri))
             parsed = dict(object_store.parse_option(o, "files", object_store.FILES_OPTIONS)
                           for o in options)
@@ -628,6 +629,13 @@ class AgentMagics(Magics, Configurable):
             return f"(refused) {exc}"
         return object_store.describe(uri, dict(self.memory_options))
 
+    def _files_uri(self, default: Callable[[], str | None]) -> str | None:
+        """The ``files_uri`` trait's URI: ``off`` is the local folder even when
+        ``$AGENT_KERNEL_FILES_URI`` is set, empty is that variable's (``default``)."""
+        if self.files_uri.strip().lower() == "off":
+            return None
+        return self.files_uri or default()
+
     def _files_words(self) -> str:
         from agent_kernel.core import object_store
 
@@ -636,7 +644,7 @@ class AgentMagics(Magics, Configurable):
             settings = self._agent.settings
             return object_store.describe(settings.files_uri, settings.files_options, local)
         try:
-            uri = self.files_uri or object_store.default_files_uri()
+            uri = self._files_uri(object_store.default_files_uri)
         except object_store.StoreConfigError as exc:
             return f"(refused) {exc}"
         return object_store.describe(uri, dict(self.files_options), local)

@@ -646,10 +646,14 @@ def test_local_files_import_no_object_store_library(tmp_path: Path) -> None:
 
 @pytest.mark.cluster
 async def test_agent_config_files_moves_and_back(server: S3Server, tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from tool_helpers import loaded_magics
 
+    monkeypatch.setenv(object_store.FILES_ENV_VAR, "s3://agent-files/from-the-environment")
     with loaded_magics(tmp_path / "ws") as magics:
+        magics.agent_config("")
+        assert "files: s3://agent-files/from-the-environment\n" in capsys.readouterr().out
         magics.agent_config("--files s3://agent-files/magic --files-option "
                             f"endpoint={server.endpoint} --files-option allow_http=true "
                             "--files-option region=us-east-1")
@@ -666,7 +670,7 @@ async def test_agent_config_files_moves_and_back(server: S3Server, tmp_path: Pat
         magics.agent_config("--files s3://k:hunter2secret@agent-files/x")
         said = capsys.readouterr()
         assert "user or password" in said.err and "hunter2secret" not in said.err + said.out
-        magics.agent_config("--files off")
+        magics.agent_config("--files off")  # off even with $AGENT_KERNEL_FILES_URI set
         assert "files: the workspace folder (files/)" in capsys.readouterr().out
         assert magics.agent.settings.files_uri is None
         assert (await call(magics.agent, "write_file", path="m.txt", content="local"))["ok"]
