@@ -57,11 +57,17 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
                              "(tcp://HOST:PORT; see docs/scale.md)")
     parser.add_argument("--files", default=None, metavar="URI",
                         help="the workspace's files/ at an object-store URI, e.g. "
-                             "s3://bucket/prefix (default: $AGENT_KERNEL_FILES_URI, else the "
-                             "local folder); credentials come from the environment")
+                             "s3://bucket/prefix, or off (default: $AGENT_KERNEL_FILES_URI, "
+                             "else the local folder); credentials come from the environment")
     parser.add_argument("--files-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a storage option for --files: endpoint, region, allow_http")
     return parser
+
+
+def _files_uri(given: str) -> str | None:
+    """``--files``: a URI, or ``off`` (the local folder, whatever $AGENT_KERNEL_FILES_URI
+    says; without ``--files`` that variable decides)."""
+    return None if given.strip().lower() in ("off", "local") else given
 
 
 def said_already() -> bool:
@@ -80,6 +86,8 @@ def said_already() -> bool:
 
 def main(args: argparse.Namespace) -> int:
     """Run the prompt; 0 on success, 1 on an error."""
+    import dataclasses
+
     from agent_kernel.app import Agent
     from agent_kernel.core import object_store
     from agent_kernel.core.config import Settings
@@ -91,8 +99,9 @@ def main(args: argparse.Namespace) -> int:
                      for o in args.files_option)
         settings = Settings(tool_timeout=args.tool_timeout, max_tool_calls=args.max_tool_calls,
                             api_base=args.api_base, headless_approval=args.headless_approval,
-                            files_options=files, **({"files_uri": args.files}
-                                                    if args.files else {}))
+                            files_options=files)
+        if args.files:
+            settings = dataclasses.replace(settings, files_uri=_files_uri(args.files))
         if args.cluster and not args.team:
             raise ValueError("--cluster is where the team's Workers run: add --team")
         if args.team:
