@@ -348,6 +348,14 @@ async def test_backslashes_and_control_characters_are_refused(store: Agent, serv
 
 
 @pytest.mark.cluster
+async def test_a_key_longer_than_s3_allows_is_refused(store: Agent, server: S3Server) -> None:
+    before = every_key(server)
+    assert refused(await call(store, "write_file", path="é" * 520, content="x"),
+                   "at most 1024 bytes")
+    assert every_key(server) == before
+
+
+@pytest.mark.cluster
 @pytest.mark.parametrize("path", [".env?versionId=1", "notes.txt?versionId=abc",
                                   "x/../notes.txt?versionId=2"])
 async def test_a_version_query_cannot_reach_another_key(store: Agent, server: S3Server,
