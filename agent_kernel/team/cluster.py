@@ -75,6 +75,8 @@ STOP_GRACE = 3.0
 """How long a stopped remote run may take to end before its Dask task is cancelled."""
 CHECK_EVERY = 1.0
 """How often the scheduler is asked which workers are alive while remote runs are out."""
+PUT_PATIENCE = 5.0
+"""How long a message to a worker waits for its reply queue to be made."""
 HEAD_MAX = 512
 """Where a worker's text must name its run by (the run's key, then a newline)."""
 RELEASE_AFTER = 0.5
@@ -277,12 +279,27 @@ class Cluster:
                           "body": {"to": message["seq"], "go": False,
                                    "why": "this run has ended"}}
         try:
-            await self.client.scheduler.queue_put(name=target, data=reply)
+            await self.put(str(target), reply)
         except Exception:
             log.debug("could not refuse a rerun of %s", message["run"])
             return
         if release and isinstance(target, str):
             self.client._send_to_scheduler({"op": "queue_release", "name": target})
+
+    async def put(self, queue: str, message: Message) -> None:
+        """Put a message on a run's reply queue (on the client's loop). The worker makes
+        that queue while its first request travels, so the queue may not be there yet
+        for a moment: then it is tried again, for up to :data:`PUT_PATIENCE`."""
+        deadline, pause = asyncio.get_running_loop().time() + PUT_PATIENCE, 0.002
+        while True:
+            try:
+                await self.client.scheduler.queue_put(name=queue, data=message)
+                return
+            except KeyError:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(pause)
+                pause = min(2 * pause, 0.5)
 
     # -- releasing ended runs -------------------------------------------------------------
     def retire(self, queues: list[str], future: Any) -> None:
@@ -489,11 +506,10 @@ class RemoteRun:
         ``seq``)."""
         self.sent += 1
         message = Message(run=self.key, seq=self.sent, type=kind, body=body)
-        client, target = self.cluster.client, self.reply_to
-        if self.cluster.lost is not None or target is None:
-            return
-        future = self.cluster.call(lambda: client.scheduler.queue_put(name=target,
-                                                                        data=message))
+        cluster, target = self.cluster, self.reply_to
+        if cluster.lost is not None or target is None or self.ended.done():
+            return  # (an ended run's worker is gone, or refused, or its Dask task cancelled)
+        future = cluster.call(lambda: cluster.put(target, message))
         future.add_done_callback(lambda f: f.cancelled() or f.exception())
 
     def reply(self, message: Message, body: WireBody) -> None:

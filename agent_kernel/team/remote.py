@@ -156,8 +156,10 @@ LEFT_OUT = ("wait_for_message",)
 """Not offered on a worker: waiting for a message suspends the task on the kernel's board."""
 
 EVENT_LINGER = 0.005
-"""How long events alone wait to be sent, for the request behind them to go in the same
-``queue_put`` (a put of events ahead of a request delays it by a round trip)."""
+"""How long events and records alone wait to be sent, for the request behind them to go in
+the same ``queue_put`` (a put of them ahead of a request delays it by a round trip)."""
+NO_ANSWER = ("event", "record")
+"""What the worker sends and waits for no answer to."""
 
 
 SchemaCache = dict[SchemaKey, list[ToolSchema]]
@@ -289,8 +291,8 @@ class WorkerChannel:
 
     async def sender(self) -> None:
         """Put the messages on the team's inbox in order: those waiting together go as one
-        JSON text in one ``queue_put`` (events wait up to :data:`EVENT_LINGER` for the
-        request behind them, so they do not cost a round trip ahead of it)."""
+        JSON text in one ``queue_put`` (events and records wait up to :data:`EVENT_LINGER`
+        for the request behind them, so they do not cost a round trip ahead of it)."""
         while True:
             batch = [await self.outgoing.get()]
             deadline = self.loop.time() + EVENT_LINGER
@@ -298,7 +300,7 @@ class WorkerChannel:
                 while not self.outgoing.empty():
                     batch.append(self.outgoing.get_nowait())
                 left = deadline - self.loop.time()
-                if left <= 0 or any(m["type"] != "event" for m in batch):
+                if left <= 0 or any(m["type"] not in NO_ANSWER for m in batch):
                     break
                 try:
                     batch.append(await asyncio.wait_for(self.outgoing.get(), left))
@@ -351,8 +353,14 @@ class WorkerChannel:
         return Message(run=message["run"], seq=message["seq"], type="event",
                        body=event_body(Notice(self.spec["run_id"], why, level="error")))
 
-    async def reader(self) -> None:
-        """Take the kernel's messages: replies wake their request; a stop stops the run."""
+    async def reader(self, made: asyncio.Future[Any]) -> None:
+        """Take the kernel's messages, once their queue is made: replies wake their
+        request; a stop stops the run."""
+        try:
+            await made
+        except Exception as exc:
+            self._break(exc)
+            return
         while True:
             try:
                 got = await self.scheduler.queue_get(name=self.reply_queue, timeout=None)
@@ -574,14 +582,15 @@ async def run_remote(spec: RemoteSpec) -> dict[str, str]:
 
     worker = get_worker()
     reply_queue = f"{spec['outbox']}@{worker.address}"
+    # Made while the agent is built and its first request goes: the kernel's answer waits
+    # for the queue if it comes first (Cluster.put).
     made = asyncio.ensure_future(worker.scheduler.queue_create(name=reply_queue, maxsize=0))
     helpers: list[asyncio.Future[Any]] = [made]
     try:
         channel = WorkerChannel(spec, worker.scheduler, reply_queue)
-        agent = build_agent(spec, channel)  # while the queue is made
-        await made
+        agent = build_agent(spec, channel)
         helpers += [asyncio.create_task(channel.sender()),
-                    asyncio.create_task(channel.reader())]
+                    asyncio.create_task(channel.reader(made))]
         channel.send("hello", {"worker": worker.address, "pid": os.getpid(),
                                "reply_to": reply_queue})
         run_id = spec["run_id"]
