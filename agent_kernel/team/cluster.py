@@ -12,9 +12,11 @@ one chain in their order (per-run sequence numbers: a duplicate is dropped, a ga
 ends the run) and acknowledged once on disk, its approvals go to the Teller's
 channel, and the kernel's tools run on the twin.
 
-Every call to Dask goes through the client's own loop (``client.scheduler``'s queue
-handlers, from this loop with :meth:`Cluster.call`): the kernel's loop never
-blocks on the network. Faults: a worker that dies mid-run ends the run
+The channel's queue calls go on the kernel's loop, over that loop's own connection to
+the scheduler (:meth:`Cluster.scheduler_here`, with the client's security): no hop to
+the client's thread and back for each message, and the kernel's loop never blocks on
+the network (every call is awaited). Submissions, cancels and queue releases go through
+the client. Faults: a worker that dies mid-run ends the run
 ``interrupted`` (and it runs once more when the ledger holds no side effect of it);
 the scheduler going away ends every remote run ``interrupted``, says so on the
 team's bus, and later Worker tasks run in this kernel. ``distributed`` is imported
@@ -148,7 +150,10 @@ class Cluster:
         self.bus_notice: Callable[[str], None] | None = None
         """Told, on the kernel's loop, when the scheduler went away (the team says so)."""
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._pump: Any = None
+        self._pump: asyncio.Task[None] | None = None
+        """The inbox's reader, on the kernel's loop (a new loop reads a new inbox)."""
+        self._rpc: Any = None
+        self._rpc_loop: asyncio.AbstractEventLoop | None = None
         self._starting: asyncio.Task[None] | None = None
         self._retired: list[tuple[list[str], Any]] = []
         """Ended runs' queue names and Dask futures, released together (:meth:`retire`)."""
@@ -158,9 +163,20 @@ class Cluster:
 
     # -- Dask, from the kernel's loop -------------------------------------------------
     def call(self, make: Callable[[], Coroutine[Any, Any, T]]) -> asyncio.Future[T]:
-        """Run ``make()`` on the client's loop; awaitable from the running loop."""
-        loop = self.client.loop.asyncio_loop
-        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(make(), loop))
+        """Run ``make()`` on the running loop (the kernel's), as a task of its own."""
+        return asyncio.ensure_future(make())
+
+    def scheduler_here(self) -> Any:
+        """The running loop's own connection to the scheduler (distributed's ``rpc``, with
+        the client's security): the channel's queue calls go on the kernel's loop, with no
+        hop to the client's thread and back for each message."""
+        loop = asyncio.get_running_loop()
+        if self._rpc is None or self._rpc_loop is not loop:
+            from distributed.core import rpc
+
+            self._rpc, self._rpc_loop = rpc(self.address,
+                                            connection_args=self.client.connection_args), loop
+        return self._rpc
 
     @property
     def dashboard(self) -> str | None:
@@ -182,29 +198,38 @@ class Cluster:
         await asyncio.shield(self._starting)
 
     async def _start(self) -> None:
-        if self._pump is not None:
+        loop = asyncio.get_running_loop()
+        if self._pump is not None and self._pump.get_loop() is loop and not self._pump.done():
             return
+        # A new loop (a CLI's or a test's next ``asyncio.run``) reads an inbox of its own:
+        # the last loop's reader may still wait on the scheduler for the old one.
+        old = self.inbox if self._pump is not None else None
+        inbox = f"agent-kernel-{uuid.uuid4().hex[:12]}-inbox" if old else self.inbox
         try:
-            await asyncio.wait_for(self.call(lambda: self.client.scheduler.queue_create(
-                name=self.inbox, maxsize=0)), 10)
+            await asyncio.wait_for(self.scheduler_here().queue_create(name=inbox,
+                                                                      maxsize=0), 10)
         except Exception as exc:
             self.lost = f"the Dask scheduler at {self.address} cannot be reached ({exc})"
             raise ClusterLost(self.lost) from exc
-        self._pump = asyncio.run_coroutine_threadsafe(
-            self._read_inbox(), self.client.loop.asyncio_loop)
+        if old is not None:
+            self.client.loop.add_callback(self._send_releases, [old])
+        self.inbox = inbox
+        self._pump = loop.create_task(self._read_inbox(inbox))
 
-    async def _read_inbox(self) -> None:
-        """On the client's loop: hand each message to its run (a scheduler that went away
+    async def _read_inbox(self, inbox: str) -> None:
+        """On the kernel's loop: hand each message to its run (a scheduler that went away
         ends every run); dead workers are watched beside it."""
-        scheduler = self.client.scheduler
+        scheduler = self.scheduler_here()
         watch = asyncio.ensure_future(self._watch_workers())
         try:
             while self.lost is None:  # one text at a time: at most the cap in memory
-                self._take(await scheduler.queue_get(name=self.inbox, timeout=None))
+                self._take(await scheduler.queue_get(name=inbox, timeout=None))
         except Exception as exc:  # the scheduler is gone (or broken): say so once
             self._lose_all(exc)
         finally:
             watch.cancel()
+            with contextlib.suppress(Exception):  # this loop's connections go with it
+                await scheduler.close_rpc()
 
     async def _watch_workers(self) -> None:
         """Each second, end the runs whose worker the scheduler no longer has."""
@@ -214,7 +239,7 @@ class Cluster:
                 continue
             try:
                 known = await asyncio.wait_for(
-                    self.client.scheduler.identity(n_workers=-1), 10)
+                    self.scheduler_here().identity(n_workers=-1), 10)
             except Exception as exc:
                 self._lose_all(exc)
                 return
@@ -256,7 +281,7 @@ class Cluster:
     def _hand_on(self, message: Message) -> None:
         run = self.runs.get(str(message.get("run")))
         if run is not None:
-            run.soon(run.receive, message)
+            run.receive(message)  # on its loop: the inbox is read there
         elif message.get("type") == "hello":  # a rerun Dask made of an ended run
             _ = asyncio.ensure_future(self.refuse(message))
 
@@ -293,7 +318,7 @@ class Cluster:
         deadline, pause = asyncio.get_running_loop().time() + PUT_PATIENCE, 0.002
         while True:
             try:
-                await self.client.scheduler.queue_put(name=queue, data=message)
+                await self.scheduler_here().queue_put(name=queue, data=message)
                 return
             except KeyError:
                 if asyncio.get_running_loop().time() > deadline:
@@ -338,7 +363,8 @@ class Cluster:
         for run in list(self.runs.values()):  # none is left waiting for a word
             run.soon(run.lose, self.lost)
         if self._pump is not None:
-            self._pump.cancel()
+            with contextlib.suppress(RuntimeError):  # its loop has closed
+                self._pump.cancel()
         if self.owned:
             self.client.close()
 
@@ -638,7 +664,7 @@ class RemoteRun:
         """Ask the scheduler which worker runs this run's Dask task: what the board shows
         and the ledger says (``ran_on``) is the scheduler's word; the worker's own, when it
         differs or the scheduler does not confirm it, is kept beside it (``ran_on_said``)."""
-        scheduler = self.cluster.client.scheduler
+        scheduler = self.cluster.scheduler_here()
         said = self.said
 
         async def ask() -> dict[str, list[str]]:
@@ -649,7 +675,7 @@ class RemoteRun:
             return found
 
         try:
-            found = await asyncio.wait_for(self.cluster.call(ask), 10)
+            found = await asyncio.wait_for(ask(), 10)
         except Exception as exc:
             log.debug("could not ask the scheduler where %s runs: %s", self.key, exc)
             self.checked = False

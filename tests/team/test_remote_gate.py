@@ -148,6 +148,9 @@ class FakeCluster:
 
         return asyncio.ensure_future(make())
 
+    def scheduler_here(self) -> Any:
+        return self.client.scheduler
+
     async def refuse(self, message: dict[str, Any], release: bool = True) -> None:
         self.refused.append(message)
 
