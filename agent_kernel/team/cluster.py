@@ -283,7 +283,9 @@ class Cluster:
         if run is not None:
             run.receive(message)  # on its loop: the inbox is read there
         elif message.get("type") == "hello":  # a rerun Dask made of an ended run
-            _ = asyncio.ensure_future(self.refuse(message))
+            target = str(message["body"].get("reply_to"))
+            if target.startswith(f"{self.inbox}-{message.get('run')}@"):  # its own queue
+                _ = asyncio.ensure_future(self.refuse(message))
 
     def _lose_all(self, exc: BaseException) -> None:
         if self.lost is not None:
@@ -605,6 +607,9 @@ class RemoteRun:
         if kind == "hello":
             self.said = self.worker = str(body.get("worker"))
             self.pid = body.get("pid") if isinstance(body.get("pid"), int) else None
+            if body.get("reply_to") != f"{self.outbox}@{self.said}":
+                self.fail("its hello named a reply queue that is not this run's")
+                return
             self.reply_to = str(body.get("reply_to"))
             if self.ended.done() or self.stopping:  # stopped (or lost) before it started
                 self.cluster.call(lambda: self.cluster.refuse(message, release=False))
@@ -612,6 +617,7 @@ class RemoteRun:
                     self.ended.set_result({"outcome": {
                         "status": "cancelled", "error": "The run was stopped."}})
                 return
+            self.reply(message, {"go": True})  # it does not wait for this: its watchdog does
             self.cluster.where[self.task.id] = where_words(self.worker, said=self.said)
             self.supervisor.board.changed(self.task)
             self.verified = self.loop.create_task(self._verify())

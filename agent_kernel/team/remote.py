@@ -155,6 +155,9 @@ class RemoteSpec(TypedDict):
 LEFT_OUT = ("wait_for_message",)
 """Not offered on a worker: waiting for a message suspends the task on the kernel's board."""
 
+HELLO_WAIT = 30.0
+"""How long a run goes on without the kernel's answer to its ``hello`` (the kernel answers
+at once; a run whose kernel does not read its inbox stops then, it does not hang)."""
 EVENT_LINGER = 0.005
 """How long events and records alone wait to be sent, for the request behind them to go in
 the same ``queue_put`` (a put of them ahead of a request delays it by a round trip)."""
@@ -255,6 +258,8 @@ class WorkerChannel:
         self.cap = spec["settings"].cluster_message_cap
         self.refused: str | None = None
         """Why the kernel would not let this run start (a rerun of an ended attempt)."""
+        self.greeted = asyncio.Event()
+        """The kernel answered ``hello``."""
         self.loop = asyncio.get_running_loop()
         self.thread = threading.get_ident()
         self.seq = 0
@@ -262,6 +267,7 @@ class WorkerChannel:
         self.waiting: dict[int, asyncio.Future[WireBody]] = {}
         self.stop_run: Any = None
         self.broken: BaseException | None = None
+        self.why_broken = ""
 
     def send(self, kind: MessageType, body: WireBody) -> int:
         """Queue a message (in order, after every earlier one); its sequence number (-1:
@@ -278,7 +284,7 @@ class WorkerChannel:
                       timeout: float | None = None) -> WireBody:
         """Send a request and wait for the kernel's reply."""
         if self.broken is not None:
-            raise RemoteError(f"the kernel cannot be reached: {self.broken}")
+            raise RemoteError(self.why_broken)
         future: asyncio.Future[WireBody] = self.loop.create_future()
         self.waiting[self.send(kind, body)] = future
         return await asyncio.wait_for(future, timeout)
@@ -373,6 +379,9 @@ class WorkerChannel:
                 if self.stop_run is not None:
                     self.stop_run()
                 continue
+            if message["body"].get("go") is True:
+                self.greeted.set()
+                continue
             if message["body"].get("go") is False:  # a rerun of an ended attempt: no start
                 self.refused = str(message["body"].get("why") or "the run has ended")
                 self._break(RuntimeError(self.refused))
@@ -383,10 +392,20 @@ class WorkerChannel:
             if future is not None and not future.done():
                 future.set_result(message["body"])
 
+    async def watch_hello(self) -> None:
+        """Stop the run when the kernel has not answered ``hello`` in :data:`HELLO_WAIT`."""
+        try:
+            await asyncio.wait_for(self.greeted.wait(), HELLO_WAIT)
+        except asyncio.TimeoutError:
+            self.refused = f"it did not answer in {HELLO_WAIT:g} s"
+            self._break(RuntimeError(self.refused))
+            if self.stop_run is not None:
+                self.stop_run()
+
     def _break(self, exc: BaseException) -> None:
         self.broken = exc
-        why = f"the kernel did not let this run start: {self.refused}" if self.refused \
-            else f"the kernel cannot be reached: {exc}"
+        why = self.why_broken = f"the kernel did not let this run start: {self.refused}" \
+            if self.refused else f"the kernel cannot be reached: {exc}"
         for future in self.waiting.values():
             if not future.done():
                 future.set_exception(RemoteError(why))
@@ -590,7 +609,8 @@ async def run_remote(spec: RemoteSpec) -> dict[str, str]:
         channel = WorkerChannel(spec, worker.scheduler, reply_queue)
         agent = build_agent(spec, channel)
         helpers += [asyncio.create_task(channel.sender()),
-                    asyncio.create_task(channel.reader(made))]
+                    asyncio.create_task(channel.reader(made)),
+                    asyncio.create_task(channel.watch_hello())]
         channel.send("hello", {"worker": worker.address, "pid": os.getpid(),
                                "reply_to": reply_queue})
         run_id = spec["run_id"]

@@ -142,6 +142,7 @@ class FakeCluster:
         self.message_cap = Settings().cluster_message_cap
         self.client = SimpleNamespace(scheduler=FakeScheduler(processing or {}))
         self.refused: list[dict[str, Any]] = []
+        self.sent: list[tuple[str, dict[str, Any]]] = []
 
     def call(self, make: Any) -> Any:
         import asyncio
@@ -153,6 +154,9 @@ class FakeCluster:
 
     async def refuse(self, message: dict[str, Any], release: bool = True) -> None:
         self.refused.append(message)
+
+    async def put(self, queue: str, message: dict[str, Any]) -> None:
+        self.sent.append((queue, message))
 
     def take(self, text: object) -> None:
         from agent_kernel.team.cluster import Cluster
@@ -179,7 +183,7 @@ async def settle() -> None:
 
 def hello(run: RemoteRun, worker: str, seq: int = 1) -> dict[str, Any]:
     return {"run": run.key, "seq": seq, "type": "hello",
-            "body": {"worker": worker, "pid": 4242, "reply_to": f"replies@{worker}"}}
+            "body": {"worker": worker, "pid": 4242, "reply_to": f"{run.outbox}@{worker}"}}
 
 
 async def test_a_workers_message_over_the_cap_is_not_read_and_ends_its_run_in_words(tmp_path):
@@ -259,7 +263,8 @@ async def test_a_record_too_large_to_send_ends_the_run_at_its_next_request(tmp_p
                  "body": {"error": "A record message of 9 bytes was not sent"}})
     run.receive({"run": run.key, "seq": 3, "type": "model", "body": {"messages": []}})
     await settle()
-    [(seq, answer)] = answers
+    [(seq, answer)] = [(seq, a) for seq, a in answers if "go" not in a]
+    assert answers[0] == (1, {"go": True})  # hello is answered at once
     assert seq == 3 and "could not record" in answer["error"] and "not sent" in answer["error"]
     run.receive({"run": run.key, "seq": 4, "type": "done",
                  "body": {"outcome": {"status": "ok", "reply": "all fine"}}})
@@ -276,6 +281,8 @@ async def test_where_a_run_is_is_the_schedulers_word_not_the_workers(tmp_path):
     assert "as the worker says; not yet checked" in cluster.where[run.task.id]
     await settle()
     assert run.worker == real and run.said == liar and run.checked is False
+    [(queue, answer)] = cluster.sent  # its hello is answered at its own queue
+    assert queue == f"{run.outbox}@{liar}" and answer["body"] == {"go": True, "to": 1}
     assert cluster.where[run.task.id] == ("on the cluster, worker 127.0.0.1:40001 (the "
                                           "scheduler's word; the worker said 10.0.0.9:1)")
     assert cluster.client.scheduler.asked == [[liar], None]  # unknown there: asked of all
@@ -332,3 +339,43 @@ def test_the_cap_is_a_setting_with_a_floor():
     assert Settings().cluster_message_cap == 16 * 2**20
     with pytest.raises(ValueError, match="cluster_message_cap must be at least 65536"):
         Settings(cluster_message_cap=1000)
+
+
+async def test_a_hello_cannot_send_the_kernels_answers_to_another_runs_queue(tmp_path):
+    cluster = FakeCluster()
+    run = cluster_run(tmp_path, cluster)
+    other = cluster_run(tmp_path / "other", cluster)
+    forged = hello(run, "tcp://127.0.0.1:1")
+    forged["body"]["reply_to"] = f"{other.outbox}@tcp://127.0.0.1:1"
+    run.receive(forged)
+    await settle()
+    assert run.reply_to is None and run.failed and run.ended.done()
+    # a hello for a run that is not (or no longer) there is refused only at its own queue
+    cluster.runs.clear()
+    from agent_kernel.team.cluster import Cluster
+
+    stray = {**forged, "run": "ended-task#1"}
+    Cluster._hand_on(cluster, stray)  # type: ignore[arg-type]
+    await settle()
+    assert cluster.refused == []
+    own = {**stray, "body": {**stray["body"], "reply_to": "inbox-ended-task#1@tcp://x:1"}}
+    Cluster._hand_on(cluster, own)  # type: ignore[arg-type]
+    await settle()
+    assert cluster.refused == [own]
+
+
+async def test_a_run_whose_hello_is_not_answered_stops_and_does_not_hang(monkeypatch):
+    from agent_kernel.team import remote
+
+    monkeypatch.setattr(remote, "HELLO_WAIT", 0.05)
+    spec: Any = {"run": "t1#1", "run_id": "run_1", "settings": Settings(), "inbox": "inbox"}
+    channel = remote.WorkerChannel(spec, None, "replies")
+    stopped: list[bool] = []
+    channel.stop_run = lambda: stopped.append(True)
+    await channel.watch_hello()
+    assert stopped == [True] and channel.refused == "it did not answer in 0.05 s"
+    try:
+        await channel.request("model", {"messages": []})
+        raise AssertionError("a request went out")
+    except remote.RemoteError as exc:
+        assert str(exc) == "the kernel did not let this run start: it did not answer in 0.05 s"
