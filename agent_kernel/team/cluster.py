@@ -77,6 +77,9 @@ STOP_GRACE = 3.0
 """How long a stopped remote run may take to end before its Dask task is cancelled."""
 CHECK_EVERY = 1.0
 """How often the scheduler is asked which workers are alive while remote runs are out."""
+GREET_AFTER = 1.0
+"""When the kernel answers a run's ``hello`` if nothing else went to the worker before (any
+message from the kernel tells the worker it is heard)."""
 PUT_PATIENCE = 5.0
 """How long a message to a worker waits for its reply queue to be made."""
 HEAD_MAX = 512
@@ -617,7 +620,7 @@ class RemoteRun:
                     self.ended.set_result({"outcome": {
                         "status": "cancelled", "error": "The run was stopped."}})
                 return
-            self.reply(message, {"go": True})  # it does not wait for this: its watchdog does
+            self.loop.call_later(GREET_AFTER, self._greet, message)
             self.cluster.where[self.task.id] = where_words(self.worker, said=self.said)
             self.supervisor.board.changed(self.task)
             self.verified = self.loop.create_task(self._verify())
@@ -632,6 +635,12 @@ class RemoteRun:
             self._in_turn(self._done, body)
         else:
             self._serve(self._answer(message))
+
+    def _greet(self, hello: Message) -> None:
+        """Answer ``hello`` when nothing else has gone to the worker since (its first model
+        call is slow): a worker that hears nothing in ``remote.HELLO_WAIT`` stops."""
+        if self.sent == 0 and not self.ended.done():
+            self.reply(hello, {"go": True})
 
     def _emit(self, made: Event) -> None:
         event = self._vetted(made)

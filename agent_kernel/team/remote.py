@@ -156,8 +156,9 @@ LEFT_OUT = ("wait_for_message",)
 """Not offered on a worker: waiting for a message suspends the task on the kernel's board."""
 
 HELLO_WAIT = 30.0
-"""How long a run goes on without the kernel's answer to its ``hello`` (the kernel answers
-at once; a run whose kernel does not read its inbox stops then, it does not hang)."""
+"""How long a run goes on without a word from the kernel after its ``hello`` (a reply, or
+the kernel's answer to ``hello`` when its first model call takes a while): a run whose
+kernel does not read its inbox stops then, it does not hang."""
 EVENT_LINGER = 0.005
 """How long events and records alone wait to be sent, for the request behind them to go in
 the same ``queue_put`` (a put of them ahead of a request delays it by a round trip)."""
@@ -375,12 +376,13 @@ class WorkerChannel:
                 return
             message: Message = got["value"] if isinstance(got, dict) and "value" in got \
                 else got
+            if message["body"].get("go") is not False:
+                self.greeted.set()  # any word from the kernel answers hello
             if message.get("type") == "stop":
                 if self.stop_run is not None:
                     self.stop_run()
                 continue
             if message["body"].get("go") is True:
-                self.greeted.set()
                 continue
             if message["body"].get("go") is False:  # a rerun of an ended attempt: no start
                 self.refused = str(message["body"].get("why") or "the run has ended")
