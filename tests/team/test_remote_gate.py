@@ -381,3 +381,76 @@ async def test_a_run_whose_hello_is_not_answered_stops_and_does_not_hang(monkeyp
         raise AssertionError("a request went out")
     except remote.RemoteError as exc:
         assert str(exc) == "the kernel did not let this run start: it did not answer in 0.05 s"
+
+
+async def test_a_record_sent_without_waiting_is_on_disk_before_anything_after_it(tmp_path):
+    """The worker does not wait for its records; the kernel writes each before it serves
+    the run's next request (the model would read the tool's result), emits its next event
+    (which shows the kernel's copy of the record) or takes its end."""
+    import asyncio
+
+    from agent_kernel.core.events import LedgerRecorded, ToolCallFinished
+    from agent_kernel.engine.models import FunctionModel, ModelRequest, ModelTurn
+
+    cluster = FakeCluster()
+    run = cluster_run(tmp_path, cluster)
+    ledger = run.agent.ledger
+    slow_append = ledger.append_async
+
+    async def slow(records: Any) -> Any:
+        await asyncio.sleep(0.05)  # a slow disk: everything after must wait for it
+        return await slow_append(records)
+
+    ledger.append_async = slow  # type: ignore[method-assign]
+    seen: list[str] = []
+
+    def model(request: ModelRequest) -> ModelTurn:
+        seen.append(f"model after {len(ledger.records())} record(s)")
+        return ModelTurn(text="ok")
+
+    run.agent.chat_model = FunctionModel(model)
+    shown: list[Any] = []
+    run.agent.bus.subscribe(shown.append)
+    answers: list[tuple[int, dict[str, Any]]] = []
+    run.reply = lambda message, body: answers.append((message["seq"], body))  # type: ignore
+    sent = {"kind": "tool_call", "record_id": "rec_worker_1", "tool_name": "echo",
+            "arguments": {"text": "hi"}, "result": "hi", "success": True}
+    from agent_kernel.team.remote import event_body
+
+    run.receive(hello(run, "tcp://127.0.0.1:1"))
+    run.receive({"run": run.key, "seq": 2, "type": "record", "body": {"records": [sent]}})
+    run.receive({"run": run.key, "seq": 3, "type": "event", "body": event_body(
+        ToolCallFinished(run.task.run_id, "c1", "echo", {}, "hi", True, None, 1,
+                         record=sent))})
+    run.receive({"run": run.key, "seq": 4, "type": "model", "body": {"messages": [
+        {"role": "user", "content": "go on"}]}})
+    run.receive({"run": run.key, "seq": 5, "type": "done",
+                 "body": {"outcome": {"status": "ok", "reply": "ok"}}})
+    assert not run.ended.done() and seen == [] and shown == []  # all wait for the write
+    await asyncio.wait_for(asyncio.shield(run.ended), 5)
+    for _ in range(50):
+        if answers:
+            break
+        await asyncio.sleep(0.01)
+    assert seen == ["model after 1 record(s)"] and [seq for seq, _ in answers] == [4]
+    [record] = ledger.records()
+    finished = [e for e in shown if isinstance(e, ToolCallFinished)]
+    assert finished and finished[0].record == {**record}  # the kernel's copy, by the id sent
+    assert record["record_id"] != "rec_worker_1" and not [
+        e for e in shown if isinstance(e, LedgerRecorded) and e.record.get("kind") != "tool_call"]
+
+
+async def test_a_run_stopped_before_its_hello_is_refused_when_it_says_it(tmp_path):
+    from agent_kernel.core.events import RunError
+
+    cluster = FakeCluster()
+    run = cluster_run(tmp_path, cluster)
+    errors: list[RunError] = []
+    run.agent.bus.subscribe(lambda e: errors.append(e) if isinstance(e, RunError) else None)
+    body = await run._stop()  # no hello yet: nothing to send a stop to
+    assert body["outcome"]["status"] == "cancelled" and cluster.sent == []
+    assert [e.kind for e in errors] == ["cancelled"]
+    late = hello(run, "tcp://127.0.0.1:1")
+    run.receive(late)
+    await settle()
+    assert cluster.refused == [late]
