@@ -302,8 +302,8 @@ class Cluster:
 
     async def refuse(self, message: Message, release: bool = True) -> None:
         """Tell a run that says ``hello`` for an attempt that has ended (a rerun Dask made
-        after a worker died, a run stopped before it started) not to start, on the
-        client's loop; its reply queue goes then (the refusal is read before that)."""
+        after a worker died, a run stopped before it started) not to start; its reply queue
+        goes then (the refusal is read before that)."""
         target = message["body"].get("reply_to")
         reply: Message = {"run": message["run"], "seq": 0, "type": "reply",
                           "body": {"to": message["seq"], "go": False,
@@ -313,11 +313,11 @@ class Cluster:
         except Exception:
             log.debug("could not refuse a rerun of %s", message["run"])
             return
-        if release and isinstance(target, str):
-            self.client._send_to_scheduler({"op": "queue_release", "name": target})
+        if release and isinstance(target, str):  # through the client, on its loop
+            self.client.loop.add_callback(self._send_releases, [target])
 
     async def put(self, queue: str, message: Message) -> None:
-        """Put a message on a run's reply queue (on the client's loop). The worker makes
+        """Put a message on a run's reply queue, from the kernel's loop. The worker makes
         that queue while its first request travels, so the queue may not be there yet
         for a moment: then it is tried again, for up to :data:`PUT_PATIENCE`."""
         deadline, pause = asyncio.get_running_loop().time() + PUT_PATIENCE, 0.002
