@@ -69,6 +69,9 @@ class Settings:
     # $AGENT_KERNEL_FILES_URI, else the local folder. Options and credentials as for memory.
     files_uri: str | None = field(default_factory=object_store.default_files_uri)
     files_options: dict[str, str] = field(default_factory=dict)
+    # The largest message a Dask worker may send the kernel, in bytes of its JSON (a team
+    # on a cluster: docs/scale.md, "Limits"); a larger one is refused, never read.
+    cluster_message_cap: int = 16 * 2**20
 
     def __post_init__(self) -> None:
         self.files_uri = object_store.check_files_uri(self.files_uri) if self.files_uri else None
@@ -85,6 +88,9 @@ class Settings:
         if self.max_tool_result_chars < 1000:
             raise ValueError("max_tool_result_chars must be at least 1000, got "
                              f"{self.max_tool_result_chars}")
+        if self.cluster_message_cap < 2**16:
+            raise ValueError("cluster_message_cap must be at least 65536 bytes, got "
+                             f"{self.cluster_message_cap}")
         if self.max_retries < 0:
             raise ValueError(f"max_retries must be 0 or more, got {self.max_retries}")
         if self.context_window is not None and self.context_window < 256:

@@ -12,9 +12,11 @@ one chain in their order (per-run sequence numbers: a duplicate is dropped, a ga
 ends the run) and acknowledged once on disk, its approvals go to the Teller's
 channel, and the kernel's tools run on the twin.
 
-Every call to Dask goes through the client's own loop (``client.scheduler``'s queue
-handlers, from this loop with :meth:`Cluster.call`): the kernel's loop never
-blocks on the network. Faults: a worker that dies mid-run ends the run
+The channel's queue calls go on the kernel's loop, over that loop's own connection to
+the scheduler (:meth:`Cluster.scheduler_here`, with the client's security): no hop to
+the client's thread and back for each message, and the kernel's loop never blocks on
+the network (every call is awaited). Submissions, cancels and queue releases go through
+the client. Faults: a worker that dies mid-run ends the run
 ``interrupted`` (and it runs once more when the ledger holds no side effect of it);
 the scheduler going away ends every remote run ``interrupted``, says so on the
 team's bus, and later Worker tasks run in this kernel. ``distributed`` is imported
@@ -31,8 +33,9 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from agent_kernel.core.config import Settings
 from agent_kernel.core.events import (
     Event,
     LedgerRecorded,
@@ -74,6 +77,13 @@ STOP_GRACE = 3.0
 """How long a stopped remote run may take to end before its Dask task is cancelled."""
 CHECK_EVERY = 1.0
 """How often the scheduler is asked which workers are alive while remote runs are out."""
+GREET_AFTER = 1.0
+"""When the kernel answers a run's ``hello`` if nothing else went to the worker before (any
+message from the kernel tells the worker it is heard)."""
+PUT_PATIENCE = 5.0
+"""How long a message to a worker waits for its reply queue to be made."""
+HEAD_MAX = 512
+"""Where a worker's text must name its run by (the run's key, then a newline)."""
 RELEASE_AFTER = 0.5
 """How long an ended run's queues and Dask future may wait to be released with the next
 submission (one batch on the client's stream, not two: docs/performance.md)."""
@@ -103,11 +113,20 @@ class ClusterLost(RuntimeError):
     """The scheduler cannot be reached."""
 
 
-def where_words(address: str | None) -> str:
-    """Where a run is, as the board says it: ``on the cluster, worker 127.0.0.1:40123``."""
+def where_words(address: str | None, *, said: str | None = None,
+                checked: bool | None = None) -> str:
+    """Where a run is, as the board says it: ``on the cluster, worker 127.0.0.1:40123``
+    once the scheduler confirmed it; until then, or when it did not, whose word it is."""
     if not address:
         return "on the cluster, waiting for a worker"
-    return f"on the cluster, worker {address.split('://', 1)[-1]}"
+    words = f"on the cluster, worker {address.split('://', 1)[-1]}"
+    if checked:
+        return words
+    if checked is None:
+        return f"{words} (as the worker says; not yet checked with the scheduler)"
+    if said and said != address:
+        return f"{words} (the scheduler's word; the worker said {said.split('://', 1)[-1]})"
+    return f"{words} (as the worker says; the scheduler did not confirm it)"
 
 
 class Cluster:
@@ -123,6 +142,8 @@ class Cluster:
         self.given = None if isinstance(cluster, Client) else str(cluster)
         """The address the team was given (``%agent_config --cluster``), or None."""
         self.address = str(self.client.scheduler.address)
+        self.message_cap = Settings().cluster_message_cap
+        """The largest text a worker may send (the team's ``Settings.cluster_message_cap``)."""
         self.inbox = f"agent-kernel-{uuid.uuid4().hex[:12]}-inbox"
         self.runs: dict[str, RemoteRun] = {}
         self.where: dict[str, str] = {}
@@ -132,7 +153,10 @@ class Cluster:
         self.bus_notice: Callable[[str], None] | None = None
         """Told, on the kernel's loop, when the scheduler went away (the team says so)."""
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._pump: Any = None
+        self._pump: asyncio.Task[None] | None = None
+        """The inbox's reader, on the kernel's loop (a new loop reads a new inbox)."""
+        self._rpc: Any = None
+        self._rpc_loop: asyncio.AbstractEventLoop | None = None
         self._starting: asyncio.Task[None] | None = None
         self._retired: list[tuple[list[str], Any]] = []
         """Ended runs' queue names and Dask futures, released together (:meth:`retire`)."""
@@ -142,9 +166,20 @@ class Cluster:
 
     # -- Dask, from the kernel's loop -------------------------------------------------
     def call(self, make: Callable[[], Coroutine[Any, Any, T]]) -> asyncio.Future[T]:
-        """Run ``make()`` on the client's loop; awaitable from the running loop."""
-        loop = self.client.loop.asyncio_loop
-        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(make(), loop))
+        """Run ``make()`` on the running loop (the kernel's), as a task of its own."""
+        return asyncio.ensure_future(make())
+
+    def scheduler_here(self) -> Any:
+        """The running loop's own connection to the scheduler (distributed's ``rpc``, with
+        the client's security): the channel's queue calls go on the kernel's loop, with no
+        hop to the client's thread and back for each message."""
+        loop = asyncio.get_running_loop()
+        if self._rpc is None or self._rpc_loop is not loop:
+            from distributed.core import rpc
+
+            self._rpc, self._rpc_loop = rpc(self.address,
+                                            connection_args=self.client.connection_args), loop
+        return self._rpc
 
     @property
     def dashboard(self) -> str | None:
@@ -166,32 +201,38 @@ class Cluster:
         await asyncio.shield(self._starting)
 
     async def _start(self) -> None:
-        if self._pump is not None:
+        loop = asyncio.get_running_loop()
+        if self._pump is not None and self._pump.get_loop() is loop and not self._pump.done():
             return
+        # A new loop (a CLI's or a test's next ``asyncio.run``) reads an inbox of its own:
+        # the last loop's reader may still wait on the scheduler for the old one.
+        old = self.inbox if self._pump is not None else None
+        inbox = f"agent-kernel-{uuid.uuid4().hex[:12]}-inbox" if old else self.inbox
         try:
-            await asyncio.wait_for(self.call(lambda: self.client.scheduler.queue_create(
-                name=self.inbox, maxsize=0)), 10)
+            await asyncio.wait_for(self.scheduler_here().queue_create(name=inbox,
+                                                                      maxsize=0), 10)
         except Exception as exc:
             self.lost = f"the Dask scheduler at {self.address} cannot be reached ({exc})"
             raise ClusterLost(self.lost) from exc
-        self._pump = asyncio.run_coroutine_threadsafe(
-            self._read_inbox(), self.client.loop.asyncio_loop)
+        if old is not None:
+            self.client.loop.add_callback(self._send_releases, [old])
+        self.inbox = inbox
+        self._pump = loop.create_task(self._read_inbox(inbox))
 
-    async def _read_inbox(self) -> None:
-        """On the client's loop: hand each message to its run (a scheduler that went away
+    async def _read_inbox(self, inbox: str) -> None:
+        """On the kernel's loop: hand each message to its run (a scheduler that went away
         ends every run); dead workers are watched beside it."""
-        scheduler = self.client.scheduler
+        scheduler = self.scheduler_here()
         watch = asyncio.ensure_future(self._watch_workers())
         try:
-            while self.lost is None:
-                got = await scheduler.queue_get(name=self.inbox, timeout=None)
-                self._take(got)  # at once: the batch below costs another round trip
-                for record in await scheduler.queue_get(name=self.inbox, batch=True):
-                    self._take(record)
+            while self.lost is None:  # one text at a time: at most the cap in memory
+                self._take(await scheduler.queue_get(name=inbox, timeout=None))
         except Exception as exc:  # the scheduler is gone (or broken): say so once
             self._lose_all(exc)
         finally:
             watch.cancel()
+            with contextlib.suppress(Exception):  # this loop's connections go with it
+                await scheduler.close_rpc()
 
     async def _watch_workers(self) -> None:
         """Each second, end the runs whose worker the scheduler no longer has."""
@@ -201,7 +242,7 @@ class Cluster:
                 continue
             try:
                 known = await asyncio.wait_for(
-                    self.client.scheduler.identity(n_workers=-1), 10)
+                    self.scheduler_here().identity(n_workers=-1), 10)
             except Exception as exc:
                 self._lose_all(exc)
                 return
@@ -211,18 +252,43 @@ class Cluster:
                     run.soon(run.lose, f"the Dask worker {run.worker} died mid-task")
 
     def _take(self, record: Any) -> None:
-        """One item of the inbox: a message, or a worker's batch of them in order (a list,
-        which arrives as a tuple)."""
-        value = record.get("value", record) if isinstance(record, dict) else record
-        for message in value if isinstance(value, (list, tuple)) else [value]:
-            self._hand_on(message)
+        """One item of the inbox: a worker's text ``<run>\n<JSON list of messages>``. A text
+        over the cap is not parsed: its run (named before the newline) ends with a
+        sentence that says so. Anything else a worker puts there is dropped."""
+        text = record.get("value") if isinstance(record, dict) else record
+        if not isinstance(text, str):
+            log.warning("dropped an item of the inbox that is not a worker's text")
+            return
+        key, newline, _ = text[:HEAD_MAX].partition("\n")
+        if len(text) > self.message_cap:
+            run = self.runs.get(key) if newline else None
+            why = (f"a message from its worker was {len(text):,} bytes, over the cap of "
+                   f"{self.message_cap:,} bytes (Settings.cluster_message_cap), so it was "
+                   "not read")
+            log.warning("refused %s: %s", key[:80] if newline else "an item", why)
+            if run is not None:
+                run.soon(run.fail, why)
+            return
+        try:
+            messages = json.loads(text[len(key) + 1:]) if newline else None
+        except ValueError:
+            messages = None
+        if not isinstance(messages, list):
+            log.warning("dropped an item of the inbox that is not a list of messages")
+            return
+        for message in messages:
+            if isinstance(message, dict) and isinstance(message.get("body"), dict) \
+                    and message.get("run") == key:
+                self._hand_on(cast(Message, message))
 
     def _hand_on(self, message: Message) -> None:
         run = self.runs.get(str(message.get("run")))
         if run is not None:
-            run.soon(run.receive, message)
+            run.receive(message)  # on its loop: the inbox is read there
         elif message.get("type") == "hello":  # a rerun Dask made of an ended run
-            _ = asyncio.ensure_future(self.refuse(message))
+            target = str(message["body"].get("reply_to"))
+            if target.startswith(f"{self.inbox}-{message.get('run')}@"):  # its own queue
+                _ = asyncio.ensure_future(self.refuse(message))
 
     def _lose_all(self, exc: BaseException) -> None:
         if self.lost is not None:
@@ -234,16 +300,36 @@ class Cluster:
             with contextlib.suppress(RuntimeError):  # the kernel's loop has closed
                 self.loop.call_soon_threadsafe(self.bus_notice, self.lost)
 
-    async def refuse(self, message: Message) -> None:
-        """Tell a rerun Dask made of an ended attempt not to start (on the client's loop)."""
+    async def refuse(self, message: Message, release: bool = True) -> None:
+        """Tell a run that says ``hello`` for an attempt that has ended (a rerun Dask made
+        after a worker died, a run stopped before it started) not to start; its reply queue
+        goes then (the refusal is read before that)."""
+        target = message["body"].get("reply_to")
         reply: Message = {"run": message["run"], "seq": 0, "type": "reply",
                           "body": {"to": message["seq"], "go": False,
                                    "why": "this run has ended"}}
         try:
-            await self.client.scheduler.queue_put(name=message["body"].get("reply_to"),
-                                                  data=reply)
+            await self.put(str(target), reply)
         except Exception:
             log.debug("could not refuse a rerun of %s", message["run"])
+            return
+        if release and isinstance(target, str):  # through the client, on its loop
+            self.client.loop.add_callback(self._send_releases, [target])
+
+    async def put(self, queue: str, message: Message) -> None:
+        """Put a message on a run's reply queue, from the kernel's loop. The worker makes
+        that queue while its first request travels, so the queue may not be there yet
+        for a moment: then it is tried again, for up to :data:`PUT_PATIENCE`."""
+        deadline, pause = asyncio.get_running_loop().time() + PUT_PATIENCE, 0.002
+        while True:
+            try:
+                await self.scheduler_here().queue_put(name=queue, data=message)
+                return
+            except KeyError:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(pause)
+                pause = min(2 * pause, 0.5)
 
     # -- releasing ended runs -------------------------------------------------------------
     def retire(self, queues: list[str], future: Any) -> None:
@@ -282,7 +368,8 @@ class Cluster:
         for run in list(self.runs.values()):  # none is left waiting for a word
             run.soon(run.lose, self.lost)
         if self._pump is not None:
-            self._pump.cancel()
+            with contextlib.suppress(RuntimeError):  # its loop has closed
+                self._pump.cancel()
         if self.owned:
             self.client.close()
 
@@ -320,20 +407,35 @@ class RemoteRun:
         self.cluster, self.supervisor, self.task, self.agent = cluster, supervisor, task, agent
         self.key = f"{task.id}#{attempt}"
         self.outbox = f"{cluster.inbox}-{self.key}"
+        """The stem of the run's reply queue; the worker makes ``<outbox>@<its address>``."""
+        self.dask_key = f"agent-kernel-{task.agent_id}-{self.key}"
         self.loop = asyncio.get_running_loop()
         self.expected = 1
         self.sent = 0
         self.worker: str | None = None
+        """The worker the run is on: the scheduler's word once asked (:meth:`_verify`),
+        until then the one the worker named in its ``hello``."""
+        self.said: str | None = None
+        """The worker the run's ``hello`` named (a claim: any worker can say any address)."""
+        self.checked: bool | None = None
+        """Whether the scheduler confirmed it runs this task there (None: not asked yet)."""
+        self.verified: asyncio.Task[None] | None = None
         self.pid: int | None = None
-        """The worker's process id (what a person kills; tests do)."""
-        self.word_queue: str | None = None
-        """Where the worker waits for the word to start (released with the outbox)."""
+        """The worker's process id, as its ``hello`` says (what a person kills; tests do)."""
+        self.reply_to: str | None = None
+        """The worker's queue for this run's replies and stop (made by the worker)."""
+        self.ledger_error: str | None = None
+        """Why a record the run sent could not be written: its next request is refused."""
+        self._behind = 0
+        """Records being written and what waits for them (events, the end) in order."""
         self.ended: asyncio.Future[WireBody] = self.loop.create_future()
         self.interrupted: str | None = None
         self.lost_scheduler = False
         self.stopping = False
         """The kernel asked the run to stop (Stop, cancel_task, the task's clock)."""
         self.side_effects = False
+        self.failed = False
+        """The kernel ended the run (a message over the cap, a Dask task that failed)."""
         self.future: Any = None
         self.written: dict[str, dict[str, object]] = {}
         """The run's records as the kernel wrote them, by record id."""
@@ -378,15 +480,11 @@ class RemoteRun:
         cluster.where[task.id] = where_words(None)
         try:
             try:
-                await asyncio.wait_for(cluster.call(lambda: cluster.client.scheduler
-                                                    .queue_create(name=self.outbox,
-                                                                  maxsize=0)), 10)
+                cluster.release_retired()  # in the same batch as this submission
+                self.future = cluster.client.submit(run_remote, self.spec(), pure=False,
+                                                    retries=0, key=self.dask_key)
             except Exception as exc:  # nothing was submitted: the task may run here
                 raise ClusterLost(f"{type(exc).__name__}: {exc}") from exc
-            cluster.release_retired()  # in the same batch as this submission
-            self.future = cluster.client.submit(
-                run_remote, self.spec(), pure=False, retries=0,
-                key=f"agent-kernel-{task.agent_id}-{self.key}")
             self.future.add_done_callback(lambda done: self.soon(self._task_ended, done))
             try:
                 body = await asyncio.shield(self.ended)
@@ -397,7 +495,8 @@ class RemoteRun:
             cluster.runs.pop(self.key, None)
             cluster.where.pop(task.id, None)
             self.supervisor.board.changed(task)
-            if self.future is not None and self.interrupted is not None:
+            if self.future is not None and not self.future.done() and (
+                    self.interrupted is not None or self.failed):
                 self.cancel_future()
             self._release_queues()
         result = result_of(body.get("outcome") or {}, self.agent.model)
@@ -407,6 +506,11 @@ class RemoteRun:
 
     async def _stop(self) -> WireBody:
         self.stopping = True
+        if self.reply_to is None:  # not started: its hello will be refused
+            self.cancel_future()
+            why = "The run was stopped before it started on the cluster."
+            self.agent.bus.emit(RunError(str(self.task.run_id), why, kind="cancelled"))
+            return {"outcome": {"status": "cancelled", "error": why}}
         self.send("stop", {})
         try:
             return await asyncio.wait_for(asyncio.shield(self.ended), STOP_GRACE)
@@ -426,17 +530,17 @@ class RemoteRun:
     def _release_queues(self) -> None:
         """The run's queues on the scheduler go (a late reply to them is dropped there),
         with its future, soon (:meth:`Cluster.retire`)."""
-        self.cluster.retire([n for n in (self.outbox, self.word_queue) if n], self.future)
+        self.cluster.retire([self.reply_to] if self.reply_to else [], self.future)
 
     def send(self, kind: MessageType, body: WireBody) -> None:
-        """Put a message on the run's outbox (a reply: matched by the request's ``seq``)."""
+        """Put a message on the run's reply queue (a reply: matched by the request's
+        ``seq``)."""
         self.sent += 1
         message = Message(run=self.key, seq=self.sent, type=kind, body=body)
-        client = self.cluster.client
-        if self.cluster.lost is not None:
-            return
-        future = self.cluster.call(lambda: client.scheduler.queue_put(name=self.outbox,
-                                                                        data=message))
+        cluster, target = self.cluster, self.reply_to
+        if cluster.lost is not None or target is None or self.ended.done():
+            return  # (an ended run's worker is gone, or refused, or its Dask task cancelled)
+        future = cluster.call(lambda: cluster.put(target, message))
         future.add_done_callback(lambda f: f.cancelled() or f.exception())
 
     def reply(self, message: Message, body: WireBody) -> None:
@@ -468,6 +572,7 @@ class RemoteRun:
         if self.ended.done():
             return
         message = f"The run on the cluster failed: {why}"
+        self.failed = True
         self.agent.bus.emit(RunError(str(self.task.run_id), message, kind="internal"))
         self.ended.set_result({"outcome": {"status": "error", "error": message}})
 
@@ -482,14 +587,17 @@ class RemoteRun:
 
     # -- what the worker sends ----------------------------------------------------------
     def receive(self, message: Message) -> None:
-        """One message from the worker, in order: dropped when seen, an end when one is
-        missing, else handled."""
+        """One message from the worker, in order: dropped when seen (or when the run has
+        ended), an end when one is missing, else handled. A record is written before
+        anything after it is served, emitted or taken as the end (:meth:`_in_turn`)."""
         seq = int(message.get("seq", 0))
-        if message.get("type") == "hello" and self.worker is not None:
+        if message.get("type") == "hello" and self.said is not None:
             # Dask started the task again elsewhere: its first worker died. The rerun is told
             # not to start; this attempt has ended.
             self.cluster.call(lambda: self.cluster.refuse(message))
             self.lose(f"the Dask worker {self.worker} died mid-task")
+            return
+        if self.ended.done() and message.get("type") != "hello":
             return
         if seq < self.expected:
             return
@@ -500,38 +608,141 @@ class RemoteRun:
         self.expected += 1
         kind, body = message["type"], message["body"]
         if kind == "hello":
-            self.worker, self.pid = str(body.get("worker")), body.get("pid")
-            self.cluster.where[self.task.id] = where_words(self.worker)
+            self.said = self.worker = str(body.get("worker"))
+            self.pid = body.get("pid") if isinstance(body.get("pid"), int) else None
+            if body.get("reply_to") != f"{self.outbox}@{self.said}":
+                self.fail("its hello named a reply queue that is not this run's")
+                return
+            self.reply_to = str(body.get("reply_to"))
+            if self.ended.done() or self.stopping:  # stopped (or lost) before it started
+                self.cluster.call(lambda: self.cluster.refuse(message, release=False))
+                if not self.ended.done():
+                    self.ended.set_result({"outcome": {
+                        "status": "cancelled", "error": "The run was stopped."}})
+                return
+            self.loop.call_later(GREET_AFTER, self._greet, message)
+            self.cluster.where[self.task.id] = where_words(self.worker, said=self.said)
             self.supervisor.board.changed(self.task)
-            go = not self.ended.done()
-            word = Message(run=self.key, seq=0, type="reply", body={"to": message["seq"],
-                                                                    "go": go})
-            target = self.word_queue = body.get("reply_to")
-            self.cluster.call(lambda: self.cluster.client.scheduler.queue_put(
-                name=target, data=word)).add_done_callback(
-                lambda f: f.cancelled() or f.exception())
+            self.verified = self.loop.create_task(self._verify())
         elif kind == "event":
             made = event_of(body)
-            event = self._vetted(made) if made is not None else None
-            if event is not None:
-                self.agent.bus.emit(event)
+            if made is not None:  # vetted in its turn: the record it names is written
+                self._in_turn(self._emit, made)
+        elif kind == "record":
+            self._behind += 1
+            self._serve(self._record(body))
         elif kind == "done":
-            outcome = body.get("outcome") or {}
-            if outcome.get("status") == "cancelled" and not self.stopping:
-                self.interrupted = (f"the Dask worker {self.worker} ended the run itself (it "
-                                    "was shut down, or the task cancelled there)")
-            if not self.ended.done():
-                self.ended.set_result(body)
+            self._in_turn(self._done, body)
         else:
             self._serve(self._answer(message))
+
+    def _greet(self, hello: Message) -> None:
+        """Answer ``hello`` when nothing else has gone to the worker since (its first model
+        call is slow): a worker that hears nothing in ``remote.HELLO_WAIT`` stops."""
+        if self.sent == 0 and not self.ended.done():
+            self.reply(hello, {"go": True})
+
+    def _emit(self, made: Event) -> None:
+        event = self._vetted(made)
+        if event is not None:
+            self.agent.bus.emit(event)
+
+    def _in_turn(self, act: Callable[..., object], *args: object) -> None:
+        """``act(*args)`` now, or after the records sent before it are written (in order:
+        the ledger's lock serves its waiters first come, first served)."""
+        if not self._behind:
+            act(*args)
+            return
+        self._behind += 1
+
+        async def later() -> None:
+            try:
+                async with self._ledger:
+                    act(*args)
+            finally:
+                self._behind -= 1
+
+        self._serve(later())
+
+    def _done(self, body: WireBody) -> None:
+        outcome = body.get("outcome") or {}
+        if self.ledger_error is not None:  # a record it sent was not written
+            outcome = {**outcome, "status": "error", "error": self.ledger_error}
+            body = {"outcome": outcome}
+        if outcome.get("status") == "cancelled" and not self.stopping:
+            self.interrupted = (f"the Dask worker {self.worker} ended the run itself (it "
+                                "was shut down, or the task cancelled there)")
+        if not self.ended.done():
+            self.ended.set_result(body)
+
+    async def _verify(self) -> None:
+        """Ask the scheduler which worker runs this run's Dask task: what the board shows
+        and the ledger says (``ran_on``) is the scheduler's word; the worker's own, when it
+        differs or the scheduler does not confirm it, is kept beside it (``ran_on_said``)."""
+        scheduler = self.cluster.scheduler_here()
+        said = self.said
+
+        async def ask() -> dict[str, list[str]]:
+            try:
+                found: dict[str, list[str]] = await scheduler.processing(workers=[said])
+            except Exception:  # not a worker the scheduler has: ask about them all
+                found = await scheduler.processing()
+            return found
+
+        try:
+            found = await asyncio.wait_for(ask(), 10)
+        except Exception as exc:
+            log.debug("could not ask the scheduler where %s runs: %s", self.key, exc)
+            self.checked = False
+            return
+        holders = [worker for worker, keys in found.items() if self.dask_key in keys]
+        self.checked = holders == [said]
+        if len(holders) == 1:
+            self.worker = holders[0]
+        if self.task.id in self.cluster.where and not self.ended.done():
+            self.cluster.where[self.task.id] = where_words(self.worker, said=said,
+                                                           checked=self.checked)
+            self.supervisor.board.changed(self.task)
+
+    def where_fields(self) -> dict[str, object]:
+        """What a record of this run says of where it ran."""
+        fields: dict[str, object] = {"ran_on": self.worker}
+        if not self.checked:
+            fields["ran_on_said"] = self.said
+        return fields
 
     def _serve(self, work: Coroutine[Any, Any, None]) -> None:
         made = self.loop.create_task(work)
         self._work.add(made)
         made.add_done_callback(self._work.discard)
 
+    async def _record(self, body: WireBody) -> None:
+        """Records sent without waiting for an answer: written in their turn; a failure
+        ends the run at its next request or its end."""
+        try:
+            if "error" in body:  # over the cap on the worker: never sent
+                answer: WireBody = {"error": str(body["error"])}
+            else:
+                answer = await self._append(body)
+        except Exception as exc:  # ours: the run ends readably
+            log.exception("writing a remote run's records failed")
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            self._behind -= 1
+        if "error" in answer and self.ledger_error is None:
+            self.ledger_error = (f"The ledger could not record this run's records "
+                                 f"({answer['error']}), so it stopped.")
+            self.agent.bus.emit(Notice(str(self.task.run_id), self.ledger_error,
+                                       level="error"))
+
     async def _answer(self, message: Message) -> None:
         kind, body = message["type"], message["body"]
+        if self._behind:  # the records sent before this request are written first
+            async with self._ledger:
+                pass
+        if self.ledger_error is not None:
+            self.reply(message, {"error": self.ledger_error})
+            return
         try:
             if kind == "ledger":
                 answer = await self._append(body)
@@ -554,10 +765,13 @@ class RemoteRun:
         if refused := sorted({str(r.get("kind")) for r in sent} - WORKER_RECORDS):
             return {"error": f"a remote run may not write {', '.join(refused)} records "
                              "(the kernel writes those)"}
-        records = [{**{k: v for k, v in r.items() if k not in SET_HERE},
-                    "agent_id": self.agent.agent_id, "run_id": str(self.task.run_id),
-                    "ran_on": self.worker} for r in sent]
         async with self._ledger:
+            if self.verified is not None:  # where it runs, by the scheduler's word
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.verified)
+            records = [{**{k: v for k, v in r.items() if k not in SET_HERE},
+                        "agent_id": self.agent.agent_id, "run_id": str(self.task.run_id),
+                        **self.where_fields()} for r in sent]
             for record in records:
                 if record.get("kind") == "tool_call" and self._changes(record):
                     self.side_effects = True
@@ -565,8 +779,10 @@ class RemoteRun:
                 written = await self.agent.ledger.append_async(records)
             except Exception as exc:
                 return {"error": f"{type(exc).__name__}: {exc}"}
-        for record in written:
+        for record, as_sent in zip(written, sent, strict=False):
             self.written[str(record.get("record_id"))] = dict(record)
+            # the worker's events name a record by the id it sent (it did not wait)
+            self.written[str(as_sent.get("record_id"))] = dict(record)
         return {"records": plain(written)}
 
     def _vetted(self, event: Event) -> Event | None:

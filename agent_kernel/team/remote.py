@@ -6,13 +6,15 @@ agent loop and its tools on a Dask worker, as one ``async def`` Dask task
 rebuilt there from a plain :class:`RemoteSpec` (role, ids, prompt, workspace path,
 settings without secrets, which tools run where), and everything that must stay in
 the kernel is asked of the kernel over two Dask queues on the scheduler (one
-inbox per team, one outbox per run), as small JSON-able :class:`Message` dicts,
-each with the run's key and a per-run sequence number:
+inbox per team, one reply queue per run attempt on its worker), as JSON texts of
+:class:`Message` dicts, each with the run's key and a per-run sequence number (a text
+over ``Settings.cluster_message_cap`` is never sent, and the kernel never reads one):
 
 - the model: :class:`KernelModel` sends the request; the kernel's real model makes
   the call (keys never leave the kernel; budgets count every call there);
-- the ledger: :class:`KernelLedger` sends each record and waits for the kernel's
-  acknowledgement (the record is then in the one chain, on disk);
+- the ledger: :class:`KernelLedger` sends each record; the kernel appends it to the one
+  chain before it serves the run's next request, emits its next event or takes its end,
+  so a record is on disk before the model sees what follows it;
 - approvals: :class:`KernelApprovals` asks the kernel, which asks the person through
   the Teller's channel and records (and signs) the approval there;
 - the kernel's tools (artifacts, messages, the notebook's variables and cells):
@@ -36,8 +38,8 @@ from typing import Any, Literal, TypedDict
 
 from agent_kernel.core import events
 from agent_kernel.core.config import Settings
-from agent_kernel.core.events import Event, RunFinished
-from agent_kernel.core.ledger import Ledger, LedgerError, PendingAppend
+from agent_kernel.core.events import Event, Notice, RunFinished
+from agent_kernel.core.ledger import Ledger, LedgerError, PendingAppend, new_id
 from agent_kernel.engine.agent import Agent, RunResult
 from agent_kernel.engine.approvals import Approvals, ApprovalTerms, Refusal
 from agent_kernel.engine.models.base import (
@@ -56,11 +58,13 @@ from agent_kernel.engine.tool_calls import ToolCallRecord
 
 log = logging.getLogger(__name__)
 
-MessageType = Literal["hello", "event", "model", "ledger", "approval", "tool", "done",
-                      "reply", "stop"]
-"""What a message is: from the worker, ``hello`` (may it start?), ``event``, the requests
-``model`` (the kernel checks the budget with it) / ``ledger`` / ``approval`` / ``tool``,
-and ``done``; from the kernel, ``reply`` (to a request, by its ``seq``) and ``stop``."""
+MessageType = Literal["hello", "event", "record", "model", "ledger", "approval", "tool",
+                      "done", "reply", "stop"]
+"""What a message is: from the worker, ``hello`` (where it runs; it goes with the first
+request, and the kernel may answer it with a refusal), ``event``, ``record`` (ledger
+records that need no answer), the requests ``model`` (the kernel checks the budget with
+it) / ``ledger`` (from a thread: answered once written) / ``approval`` / ``tool``, and
+``done``; from the kernel, ``reply`` (to a request, by its ``seq``) and ``stop``."""
 
 
 Free = dict[str, object]
@@ -77,7 +81,7 @@ class WireBody(TypedDict, total=False):
     worker: str
     pid: int
     reply_to: str
-    """Where the kernel's answer to ``hello`` goes (a queue of that attempt on that worker)."""
+    """Where the kernel's messages to the run go (a queue of that attempt on that worker)."""
     event: str
     fields: Free
     messages: list[ChatMessage]
@@ -144,14 +148,22 @@ class RemoteSpec(TypedDict):
     """Tools a remote Worker is not offered (a wait for messages needs the kernel's board)."""
     inbox: str
     outbox: str
+    """The stem of the run's reply queue (the worker adds its address: a rerun Dask makes
+    elsewhere never reads what was meant for another)."""
 
 
 LEFT_OUT = ("wait_for_message",)
 """Not offered on a worker: waiting for a message suspends the task on the kernel's board."""
 
 HELLO_WAIT = 30.0
-"""How long a worker waits for the kernel's word to start (a rerun Dask made after a worker
-died is told not to)."""
+"""How long a run goes on without a word from the kernel after its ``hello`` (a reply, or
+the kernel's answer to ``hello`` when its first model call takes a while): a run whose
+kernel does not read its inbox stops then, it does not hang."""
+EVENT_LINGER = 0.005
+"""How long events and records alone wait to be sent, for the request behind them to go in
+the same ``queue_put`` (a put of them ahead of a request delays it by a round trip)."""
+NO_ANSWER = ("event", "record")
+"""What the worker sends and waits for no answer to."""
 
 
 SchemaCache = dict[SchemaKey, list[ToolSchema]]
@@ -239,10 +251,16 @@ class RemoteError(RuntimeError):
 class WorkerChannel:
     """The worker's end of one run: an ordered sender, a reader of the kernel's replies."""
 
-    def __init__(self, spec: RemoteSpec, scheduler: Any) -> None:
+    def __init__(self, spec: RemoteSpec, scheduler: Any, reply_queue: str) -> None:
         self.spec = spec
         self.scheduler = scheduler
         """The worker's connection to the scheduler (its queue handlers live there)."""
+        self.reply_queue = reply_queue
+        self.cap = spec["settings"].cluster_message_cap
+        self.refused: str | None = None
+        """Why the kernel would not let this run start (a rerun of an ended attempt)."""
+        self.greeted = asyncio.Event()
+        """The kernel answered ``hello``."""
         self.loop = asyncio.get_running_loop()
         self.thread = threading.get_ident()
         self.seq = 0
@@ -250,6 +268,7 @@ class WorkerChannel:
         self.waiting: dict[int, asyncio.Future[WireBody]] = {}
         self.stop_run: Any = None
         self.broken: BaseException | None = None
+        self.why_broken = ""
 
     def send(self, kind: MessageType, body: WireBody) -> int:
         """Queue a message (in order, after every earlier one); its sequence number (-1:
@@ -266,7 +285,7 @@ class WorkerChannel:
                       timeout: float | None = None) -> WireBody:
         """Send a request and wait for the kernel's reply."""
         if self.broken is not None:
-            raise RemoteError(f"the kernel cannot be reached: {self.broken}")
+            raise RemoteError(self.why_broken)
         future: asyncio.Future[WireBody] = self.loop.create_future()
         self.waiting[self.send(kind, body)] = future
         return await asyncio.wait_for(future, timeout)
@@ -279,44 +298,119 @@ class WorkerChannel:
 
     async def sender(self) -> None:
         """Put the messages on the team's inbox in order: those waiting together go as one
-        list in one ``queue_put`` (the events before a request do not each cost a round
-        trip to the scheduler ahead of it)."""
+        JSON text in one ``queue_put`` (events and records wait up to :data:`EVENT_LINGER`
+        for the request behind them, so they do not cost a round trip ahead of it)."""
         while True:
             batch = [await self.outgoing.get()]
-            while not self.outgoing.empty():
-                batch.append(self.outgoing.get_nowait())
+            deadline = self.loop.time() + EVENT_LINGER
+            while True:
+                while not self.outgoing.empty():
+                    batch.append(self.outgoing.get_nowait())
+                left = deadline - self.loop.time()
+                if left <= 0 or any(m["type"] not in NO_ANSWER for m in batch):
+                    break
+                try:
+                    batch.append(await asyncio.wait_for(self.outgoing.get(), left))
+                except asyncio.TimeoutError:
+                    break
             try:
-                await self.scheduler.queue_put(name=self.spec["inbox"],
-                                               data=batch[0] if len(batch) == 1 else batch)
+                for text in self.texts(batch):
+                    await self.scheduler.queue_put(name=self.spec["inbox"], data=text)
             except Exception as exc:  # the scheduler is gone: every wait ends
                 self._break(exc)
             finally:
                 for _ in batch:
                     self.outgoing.task_done()
 
-    async def reader(self) -> None:
-        """Take the kernel's messages: replies wake their request; a stop stops the run."""
+    def texts(self, batch: list[Message]) -> list[str]:
+        """The batch as ``<run>\n<JSON list>`` texts, each within the cap (a message over
+        it is replaced by the sentence that says so: :meth:`over_cap`)."""
+        head = f"{self.spec['run']}\n"
+        room = self.cap - len(head) - 2
+        parts: list[str] = []
+        for message in batch:
+            part = json.dumps(message, default=str)  # ASCII: its length is its bytes
+            if len(part) > room:
+                part = json.dumps(self.over_cap(message, len(part)), default=str)
+            parts.append(part)
+        texts, group, size = [], list[str](), 0
+        for part in parts:
+            if group and size + len(part) + 1 > room:
+                texts.append(head + "[" + ",".join(group) + "]")
+                group, size = [], 0
+            group.append(part)
+            size += len(part) + 1
+        texts.append(head + "[" + ",".join(group) + "]")
+        return texts
+
+    def over_cap(self, message: Message, size: int) -> Message:
+        """What goes instead of a message too large to send: the sentence, as a notice (a
+        request waiting for it fails with it; a run's end says it as its error)."""
+        why = (f"A {message['type']} message of {size:,} bytes was not sent to the kernel: "
+               f"it is over the cap of {self.cap:,} bytes (Settings.cluster_message_cap).")
+        future = self.waiting.pop(message["seq"], None)
+        if future is not None and not future.done():
+            future.set_exception(RemoteError(why))
+        if message["type"] == "done":
+            return Message(run=message["run"], seq=message["seq"], type="done", body={
+                "outcome": {"run_id": self.spec["run_id"], "status": "error", "error": why}})
+        if message["type"] == "record":  # the kernel ends the run: a record is not dropped
+            return Message(run=message["run"], seq=message["seq"], type="record",
+                           body={"error": why})
+        return Message(run=message["run"], seq=message["seq"], type="event",
+                       body=event_body(Notice(self.spec["run_id"], why, level="error")))
+
+    async def reader(self, made: asyncio.Future[Any]) -> None:
+        """Take the kernel's messages, once their queue is made: replies wake their
+        request; a stop stops the run."""
+        try:
+            await made
+        except Exception as exc:
+            self._break(exc)
+            return
         while True:
             try:
-                got = await self.scheduler.queue_get(name=self.spec["outbox"], timeout=None)
+                got = await self.scheduler.queue_get(name=self.reply_queue, timeout=None)
             except Exception as exc:
                 self._break(exc)
                 return
             message: Message = got["value"] if isinstance(got, dict) and "value" in got \
                 else got
+            if message["body"].get("go") is not False:
+                self.greeted.set()  # any word from the kernel answers hello
             if message.get("type") == "stop":
                 if self.stop_run is not None:
                     self.stop_run()
                 continue
+            if message["body"].get("go") is True:
+                continue
+            if message["body"].get("go") is False:  # a rerun of an ended attempt: no start
+                self.refused = str(message["body"].get("why") or "the run has ended")
+                self._break(RuntimeError(self.refused))
+                if self.stop_run is not None:
+                    self.stop_run()
+                return
             future = self.waiting.pop(int(message["body"].get("to", -1)), None)
             if future is not None and not future.done():
                 future.set_result(message["body"])
 
+    async def watch_hello(self) -> None:
+        """Stop the run when the kernel has not answered ``hello`` in :data:`HELLO_WAIT`."""
+        try:
+            await asyncio.wait_for(self.greeted.wait(), HELLO_WAIT)
+        except asyncio.TimeoutError:
+            self.refused = f"it did not answer in {HELLO_WAIT:g} s"
+            self._break(RuntimeError(self.refused))
+            if self.stop_run is not None:
+                self.stop_run()
+
     def _break(self, exc: BaseException) -> None:
         self.broken = exc
+        why = self.why_broken = f"the kernel did not let this run start: {self.refused}" \
+            if self.refused else f"the kernel cannot be reached: {exc}"
         for future in self.waiting.values():
             if not future.done():
-                future.set_exception(RemoteError(f"the kernel cannot be reached: {exc}"))
+                future.set_exception(RemoteError(why))
         self.waiting.clear()
 
 
@@ -366,17 +460,26 @@ class KernelLedger(Ledger):
 
     async def append_async(self, records: Sequence[Mapping[str, object]]
                            ) -> list[dict[str, object]]:
-        """Send the records and wait until the kernel has written them."""
-        reply = await self.channel.request("ledger", {"records": plain(list(records))})
-        if "error" in reply:
-            raise LedgerError(str(reply["error"]))
-        written: list[dict[str, object]] = reply.get("records") or []
-        return written
+        """Send the records without waiting: the kernel writes them before it serves this
+        run's next request or takes its next event or end (so before the model sees what
+        follows them); a failed write ends the run there. The records as sent (the
+        kernel's copies replace them by ``record_id`` in the events it lets through)."""
+        if self.channel.broken is not None:
+            raise LedgerError(f"the kernel cannot be reached: {self.channel.broken}")
+        sent: list[dict[str, object]] = plain(
+            [{**record, "record_id": record.get("record_id") or new_id("rec")}
+             for record in records])
+        self.channel.send("record", {"records": sent})
+        return sent
 
     def append_many(self, records: Sequence[Mapping[str, object]]
                     ) -> list[dict[str, object]]:
-        """:meth:`append_async` from a thread."""
-        reply = self.channel.request_from_thread("ledger", {"records": plain(list(records))})
+        """Send the records from a thread and wait until the kernel has written them."""
+        try:
+            reply = self.channel.request_from_thread("ledger",
+                                                     {"records": plain(list(records))})
+        except RemoteError as exc:
+            raise LedgerError(str(exc)) from exc
         if "error" in reply:
             raise LedgerError(str(reply["error"]))
         written: list[dict[str, object]] = reply.get("records") or []
@@ -489,35 +592,40 @@ def _imported(path: str) -> Tool:
 
 
 async def run_remote(spec: RemoteSpec) -> dict[str, str]:
-    """The Dask task of one Worker run: ask the kernel's word, rebuild the agent, run it,
-    stream everything back, and say how it ended."""
+    """The Dask task of one Worker run: rebuild the agent, say where it runs (with its first
+    request: no round trip of its own), run it, stream everything back, say how it ended.
+
+    The kernel's messages come on a queue of this attempt on this worker alone: a rerun Dask
+    makes elsewhere after a worker died never reads what was meant for another. Such a rerun
+    is refused with the answer to its ``hello``, before its first model call is answered: it
+    runs no tool, so it changes nothing."""
     from distributed import get_worker
 
     worker = get_worker()
-    channel = WorkerChannel(spec, worker.scheduler)
-    sender = asyncio.create_task(channel.sender())
-    helpers = [sender]
+    reply_queue = f"{spec['outbox']}@{worker.address}"
+    # Made while the agent is built and its first request goes: the kernel's answer waits
+    # for the queue if it comes first (Cluster.put).
+    made = asyncio.ensure_future(worker.scheduler.queue_create(name=reply_queue, maxsize=0))
+    helpers: list[asyncio.Future[Any]] = [made]
     try:
-        # The kernel's word comes on a queue of this attempt on this worker alone: a rerun
-        # Dask makes elsewhere after a worker died never reads a word meant for another.
-        word_queue = f"{spec['outbox']}@{worker.address}"
-        await worker.scheduler.queue_create(name=word_queue, maxsize=0)
-        channel.send("hello", {"worker": worker.address, "pid": os.getpid(),
-                               "reply_to": word_queue})
-        got = await worker.scheduler.queue_get(name=word_queue, timeout=HELLO_WAIT)
-        word: WireBody = got["value"]["body"]
-        if not word.get("go"):
-            return {"status": "not started", "why": word.get("why", "")}
-        helpers.append(asyncio.create_task(channel.reader()))
+        channel = WorkerChannel(spec, worker.scheduler, reply_queue)
         agent = build_agent(spec, channel)
+        helpers += [asyncio.create_task(channel.sender()),
+                    asyncio.create_task(channel.reader(made)),
+                    asyncio.create_task(channel.watch_hello())]
+        channel.send("hello", {"worker": worker.address, "pid": os.getpid(),
+                               "reply_to": reply_queue})
         run_id = spec["run_id"]
         channel.stop_run = lambda: agent.stop(run_id)
+
         def stream(event: Event) -> None:
             if not isinstance(event, RunFinished):  # the kernel makes it from ``done``
                 channel.send("event", event_body(event))
 
         agent.bus.subscribe(stream)
         result = await agent.arun(spec["prompt"], run_id=run_id)
+        if channel.refused is not None:
+            return {"status": "not started", "why": channel.refused}
         SCHEMAS.setdefault(schemas_key(spec, agent), agent.registry.built_schemas())
         channel.send("done", result_body(result))
         await channel.outgoing.join()

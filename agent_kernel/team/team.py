@@ -188,6 +188,7 @@ class Team:
             from agent_kernel.team.cluster import Cluster  # imports distributed's client
 
             made = self.cluster = self.supervisor.cluster = Cluster(cluster)
+            made.message_cap = self.supervisor.settings.cluster_message_cap
             teller = self.teller
             made.bus_notice = lambda text: teller.bus.emit(Notice(
                 "team", f"{text}: the Workers still running there are interrupted, and "

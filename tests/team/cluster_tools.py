@@ -19,3 +19,13 @@ async def wait_here(seconds: float) -> dict[str, int]:
     """
     await asyncio.sleep(seconds)
     return {"pid": os.getpid()}
+
+
+@tool(register=False)
+def shout(kb: int) -> str:
+    """Say ``kb`` kilobytes of text (a result too large for a small message cap).
+
+    Args:
+        kb: How many kilobytes.
+    """
+    return "a" * (kb * 1024)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_tools import wait_here
+from cluster_tools import shout, wait_here
 from scripted_server import Call, Message
 from test_team import RoleModel, RoleServer, delegate, first_prompt, last, make_team
 from test_team_ask import worker_writes
@@ -131,6 +131,7 @@ def test_the_demo_teams_workers_run_on_the_cluster_and_read_as_in_process(
     remote = [r for r in records if r.get("ran_on")]
     assert {r["task_id"] for r in remote} == workers
     assert {r["ran_on"] for r in remote} <= addresses(client)
+    assert not [r for r in remote if "ran_on_said" in r]  # the scheduler confirmed each
     assert sorted(r["kind"] for r in remote) == ["task_finished"] * 3 + ["tool_call"] * 3
     assert all(r["role"] == "worker" for r in remote)
     assert len({r["record_id"] for r in records}) == len(records)  # nothing twice
@@ -676,3 +677,41 @@ def test_an_ended_runs_queues_are_released_on_the_scheduler(client: Any, tmp_pat
             break
         time.sleep(0.1)
     assert ours == [inbox]
+
+
+def test_a_workers_message_over_the_cap_ends_its_task_in_words_and_the_team_goes_on(
+        client: Any, tmp_path: Path) -> None:
+    """A Worker's tool says 100 KB where the team's cap is 64 KiB: its record and the model
+    request after it are never sent; the task ends ``error`` saying so, the kernel and the
+    team go on, and the ledger is one verified chain without the record."""
+    from agent_kernel.core.events import RunError
+
+    def respond(role: str, body: dict[str, Any]) -> Message:
+        said = last(body)
+        if role == TELLER:
+            if said["role"] == "user" and "has ended" not in said["content"]:
+                return Message(calls=[delegate("the loud job")])
+            return Message(text="The team is done." if "has ended" in said["content"]
+                           else "(waiting)")
+        if role == PLANNER:
+            if said["role"] == "user":
+                return Message(calls=[delegate("shout")])
+            return Message(text="planned")
+        if said["role"] == "user":
+            return Message(calls=[Call("shout", json.dumps({"kb": 100}))])
+        return Message(text="shouted")
+
+    with RoleModel(respond) as model:
+        team = make_team(model, tmp_path, cluster=client, tools=[shout])
+        team.supervisor.settings.cluster_message_cap = 2**16
+        assert team.cluster is not None
+        team.cluster.message_cap = 2**16
+        errors: list[RunError] = []
+        team.bus.subscribe(lambda e: errors.append(e) if isinstance(e, RunError) else None)
+        result = team.run("the loud job, please")
+    assert result.ok and result.reply == "The team is done.", result
+    task = worker_task(result)
+    assert task["status"] == "error" and "Settings.cluster_message_cap" in task["error"], task
+    assert any("over the cap of 65,536 bytes" in e.message for e in errors)
+    assert not [r for r in team.ledger.records() if r.get("tool_name") == "shout"]
+    assert team.ledger.verify().ok
