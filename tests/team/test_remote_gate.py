@@ -13,7 +13,7 @@ from typing import Any
 from agent_kernel import Settings
 from agent_kernel.engine.registry import tool
 from agent_kernel.team import Team
-from agent_kernel.team.cluster import RemoteRun
+from agent_kernel.team.remote_run import RemoteRun
 from agent_kernel.team.roles import TELLER, WORKER
 
 ran: list[str] = []

@@ -586,7 +586,7 @@ def test_a_workers_tool_schemas_are_built_once_per_worker_process(tmp_path: Path
 
     from agent_kernel.core.config import Settings
     from agent_kernel.team import remote
-    from agent_kernel.team.cluster import KERNEL_TOOLS
+    from agent_kernel.team.remote_run import KERNEL_TOOLS
 
     def spec(run: str, role: str = "worker", settings: Settings | None = None
              ) -> remote.RemoteSpec:
