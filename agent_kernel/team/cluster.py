@@ -4,13 +4,14 @@
 then lives through :class:`RemoteLife`: the same life cycle as in-process (task
 records, clock, statuses, settling), but its run is one Dask task
 (:func:`~agent_kernel.team.remote.run_remote`) on a Dask worker, and this module
-serves it: the run's events are emitted on the task's kernel-side agent (its
-twin, made as an in-process Worker's agent is, so views, relay and board see the
-same stream), its model calls are made by the team's model here (keys stay here;
-the budget counts every call here), its ledger records are appended here to the
-one chain in their order (per-run sequence numbers: a duplicate is dropped, a gap
-ends the run) and acknowledged once on disk, its approvals go to the Teller's
-channel, and the kernel's tools run on the twin.
+serves it through :class:`~agent_kernel.team.remote_run.RemoteRun`: the run's events
+are emitted on the task's kernel-side agent (its twin, made as an in-process Worker's
+agent is, so views, relay and board see the same stream), its model calls are made by
+the team's model here (keys stay here; the budget counts every call here), its ledger
+records are appended here to the one chain in their order (per-run sequence numbers: a
+duplicate is dropped, a gap ends the run), each on disk before anything of the run
+after it is served, its approvals go to the Teller's channel, and the kernel's tools
+run on the twin.
 
 The channel's queue calls go on the kernel's loop, over that loop's own connection to
 the scheduler (:meth:`Cluster.scheduler_here`, with the client's security): no hop to
