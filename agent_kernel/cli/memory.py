@@ -41,8 +41,8 @@ def add_parser(sub: Subparsers) -> argparse.ArgumentParser:
                         help="workspace folder (default: $AGENT_KERNEL_WORKSPACE or .agent/)")
     parser.add_argument("--memory", default=None, metavar="URI",
                         help="memory at an object-store URI, e.g. s3://bucket/prefix (default: "
-                             "$AGENT_KERNEL_MEMORY_URI, else the workspace folder); "
-                             "credentials come from the environment")
+                             "$AGENT_KERNEL_MEMORY_URI, else the workspace folder; 'local': "
+                             "the workspace folder); credentials come from the environment")
     parser.add_argument("--memory-option", action="append", default=[], metavar="KEY=VALUE",
                         help="a storage option for --memory: endpoint, region, allow_http, ...")
     parser.add_argument("--agent", default="agent",
@@ -78,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
     from agent_kernel.views.memory_table import MemoryTable
 
     try:
-        uri = object_store.check_uri(args.memory) if args.memory else object_store.default_uri()
+        given = (args.memory or "").strip()
+        uri = (None if given.lower() == "local" else object_store.check_uri(given) if given
+               else object_store.default_uri())
         options = dict(object_store.parse_option(o) for o in args.memory_option)
     except object_store.StoreConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -129,7 +129,8 @@ class AgentMagics(Magics, Configurable):
                        "on first use, announced.").tag(config=True)
     memory_uri = Unicode("", help="Memory at an object-store URI (s3://bucket/prefix) that "
                          "other kernels and Dask workers share ('' = $AGENT_KERNEL_MEMORY_URI, "
-                         "else the workspace folder); %agent_config --memory URI. Credentials "
+                         "else the workspace folder; 'local': the workspace folder); "
+                         "%agent_config --memory URI|local. Credentials "
                          "come from the environment, never from here.").tag(config=True)
     memory_options = Dict(value_trait=Unicode(), help="Storage options for memory_uri "
                           "(endpoint, region, allow_http, ...; no credential is accepted)."
@@ -240,7 +241,7 @@ class AgentMagics(Magics, Configurable):
                                 api_base=self.api_base or None,
                                 ask_before=dict(self.ask_before),
                                 tools_enabled=dict(self.tools_enabled),
-                                memory_uri=self.memory_uri or default_memory_uri(),
+                                memory_uri=self._memory_uri(default_memory_uri),
                                 memory_options=dict(self.memory_options),
                                 files_uri=self._files_uri(default_files_uri),
                                 files_options=dict(self.files_options))
@@ -533,7 +534,7 @@ class AgentMagics(Magics, Configurable):
         from agent_kernel.core import object_store
 
         try:
-            chosen = (None if uri is None else "" if uri.strip().lower() in ("local", "")
+            chosen = (None if uri is None else "local" if uri.strip().lower() in ("local", "")
                       else object_store.check_uri(uri))
             parsed = dict(object_store.parse_option(o) for o in options)
         except object_store.StoreConfigError as exc:
@@ -624,10 +625,17 @@ class AgentMagics(Magics, Configurable):
             settings = self._agent.settings
             return object_store.describe(settings.memory_uri, settings.memory_options)
         try:
-            uri = self.memory_uri or object_store.default_uri()
+            uri = self._memory_uri(object_store.default_uri)
         except object_store.StoreConfigError as exc:
             return f"(refused) {exc}"
         return object_store.describe(uri, dict(self.memory_options))
+
+    def _memory_uri(self, default: Callable[[], str | None]) -> str | None:
+        """The ``memory_uri`` trait's URI: ``local`` is the workspace folder even when
+        ``$AGENT_KERNEL_MEMORY_URI`` is set, empty is that variable's (``default``)."""
+        if self.memory_uri.strip().lower() == "local":
+            return None
+        return self.memory_uri or default()
 
     def _files_uri(self, default: Callable[[], str | None]) -> str | None:
         """The ``files_uri`` trait's URI: ``off`` is the local folder even when

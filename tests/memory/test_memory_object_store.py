@@ -324,3 +324,26 @@ def test_an_options_value_with_a_credential_is_refused_and_never_repeated() -> N
     with pytest.raises(StoreConfigError) as refused:
         parse_option("aws_secret_access_key:hunter2secret")
     assert "hunter2secret" not in str(refused.value)
+
+
+def test_local_memory_wins_over_the_environment_in_the_notebook_and_the_cli(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from tool_helpers import loaded_magics
+
+    monkeypatch.setenv(object_store.ENV_VAR, "s3://shared/memory")
+    with loaded_magics(tmp_path / "ws") as magics:
+        assert magics.agent.settings.memory_uri == "s3://shared/memory"
+        magics.agent_config("--memory local")
+        assert "memory: " in capsys.readouterr().out
+        assert magics.agent.settings.memory_uri is None  # the workspace folder
+        magics.agent_config("--memory s3://mine/m")
+        assert magics.agent.settings.memory_uri == "s3://mine/m"
+        magics.agent_config("--memory local")
+        assert magics.agent.settings.memory_uri is None
+    env = {**os.environ, "AGENT_KERNEL_EMBEDDING": "none"}
+    status = subprocess.run([sys.executable, "-m", "agent_kernel", "memory", "--workspace",
+                             str(tmp_path / "ws"), "--memory", "local", "status"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert status.returncode == 0, status.stderr
+    assert "s3://" not in status.stdout and str(tmp_path / "ws") in status.stdout
