@@ -23,6 +23,7 @@ society (spawned agents) and the budget; the supervisor decides what goes where.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
@@ -96,6 +97,22 @@ class DelegatedLife(TaskLife):
             self.agent, task, task.prompt,
             on_wait=(lambda: sup.release_held(task, ended_well=True))
             if task.role == PLANNER else None)
+
+    async def before_run(self) -> None:
+        """A run in this kernel sends its first model call while its ``running`` file is
+        written, and its tool calls (its first effects) wait for the file (docs/team.md,
+        "Persistence"); a run elsewhere (a subclass's own ``run``) waits for it first."""
+        if type(self).run is not DelegatedLife.run:
+            await super().before_run()
+            return
+        written = self.board.store.save_soon(self.task)
+
+        async def on_disk() -> None:  # raises as the write did, however long ago it ended
+            if not written.done():
+                await asyncio.wrap_future(written)
+            written.result()
+
+        self.agent.services.before_tools = on_disk
 
     def ended(self, status: TaskEnding, error: str | None) -> None:
         """Its held delegations go on (or end with it), and what waits may start."""
