@@ -338,6 +338,8 @@ class Agent:
                 pending_ids = [c.id for c in turn.tool_calls]
                 room = self.settings.max_tool_calls - calls_made
                 allowed, refused = turn.tool_calls[:room], turn.tool_calls[room:]
+                if self.services.before_tools is not None:
+                    await self.services.before_tools()
                 outcomes = await asyncio.gather(
                     *(tool_calls.execute(self, call, run_id, turn_state) for call in allowed),
                     return_exceptions=True,

@@ -768,6 +768,12 @@ class ToolRegistry:
         another registry of the same tools and settings may reuse (:meth:`reuse_schemas`)."""
         return dict(self._cache)
 
+    def fingerprint(self) -> tuple[object, ...]:
+        """What this registry's schemas depend on, by identity: its tools (the same objects,
+        in order), its permission hook and its offering. Two registries with the same
+        fingerprint build the same schema lists (:meth:`reuse_schemas` may pass them on)."""
+        return (*self._tools.values(), self._permission_hook, self._offering)
+
     def reuse_schemas(self, built: Mapping[SchemaKey, list[ToolSchema]]) -> None:
         """Take schema lists a registry of the same tools and settings built (any add or
         remove after this empties them again)."""

@@ -10,6 +10,7 @@ A field that does not exist is a mypy error, not a ``None`` from a misspelt key.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, TypedDict
 
@@ -326,6 +327,10 @@ class AgentServices:
     """The team this agent is a member of; None for a single agent."""
     team_task: TeamTask | None = None
     """The team task this agent works on now."""
+    before_tools: Callable[[], Awaitable[None]] | None = None
+    """Awaited before each response's tool calls run (a team task's: its ``running`` file
+    is on disk before its first tool does anything, while its first model call went out
+    beside the write)."""
     namespace: NamespaceService | None = None
     """The kernel's variables (set by ``%load_ext``; None outside a kernel)."""
     python: PythonService | None = None

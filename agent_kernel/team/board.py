@@ -254,6 +254,11 @@ class TaskLife:
         """The task's run (or runs) to its end."""
         return await self.agent.arun(self.task.prompt, run_id=self.task.run_id)
 
+    async def before_run(self) -> None:
+        """The task's file says ``running`` on disk before its run begins (written off the
+        loop; the loop goes on meanwhile)."""
+        await self.board.store.asave(self.task)
+
     def started_fields(self) -> dict[str, Any]:
         """What ``task_started`` says besides the task's place in the tree."""
         return {}
@@ -283,8 +288,8 @@ class TaskLife:
         status: TaskEnding
         status, error = "error", None
         try:
-            if self.saved:  # on disk before the run begins; the loop goes on meanwhile
-                await board.store.asave(task)
+            if self.saved:
+                await self.before_run()
             # queued, not awaited: the run starts now, and every record it writes is
             # chained after this one (so on disk after it)
             board.record_queued("task_started", task, **self.started_fields())

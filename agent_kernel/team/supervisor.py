@@ -23,6 +23,7 @@ society (spawned agents) and the budget; the supervisor decides what goes where.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
@@ -34,7 +35,8 @@ from agent_kernel.core.statuses import TaskEnding
 from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine.agent import Agent, RunResult
 from agent_kernel.engine.models import Model
-from agent_kernel.engine.registry import Tool, ToolContext, ToolError, Toolset
+from agent_kernel.engine.models.base import ToolSchema
+from agent_kernel.engine.registry import SchemaKey, Tool, ToolContext, ToolError, Toolset
 from agent_kernel.engine.services import (
     AgentServices,
     HistoryService,
@@ -96,9 +98,34 @@ class DelegatedLife(TaskLife):
             on_wait=(lambda: sup.release_held(task, ended_well=True))
             if task.role == PLANNER else None)
 
+    async def before_run(self) -> None:
+        """A run in this kernel sends its first model call while its ``running`` file is
+        written, and its tool calls (its first effects) wait for the file (docs/team.md,
+        "Persistence"); a run elsewhere (a subclass's own ``run``) waits for it first."""
+        if type(self).run is not DelegatedLife.run:
+            await super().before_run()
+            return
+        written = self.board.store.save_soon(self.task)
+
+        async def on_disk() -> None:  # raises as the write did, however long ago it ended
+            if not written.done():
+                await asyncio.wrap_future(written)
+            written.result()
+
+        self.agent.services.before_tools = on_disk
+
     def ended(self, status: TaskEnding, error: str | None) -> None:
         """Its held delegations go on (or end with it), and what waits may start."""
         self.supervisor.release_held(self.task)
+
+
+MAX_SCHEMA_SETS = 32
+"""Distinct tool sets whose schemas a team keeps (a role each, and the tool sets the session's
+``@tool`` functions made as they changed)."""
+
+
+def _ids(objects: tuple[object, ...]) -> tuple[int, ...]:
+    return tuple(map(id, objects))
 
 
 class Supervisor:
@@ -142,6 +169,12 @@ class Supervisor:
         """Spec 004's spawned agents and the team's messages."""
         self.budget = TeamBudget(self.board, limits)
         """Tokens and cost per task tree and per session (every agent's ``services.budget``)."""
+        self._schemas: dict[tuple[int, ...], tuple[tuple[object, ...],
+                                                    dict[SchemaKey, list[ToolSchema]]]] = {}
+        """Tool schema lists the team's agents built, by their registry's fingerprint (as
+        ids; the objects are kept beside them, so no id is reused): an agent made per task
+        starts from them instead of building its role's schemas again, and a model call
+        that gets the same schema objects as the last skips measuring their JSON."""
         self.cluster: RemotePlace | None = None
         """The Dask cluster Worker tasks run on (set by the Team), or None: in this kernel."""
 
@@ -221,7 +254,22 @@ class Supervisor:
         if self.asker is not None and role != TELLER:  # the person sees who asks
             agent.questions = NamedQuestions(self.asker, agent)  # type: ignore[assignment]
         agent.bus.subscribe(self.bus.emit)
+        kept = self._schemas.get(_ids(agent.registry.fingerprint()))
+        if kept is not None:
+            agent.registry.reuse_schemas(kept[1])
         return agent
+
+    def keep_schemas(self, agent: Agent) -> None:
+        """Keep the schema lists ``agent`` built for the next agent with the same tools (the
+        lists already kept stay: the same objects, call after call)."""
+        fingerprint = agent.registry.fingerprint()
+        kept = self._schemas.get(_ids(fingerprint))
+        if kept is None:
+            if len(self._schemas) >= MAX_SCHEMA_SETS:  # tools changed often: start over
+                self._schemas.clear()
+            kept = self._schemas[_ids(fingerprint)] = (fingerprint, {})
+        for key, schemas in agent.registry.built_schemas().items():
+            kept[1].setdefault(key, schemas)
 
     def next_agent_id(self, role: str) -> str:
         """A new ``planner-N`` / ``worker-N`` (:meth:`dispatch` checks there is one left),
@@ -379,6 +427,7 @@ class Supervisor:
             await cluster.life(self, task, agent).live()
             return
         await DelegatedLife(self, task, agent).live()
+        self.keep_schemas(agent)
 
     def release_held(self, planner: Task, ended_well: bool | None = None) -> None:
         """A Planner's run ended (or it waits for a message): its held delegations go on

@@ -271,3 +271,27 @@ def test_append_many_chains_a_batch_in_one_write(tmp_path, monkeypatch):
     with pytest.raises(Exception, match="disk full"):
         ledger.append_many([{"kind": "event", "n": 4}, {"kind": "event", "n": 5}])
     assert [r["n"] for r in ledger.records()] == [0, 1, 2, 3] and ledger.verify().ok
+
+
+def test_ids_are_unique_and_a_forked_child_does_not_repeat_its_parents():
+    """Ids draw their random part from one buffered ``os.urandom``; a child of ``fork``
+    starts a buffer of its own, so it never hands out the ids its parent will."""
+    import os
+    import re
+
+    from agent_kernel.core.ledger import new_id
+
+    made = [new_id("rec") for _ in range(1500)]  # more than one buffer's worth
+    assert len(set(made)) == len(made)
+    assert all(re.fullmatch(r"rec_\d{8}_\d{6}_[0-9a-f]{8}", i) for i in made)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's side
+        os.write(write, " ".join(new_id("rec")[-8:] for _ in range(20)).encode())
+        os._exit(0)
+    os.waitpid(child, 0)
+    theirs = set(os.read(read, 4096).decode().split())
+    os.close(read)
+    os.close(write)
+    ours = {new_id("rec")[-8:] for _ in range(20)}
+    assert len(theirs) == 20 and not theirs & ours

@@ -440,6 +440,59 @@ async def test_both_paths_send_the_same_request(tmp_path):
     assert bodies[1][0]["temperature"] == 0.2 and bodies[1][0]["max_tokens"] == 50
 
 
+AWKWARD_CHUNKS: list[dict[str, Any]] = [
+    {"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}}]},
+    {"id": "c", "choices": [{"index": 0, "delta": {"content": "Hel"}}]},
+    {"id": "c", "choices": [{"index": 0, "delta": None}]},
+    {"id": "c", "choices": [{"index": 0, "delta": {"content": "lo", "tool_calls": [
+        {"index": 1, "id": "call_b", "function": {"name": "ec", "arguments": "{"}},
+        {"index": 0, "id": "call_a", "type": "function", "function": {"name": "echo"}}]}}]},
+    {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 1, "function": {"name": "ho", "arguments": "}"}},
+        {"index": 0, "id": None, "function": {"arguments": '{"value": 1}'}}]}}]},
+    {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": None, "id": "call_c", "function": None}]}}]},
+    {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    {"id": "c", "choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": None,
+                                         "total_tokens": 9}},
+]
+
+
+@pytest.mark.parametrize("cut", [False, True])
+async def test_the_fast_paths_chunks_read_as_the_sdks_models_did(cut):
+    """The fast path reads the server's JSON as it came (dicts); the turn is the one the
+    SDK's chunk models gave, down to null deltas, calls split by index and a cut stream."""
+    from openai._models import construct_type
+    from openai.types.chat import ChatCompletionChunk
+
+    from agent_kernel.engine.models import llm
+
+    chunks = AWKWARD_CHUNKS[:-2] if cut else AWKWARD_CHUNKS
+
+    async def feed(items: list[Any]) -> Any:
+        for item in items:
+            yield item
+
+    turns: list[Any] = []
+    for read, items in ((llm._read_stream, [construct_type(type_=ChatCompletionChunk, value=c)
+                                            for c in chunks]),
+                        (llm._read_chunks, chunks)):
+        said: list[str] = []
+        try:
+            turns.append(await read(feed(items), said.append))
+        except llm.BrokenStream as exc:
+            turns.append(str(exc))
+        turns.append(said)
+    assert turns[0] == turns[2] and turns[1] == turns[3] == ["Hel", "lo"]
+    if cut:
+        assert turns[0] == llm.CUT_STREAM_WORDS
+    else:
+        assert [(c.id, c.name, c.arguments) for c in turns[2].tool_calls] == [
+            ("call_a", "echo", '{"value": 1}'), ("call_b", "echo", "{}"), ("call_c", "", "")]
+        assert turns[2].usage == {"prompt_tokens": 7, "completion_tokens": 0, "total_tokens": 9}
+        assert turns[2].text == "Hello" and turns[2].finish_reason == "tool_calls"
+
+
 @pytest.mark.parametrize("change, why", [
     ({"openai_fast_path": False}, "switched off"),
     ({"extra_completion_args": {"metadata": {"team": "x"}}}, "a key litellm handles itself"),

@@ -3,8 +3,9 @@
 A fan-out of 50 wrote ~150 task files and deleted 50 on the loop, each a rename or an
 unlink that waits on the file system; they now go through one writer thread, in the
 order asked, and the team awaits a file where it must exist before it goes on: a
-delegation's before ``delegate`` answers, a task's ``running`` file before its run
-begins, its deletion before ``task_finished`` (docs/team.md, "Persistence").
+delegation's before ``delegate`` answers, a task's ``running`` file before its first tool
+call runs (its first model call goes out beside the write), its deletion before
+``task_finished`` (docs/team.md, "Persistence").
 """
 
 from __future__ import annotations
@@ -62,14 +63,18 @@ def test_each_step_is_on_disk_before_the_team_goes_on(tmp_path: Path,
                                       Call("list_tasks", "{}")])
             seen["planner after delegate"] = saved(workspace)
             return Message(text="planned")
-        if said["role"] == "user":
-            seen[f"{prompt} begins"] = saved(workspace)
-            return Message(text=f"{prompt}: done")
-        return Message(text="?")
+        if said["role"] == "user":  # its first model call goes out beside the write
+            return Message(calls=[Call("peek", json.dumps({"job": prompt}))])
+        return Message(text=f"{prompt}: done")
+
+    def peek(job: str) -> str:
+        """What the task files say as this tool runs."""
+        seen[f"{job} runs a tool"] = saved(workspace)
+        return "seen"
 
     async def run() -> None:
         model = RoleModel(respond)
-        team = make_team(model, workspace)
+        team = make_team(model, workspace, tools=[peek])
         result = await team.arun("get it done")
         assert result.ok, result.error
         assert not model.hook_errors, model.hook_errors
@@ -81,9 +86,9 @@ def test_each_step_is_on_disk_before_the_team_goes_on(tmp_path: Path,
     planner = seen["planner after delegate"]
     assert {planner[j]["status"] for j in ("job one", "job two")} == {"held"}
     assert planner["plan it"]["status"] == "running"
-    # a Worker's file says running before its first model call
+    # a Worker's file says running before its first tool call does anything
     for job in ("job one", "job two"):
-        assert seen[f"{job} begins"][job]["status"] == "running", seen[f"{job} begins"]
+        assert seen[f"{job} runs a tool"][job]["status"] == "running", seen[f"{job} runs a tool"]
     assert saved(workspace) == {}, {k: v["status"] for k, v in saved(workspace).items()}
 
 
@@ -192,3 +197,49 @@ def test_a_file_that_cannot_be_deleted_still_lets_the_task_end(
     asyncio.run(run())
     assert "read-only" in caplog.text  # logged, and the file says running: a restart
     assert {r["status"] for r in saved(tmp_path / "ws").values()} == {"running"}
+
+
+def test_a_running_file_that_cannot_be_written_stops_the_task_before_its_tools(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first model call went out beside the write; the write failed, so no tool call
+    of the task runs, the task ends with the error, and the team's run still returns."""
+    real = queue.write_atomic
+
+    def write_atomic(root: Path, path: str, data: bytes) -> None:
+        record = json.loads(data)
+        if record["prompt"] == "job one" and record["status"] == "running":
+            raise PermissionError("team/tasks: read-only")
+        real(root, path, data)
+
+    monkeypatch.setattr(queue, "write_atomic", write_atomic)
+    ran: list[str] = []
+
+    def peek(job: str) -> str:
+        """Runs only when the task's file is on disk."""
+        ran.append(job)
+        return "seen"
+
+    def respond(role: str, body: dict[str, Any]) -> Message:
+        said = last(body)
+        if role == TELLER:
+            if not any(m["role"] == "tool" for m in body["messages"]):
+                return Message(calls=[delegate("plan it")])
+            return Message(text="told")
+        if role == PLANNER and said["role"] == "user":
+            return Message(calls=[delegate("job one")])
+        if role == WORKER and said["role"] == "user":
+            return Message(calls=[Call("peek", json.dumps({"job": first_prompt(body)}))])
+        return Message(text=f"{first_prompt(body)}: done")
+
+    async def run() -> None:
+        team = make_team(RoleModel(respond), tmp_path / "ws", tools=[peek])
+        result = await asyncio.wait_for(team.arun("get it done"), 60)
+        assert result.status == "ok", result.error
+        worker = next(t for t in team.supervisor.tasks.values() if t.role == WORKER)
+        assert worker.status == "error" and "read-only" in (worker.error or ""), worker.error
+        finished = [r for r in team.ledger.records() if r.get("kind") == "task_finished"
+                    and r.get("task_id") == worker.id]
+        assert [r["status"] for r in finished] == ["error"]
+
+    asyncio.run(run())
+    assert ran == []

@@ -400,3 +400,37 @@ async def test_a_conditional_delegation_fires_as_a_worker_task(tmp_path):
     approvals = [r for r in team.ledger.records() if r.get("kind") == "approval"]
     assert approvals and approvals[0]["decision"] == "approved"
     assert team.ledger.verify().ok
+
+
+async def test_a_workers_agent_starts_from_the_schemas_an_earlier_one_built(tmp_path):
+    """An agent made per task takes the tool schema lists the team's earlier agent of the same
+    tools built (the same objects), and only then: a different tool set builds its own."""
+    from agent_kernel.engine.registry import Tool
+
+    server = RoleModel(three_levels)
+    team = make_team(server, tmp_path / "ws", max_workers=1)
+    sup = team.supervisor
+    assert sup.make_agent(WORKER, "worker-90").registry.built_schemas() == {}  # none yet
+    result = await team.arun("compare two cities for my trip")
+    assert result.status == "ok", result.error
+
+    # each ended task left its schemas: a new Worker and a new Planner start from them
+    worker, planner = sup.make_agent(WORKER, "worker-91"), sup.make_agent(PLANNER, "planner-92")
+    seeded = worker.registry.built_schemas()
+    assert seeded and planner.registry.built_schemas()
+    offered = worker.registry.offered(WORKER, "run_x")
+    kept = seeded[(WORKER, frozenset())]  # a run's first request: its role's core
+    assert all(a is b for a, b in zip(offered, kept, strict=True))
+    assert {s["function"]["name"] for s in offered} >= {"write_file"}
+
+    def measure_rain(city: str) -> str:
+        """Millimetres of rain in ``city`` this week."""
+        return "12"
+
+    sup.tools.append(Tool(measure_rain))  # another tool set: nothing kept is reused
+    other = sup.make_agent(WORKER, "worker-93")
+    assert other.registry.built_schemas() == {}
+    assert "measure_rain" in {s["function"]["name"] for s in other.registry.offered(WORKER, "r")}
+    worker.registry.add(Tool(measure_rain))  # a registry changed after it was seeded rebuilds
+    assert "measure_rain" in {s["function"]["name"] for s in
+                              worker.registry.offered(WORKER, "run_y")}

@@ -89,11 +89,13 @@ def _cost(litellm: Any, model: str, usage: dict[str, int]) -> float | None:
         return None
 
 
+_USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
 def _usage_dict(usage: object) -> dict[str, int]:
     if usage is None:
         return {}
-    keys = ("prompt_tokens", "completion_tokens", "total_tokens")
-    return {k: int(getattr(usage, k, 0) or 0) for k in keys}
+    return {k: int(getattr(usage, k, 0) or 0) for k in _USAGE_KEYS}
 
 
 def _asked(model: str, messages: list[ChatMessage], tools: list[ToolSchema],
@@ -165,7 +167,7 @@ async def _complete_fast(litellm: Any, where: fast_path.Route, model: str,
             on_text(text)
 
         try:
-            turn = await _read_stream(answer, heard)
+            turn = await _read_chunks(answer, heard)
         except BrokenStream:
             raise
         except Exception as exc:
@@ -224,6 +226,56 @@ async def _read_stream(stream: Any, on_text: OnText) -> ModelTurn:
                     slot["arguments"] += call.function.arguments
         if choice.finish_reason:
             turn.finish_reason = choice.finish_reason
+    if turn.finish_reason is None:
+        raise BrokenStream(CUT_STREAM_WORDS)
+    turn.text = "".join(text_parts)
+    for index in sorted(partial):
+        slot = partial[index]
+        turn.tool_calls.append(
+            ToolCallRequest(slot["id"] or f"call_{uuid.uuid4().hex[:12]}", slot["name"],
+                            slot["arguments"])
+        )
+    return turn
+
+
+async def _read_chunks(stream: Any, on_text: OnText) -> ModelTurn:
+    """:func:`_read_stream` for the fast path's chunks, the JSON the server sent as dicts.
+
+    Read as leniently as the SDK builds its chunk models (which validate nothing): a field
+    that is missing or null is skipped, one of another type is taken as it comes.
+    """
+    turn = ModelTurn()
+    partial: dict[int, dict[str, str]] = {}
+    text_parts: list[str] = []
+    async for chunk in stream:
+        if not isinstance(chunk, dict):
+            continue
+        usage = chunk.get("usage")
+        if usage:
+            turn.usage = {k: int(usage.get(k) or 0) for k in _USAGE_KEYS}
+        choices = chunk.get("choices")
+        if not choices:
+            continue
+        choice = choices[0]
+        delta = choice.get("delta") or {}
+        content = delta.get("content")
+        if content:
+            text_parts.append(content)
+            on_text(content)
+        for call in delta.get("tool_calls") or ():
+            index = call.get("index")
+            slot = partial.setdefault(len(partial) if index is None else index,
+                                      {"id": "", "name": "", "arguments": ""})
+            if call.get("id"):
+                slot["id"] = call["id"]
+            function = call.get("function")
+            if function:
+                if function.get("name"):
+                    slot["name"] += function["name"]
+                if function.get("arguments"):
+                    slot["arguments"] += function["arguments"]
+        if choice.get("finish_reason"):
+            turn.finish_reason = choice["finish_reason"]
     if turn.finish_reason is None:
         raise BrokenStream(CUT_STREAM_WORDS)
     turn.text = "".join(text_parts)
