@@ -17,7 +17,7 @@ import dataclasses
 import json
 import logging
 from collections.abc import Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agent_kernel.core.events import (
     Event,
@@ -49,10 +49,11 @@ from agent_kernel.team.remote import (
 )
 
 if TYPE_CHECKING:
-    from agent_kernel.team.cluster import Cluster
     from agent_kernel.team.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
 STOP_GRACE = 3.0
 """How long a stopped remote run may take to end before its Dask task is cancelled."""
 GREET_AFTER = 1.0
@@ -79,6 +80,24 @@ WORKER_EVENTS = frozenset({"RunStarted", "ModelCallStarted", "TextDelta", "Strea
 are the kernel's. A record an event carries is the kernel's copy of it, or none."""
 
 
+class ClusterHost(Protocol):
+    """What a run uses of its cluster (:class:`~agent_kernel.team.cluster.Cluster`), so
+    this module does not import the one that imports it."""
+
+    client: Any
+    inbox: str
+    lost: str | None
+    runs: dict[str, RemoteRun]
+    where: dict[str, str]
+
+    def call(self, make: Callable[[], Coroutine[Any, Any, T]]) -> asyncio.Future[T]: ...
+    def scheduler_here(self) -> Any: ...
+    async def refuse(self, message: Message, release: bool = True) -> None: ...
+    async def put(self, queue: str, message: Message) -> None: ...
+    def retire(self, queues: list[str], future: Any) -> None: ...
+    def release_retired(self) -> None: ...
+
+
 class ClusterLost(RuntimeError):
     """The scheduler cannot be reached."""
 
@@ -102,7 +121,7 @@ def where_words(address: str | None, *, said: str | None = None,
 class RemoteRun:
     """One attempt of a Worker task on the cluster: its spec, its channel, its end."""
 
-    def __init__(self, cluster: Cluster, supervisor: Supervisor, task: Task, agent: Agent,
+    def __init__(self, cluster: ClusterHost, supervisor: Supervisor, task: Task, agent: Agent,
                  attempt: int) -> None:
         self.cluster, self.supervisor, self.task, self.agent = cluster, supervisor, task, agent
         self.key = f"{task.id}#{attempt}"
@@ -229,7 +248,7 @@ class RemoteRun:
 
     def _release_queues(self) -> None:
         """The run's queues on the scheduler go (a late reply to them is dropped there),
-        with its future, soon (:meth:`Cluster.retire`)."""
+        with its future, soon (:meth:`~agent_kernel.team.cluster.Cluster.retire`)."""
         self.cluster.retire([self.reply_to] if self.reply_to else [], self.future)
 
     def send(self, kind: MessageType, body: WireBody) -> None:
@@ -605,4 +624,5 @@ def importable(tool: Tool) -> str | None:
     return f"{module}:{name}"
 
 
-__all__ = ["KERNEL_TOOLS", "ClusterLost", "RemoteRun", "canonical", "importable", "where_words"]
+__all__ = ["KERNEL_TOOLS", "ClusterHost", "ClusterLost", "RemoteRun", "canonical", "importable",
+           "where_words"]
