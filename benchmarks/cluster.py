@@ -81,7 +81,9 @@ def script(tasks: int, step: tuple[str, str]) -> FunctionModel:
 
 def run_team(tasks: int, step: tuple[str, str], workers: int, cluster: Any) -> float:
     """Seconds from the prompt to the team's answer; checks every task ended ok."""
-    with tempfile.TemporaryDirectory() as folder:
+    # a history writer's thread (here, or a worker's: the workspace is shared) may still be
+    # appending when the team answers; what it leaves is not what is measured
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as folder:
         limits = TeamLimits(max_workers=workers, max_delegations=tasks + 5,
                             max_queued=tasks + 10)
         team = Team(model=script(tasks, step), workspace=folder, limits=limits,
