@@ -226,16 +226,7 @@ async def _read_stream(stream: Any, on_text: OnText) -> ModelTurn:
                     slot["arguments"] += call.function.arguments
         if choice.finish_reason:
             turn.finish_reason = choice.finish_reason
-    if turn.finish_reason is None:
-        raise BrokenStream(CUT_STREAM_WORDS)
-    turn.text = "".join(text_parts)
-    for index in sorted(partial):
-        slot = partial[index]
-        turn.tool_calls.append(
-            ToolCallRequest(slot["id"] or f"call_{uuid.uuid4().hex[:12]}", slot["name"],
-                            slot["arguments"])
-        )
-    return turn
+    return _finished(turn, text_parts, partial)
 
 
 async def _read_chunks(stream: Any, on_text: OnText) -> ModelTurn:
@@ -276,6 +267,13 @@ async def _read_chunks(stream: Any, on_text: OnText) -> ModelTurn:
                     slot["arguments"] += function["arguments"]
         if choice.get("finish_reason"):
             turn.finish_reason = choice["finish_reason"]
+    return _finished(turn, text_parts, partial)
+
+
+def _finished(turn: ModelTurn, text_parts: list[str],
+              partial: dict[int, dict[str, str]]) -> ModelTurn:
+    """The turn a whole stream made: its text and tool calls (a stream with no
+    ``finish_reason`` was cut short)."""
     if turn.finish_reason is None:
         raise BrokenStream(CUT_STREAM_WORDS)
     turn.text = "".join(text_parts)
