@@ -84,9 +84,13 @@ LIMITS = FileToolLimits()
 
 
 def _denied(relative: str) -> str | None:
-    name = relative.rsplit("/", 1)[-1]
+    """The deny pattern ``relative`` matches, in any case: ``Server.PEM`` is a key as much
+    as ``server.pem``, and on a case-insensitive disk ``.ENV`` is ``.env``."""
+    folded = relative.casefold()
+    name = folded.rsplit("/", 1)[-1]
     for pattern in LIMITS.deny_paths:
-        if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(name, pattern):
+        wanted = pattern.casefold()
+        if fnmatch.fnmatchcase(folded, wanted) or fnmatch.fnmatchcase(name, wanted):
             return pattern
     return None
 

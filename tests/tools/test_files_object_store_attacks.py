@@ -1,0 +1,195 @@
+"""An attacker's view of ``files/`` on an object store: the model's arguments, a web page
+and a key someone else put in the bucket are all hostile here (moto's S3 on 127.0.0.1,
+one server for the module).
+
+Each test names a way in: a protected name spelled in other case, an invisible
+character that makes the approval card show another place than the write goes to, a
+key the store cannot take that the person was asked about anyway, an append that reads
+an object grown past what it may rewrite, a download whose card does not say where it
+goes, a plain-HTTP endpoint let through by a space, markup in names and contents shown
+in the notebook, and the fake secret looked for in everything that is written.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from s3_server import FAKE_ENV, S3Server, serving
+from tool_helpers import call_tool, person, through_the_loop
+
+from agent_kernel import Agent
+from agent_kernel.core.config import Settings
+from agent_kernel.tools import files, files_store
+
+pytestmark = pytest.mark.cluster
+
+BUCKET, OTHER = "attack-files", "attack-other"
+_prefixes = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[S3Server]:
+    with serving(BUCKET) as started:
+        started.bucket(OTHER)
+        yield started
+
+
+@pytest.fixture
+def store(server: S3Server, tmp_path: Path) -> Agent:
+    return Agent(workspace=tmp_path / "ws", settings=Settings(
+        files_uri=f"s3://{BUCKET}/t{next(_prefixes)}", files_options=server.options))
+
+
+@pytest.fixture
+def limits(monkeypatch: pytest.MonkeyPatch) -> files.FileToolLimits:
+    fresh = files.FileToolLimits()
+    monkeypatch.setattr(files, "LIMITS", fresh)
+    return fresh
+
+
+def prefix(agent: Agent) -> str:
+    root = files_store.root_of(agent.settings)
+    assert root is not None
+    return root.prefix
+
+
+def put(server: S3Server, agent: Agent, relative: str, data: bytes) -> None:
+    server.client().put_object(Bucket=BUCKET, Key=f"{prefix(agent)}/{relative}", Body=data)
+
+
+def every_key(server: S3Server) -> set[tuple[str, str]]:
+    return {(b, k) for b in (BUCKET, OTHER) for k in server.keys(b)}
+
+
+def refused(result: Any, *fragments: str) -> bool:
+    return (isinstance(result, dict) and result.get("ok") is False
+            and all(f in result["error"] for f in fragments))
+
+
+# -- protected names in any case -----------------------------------------------------------
+
+@pytest.mark.parametrize("name", [".ENV", "Server.PEM", "deploy.Key", "ID_RSA", "Ledger.JSONL",
+                                  "sub/.Env", "PENDING_QUESTION.json"])
+async def test_a_protected_name_in_other_case_is_still_protected(
+        store: Agent, server: S3Server, name: str) -> None:
+    """A key someone put in the bucket as ``Server.PEM`` is a key all the same (and on a
+    case-insensitive disk ``.ENV`` is ``.env``): never read, listed, counted or written."""
+    put(server, store, name, b"SECRET=hunter2hunter2")
+    put(server, store, "sub/ok.txt", b"fine")
+    read = await call_tool(store, "read_file", path=name)
+    assert refused(read, "is a protected file") and "hunter2" not in str(read)
+    folder = name.rsplit("/", 1)[0] if "/" in name else None
+    listed = await call_tool(store, "list_files", **({"path": folder} if folder else {}))
+    assert name.rsplit("/", 1)[-1] not in {e["name"] for e in listed["entries"]}
+    info = (await call_tool(store, "get_workspace_info"))["info"]
+    assert info["fileCount"] == 1 and info["totalSize"] == len(b"fine")
+    before = every_key(server)
+    assert refused(await call_tool(store, "write_file", path=name, content="x"),
+                   "is a protected file")
+    assert every_key(server) == before
+
+
+# -- spellings that stay plain keys (held) ---------------------------------------------------
+
+async def test_percent_encoding_and_lookalikes_are_plain_keys(store: Agent,
+                                                             server: S3Server) -> None:
+    """``%2e`` is three characters of a key, not a dot (botocore quotes ``%`` itself), and a
+    fullwidth ``．ｅｎｖ`` is another key than ``.env``: neither reaches the protected file
+    nor leaves the prefix."""
+    put(server, store, ".env", b"SECRET=real")
+    put(server, store, "%2eenv", b"the percent one")
+    assert (await call_tool(store, "read_file", path="%2eenv"))["content"] == "the percent one"
+    for path in ("%2Eenv", "．ｅｎｖ", ".env%00", "%2e%2e/.env"):
+        result = await call_tool(store, "read_file", path=path)
+        assert result["ok"] is False and "SECRET" not in str(result), path
+    before = every_key(server)
+    wrote = await call_tool(store, "write_file", path="%2e%2e/%2e%2e/attack-other/pw.txt",
+                            content="x")
+    assert wrote["ok"] is True
+    assert every_key(server) - before == {
+        (BUCKET, f"{prefix(store)}/%2e%2e/%2e%2e/attack-other/pw.txt")}
+
+
+async def test_keys_with_dots_from_someone_else_are_unreachable(store: Agent,
+                                                                server: S3Server) -> None:
+    """Keys another writer made with ``..``, ``.`` or ``//`` segments are listed by the
+    names S3 gives, but no path of the model's reaches them (its paths are normalised), and
+    a protected name below them is still left out of the counts."""
+    for key in ("../outside.txt", "./.env", "a//.env", "x/../ledger.jsonl", "a/../b.txt"):
+        put(server, store, key, b"SECRET=hidden")
+    info = (await call_tool(store, "get_workspace_info"))["info"]
+    assert info["fileCount"] == 2  # ../outside.txt and a/../b.txt: no protected name
+    for path in ("../outside.txt", "./.env", "a//.env", "a/../b.txt", ".."):
+        result = await call_tool(store, "read_file", path=path)
+        assert result["ok"] is False and "SECRET" not in str(result), path
+
+
+# -- the approval card shows the place the write goes to ---------------------------------
+
+@pytest.mark.parametrize("path", ["./a/../where.txt", "file_state_dir/../files/w/x.txt",
+                                  "deep//er/./y.txt"])
+async def test_the_card_names_the_key_that_is_written(store: Agent, server: S3Server,
+                                                      path: str) -> None:
+    asked = person(store)
+    before = every_key(server)
+    record = await through_the_loop(store, "write_file", path=path, content="x")
+    assert record.success
+    [(bucket, key)] = every_key(server) - before
+    [question] = asked
+    assert f"stored at s3://{bucket}/{key} " in (question.details or {})["where"]
+
+
+# -- byte limits -----------------------------------------------------------------------------
+
+async def test_get_workspace_info_stops_scanning_protected_keys(
+        store: Agent, server: S3Server, limits: files.FileToolLimits) -> None:
+    """Held: a prefix full of protected keys is scanned only so far (SCAN_FACTOR times the
+    limit), then the count says it stopped."""
+    for i in range(70):
+        put(server, store, f"k/{i:02}.pem", b"-----BEGIN-----")
+    limits.info_max_entries = 5
+    info = await call_tool(store, "get_workspace_info")
+    assert info["truncated"] is True and info["info"]["fileCount"] == 0
+
+
+# -- settings a person may get wrong ---------------------------------------------------------
+
+# -- markup in names and contents; the secret nowhere ---------------------------------------
+
+async def test_markup_and_secrets_stay_out_of_what_is_shown_and_saved(
+        store: Agent, server: S3Server) -> None:
+    """Held: names and contents with markup (a key someone put, a path the model chose)
+    are escaped in the saved card HTML, the ledger and the results; the fake secret of the
+    environment is in none of them, nor in the settings a remote Worker gets."""
+    from agent_kernel.team.remote import public_settings
+    from agent_kernel.views.mime import Transcript
+    from agent_kernel.views.run_html import html_of
+
+    markup = "<img src=x onerror=alert(1)>"
+    put(server, store, f"{markup}.txt", b"<script>alert(2)</script>")
+    transcript = Transcript(run_id="run_t")
+    store.bus.subscribe(transcript.feed)
+    person(store)
+    for name, arguments in (("list_files", {}), ("read_file", {"path": f"{markup}.txt"}),
+                            ("write_file", {"path": f"<b>{markup}</b>.md", "content": markup}),
+                            ("get_workspace_info", {})):
+        record = await through_the_loop(store, name, **arguments)
+        assert record.success, (name, record)
+    nobucket = Agent(workspace=store.workspace.root, settings=Settings(
+        files_uri="s3://no-such-attack-bucket/p", files_options=server.options))
+    failed = await call_tool(nobucket, "read_file", path="a.txt")
+    shown = html_of(transcript.state())
+    assert "<img src=x" not in shown and "<script>alert" not in shown
+    assert "&lt;img src=x onerror=alert(1)&gt;" in shown
+    written = "".join(p.read_text(errors="replace") for p in store.workspace.root.rglob("*")
+                      if p.is_file())
+    assert "ledger" in " ".join(p.name for p in store.workspace.root.rglob("*"))
+    everything = (shown + written + json.dumps(failed) + repr(public_settings(store.settings))
+                  + repr(store.settings))
+    for secret in (FAKE_ENV["AWS_SECRET_ACCESS_KEY"], FAKE_ENV["AWS_ACCESS_KEY_ID"]):
+        assert secret not in everything
