@@ -599,6 +599,16 @@ def store_parts(workspace: Workspace, user_path: str) -> list[str] | None:
     return parts
 
 
+def store_where(root: StoreRoot, parts: list[str]) -> str:
+    """The approval card's ``where`` for a write to ``files/<parts>`` on the store, once the
+    key is one the write can send as shown (:func:`files_store.check_key`: no invisible
+    character makes the card read as another place); refusals as ``ValueError`` or ``Refused``."""
+    if not parts:
+        raise ValueError(f"{CACHE_DIR} is a folder, not a file")
+    files_store.check_key(root, parts)
+    return f"{files_store.shown_of(parts)}, stored at {root.words(parts)}"
+
+
 def not_local_cache(workspace: Workspace, resolved: Path, user_path: str) -> None:
     """With ``files/`` on a store, a path that reaches the local folder (through a link,
     or a spelling of the workspace's path the text did not match) is refused."""
@@ -678,14 +688,12 @@ def _write_precheck(values: dict[str, object], ctx: ToolContext) -> dict[str, ob
                              f"{LIMITS.write_max_bytes} (files.LIMITS.write_max_bytes)")
         root = store_of(ctx)
         if root is not None and (parts := store_parts(ctx.workspace, path)) is not None:
-            if not parts:
-                raise ValueError(f"{CACHE_DIR} is a folder, not a file")
-            return {"where": f"{files_store.shown_of(parts)}, stored at {root.words(parts)}"}
+            return {"where": store_where(root, parts)}
         resolved = resolve(ctx.workspace, path)
         if root is not None:
             not_local_cache(ctx.workspace, resolved, path)
         _writable_parts(ctx.workspace, resolved, path)
-    except (ValueError, PermissionError) as exc:
+    except (ValueError, PermissionError, files_store.Refused) as exc:
         raise ToolError(f"{exc}. Nothing was written.",
                         summary=f"Refused without asking you: {exc}.",
                         guidance=PATH_GUIDANCE) from None

@@ -27,6 +27,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -147,19 +148,39 @@ def _filesystem(root: StoreRoot) -> Any:
         return made
 
 
-def _path(fs: Any, root: StoreRoot, key: str) -> str:
-    """``bucket/key`` for fsspec, once s3fs is seen to read it back as exactly that bucket
-    and key (a ``?versionId=`` or an ARN-like start would be parsed away otherwise)."""
-    path = f"{root.bucket}/{key}"
-    if any(c == "\\" or ord(c) < 32 or ord(c) == 127 for c in key):
-        raise Refused("the path has a backslash or a control character, which some object "
-                      "stores read differently; use plain file names")
+_UNSEEN = frozenset({"Cc", "Cf", "Zl", "Zp"})
+"""Unicode categories refused in a key: controls, and the invisible ones (a direction
+override U+202E, a zero-width space, a line separator) that make the approval card's
+``where`` read as another place than the key written."""
+
+
+def check_key(root: StoreRoot, parts: list[str]) -> str:
+    """The object key of ``files/<parts>``, or :class:`Refused` when a store would read it
+    as something else or a person could not read it: checked without a request or s3fs, so
+    the approval precheck refuses what the write would (:func:`_path` checks it again)."""
+    key = root.key(parts)
+    odd = next((c for c in key if c == "\\" or unicodedata.category(c) in _UNSEEN), None)
+    if odd is not None:
+        raise Refused(f"the path has a backslash or a control character (U+{ord(odd):04X}: "
+                      "read differently by some object stores, or invisible on the approval "
+                      "card); use plain file names")
     if len(key.encode("utf-8")) > 1024:
         raise Refused("the path is too long for an object store (its key may have at most "
-                         "1024 bytes)")
+                      "1024 bytes)")
+    if "?versionId=" in key:  # the one part of a key s3fs's split_path reads as an option
+        raise Refused(f"the path cannot be stored as one object key under {root.url([])}; "
+                      "use plain file names")
+    return key
+
+
+def _path(fs: Any, root: StoreRoot, parts: list[str]) -> str:
+    """``bucket/key`` for fsspec, once s3fs is seen to read it back as exactly that bucket
+    and key (a ``?versionId=`` or an ARN-like start would be parsed away otherwise)."""
+    key = check_key(root, parts)
+    path = f"{root.bucket}/{key}"
     if tuple(fs.split_path(path)) != (root.bucket, key, None):
         raise Refused(f"the path cannot be stored as one object key under {root.url([])}; "
-                         "use plain file names")
+                      "use plain file names")
     return path
 
 
@@ -221,7 +242,7 @@ class _Store:
     def head(self, parts: list[str]) -> _Info | None:
         """The object at ``files/<parts>`` (size, ETag), ``{"type": "directory"}`` when
         keys lie below it, or None when neither."""
-        path = _path(self.fs, self.root, self.root.key(parts))
+        path = _path(self.fs, self.root, parts)
         try:
             info: _Info = self.fs.info(path)
         except FileNotFoundError as exc:
@@ -239,7 +260,7 @@ class _Store:
         """The first ``limit + 1`` bytes at most (one ranged GET) and the object's size (a
         HEAD only when there was more)."""
         shown = shown_of(parts)
-        path = _path(self.fs, self.root, self.root.key(parts))
+        path = _path(self.fs, self.root, parts)
         try:
             data: bytes = self.fs.cat_file(path, start=0, end=limit + 1)
         except FileNotFoundError as exc:
@@ -260,7 +281,7 @@ class _Store:
     def write(self, parts: list[str], data: bytes, append: bool) -> int:
         """Put ``data`` at ``files/<parts>`` (appended to what is there); the bytes sent."""
         shown = shown_of(parts)
-        path = _path(self.fs, self.root, self.root.key(parts))
+        path = _path(self.fs, self.root, parts)
         if not append:
             if self.is_folder(parts):
                 raise Refused(f"{shown} is a folder, not a file")
@@ -297,7 +318,7 @@ class _Store:
         info = self.head(parts)
         if info is not None and info.get("type") == "directory":
             raise Refused(f"{shown_of(parts)} is a folder, not a file")
-        self.fs.put_file(local, _path(self.fs, self.root, self.root.key(parts)))
+        self.fs.put_file(local, _path(self.fs, self.root, parts))
 
     def _pages(self, prefix: str, delimiter: bool, budget: int) -> Iterator[_Listed]:
         """Pages of ``list_objects_v2`` under ``prefix`` while ``budget`` keys remain."""
@@ -394,4 +415,5 @@ def call(root: StoreRoot, shown: str, work: Callable[[_Store], Any]) -> Any:
         raise failure(exc, root, shown) from None
 
 
-__all__ = ["APPEND_MAX_BYTES", "Refused", "StoreRoot", "call", "failure", "root_of", "shown_of"]
+__all__ = ["APPEND_MAX_BYTES", "Refused", "StoreRoot", "call", "check_key", "failure", "root_of",
+           "shown_of"]

@@ -131,6 +131,36 @@ async def test_keys_with_dots_from_someone_else_are_unreachable(store: Agent,
 
 # -- the approval card shows the place the write goes to ---------------------------------
 
+@pytest.mark.parametrize("path", ["report\u202etxt.exe", "a\u200b/b.txt", "x\u2066y.txt",
+                                  "line\u2028sep.txt", "bom\ufeff.txt", "c1\x85.txt"])
+async def test_an_invisible_character_is_refused_before_anyone_is_asked(
+        store: Agent, server: S3Server, path: str) -> None:
+    """A direction override (U+202E) or a zero-width character makes the card's ``where``
+    read as another place than the key written: refused before the person is asked."""
+    asked = person(store)
+    before = every_key(server)
+    record = await through_the_loop(store, "write_file", path=path, content="x")
+    assert not record.success and asked == []
+    assert "Refused without asking you" in str(record.summary)
+    assert every_key(server) == before
+    assert refused(await call_tool(store, "write_file", path=path, content="x"),
+                   "control character")
+
+
+@pytest.mark.parametrize("path", ["a\\b.txt", "notes.txt?versionId=abc", "é" * 520])
+async def test_a_key_the_store_cannot_take_is_refused_before_anyone_is_asked(
+        store: Agent, server: S3Server, path: str) -> None:
+    """The precheck says "no approval could allow this" only if the card's place is a key
+    the write can send: a backslash, ``?versionId=`` or a key over 1024 bytes is refused
+    before asking, not after the person said yes."""
+    asked = person(store)
+    before = every_key(server)
+    record = await through_the_loop(store, "write_file", path=path, content="x")
+    assert not record.success and asked == []
+    assert "Refused without asking you" in str(record.summary)
+    assert every_key(server) == before
+
+
 @pytest.mark.parametrize("path", ["./a/../where.txt", "file_state_dir/../files/w/x.txt",
                                   "deep//er/./y.txt"])
 async def test_the_card_names_the_key_that_is_written(store: Agent, server: S3Server,
