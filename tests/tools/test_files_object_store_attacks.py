@@ -174,6 +174,36 @@ async def test_the_card_names_the_key_that_is_written(store: Agent, server: S3Se
     assert f"stored at s3://{bucket}/{key} " in (question.details or {})["where"]
 
 
+async def test_a_download_card_says_where_the_file_goes(store: Agent, server: S3Server,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``url_fetch`` with ``download_path`` writes to the store after the person approves:
+    its card says the store's place as write_file's does, and a path no approval could
+    allow is refused before asking."""
+    from web_server import PNG, LocalSite
+
+    from agent_kernel.tools import web
+
+    monkeypatch.setattr(web, "LIMITS", web.WebToolLimits(allow_hosts=["127.0.0.1"]))
+    asked = person(store)
+    with LocalSite() as site:
+        record = await through_the_loop(store, "url_fetch", url=site.url("/png"),
+                                        download_path="img/../dl/tide.png")
+        assert record.success, record
+        key = f"{prefix(store)}/dl/tide.png"
+        assert server.client().get_object(Bucket=BUCKET, Key=key)["Body"].read() == PNG
+        [question] = asked
+        assert (question.details or {})["where"] == (
+            f"files/dl/tide.png, stored at s3://{BUCKET}/{key} (object store on "
+            f"{server.endpoint})")
+        before = every_key(server)
+        for path in ("keys/server.pem", "s3://attack-other/x", "a\u202eb.png", "a\\b.png"):
+            record = await through_the_loop(store, "url_fetch", url=site.url("/png"),
+                                            download_path=path)
+            assert not record.success and "Refused without asking you" in str(
+                record.summary), path
+        assert len(asked) == 1 and every_key(server) == before
+
+
 # -- byte limits -----------------------------------------------------------------------------
 
 async def test_get_workspace_info_stops_scanning_protected_keys(
