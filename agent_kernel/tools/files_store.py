@@ -297,7 +297,10 @@ class _Store:
                     f"{shown} would grow to {size + len(data)} bytes; an append on the object "
                     f"store rewrites the whole file, which it does up to {APPEND_MAX_BYTES} "
                     "bytes (files_store.APPEND_MAX_BYTES): write a new file instead")
-            old: bytes = self.fs.cat_file(path) if size else b""
+            # never more than may be rewritten, whatever another writer put meanwhile
+            old: bytes = self.fs.cat_file(path, start=0, end=APPEND_MAX_BYTES + 1) if size else b""
+            if len(old) != size:  # changed between the HEAD and the GET: look again
+                continue
             condition = ({"IfMatch": info["ETag"]} if info and info.get("ETag")
                          else {"IfNoneMatch": "*"})
             try:

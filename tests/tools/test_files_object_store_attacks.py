@@ -206,6 +206,44 @@ async def test_a_download_card_says_where_the_file_goes(store: Agent, server: S3
 
 # -- byte limits -----------------------------------------------------------------------------
 
+async def test_an_append_never_reads_more_than_it_may_rewrite(
+        store: Agent, server: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between the append's HEAD and its GET another writer puts a huge object: the GET
+    asks for no more than the append may rewrite, and nothing is written."""
+    monkeypatch.setattr(files_store, "APPEND_MAX_BYTES", 1000)
+    put(server, store, "log.txt", b"small\n")
+    real_head = files_store._Store.head
+    grown = b"G" * 50_000
+    heads: list[int] = []
+
+    def head_then_grow(self: Any, parts: list[str]) -> Any:
+        info = real_head(self, parts)
+        heads.append(1)
+        if len(heads) == 1:  # the other writer comes in right after our first HEAD
+            put(server, store, "log.txt", grown)
+        return info
+
+    read_sizes: list[int] = []
+    root = files_store.root_of(store.settings)
+    assert root is not None
+    fs = files_store._filesystem(root)
+    real_cat = fs.cat_file
+
+    def counted(path: str, *args: Any, **kwargs: Any) -> Any:
+        data = real_cat(path, *args, **kwargs)
+        read_sizes.append(len(data))
+        return data
+
+    monkeypatch.setattr(files_store._Store, "head", head_then_grow)
+    monkeypatch.setattr(fs, "cat_file", counted)
+    result = await call_tool(store, "write_file", path="log.txt", content="more\n",
+                             mode="append")
+    assert refused(result, "would grow to 50005 bytes")
+    assert read_sizes and max(read_sizes) <= 1001
+    assert server.client().get_object(Bucket=BUCKET, Key=f"{prefix(store)}/log.txt")[
+        "Body"].read() == grown
+
+
 async def test_get_workspace_info_stops_scanning_protected_keys(
         store: Agent, server: S3Server, limits: files.FileToolLimits) -> None:
     """Held: a prefix full of protected keys is scanned only so far (SCAN_FACTOR times the
