@@ -98,7 +98,7 @@ def check_options(options: dict[str, str] | None, what: str = "memory",
                    if secretish else
                    f"the options that may be set are {', '.join(sorted(allowed))}")
             raise StoreConfigError(f"{what} option {name!r} is refused: {why}")
-        text = str(value)
+        text = str(value).strip()  # botocore strips " http://..." too: checked as used
         if "://" in text or "@" in text:  # an endpoint or proxy: no user, password or query
             parts = urlsplit(text.strip())
             if "@" in parts.netloc or "@" in text or parts.query:

@@ -23,6 +23,7 @@ from s3_server import FAKE_ENV, S3Server, serving
 from tool_helpers import call_tool, person, through_the_loop
 
 from agent_kernel import Agent
+from agent_kernel.core import object_store
 from agent_kernel.core.config import Settings
 from agent_kernel.tools import files, files_store
 
@@ -256,6 +257,17 @@ async def test_get_workspace_info_stops_scanning_protected_keys(
 
 
 # -- settings a person may get wrong ---------------------------------------------------------
+
+@pytest.mark.parametrize("endpoint", [" http://127.0.0.1:9", "\thttp://127.0.0.1:9",
+                                      "HTTP://127.0.0.1:9"])
+def test_a_plain_http_endpoint_needs_allow_http_however_spelled(endpoint: str) -> None:
+    """botocore strips the space and speaks plain HTTP: so must the check."""
+    with pytest.raises(object_store.StoreConfigError, match="allow_http=true"):
+        Settings(files_uri="s3://bucket/p", files_options={"endpoint": endpoint})
+    made = Settings(files_uri="s3://bucket/p", files_options={"endpoint": endpoint,
+                                                             "allow_http": "true"})
+    assert made.files_options["endpoint"] == endpoint.strip()
+
 
 # -- markup in names and contents; the secret nowhere ---------------------------------------
 
