@@ -27,12 +27,13 @@ from __future__ import annotations
 import random
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlsplit
+
+from agent_kernel.core.unseen import draws_nothing
 
 if TYPE_CHECKING:
     from agent_kernel.core.config import Settings
@@ -148,18 +149,15 @@ def _filesystem(root: StoreRoot) -> Any:
         return made
 
 
-_UNSEEN = frozenset({"Cc", "Cf", "Zl", "Zp"})
-"""Unicode categories refused in a key: controls, and the invisible ones (a direction
-override U+202E, a zero-width space, a line separator) that make the approval card's
-``where`` read as another place than the key written."""
-
-
 def check_key(root: StoreRoot, parts: list[str]) -> str:
     """The object key of ``files/<parts>``, or :class:`Refused` when a store would read it
-    as something else or a person could not read it: checked without a request or s3fs, so
-    the approval precheck refuses what the write would (:func:`_path` checks it again)."""
+    as something else or a person could not read it (a control character, or one that draws
+    nothing or reorders the text, as :func:`~agent_kernel.core.unseen.draws_nothing` says: a
+    direction override U+202E would make the approval card's ``where`` read as another
+    place than the key written). Checked without a request or s3fs, so the approval
+    precheck refuses what the write would (:func:`_path` checks it again)."""
     key = root.key(parts)
-    odd = next((c for c in key if c == "\\" or unicodedata.category(c) in _UNSEEN), None)
+    odd = next((c for c in key if c in "\\\t\n" or draws_nothing(c)), None)
     if odd is not None:
         raise Refused(f"the path has a backslash or a control character (U+{ord(odd):04X}: "
                       "read differently by some object stores, or invisible on the approval "

@@ -133,11 +133,13 @@ async def test_keys_with_dots_from_someone_else_are_unreachable(store: Agent,
 # -- the approval card shows the place the write goes to ---------------------------------
 
 @pytest.mark.parametrize("path", ["report\u202etxt.exe", "a\u200b/b.txt", "x\u2066y.txt",
-                                  "line\u2028sep.txt", "bom\ufeff.txt", "c1\x85.txt"])
+                                  "line\u2028sep.txt", "bom\ufeff.txt", "c1\x85.txt",
+                                  "hangul\u3164filler.txt", "braille\u2800.txt", "nb\u00a0sp.txt"])
 async def test_an_invisible_character_is_refused_before_anyone_is_asked(
         store: Agent, server: S3Server, path: str) -> None:
-    """A direction override (U+202E) or a zero-width character makes the card's ``where``
-    read as another place than the key written: refused before the person is asked."""
+    """A direction override (U+202E), a zero-width character or a blank letter makes the
+    card's ``where`` read as another place than the key written (the card's arguments
+    mark them, its ``where`` line would not): refused before the person is asked."""
     asked = person(store)
     before = every_key(server)
     record = await through_the_loop(store, "write_file", path=path, content="x")
