@@ -605,7 +605,7 @@ def store_where(root: StoreRoot, parts: list[str]) -> str:
     character makes the card read as another place); refusals as ``ValueError`` or ``Refused``."""
     if not parts:
         raise ValueError(f"{CACHE_DIR} is a folder, not a file")
-    files_store.check_key(root, parts)
+    files_store.check_key(root, parts, approved=True)
     return f"{files_store.shown_of(parts)}, stored at {root.words(parts)}"
 
 

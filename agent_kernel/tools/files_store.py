@@ -149,15 +149,17 @@ def _filesystem(root: StoreRoot) -> Any:
         return made
 
 
-def check_key(root: StoreRoot, parts: list[str]) -> str:
+def check_key(root: StoreRoot, parts: list[str], approved: bool = False) -> str:
     """The object key of ``files/<parts>``, or :class:`Refused` when a store would read it
-    as something else or a person could not read it (a control character, or one that draws
-    nothing or reorders the text, as :func:`~agent_kernel.core.unseen.draws_nothing` says: a
+    as something else (a backslash, a control character, ``?versionId=``, over 1024 bytes).
+    For a write a person approves (``approved``), also when it has a character that draws
+    nothing or reorders the text (:func:`~agent_kernel.core.unseen.draws_nothing`): a
     direction override U+202E would make the approval card's ``where`` read as another
-    place than the key written). Checked without a request or s3fs, so the approval
+    place than the key written. Checked without a request or s3fs, so the approval
     precheck refuses what the write would (:func:`_path` checks it again)."""
     key = root.key(parts)
-    odd = next((c for c in key if c in "\\\t\n" or draws_nothing(c)), None)
+    odd = next((c for c in key if c == "\\" or ord(c) < 32 or 127 <= ord(c) < 160
+                or (approved and draws_nothing(c))), None)
     if odd is not None:
         raise Refused(f"the path has a backslash or a control character (U+{ord(odd):04X}: "
                       "read differently by some object stores, or invisible on the approval "
@@ -171,10 +173,10 @@ def check_key(root: StoreRoot, parts: list[str]) -> str:
     return key
 
 
-def _path(fs: Any, root: StoreRoot, parts: list[str]) -> str:
+def _path(fs: Any, root: StoreRoot, parts: list[str], approved: bool = False) -> str:
     """``bucket/key`` for fsspec, once s3fs is seen to read it back as exactly that bucket
     and key (a ``?versionId=`` or an ARN-like start would be parsed away otherwise)."""
-    key = check_key(root, parts)
+    key = check_key(root, parts, approved)
     path = f"{root.bucket}/{key}"
     if tuple(fs.split_path(path)) != (root.bucket, key, None):
         raise Refused(f"the path cannot be stored as one object key under {root.url([])}; "
@@ -279,7 +281,7 @@ class _Store:
     def write(self, parts: list[str], data: bytes, append: bool) -> int:
         """Put ``data`` at ``files/<parts>`` (appended to what is there); the bytes sent."""
         shown = shown_of(parts)
-        path = _path(self.fs, self.root, parts)
+        path = _path(self.fs, self.root, parts, approved=True)
         if not append:
             if self.is_folder(parts):
                 raise Refused(f"{shown} is a folder, not a file")
@@ -319,7 +321,7 @@ class _Store:
         info = self.head(parts)
         if info is not None and info.get("type") == "directory":
             raise Refused(f"{shown_of(parts)} is a folder, not a file")
-        self.fs.put_file(local, _path(self.fs, self.root, parts))
+        self.fs.put_file(local, _path(self.fs, self.root, parts, approved=True))
 
     def _pages(self, prefix: str, delimiter: bool, budget: int) -> Iterator[_Listed]:
         """Pages of ``list_objects_v2`` under ``prefix`` while ``budget`` keys remain."""

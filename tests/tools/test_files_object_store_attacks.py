@@ -150,6 +150,14 @@ async def test_an_invisible_character_is_refused_before_anyone_is_asked(
                    "control character")
 
 
+async def test_a_key_with_an_invisible_character_is_still_read(store: Agent,
+                                                               server: S3Server) -> None:
+    """Reading asks nobody, so a file someone else named with a direction mark is read; only
+    writes (which a person approves by their ``where``) refuse such names."""
+    put(server, store, "report\u202etxt.exe", b"theirs")
+    assert (await call_tool(store, "read_file", path="report\u202etxt.exe"))["content"] == "theirs"
+
+
 @pytest.mark.parametrize("path", ["a\\b.txt", "notes.txt?versionId=abc", "é" * 520])
 async def test_a_key_the_store_cannot_take_is_refused_before_anyone_is_asked(
         store: Agent, server: S3Server, path: str) -> None:
