@@ -159,6 +159,10 @@ def check_files_options(options: dict[str, str] | None) -> dict[str, str]:
     checked = check_options(options, "files", FILES_OPTIONS)
     endpoint = checked.get("endpoint") or checked.get("aws_endpoint") or ""
     allowed = (checked.get("allow_http") or checked.get("aws_allow_http") or "").lower()
+    if endpoint and not (urlsplit(endpoint).scheme.lower() in ("http", "https")
+                         and urlsplit(endpoint).netloc):
+        raise StoreConfigError(f"files endpoint {endpoint!r} is not a server's address: give "
+                               "it as https://HOST[:PORT] (http:// with allow_http=true)")
     if endpoint.lower().startswith("http://") and allowed not in ("true", "1", "yes"):
         raise StoreConfigError("files endpoint is http:// (not encrypted): set the option "
                                "allow_http=true to use it anyway")

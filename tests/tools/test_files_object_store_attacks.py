@@ -313,3 +313,11 @@ async def test_markup_and_secrets_stay_out_of_what_is_shown_and_saved(
                   + repr(store.settings))
     for secret in (FAKE_ENV["AWS_SECRET_ACCESS_KEY"], FAKE_ENV["AWS_ACCESS_KEY_ID"]):
         assert secret not in everything
+
+
+@pytest.mark.parametrize("endpoint", ["file:///etc", "s3.example.com", "s3://other-bucket",
+                                      "https://", "ftp://127.0.0.1"])
+def test_an_endpoint_that_is_no_servers_address_is_refused_in_words(endpoint: str) -> None:
+    """Caught when it is set, in words, not as ``(ValueError)`` on the first file call."""
+    with pytest.raises(object_store.StoreConfigError, match="not a server's address"):
+        Settings(files_uri="s3://bucket/p", files_options={"endpoint": endpoint})
