@@ -659,7 +659,8 @@ def _store_list(root: StoreRoot, parts: list[str]) -> Result:
 def _store_info(workspace: Workspace, root: StoreRoot) -> Result:
     budget = [LIMITS.info_max_entries]
     files, folders, size, newest, stopped = files_store.call(
-        root, CACHE_DIR, lambda store: store.count(budget[0], lambda rel: bool(_denied(rel))))
+        root, CACHE_DIR, lambda store: store.count(budget[0], lambda rel: bool(_denied(rel)),
+                                           _MAX_DEPTH))
     budget[0] -= files + folders
     for info in _walk(workspace, STATE_DIR, budget):
         if stat.S_ISDIR(info.st_mode):

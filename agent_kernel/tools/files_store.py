@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlsplit
 
@@ -369,25 +370,29 @@ class _Store:
             raise Refused(f"no such folder: {where}")
         return entries, None
 
-    def count(self, limit: int, denied: Callable[[str], bool]) -> tuple[int, int, int, float,
-                                                                         bool]:
+    def count(self, limit: int, denied: Callable[[str], bool],
+              depth: int) -> tuple[int, int, int, float, bool]:
         """Files, folders, bytes and the newest change below ``files/``, deny-listed names
-        (and what lies below them) left out; True when it stopped at ``limit`` entries."""
+        (and what lies below them) left out, and keys in ``depth`` folders or more too (as
+        the local walk stops there); True when it stopped early or left a key out."""
         prefix = self.root.folder_key([])
         files = size = 0
         folders: set[str] = set()
         newest = 0.0
+        deeper = False
         for page in self._pages(prefix, False, limit * SCAN_FACTOR + 1):
             if page.get("budget_spent"):
                 return files, len(folders), size, newest, True
             for item in page.get("Contents") or []:
-                names = [n for n in item["Key"][len(prefix):].split("/")]
+                names = item["Key"][len(prefix):].split("/")
                 if not all(names):  # a folder marker ("a/") or an odd key: not a file
                     continue
-                steps = ["/".join([CACHE, *names[:i + 1]]) for i in range(len(names))]
-                if any(denied(step) for step in steps):
+                if len(names) > depth:
+                    deeper = True
                     continue
-                new = [s for s in steps[:-1] if s not in folders]
+                new = _new_folders(names, folders, denied)
+                if new is None:
+                    continue
                 if files + len(folders) + len(new) + 1 > limit:
                     return files, len(folders), size, newest, True
                 folders.update(new)
@@ -396,8 +401,28 @@ class _Store:
                 changed = item.get("LastModified")
                 if isinstance(changed, datetime):
                     newest = max(newest, changed.timestamp())
-        return files, len(folders), size, newest, False
+        return files, len(folders), size, newest, deeper
 
+
+def _new_folders(names: list[str], folders: set[str],
+                 denied: Callable[[str], bool]) -> list[str] | None:
+    """The folders of ``files/<names>`` not yet in ``folders``, or None when the file or one
+    of its folders is deny-listed. Each folder's name is checked once, when first met (the
+    folders already counted passed): a bucket of deep keys costs a check per new folder,
+    not one per step of every key."""
+    path = "/".join([CACHE, *names])
+    ends = list(accumulate((len(n) + 1 for n in names[:-1]), initial=len(CACHE)))[1:]
+    if ends and path[:ends[-1]] in folders:  # most keys: a folder already counted
+        ends = []
+    new: list[str] = []
+    for end in ends:
+        step = path[:end]
+        if step in folders:
+            continue
+        if denied(step):
+            return None
+        new.append(step)
+    return None if denied(path) else new
 
 CACHE = "files"
 

@@ -321,3 +321,31 @@ def test_an_endpoint_that_is_no_servers_address_is_refused_in_words(endpoint: st
     """Caught when it is set, in words, not as ``(ValueError)`` on the first file call."""
     with pytest.raises(object_store.StoreConfigError, match="not a server's address"):
         Settings(files_uri="s3://bucket/p", files_options={"endpoint": endpoint})
+
+
+# -- a bucket of deep keys ------------------------------------------------------------------
+
+async def test_deep_keys_cost_a_deny_check_per_new_folder_not_per_step(
+        store: Agent, server: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys 60 folders deep, many of them: ``get_workspace_info`` checks each folder's name
+    once, not every step of every key (a bucket of such keys would otherwise hold a core
+    for minutes in a thread the tool's timeout leaves behind), and a key deeper than the
+    local walk goes (64 folders) is left out and said, as locally."""
+    chain = "/".join(f"d{i}" for i in range(60))
+    for i in range(40):
+        put(server, store, f"{chain}/f{i}.txt", b"x")
+    for i in range(20):
+        put(server, store, f"{chain}/k{i}.pem/inner.txt", b"SECRET")
+    put(server, store, "/".join(["z"] * 70) + "/too-deep.txt", b"x")
+    checks: list[str] = []
+    real = files._denied
+
+    def counted(relative: str) -> str | None:
+        checks.append(relative)
+        return real(relative)
+
+    monkeypatch.setattr(files, "_denied", counted)
+    info = await call_tool(store, "get_workspace_info")
+    assert info["info"]["fileCount"] == 40 and info["info"]["directoryCount"] == 60
+    assert info["truncated"] is True and "64 folders deep" in info["note"]
+    assert len(checks) <= 40 + 60 + 2 * 20 + 70, len(checks)
