@@ -335,7 +335,10 @@ class _Store:
             if token:
                 asked["ContinuationToken"] = token
             page: _Listed = self.fs.call_s3("list_objects_v2", **asked)
-            budget -= len(page.get("Contents") or []) + len(page.get("CommonPrefixes") or [])
+            got = len(page.get("Contents") or []) + len(page.get("CommonPrefixes") or [])
+            # a page that says "more" costs a full one: a server that pages forever with
+            # few or no keys is asked a bounded number of times
+            budget -= max(got, int(asked["MaxKeys"])) if page.get("IsTruncated") else got
             yield page
             token = page.get("NextContinuationToken")
             if not page.get("IsTruncated") or not token:

@@ -349,3 +349,27 @@ async def test_deep_keys_cost_a_deny_check_per_new_folder_not_per_step(
     assert info["info"]["fileCount"] == 40 and info["info"]["directoryCount"] == 60
     assert info["truncated"] is True and "64 folders deep" in info["note"]
     assert len(checks) <= 40 + 60 + 2 * 20 + 70, len(checks)
+
+
+async def test_a_server_that_pages_forever_is_asked_a_bounded_number_of_times(
+        store: Agent, monkeypatch: pytest.MonkeyPatch, limits: files.FileToolLimits) -> None:
+    """An endpoint (a proxy, a broken S3 clone) answering every listing page "empty, more to
+    come": the listing asks at most its budget's worth of full pages and says it stopped."""
+    limits.info_max_entries = 2000
+    root = files_store.root_of(store.settings)
+    assert root is not None
+    fs = files_store._filesystem(root)
+    asked: list[dict[str, Any]] = []
+
+    def endless(method: str, **kwargs: Any) -> dict[str, Any]:
+        asked.append(kwargs)
+        if len(asked) > 100:
+            raise RuntimeError("still paging")
+        return {"IsTruncated": True, "NextContinuationToken": f"t{len(asked)}", "KeyCount": 0}
+
+    monkeypatch.setattr(fs, "call_s3", endless)
+    for name in ("list_files", "get_workspace_info"):
+        asked.clear()
+        result = await call_tool(store, name)
+        assert result["ok"] is True and result["truncated"] is True, (name, result)
+        assert len(asked) <= 1 + limits.info_max_entries * files_store.SCAN_FACTOR // 1000
