@@ -373,3 +373,33 @@ async def test_a_server_that_pages_forever_is_asked_a_bounded_number_of_times(
         result = await call_tool(store, name)
         assert result["ok"] is True and result["truncated"] is True, (name, result)
         assert len(asked) <= 1 + limits.info_max_entries * files_store.SCAN_FACTOR // 1000
+
+
+@pytest.mark.timeout(120)
+def test_a_cli_run_on_the_store_writes_no_credential_anywhere(server: S3Server,
+                                                              tmp_path: Path) -> None:
+    """Held: a CLI run that writes to the store (and one whose bucket is missing) prints and
+    saves no part of the environment's credentials: stdout, stderr and every file of the
+    workspace (ledger, state, run records) are searched."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, **FAKE_ENV}
+    env.pop(object_store.FILES_ENV_VAR, None)
+    options = [a for k, v in server.options.items() for a in ("--files-option", f"{k}={v}")]
+    said = ""
+    for bucket in (BUCKET, "no-such-attack-bucket"):
+        done = subprocess.run(
+            [sys.executable, "-m", "agent_kernel", "run", "write file cli.txt with hello",
+             "--workspace", str(tmp_path / "ws"), "--headless-approval", "allow",
+             "--files", f"s3://{bucket}/cli", *options],
+            capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        said += done.stdout + done.stderr
+    assert "does not exist" in said  # the second run's write failed in words
+    saved = "".join(p.read_bytes().decode("utf-8", "replace")
+                    for p in (tmp_path / "ws").rglob("*") if p.is_file())
+    assert "cli.txt" in saved
+    for secret in (FAKE_ENV["AWS_SECRET_ACCESS_KEY"], FAKE_ENV["AWS_ACCESS_KEY_ID"]):
+        assert secret not in said and secret not in saved
