@@ -153,6 +153,24 @@ def check_files_uri(uri: str) -> str:
     return text
 
 
+def check_apart(files_uri: str | None, memory_uri: str | None) -> None:
+    """Refuse ``files/`` at, above or below the memory table's place: the file tools would
+    hand the model the table's raw files (every memory, past the memory tools) and let a
+    write corrupt them. Both are checked URIs (or None)."""
+    if not files_uri or not memory_uri:
+        return
+    files, memory = urlsplit(files_uri), urlsplit(memory_uri)
+    if memory.scheme.lower() not in ("s3", "s3+ddb") or files.netloc != memory.netloc:
+        return
+    inside = files.path.strip("/"), memory.path.strip("/")
+    if any(not outer or inner == outer or inner.startswith(outer + "/")
+           for outer, inner in (inside, inside[::-1])):
+        raise StoreConfigError(
+            f"files URI {files_uri.rstrip('/')} shares its place with the memory table at "
+            f"{memory_uri.rstrip('/')}: the file tools would reach the table's own files; "
+            "give files/ a prefix of its own (s3://BUCKET/files beside s3://BUCKET/memory)")
+
+
 def check_files_options(options: dict[str, str] | None) -> dict[str, str]:
     """The storage options of ``files_uri``: :data:`FILES_OPTIONS` only, no credential, and
     an ``http://`` endpoint only with ``allow_http=true`` (as LanceDB asks for memory)."""

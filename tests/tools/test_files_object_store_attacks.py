@@ -403,3 +403,44 @@ def test_a_cli_run_on_the_store_writes_no_credential_anywhere(server: S3Server,
     assert "cli.txt" in saved
     for secret in (FAKE_ENV["AWS_SECRET_ACCESS_KEY"], FAKE_ENV["AWS_ACCESS_KEY_ID"]):
         assert secret not in said and secret not in saved
+
+
+# -- files/ and memory in one place ---------------------------------------------------------
+
+@pytest.mark.parametrize("files_uri,memory_uri", [
+    ("s3://shared", "s3://shared/memory"), ("s3://shared/memory", "s3://shared/memory/"),
+    ("s3://shared/memory/files", "s3://shared/memory"), ("s3://shared/a", "s3+ddb://shared/a/m")])
+def test_files_where_the_memory_table_lives_is_refused(files_uri: str, memory_uri: str) -> None:
+    """With files/ at or above the memory table's prefix, read_file would hand the model the
+    table's raw files (every memory, past the memory tools) and write_file could corrupt
+    them: refused when set, naming both places."""
+    with pytest.raises(object_store.StoreConfigError, match="memory table") as caught:
+        Settings(files_uri=files_uri, memory_uri=memory_uri)
+    assert files_uri.rstrip("/") in str(caught.value)
+
+
+@pytest.mark.parametrize("files_uri,memory_uri", [
+    ("s3://shared/files", "s3://shared/memory"), ("s3://shared/mem-files", "s3://shared/mem"),
+    ("s3://one/p", "s3://two/p"), ("s3://shared/p", "memory://p")])
+def test_files_beside_the_memory_table_is_fine(files_uri: str, memory_uri: str) -> None:
+    made = Settings(files_uri=files_uri, memory_uri=memory_uri)
+    assert made.files_uri == files_uri and made.memory_uri == memory_uri
+
+
+def test_agent_config_refuses_files_on_the_memory_table(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tool_helpers import loaded_magics
+
+    monkeypatch.delenv(object_store.FILES_ENV_VAR, raising=False)
+    monkeypatch.delenv(object_store.ENV_VAR, raising=False)
+    with loaded_magics(tmp_path / "ws") as magics:
+        magics.agent_config("--memory s3://shared/memory")
+        capsys.readouterr()
+        magics.agent_config("--files s3://shared")
+        said = capsys.readouterr()
+        assert "memory table" in said.err and magics.files_uri == ""
+        magics.agent_config("--files s3://shared/files")
+        magics.agent_config("--memory s3://shared/files/m")
+        said = capsys.readouterr()
+        assert "memory table" in said.err and magics.memory_uri == "s3://shared/memory"
