@@ -554,10 +554,11 @@ def get_workspace_info(ctx: ToolContext) -> Result:
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
 
 
-def store_of(ctx: ToolContext) -> StoreRoot | None:
-    """The object store ``files/`` lives on for this call's agent, or None: the local folder."""
+def store_of(ctx: ToolContext, checked: bool = True) -> StoreRoot | None:
+    """The object store ``files/`` lives on for this call's agent, or None: the local folder
+    (``checked``: see :func:`files_store.root_of`)."""
     settings = getattr(ctx.agent, "settings", None)
-    return files_store.root_of(settings) if settings is not None else None
+    return files_store.root_of(settings, checked) if settings is not None else None
 
 
 def store_parts(workspace: Workspace, user_path: str) -> list[str] | None:

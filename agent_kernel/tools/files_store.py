@@ -24,6 +24,7 @@ becomes one sentence in an ``OSError``; the file tools put it in ``{ok: false, e
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -34,6 +35,7 @@ from itertools import accumulate
 from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlsplit
 
+from agent_kernel.core import object_store
 from agent_kernel.core.unseen import draws_nothing
 
 if TYPE_CHECKING:
@@ -114,15 +116,32 @@ class StoreRoot:
         return f"{self.url(parts or [])} (object store{at})"
 
 
-def root_of(settings: Settings) -> StoreRoot | None:
-    """The store ``settings.files_uri`` names, or None: ``files/`` is the local folder."""
+def root_of(settings: Settings, checked: bool = True) -> StoreRoot | None:
+    """The store ``settings.files_uri`` names, or None: ``files/`` is the local folder.
+
+    With no endpoint among the options, botocore would take ``$AWS_ENDPOINT_URL_S3`` or
+    ``$AWS_ENDPOINT_URL``: that one is used here by name, so the approval card shows the
+    server the write goes to, and (``checked``: for a call that reaches the store) it is
+    checked as an option's is (``allow_http``), a ``StoreConfigError`` otherwise."""
     if not settings.files_uri:
         return None
     parts = urlsplit(settings.files_uri)
     options = settings.files_options
-    return StoreRoot(bucket=parts.netloc, prefix=parts.path.strip("/"),
-                     endpoint=options.get("endpoint") or options.get("aws_endpoint"),
+    endpoint = options.get("endpoint") or options.get("aws_endpoint")
+    if not endpoint and (endpoint := _environment_endpoint()) and checked:
+        object_store.check_files_options({**options, "endpoint": endpoint})
+    return StoreRoot(bucket=parts.netloc, prefix=parts.path.strip("/"), endpoint=endpoint,
                      region=options.get("region") or options.get("aws_region"))
+
+
+def _environment_endpoint() -> str | None:
+    """The S3 endpoint botocore reads from the environment when none is given, if any."""
+    if os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").strip().lower() == "true":
+        return None
+    for name in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
+        if value := os.environ.get(name, "").strip():
+            return value
+    return None
 
 
 _FILESYSTEMS: dict[tuple[str | None, str | None], Any] = {}

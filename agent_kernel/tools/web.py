@@ -504,10 +504,10 @@ def _download_precheck(values: dict[str, object],
     (``where``, as write_file's), and a ``download_path`` no approval could allow (a URL, a
     protected name, a key the store cannot take) is refused before anyone is asked."""
     path = values.get("download_path")
-    root = files.store_of(ctx) if path else None
-    if root is None:
-        return None
     try:
+        root = files.store_of(ctx) if path else None
+        if root is None:
+            return None
         parts = files.store_parts(ctx.workspace, str(path))
         if parts is None:
             raise PermissionError(f"download_path {path!r} must name a file in "

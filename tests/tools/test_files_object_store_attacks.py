@@ -444,3 +444,34 @@ def test_agent_config_refuses_files_on_the_memory_table(tmp_path: Path,
         magics.agent_config("--memory s3://shared/files/m")
         said = capsys.readouterr()
         assert "memory table" in said.err and magics.memory_uri == "s3://shared/memory"
+
+
+# -- an endpoint from the environment -----------------------------------------------------
+
+async def test_an_endpoint_from_the_environment_is_shown_and_checked(
+        server: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """botocore takes ``$AWS_ENDPOINT_URL`` when no endpoint is given: the card must name that
+    server (not read as AWS's own), and a plain-HTTP one needs ``allow_http`` as an option's
+    does."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", server.endpoint)
+    uri = f"s3://{BUCKET}/from-env-{next(_prefixes)}"
+    plain = Agent(workspace=tmp_path / "a", settings=Settings(files_uri=uri, files_options={
+        "region": "us-east-1"}))
+    asked = person(plain)
+    before = every_key(server)
+    record = await through_the_loop(plain, "write_file", path="x.txt", content="x")
+    assert not record.success and asked == [] and "allow_http=true" in str(record.summary)
+    assert every_key(server) == before
+    from agent_kernel.engine.registry import ToolContext
+    from agent_kernel.tools import commands
+
+    note = commands.files_note(ToolContext(agent=plain, run_id="r", agent_id=plain.agent_id,
+                                           workspace=plain.workspace))
+    assert note is not None and server.endpoint in note  # commands still run, and say where
+    allowed = Agent(workspace=tmp_path / "b", settings=Settings(files_uri=uri, files_options={
+        "region": "us-east-1", "allow_http": "true"}))
+    asked = person(allowed)
+    record = await through_the_loop(allowed, "write_file", path="x.txt", content="x")
+    assert record.success
+    [question] = asked
+    assert (question.details or {})["where"].endswith(f"(object store on {server.endpoint})")
