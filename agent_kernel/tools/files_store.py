@@ -46,6 +46,8 @@ APPEND_MAX_BYTES = 8 * 1024 * 1024
 SCAN_FACTOR = 10
 """A listing reads at most this many times its entry limit of keys (deny-listed names
 are skipped, not counted, so a folder of them must not page forever)."""
+PAGE_KEYS = 1000
+"""Keys asked for per listing page (S3's most)."""
 _APPEND_TRIES = 8
 _APPEND_PAUSE = 0.02
 """Seconds times the attempt (with jitter) an append waits after losing to another writer."""
@@ -348,7 +350,7 @@ class _Store:
         token: str | None = None
         while budget > 0:
             asked: dict[str, str | int] = {"Bucket": self.root.bucket, "Prefix": prefix,
-                                           "MaxKeys": min(1000, budget)}
+                                           "MaxKeys": min(PAGE_KEYS, budget)}
             if delimiter:
                 asked["Delimiter"] = "/"
             if token:

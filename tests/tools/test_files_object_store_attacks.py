@@ -475,3 +475,28 @@ async def test_an_endpoint_from_the_environment_is_shown_and_checked(
     assert record.success
     [question] = asked
     assert (question.details or {})["where"].endswith(f"(object store on {server.endpoint})")
+
+
+async def test_listings_follow_pages_and_stop_at_their_limits(
+        store: Agent, server: S3Server, limits: files.FileToolLimits,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held, with pages of 7 keys (as a bucket of 100k keys pages by 1000): every page is
+    followed to the end when the limits allow, protected names spread over the pages are
+    skipped, and each listing stops at its limit and says so."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(files_store, "PAGE_KEYS", 7)
+    names = [f"many/f{i:03}.{'pem' if i % 5 == 0 else 'txt'}" for i in range(80)]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda n: put(server, store, n, b"x"), names))
+    shown = sorted(n.split("/")[1] for n in names if not n.endswith(".pem"))
+    listed = await call_tool(store, "list_files", path="many")
+    assert [e["name"] for e in listed["entries"]] == shown and listed["truncated"] is False
+    info = await call_tool(store, "get_workspace_info")
+    assert info["info"]["fileCount"] == 64 and info["truncated"] is False
+    limits.list_max_entries, limits.info_max_entries = 20, 30
+    listed = await call_tool(store, "list_files", path="many")
+    assert [e["name"] for e in listed["entries"]] == shown[:20] and listed["truncated"] is True
+    info = await call_tool(store, "get_workspace_info")
+    assert info["truncated"] is True
+    assert info["info"]["fileCount"] + info["info"]["directoryCount"] == 30
