@@ -1,13 +1,16 @@
 """An attacker's view of ``files/`` on an object store: the model's arguments, a web page
-and a key someone else put in the bucket are all hostile here (moto's S3 on 127.0.0.1,
-one server for the module).
+and a key someone else put in the bucket are all hostile here, and so is a setting the
+person gets wrong (moto's S3 on 127.0.0.1, one server for the module; the tests that use
+it carry the marker ``cluster``, the settings' own tests run in-process).
 
-Each test names a way in: a protected name spelled in other case, an invisible
-character that makes the approval card show another place than the write goes to, a
-key the store cannot take that the person was asked about anyway, an append that reads
-an object grown past what it may rewrite, a download whose card does not say where it
-goes, a plain-HTTP endpoint let through by a space, markup in names and contents shown
-in the notebook, and the fake secret looked for in everything that is written.
+Each test names a way in, and says whether it was a hole (fixed with it) or held: a
+protected name in other case; an invisible character that makes the approval card show
+another place than the write goes to; a key the store cannot take that the person was
+asked about anyway; an append that reads an object grown past what it may rewrite; a
+download whose card did not say where it goes; a plain-HTTP endpoint let through by a
+space or by ``$AWS_ENDPOINT_URL``; deep keys and endless pages that hold a core or the
+network; files/ on the memory table's prefix; markup in names and contents shown in the
+notebook; and the fake secret looked for in everything that is written.
 """
 
 from __future__ import annotations
@@ -26,8 +29,6 @@ from agent_kernel import Agent
 from agent_kernel.core import object_store
 from agent_kernel.core.config import Settings
 from agent_kernel.tools import files, files_store
-
-pytestmark = pytest.mark.cluster
 
 BUCKET, OTHER = "attack-files", "attack-other"
 _prefixes = itertools.count()
@@ -76,6 +77,7 @@ def refused(result: Any, *fragments: str) -> bool:
 
 @pytest.mark.parametrize("name", [".ENV", "Server.PEM", "deploy.Key", "ID_RSA", "Ledger.JSONL",
                                   "sub/.Env", "PENDING_QUESTION.json"])
+@pytest.mark.cluster
 async def test_a_protected_name_in_other_case_is_still_protected(
         store: Agent, server: S3Server, name: str) -> None:
     """A key someone put in the bucket as ``Server.PEM`` is a key all the same (and on a
@@ -97,6 +99,7 @@ async def test_a_protected_name_in_other_case_is_still_protected(
 
 # -- spellings that stay plain keys (held) ---------------------------------------------------
 
+@pytest.mark.cluster
 async def test_percent_encoding_and_lookalikes_are_plain_keys(store: Agent,
                                                              server: S3Server) -> None:
     """``%2e`` is three characters of a key, not a dot (botocore quotes ``%`` itself), and a
@@ -116,6 +119,7 @@ async def test_percent_encoding_and_lookalikes_are_plain_keys(store: Agent,
         (BUCKET, f"{prefix(store)}/%2e%2e/%2e%2e/attack-other/pw.txt")}
 
 
+@pytest.mark.cluster
 async def test_keys_with_dots_from_someone_else_are_unreachable(store: Agent,
                                                                 server: S3Server) -> None:
     """Keys another writer made with ``..``, ``.`` or ``//`` segments are listed by the
@@ -135,6 +139,7 @@ async def test_keys_with_dots_from_someone_else_are_unreachable(store: Agent,
 @pytest.mark.parametrize("path", ["report\u202etxt.exe", "a\u200b/b.txt", "x\u2066y.txt",
                                   "line\u2028sep.txt", "bom\ufeff.txt", "c1\x85.txt",
                                   "hangul\u3164filler.txt", "braille\u2800.txt", "nb\u00a0sp.txt"])
+@pytest.mark.cluster
 async def test_an_invisible_character_is_refused_before_anyone_is_asked(
         store: Agent, server: S3Server, path: str) -> None:
     """A direction override (U+202E), a zero-width character or a blank letter makes the
@@ -150,6 +155,7 @@ async def test_an_invisible_character_is_refused_before_anyone_is_asked(
                    "control character")
 
 
+@pytest.mark.cluster
 async def test_a_key_with_an_invisible_character_is_still_read(store: Agent,
                                                                server: S3Server) -> None:
     """Reading asks nobody, so a file someone else named with a direction mark is read; only
@@ -159,6 +165,7 @@ async def test_a_key_with_an_invisible_character_is_still_read(store: Agent,
 
 
 @pytest.mark.parametrize("path", ["a\\b.txt", "notes.txt?versionId=abc", "é" * 520])
+@pytest.mark.cluster
 async def test_a_key_the_store_cannot_take_is_refused_before_anyone_is_asked(
         store: Agent, server: S3Server, path: str) -> None:
     """The precheck says "no approval could allow this" only if the card's place is a key
@@ -174,6 +181,7 @@ async def test_a_key_the_store_cannot_take_is_refused_before_anyone_is_asked(
 
 @pytest.mark.parametrize("path", ["./a/../where.txt", "file_state_dir/../files/w/x.txt",
                                   "deep//er/./y.txt"])
+@pytest.mark.cluster
 async def test_the_card_names_the_key_that_is_written(store: Agent, server: S3Server,
                                                       path: str) -> None:
     asked = person(store)
@@ -185,6 +193,7 @@ async def test_the_card_names_the_key_that_is_written(store: Agent, server: S3Se
     assert f"stored at s3://{bucket}/{key} " in (question.details or {})["where"]
 
 
+@pytest.mark.cluster
 async def test_a_download_card_says_where_the_file_goes(store: Agent, server: S3Server,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """``url_fetch`` with ``download_path`` writes to the store after the person approves:
@@ -217,6 +226,7 @@ async def test_a_download_card_says_where_the_file_goes(store: Agent, server: S3
 
 # -- byte limits -----------------------------------------------------------------------------
 
+@pytest.mark.cluster
 async def test_an_append_never_reads_more_than_it_may_rewrite(
         store: Agent, server: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
     """Between the append's HEAD and its GET another writer puts a huge object: the GET
@@ -255,6 +265,7 @@ async def test_an_append_never_reads_more_than_it_may_rewrite(
         "Body"].read() == grown
 
 
+@pytest.mark.cluster
 async def test_get_workspace_info_stops_scanning_protected_keys(
         store: Agent, server: S3Server, limits: files.FileToolLimits) -> None:
     """Held: a prefix full of protected keys is scanned only so far (SCAN_FACTOR times the
@@ -281,6 +292,7 @@ def test_a_plain_http_endpoint_needs_allow_http_however_spelled(endpoint: str) -
 
 # -- markup in names and contents; the secret nowhere ---------------------------------------
 
+@pytest.mark.cluster
 async def test_markup_and_secrets_stay_out_of_what_is_shown_and_saved(
         store: Agent, server: S3Server) -> None:
     """Held: names and contents with markup (a key someone put, a path the model chose)
@@ -325,6 +337,7 @@ def test_an_endpoint_that_is_no_servers_address_is_refused_in_words(endpoint: st
 
 # -- a bucket of deep keys ------------------------------------------------------------------
 
+@pytest.mark.cluster
 async def test_deep_keys_cost_a_deny_check_per_new_folder_not_per_step(
         store: Agent, server: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
     """Keys 60 folders deep, many of them: ``get_workspace_info`` checks each folder's name
@@ -351,6 +364,7 @@ async def test_deep_keys_cost_a_deny_check_per_new_folder_not_per_step(
     assert len(checks) <= 40 + 60 + 2 * 20 + 70, len(checks)
 
 
+@pytest.mark.cluster
 async def test_a_server_that_pages_forever_is_asked_a_bounded_number_of_times(
         store: Agent, monkeypatch: pytest.MonkeyPatch, limits: files.FileToolLimits) -> None:
     """An endpoint (a proxy, a broken S3 clone) answering every listing page "empty, more to
@@ -376,6 +390,7 @@ async def test_a_server_that_pages_forever_is_asked_a_bounded_number_of_times(
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.cluster
 def test_a_cli_run_on_the_store_writes_no_credential_anywhere(server: S3Server,
                                                               tmp_path: Path) -> None:
     """Held: a CLI run that writes to the store (and one whose bucket is missing) prints and
@@ -448,6 +463,7 @@ def test_agent_config_refuses_files_on_the_memory_table(tmp_path: Path,
 
 # -- an endpoint from the environment -----------------------------------------------------
 
+@pytest.mark.cluster
 async def test_an_endpoint_from_the_environment_is_shown_and_checked(
         server: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """botocore takes ``$AWS_ENDPOINT_URL`` when no endpoint is given: the card must name that
@@ -477,6 +493,7 @@ async def test_an_endpoint_from_the_environment_is_shown_and_checked(
     assert (question.details or {})["where"].endswith(f"(object store on {server.endpoint})")
 
 
+@pytest.mark.cluster
 async def test_listings_follow_pages_and_stop_at_their_limits(
         store: Agent, server: S3Server, limits: files.FileToolLimits,
         monkeypatch: pytest.MonkeyPatch) -> None:
