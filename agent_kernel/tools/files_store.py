@@ -7,7 +7,9 @@ checked parts below ``files/`` (lexically: no ``..``, no URL, no alias left, den
 patterns applied), and this module joins them to the configured bucket and prefix
 itself; before any request the key is checked to be exactly what s3fs would send
 (its ``split_path`` gives back the same bucket and key), so no part of a model's
-string is ever read as a protocol, a bucket, a version or a sibling prefix. Only
+string is ever read as a protocol, a bucket, a version or a sibling prefix; a key a
+person approves (a write's, a download's) may hold no character that draws nothing, so
+the approval card's ``where`` is the place written (:func:`check_key`). Only
 this module imports fsspec, and only when a store is configured; ``state/`` and the
 rest of the workspace stay local. Credentials come from the environment or the
 cloud's chain (s3fs reads them); none is held here (core/object_store.py refuses them).
