@@ -169,6 +169,7 @@ def _filesystem(root: StoreRoot) -> Any:
                 "s3", client_kwargs=client, use_listings_cache=False, skip_instance_cache=True,
                 config_kwargs={"connect_timeout": _CONNECT_TIMEOUT, "read_timeout": _READ_TIMEOUT,
                                "retries": {"max_attempts": _ATTEMPTS}})
+            made.retries = 1  # s3fs's own loop would retry botocore's attempts 5 times over
             _FILESYSTEMS[(root.endpoint, root.region)] = made
         return made
 

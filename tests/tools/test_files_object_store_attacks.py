@@ -517,3 +517,44 @@ async def test_listings_follow_pages_and_stop_at_their_limits(
     info = await call_tool(store, "get_workspace_info")
     assert info["truncated"] is True
     assert info["info"]["fileCount"] + info["info"]["directoryCount"] == 30
+
+
+@pytest.mark.timeout(120)
+async def test_an_endpoint_that_never_answers_is_asked_few_times(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An endpoint that accepts connections and never answers (a wrong port, a hung
+    proxy): a call gives up after botocore's own attempts, not botocore's times s3fs's own
+    retry loop (75 connections, minutes with the real read timeout, in a thread the tool's
+    timeout leaves behind)."""
+    import socket
+    import threading
+
+    from s3_server import fake_aws_env
+
+    monkeypatch.setattr(files_store, "_READ_TIMEOUT", 1)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(100)
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        with fake_aws_env():
+            agent = Agent(workspace=tmp_path / "ws", settings=Settings(
+                files_uri="s3://hung-files/p", files_options={
+                    "endpoint": f"http://127.0.0.1:{listener.getsockname()[1]}",
+                    "allow_http": "true", "region": "us-east-1"}))
+            result = await call_tool(agent, "read_file", path="x.txt")
+        assert refused(result, "could not be reached")
+        assert len(accepted) <= 2 * files_store._ATTEMPTS, len(accepted)
+    finally:
+        listener.close()
+        for made in accepted:
+            made.close()
