@@ -355,7 +355,8 @@ async def url_fetch(
     with _download(ctx, download_path) as (sink, state):
         request.sink = sink
         fetched = await fetch(_guard(), request)
-        stored = files.store_parts(ctx.workspace, download_path) if files.store_of(ctx) else None
+        root = files.store_of(ctx)
+        stored = files.store_parts(ctx.workspace, download_path) if root else None
         shown = (files_store.shown_of(stored) if stored is not None else
                  files._shown(ctx.workspace, files.resolve(ctx.workspace, download_path)))
         result: dict[str, Any] = {"url": _shown_url(fetched.url), "status": fetched.status,
@@ -368,6 +369,8 @@ async def url_fetch(
         else:
             state["done"] = True
             result.update(path=shown, bytes=fetched.size)
+            if root is not None and stored is not None:  # the record says where, as the card
+                result["stored_at"] = root.url(stored)
     return call.mask({**result, **_common(fetched, call)})
 
 

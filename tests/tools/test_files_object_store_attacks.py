@@ -210,6 +210,8 @@ async def test_a_download_card_says_where_the_file_goes(store: Agent, server: S3
                                         download_path="img/../dl/tide.png")
         assert record.success, record
         key = f"{prefix(store)}/dl/tide.png"
+        assert isinstance(record.result, dict)
+        assert record.result["stored_at"] == f"s3://{BUCKET}/{key}"  # the record says where
         assert server.client().get_object(Bucket=BUCKET, Key=key)["Body"].read() == PNG
         [question] = asked
         assert (question.details or {})["where"] == (
