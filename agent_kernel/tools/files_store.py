@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlsplit
 
 from agent_kernel.core import object_store
-from agent_kernel.core.unseen import draws_nothing
+from agent_kernel.core.unseen import draws_nothing, mixed_words
 
 if TYPE_CHECKING:
     from agent_kernel.core.config import Settings
@@ -178,9 +178,10 @@ def check_key(root: StoreRoot, parts: list[str], approved: bool = False) -> str:
     """The object key of ``files/<parts>``, or :class:`Refused` when a store would read it
     as something else (a backslash, a control character, ``?versionId=``, over 1024 bytes).
     For a write a person approves (``approved``), also when it has a character that draws
-    nothing or reorders the text (:func:`~agent_kernel.core.unseen.draws_nothing`): a
-    direction override U+202E would make the approval card's ``where`` read as another
-    place than the key written. Checked without a request or s3fs, so the approval
+    nothing or reorders the text (:func:`~agent_kernel.core.unseen.draws_nothing`) or a
+    word mixing Latin with Cyrillic or Greek look-alikes: a direction override U+202E or
+    a Cyrillic ``е`` would make the approval card's ``where`` read as another place than
+    the key written. Checked without a request or s3fs, so the approval
     precheck refuses what the write would (:func:`_path` checks it again)."""
     key = root.key(parts)
     odd = next((c for c in key if c == "\\" or ord(c) < 32 or 127 <= ord(c) < 160
@@ -189,6 +190,11 @@ def check_key(root: StoreRoot, parts: list[str], approved: bool = False) -> str:
         raise Refused(f"the path has a backslash or a control character (U+{ord(odd):04X}: "
                       "read differently by some object stores, or invisible on the approval "
                       "card); use plain file names")
+    if approved and (mixed := mixed_words(key)):
+        start, end, names = mixed[0]
+        raise Refused(f"the name {key[start:end]!r} mixes alphabets ({names} among Latin "
+                      "letters), so the approval card would show it as another name; use "
+                      "plain file names")
     if len(key.encode("utf-8")) > 1024:
         raise Refused("the path is too long for an object store (its key may have at most "
                       "1024 bytes)")

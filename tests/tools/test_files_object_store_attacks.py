@@ -164,6 +164,20 @@ async def test_a_key_with_an_invisible_character_is_still_read(store: Agent,
     assert (await call_tool(store, "read_file", path="report\u202etxt.exe"))["content"] == "theirs"
 
 
+@pytest.mark.cluster
+@pytest.mark.parametrize("path", ["r\u0435port.txt", "notes/\u0440aypal.md"])
+async def test_a_name_mixing_alphabets_is_refused_before_anyone_is_asked(
+        store: Agent, server: S3Server, path: str) -> None:
+    """``rеport.txt`` with a Cyrillic ``е`` reads as ``report.txt`` on the card's ``where``
+    line (the arguments above it mark the word, that line would not): the person would
+    approve replacing one file and the write would make another."""
+    asked = person(store)
+    before = every_key(server)
+    record = await through_the_loop(store, "write_file", path=path, content="x")
+    assert not record.success and asked == [] and "alphabets" in str(record.summary)
+    assert every_key(server) == before
+
+
 @pytest.mark.parametrize("path", ["a\\b.txt", "notes.txt?versionId=abc", "é" * 520])
 @pytest.mark.cluster
 async def test_a_key_the_store_cannot_take_is_refused_before_anyone_is_asked(
