@@ -81,6 +81,7 @@ class Settings:
         else:
             self.memory_uri = None
         self.memory_options = object_store.check_options(self.memory_options)
+        object_store.check_apart(self.files_uri, self.memory_uri)
         if self.tool_timeout <= 0:
             raise ValueError(f"tool_timeout must be positive, got {self.tool_timeout}")
         if self.max_tool_calls < 1:

@@ -98,7 +98,7 @@ def check_options(options: dict[str, str] | None, what: str = "memory",
                    if secretish else
                    f"the options that may be set are {', '.join(sorted(allowed))}")
             raise StoreConfigError(f"{what} option {name!r} is refused: {why}")
-        text = str(value)
+        text = str(value).strip()  # botocore strips " http://..." too: checked as used
         if "://" in text or "@" in text:  # an endpoint or proxy: no user, password or query
             parts = urlsplit(text.strip())
             if "@" in parts.netloc or "@" in text or parts.query:
@@ -153,12 +153,34 @@ def check_files_uri(uri: str) -> str:
     return text
 
 
+def check_apart(files_uri: str | None, memory_uri: str | None) -> None:
+    """Refuse ``files/`` at, above or below the memory table's place: the file tools would
+    hand the model the table's raw files (every memory, past the memory tools) and let a
+    write corrupt them. Both are checked URIs (or None)."""
+    if not files_uri or not memory_uri:
+        return
+    files, memory = urlsplit(files_uri), urlsplit(memory_uri)
+    if memory.scheme.lower() not in ("s3", "s3+ddb") or files.netloc != memory.netloc:
+        return
+    inside = files.path.strip("/"), memory.path.strip("/")
+    if any(not outer or inner == outer or inner.startswith(outer + "/")
+           for outer, inner in (inside, inside[::-1])):
+        raise StoreConfigError(
+            f"files URI {files_uri.rstrip('/')} shares its place with the memory table at "
+            f"{memory_uri.rstrip('/')}: the file tools would reach the table's own files; "
+            "give files/ a prefix of its own (s3://BUCKET/files beside s3://BUCKET/memory)")
+
+
 def check_files_options(options: dict[str, str] | None) -> dict[str, str]:
     """The storage options of ``files_uri``: :data:`FILES_OPTIONS` only, no credential, and
     an ``http://`` endpoint only with ``allow_http=true`` (as LanceDB asks for memory)."""
     checked = check_options(options, "files", FILES_OPTIONS)
     endpoint = checked.get("endpoint") or checked.get("aws_endpoint") or ""
     allowed = (checked.get("allow_http") or checked.get("aws_allow_http") or "").lower()
+    if endpoint and not (urlsplit(endpoint).scheme.lower() in ("http", "https")
+                         and urlsplit(endpoint).netloc):
+        raise StoreConfigError(f"files endpoint {endpoint!r} is not a server's address: give "
+                               "it as https://HOST[:PORT] (http:// with allow_http=true)")
     if endpoint.lower().startswith("http://") and allowed not in ("true", "1", "yes"):
         raise StoreConfigError("files endpoint is http:// (not encrypted): set the option "
                                "allow_http=true to use it anyway")

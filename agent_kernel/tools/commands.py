@@ -178,7 +178,7 @@ def files_note(ctx: ToolContext) -> str | None:
     """With ``files/`` on an object store, where a command runs in words: commands need a
     local folder, so they keep the workspace's local ``files/``, which the file tools do
     not show (None when the file tools and commands share the local folder)."""
-    root = files.store_of(ctx)
+    root = files.store_of(ctx, checked=False)  # words only: commands never reach the store
     if root is None:
         return None
     return (f"file_cache_dir is on the object store ({root.words()}); commands run in the "

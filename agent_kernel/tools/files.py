@@ -84,9 +84,13 @@ LIMITS = FileToolLimits()
 
 
 def _denied(relative: str) -> str | None:
-    name = relative.rsplit("/", 1)[-1]
+    """The deny pattern ``relative`` matches, in any case: ``Server.PEM`` is a key as much
+    as ``server.pem``, and on a case-insensitive disk ``.ENV`` is ``.env``."""
+    folded = relative.casefold()
+    name = folded.rsplit("/", 1)[-1]
     for pattern in LIMITS.deny_paths:
-        if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(name, pattern):
+        wanted = pattern.casefold()
+        if fnmatch.fnmatchcase(folded, wanted) or fnmatch.fnmatchcase(name, wanted):
             return pattern
     return None
 
@@ -550,10 +554,11 @@ def get_workspace_info(ctx: ToolContext) -> Result:
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
 
 
-def store_of(ctx: ToolContext) -> StoreRoot | None:
-    """The object store ``files/`` lives on for this call's agent, or None: the local folder."""
+def store_of(ctx: ToolContext, checked: bool = True) -> StoreRoot | None:
+    """The object store ``files/`` lives on for this call's agent, or None: the local folder
+    (``checked``: see :func:`files_store.root_of`)."""
     settings = getattr(ctx.agent, "settings", None)
-    return files_store.root_of(settings) if settings is not None else None
+    return files_store.root_of(settings, checked) if settings is not None else None
 
 
 def store_parts(workspace: Workspace, user_path: str) -> list[str] | None:
@@ -593,6 +598,16 @@ def store_parts(workspace: Workspace, user_path: str) -> list[str] | None:
         raise ValueError(f"path {user_path!r} could not be placed in {CACHE_DIR}/")
     _refuse_denied("/".join([CACHE_DIR, *parts]), user_path)
     return parts
+
+
+def store_where(root: StoreRoot, parts: list[str]) -> str:
+    """The approval card's ``where`` for a write to ``files/<parts>`` on the store, once the
+    key is one the write can send as shown (:func:`files_store.check_key`: no invisible
+    character makes the card read as another place); refusals as ``ValueError`` or ``Refused``."""
+    if not parts:
+        raise ValueError(f"{CACHE_DIR} is a folder, not a file")
+    files_store.check_key(root, parts, approved=True)
+    return f"{files_store.shown_of(parts)}, stored at {root.words(parts)}"
 
 
 def not_local_cache(workspace: Workspace, resolved: Path, user_path: str) -> None:
@@ -645,7 +660,8 @@ def _store_list(root: StoreRoot, parts: list[str]) -> Result:
 def _store_info(workspace: Workspace, root: StoreRoot) -> Result:
     budget = [LIMITS.info_max_entries]
     files, folders, size, newest, stopped = files_store.call(
-        root, CACHE_DIR, lambda store: store.count(budget[0], lambda rel: bool(_denied(rel))))
+        root, CACHE_DIR, lambda store: store.count(budget[0], lambda rel: bool(_denied(rel)),
+                                           _MAX_DEPTH))
     budget[0] -= files + folders
     for info in _walk(workspace, STATE_DIR, budget):
         if stat.S_ISDIR(info.st_mode):
@@ -674,14 +690,12 @@ def _write_precheck(values: dict[str, object], ctx: ToolContext) -> dict[str, ob
                              f"{LIMITS.write_max_bytes} (files.LIMITS.write_max_bytes)")
         root = store_of(ctx)
         if root is not None and (parts := store_parts(ctx.workspace, path)) is not None:
-            if not parts:
-                raise ValueError(f"{CACHE_DIR} is a folder, not a file")
-            return {"where": f"{files_store.shown_of(parts)}, stored at {root.words(parts)}"}
+            return {"where": store_where(root, parts)}
         resolved = resolve(ctx.workspace, path)
         if root is not None:
             not_local_cache(ctx.workspace, resolved, path)
         _writable_parts(ctx.workspace, resolved, path)
-    except (ValueError, PermissionError) as exc:
+    except (ValueError, PermissionError, files_store.Refused) as exc:
         raise ToolError(f"{exc}. Nothing was written.",
                         summary=f"Refused without asking you: {exc}.",
                         guidance=PATH_GUIDANCE) from None

@@ -7,7 +7,9 @@ checked parts below ``files/`` (lexically: no ``..``, no URL, no alias left, den
 patterns applied), and this module joins them to the configured bucket and prefix
 itself; before any request the key is checked to be exactly what s3fs would send
 (its ``split_path`` gives back the same bucket and key), so no part of a model's
-string is ever read as a protocol, a bucket, a version or a sibling prefix. Only
+string is ever read as a protocol, a bucket, a version or a sibling prefix; a key a
+person approves (a write's, a download's) may hold no character that draws nothing, so
+the approval card's ``where`` is the place written (:func:`check_key`). Only
 this module imports fsspec, and only when a store is configured; ``state/`` and the
 rest of the workspace stay local. Credentials come from the environment or the
 cloud's chain (s3fs reads them); none is held here (core/object_store.py refuses them).
@@ -24,14 +26,19 @@ becomes one sentence in an ``OSError``; the file tools put it in ``{ok: false, e
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlsplit
+
+from agent_kernel.core import object_store
+from agent_kernel.core.unseen import draws_nothing, mixed_words
 
 if TYPE_CHECKING:
     from agent_kernel.core.config import Settings
@@ -41,6 +48,8 @@ APPEND_MAX_BYTES = 8 * 1024 * 1024
 SCAN_FACTOR = 10
 """A listing reads at most this many times its entry limit of keys (deny-listed names
 are skipped, not counted, so a folder of them must not page forever)."""
+PAGE_KEYS = 1000
+"""Keys asked for per listing page (S3's most)."""
 _APPEND_TRIES = 8
 _APPEND_PAUSE = 0.02
 """Seconds times the attempt (with jitter) an append waits after losing to another writer."""
@@ -111,15 +120,32 @@ class StoreRoot:
         return f"{self.url(parts or [])} (object store{at})"
 
 
-def root_of(settings: Settings) -> StoreRoot | None:
-    """The store ``settings.files_uri`` names, or None: ``files/`` is the local folder."""
+def root_of(settings: Settings, checked: bool = True) -> StoreRoot | None:
+    """The store ``settings.files_uri`` names, or None: ``files/`` is the local folder.
+
+    With no endpoint among the options, botocore would take ``$AWS_ENDPOINT_URL_S3`` or
+    ``$AWS_ENDPOINT_URL``: that one is used here by name, so the approval card shows the
+    server the write goes to, and (``checked``: for a call that reaches the store) it is
+    checked as an option's is (``allow_http``), a ``StoreConfigError`` otherwise."""
     if not settings.files_uri:
         return None
     parts = urlsplit(settings.files_uri)
     options = settings.files_options
-    return StoreRoot(bucket=parts.netloc, prefix=parts.path.strip("/"),
-                     endpoint=options.get("endpoint") or options.get("aws_endpoint"),
+    endpoint = options.get("endpoint") or options.get("aws_endpoint")
+    if not endpoint and (endpoint := _environment_endpoint()) and checked:
+        object_store.check_files_options({**options, "endpoint": endpoint})
+    return StoreRoot(bucket=parts.netloc, prefix=parts.path.strip("/"), endpoint=endpoint,
                      region=options.get("region") or options.get("aws_region"))
+
+
+def _environment_endpoint() -> str | None:
+    """The S3 endpoint botocore reads from the environment when none is given, if any."""
+    if os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").strip().lower() == "true":
+        return None
+    for name in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
+        if value := os.environ.get(name, "").strip():
+            return value
+    return None
 
 
 _FILESYSTEMS: dict[tuple[str | None, str | None], Any] = {}
@@ -143,23 +169,49 @@ def _filesystem(root: StoreRoot) -> Any:
                 "s3", client_kwargs=client, use_listings_cache=False, skip_instance_cache=True,
                 config_kwargs={"connect_timeout": _CONNECT_TIMEOUT, "read_timeout": _READ_TIMEOUT,
                                "retries": {"max_attempts": _ATTEMPTS}})
+            made.retries = 1  # s3fs's own loop would retry botocore's attempts 5 times over
             _FILESYSTEMS[(root.endpoint, root.region)] = made
         return made
 
 
-def _path(fs: Any, root: StoreRoot, key: str) -> str:
-    """``bucket/key`` for fsspec, once s3fs is seen to read it back as exactly that bucket
-    and key (a ``?versionId=`` or an ARN-like start would be parsed away otherwise)."""
-    path = f"{root.bucket}/{key}"
-    if any(c == "\\" or ord(c) < 32 or ord(c) == 127 for c in key):
-        raise Refused("the path has a backslash or a control character, which some object "
-                      "stores read differently; use plain file names")
+def check_key(root: StoreRoot, parts: list[str], approved: bool = False) -> str:
+    """The object key of ``files/<parts>``, or :class:`Refused` when a store would read it
+    as something else (a backslash, a control character, ``?versionId=``, over 1024 bytes).
+    For a write a person approves (``approved``), also when it has a character that draws
+    nothing or reorders the text (:func:`~agent_kernel.core.unseen.draws_nothing`) or a
+    word mixing Latin with Cyrillic or Greek look-alikes: a direction override U+202E or
+    a Cyrillic ``е`` would make the approval card's ``where`` read as another place than
+    the key written. Checked without a request or s3fs, so the approval
+    precheck refuses what the write would (:func:`_path` checks it again)."""
+    key = root.key(parts)
+    odd = next((c for c in key if c == "\\" or ord(c) < 32 or 127 <= ord(c) < 160
+                or (approved and draws_nothing(c))), None)
+    if odd is not None:
+        raise Refused(f"the path has a backslash or a control character (U+{ord(odd):04X}: "
+                      "read differently by some object stores, or invisible on the approval "
+                      "card); use plain file names")
+    if approved and (mixed := mixed_words(key)):
+        start, end, names = mixed[0]
+        raise Refused(f"the name {key[start:end]!r} mixes alphabets ({names} among Latin "
+                      "letters), so the approval card would show it as another name; use "
+                      "plain file names")
     if len(key.encode("utf-8")) > 1024:
         raise Refused("the path is too long for an object store (its key may have at most "
-                         "1024 bytes)")
+                      "1024 bytes)")
+    if "?versionId=" in key:  # the one part of a key s3fs's split_path reads as an option
+        raise Refused(f"the path cannot be stored as one object key under {root.url([])}; "
+                      "use plain file names")
+    return key
+
+
+def _path(fs: Any, root: StoreRoot, parts: list[str], approved: bool = False) -> str:
+    """``bucket/key`` for fsspec, once s3fs is seen to read it back as exactly that bucket
+    and key (a ``?versionId=`` or an ARN-like start would be parsed away otherwise)."""
+    key = check_key(root, parts, approved)
+    path = f"{root.bucket}/{key}"
     if tuple(fs.split_path(path)) != (root.bucket, key, None):
         raise Refused(f"the path cannot be stored as one object key under {root.url([])}; "
-                         "use plain file names")
+                      "use plain file names")
     return path
 
 
@@ -221,7 +273,7 @@ class _Store:
     def head(self, parts: list[str]) -> _Info | None:
         """The object at ``files/<parts>`` (size, ETag), ``{"type": "directory"}`` when
         keys lie below it, or None when neither."""
-        path = _path(self.fs, self.root, self.root.key(parts))
+        path = _path(self.fs, self.root, parts)
         try:
             info: _Info = self.fs.info(path)
         except FileNotFoundError as exc:
@@ -239,7 +291,7 @@ class _Store:
         """The first ``limit + 1`` bytes at most (one ranged GET) and the object's size (a
         HEAD only when there was more)."""
         shown = shown_of(parts)
-        path = _path(self.fs, self.root, self.root.key(parts))
+        path = _path(self.fs, self.root, parts)
         try:
             data: bytes = self.fs.cat_file(path, start=0, end=limit + 1)
         except FileNotFoundError as exc:
@@ -260,7 +312,7 @@ class _Store:
     def write(self, parts: list[str], data: bytes, append: bool) -> int:
         """Put ``data`` at ``files/<parts>`` (appended to what is there); the bytes sent."""
         shown = shown_of(parts)
-        path = _path(self.fs, self.root, self.root.key(parts))
+        path = _path(self.fs, self.root, parts, approved=True)
         if not append:
             if self.is_folder(parts):
                 raise Refused(f"{shown} is a folder, not a file")
@@ -276,7 +328,10 @@ class _Store:
                     f"{shown} would grow to {size + len(data)} bytes; an append on the object "
                     f"store rewrites the whole file, which it does up to {APPEND_MAX_BYTES} "
                     "bytes (files_store.APPEND_MAX_BYTES): write a new file instead")
-            old: bytes = self.fs.cat_file(path) if size else b""
+            # never more than may be rewritten, whatever another writer put meanwhile
+            old: bytes = self.fs.cat_file(path, start=0, end=APPEND_MAX_BYTES + 1) if size else b""
+            if len(old) != size:  # changed between the HEAD and the GET: look again
+                continue
             condition = ({"IfMatch": info["ETag"]} if info and info.get("ETag")
                          else {"IfNoneMatch": "*"})
             try:
@@ -297,20 +352,23 @@ class _Store:
         info = self.head(parts)
         if info is not None and info.get("type") == "directory":
             raise Refused(f"{shown_of(parts)} is a folder, not a file")
-        self.fs.put_file(local, _path(self.fs, self.root, self.root.key(parts)))
+        self.fs.put_file(local, _path(self.fs, self.root, parts, approved=True))
 
     def _pages(self, prefix: str, delimiter: bool, budget: int) -> Iterator[_Listed]:
         """Pages of ``list_objects_v2`` under ``prefix`` while ``budget`` keys remain."""
         token: str | None = None
         while budget > 0:
             asked: dict[str, str | int] = {"Bucket": self.root.bucket, "Prefix": prefix,
-                                           "MaxKeys": min(1000, budget)}
+                                           "MaxKeys": min(PAGE_KEYS, budget)}
             if delimiter:
                 asked["Delimiter"] = "/"
             if token:
                 asked["ContinuationToken"] = token
             page: _Listed = self.fs.call_s3("list_objects_v2", **asked)
-            budget -= len(page.get("Contents") or []) + len(page.get("CommonPrefixes") or [])
+            got = len(page.get("Contents") or []) + len(page.get("CommonPrefixes") or [])
+            # a page that says "more" costs a full one: a server that pages forever with
+            # few or no keys is asked a bounded number of times
+            budget -= max(got, int(asked["MaxKeys"])) if page.get("IsTruncated") else got
             yield page
             token = page.get("NextContinuationToken")
             if not page.get("IsTruncated") or not token:
@@ -345,25 +403,29 @@ class _Store:
             raise Refused(f"no such folder: {where}")
         return entries, None
 
-    def count(self, limit: int, denied: Callable[[str], bool]) -> tuple[int, int, int, float,
-                                                                         bool]:
+    def count(self, limit: int, denied: Callable[[str], bool],
+              depth: int) -> tuple[int, int, int, float, bool]:
         """Files, folders, bytes and the newest change below ``files/``, deny-listed names
-        (and what lies below them) left out; True when it stopped at ``limit`` entries."""
+        (and what lies below them) left out, and keys in ``depth`` folders or more too (as
+        the local walk stops there); True when it stopped early or left a key out."""
         prefix = self.root.folder_key([])
         files = size = 0
         folders: set[str] = set()
         newest = 0.0
+        deeper = False
         for page in self._pages(prefix, False, limit * SCAN_FACTOR + 1):
             if page.get("budget_spent"):
                 return files, len(folders), size, newest, True
             for item in page.get("Contents") or []:
-                names = [n for n in item["Key"][len(prefix):].split("/")]
+                names = item["Key"][len(prefix):].split("/")
                 if not all(names):  # a folder marker ("a/") or an odd key: not a file
                     continue
-                steps = ["/".join([CACHE, *names[:i + 1]]) for i in range(len(names))]
-                if any(denied(step) for step in steps):
+                if len(names) > depth:
+                    deeper = True
                     continue
-                new = [s for s in steps[:-1] if s not in folders]
+                new = _new_folders(names, folders, denied)
+                if new is None:
+                    continue
                 if files + len(folders) + len(new) + 1 > limit:
                     return files, len(folders), size, newest, True
                 folders.update(new)
@@ -372,8 +434,28 @@ class _Store:
                 changed = item.get("LastModified")
                 if isinstance(changed, datetime):
                     newest = max(newest, changed.timestamp())
-        return files, len(folders), size, newest, False
+        return files, len(folders), size, newest, deeper
 
+
+def _new_folders(names: list[str], folders: set[str],
+                 denied: Callable[[str], bool]) -> list[str] | None:
+    """The folders of ``files/<names>`` not yet in ``folders``, or None when the file or one
+    of its folders is deny-listed. Each folder's name is checked once, when first met (the
+    folders already counted passed): a bucket of deep keys costs a check per new folder,
+    not one per step of every key."""
+    path = "/".join([CACHE, *names])
+    ends = list(accumulate((len(n) + 1 for n in names[:-1]), initial=len(CACHE)))[1:]
+    if ends and path[:ends[-1]] in folders:  # most keys: a folder already counted
+        ends = []
+    new: list[str] = []
+    for end in ends:
+        step = path[:end]
+        if step in folders:
+            continue
+        if denied(step):
+            return None
+        new.append(step)
+    return None if denied(path) else new
 
 CACHE = "files"
 
@@ -394,4 +476,5 @@ def call(root: StoreRoot, shown: str, work: Callable[[_Store], Any]) -> Any:
         raise failure(exc, root, shown) from None
 
 
-__all__ = ["APPEND_MAX_BYTES", "Refused", "StoreRoot", "call", "failure", "root_of", "shown_of"]
+__all__ = ["APPEND_MAX_BYTES", "Refused", "StoreRoot", "call", "check_key", "failure", "root_of",
+           "shown_of"]

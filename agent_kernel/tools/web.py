@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from agent_kernel.core.redaction import redact_text, secret_name
-from agent_kernel.engine.registry import Field, Tool, ToolContext, ok_false
+from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError, ok_false
 from agent_kernel.guards.web.auth import AUTH_ENV_PREFIX, AuthProfile, env_profile
 from agent_kernel.tools import files, files_store
 
@@ -355,7 +355,8 @@ async def url_fetch(
     with _download(ctx, download_path) as (sink, state):
         request.sink = sink
         fetched = await fetch(_guard(), request)
-        stored = files.store_parts(ctx.workspace, download_path) if files.store_of(ctx) else None
+        root = files.store_of(ctx)
+        stored = files.store_parts(ctx.workspace, download_path) if root else None
         shown = (files_store.shown_of(stored) if stored is not None else
                  files._shown(ctx.workspace, files.resolve(ctx.workspace, download_path)))
         result: dict[str, Any] = {"url": _shown_url(fetched.url), "status": fetched.status,
@@ -368,6 +369,8 @@ async def url_fetch(
         else:
             state["done"] = True
             result.update(path=shown, bytes=fetched.size)
+            if root is not None and stored is not None:  # the record says where, as the card
+                result["stored_at"] = root.url(stored)
     return call.mask({**result, **_common(fetched, call)})
 
 
@@ -498,10 +501,31 @@ def _needs_approval(arguments: dict[str, Any]) -> bool:
     return method not in LIMITS.approval_free_methods or bool(arguments.get("download_path"))
 
 
+def _download_precheck(values: dict[str, object],
+                       ctx: ToolContext) -> dict[str, object] | None:
+    """With ``files/`` on an object store, a download's card says where the file will be
+    (``where``, as write_file's), and a ``download_path`` no approval could allow (a URL, a
+    protected name, a key the store cannot take) is refused before anyone is asked."""
+    path = values.get("download_path")
+    try:
+        root = files.store_of(ctx) if path else None
+        if root is None:
+            return None
+        parts = files.store_parts(ctx.workspace, str(path))
+        if parts is None:
+            raise PermissionError(f"download_path {path!r} must name a file in "
+                                  f"file_cache_dir ({files.CACHE_DIR}/)")
+        return {"where": files.store_where(root, parts)}
+    except (ValueError, PermissionError, files_store.Refused) as exc:
+        raise ToolError(f"{exc}. Nothing was downloaded.",
+                        summary=f"Refused without asking you: {exc}.",
+                        guidance=files.PATH_GUIDANCE) from None
+
+
 TOOLS = [
     # Each enforces its own deadline (timeout_seconds, timeoutMs); the loop's must not cut it.
     Tool(url_fetch, source="builtin", side_effects=_needs_approval,
-         timeout=LIMITS.max_timeout + 10.0),
+         precheck=_download_precheck, timeout=LIMITS.max_timeout + 10.0),
     Tool(web_search, source="builtin", side_effects=False, timeout=LIMITS.max_timeout + 10.0),
     Tool(http_request, source="builtin", side_effects=_needs_approval,
          timeout=LIMITS.max_timeout + 10.0, failure=ok_false),  # 004: {ok: false, error}

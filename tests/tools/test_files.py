@@ -127,6 +127,18 @@ async def test_deny_paths(agent: Agent) -> None:
                    "is a protected file (the ledger")
 
 
+async def test_deny_paths_hold_in_any_case(agent: Agent) -> None:
+    """``KEY.PEM`` is a key as much as ``key.pem`` (and on a case-insensitive disk ``.ENV`` is
+    ``.env``): protected names match in any case, for writes, reads and listings."""
+    for path in ("secrets/.ENV", "KEY.PEM", "Id_Rsa.pub"):
+        assert refused(await call(agent, "write_file", path=path, content="K=1"),
+                       "is a protected file"), path
+    (agent.workspace.root / "files").mkdir(parents=True, exist_ok=True)
+    (agent.workspace.root / "files" / "Server.Pem").write_text("-----BEGIN-----")
+    assert refused(await call(agent, "read_file", path="Server.Pem"), "is a protected file")
+    assert (await call(agent, "list_files"))["entries"] == []
+
+
 async def test_missing_file_and_folder(agent: Agent) -> None:
     assert await call(agent, "read_file", path="nope.txt") == {
         "ok": False, "error": "no such file: files/nope.txt"}
