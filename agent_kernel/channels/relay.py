@@ -153,6 +153,9 @@ def words(question: Question, channel: ChannelName, also: str,
                     "here you can only deny it.")
         else:
             head = f"The agent asks to run {tool} with exactly these arguments:\n{shown.text}"
+            where = details.get("where")  # files/ on an object store: what the card says
+            if isinstance(where, str) and where:
+                head += f"\nWhere: {with_tokens(where)}"
     else:
         head = f"The agent asks: {with_tokens(redact_text(question.question))}"
     lines = [head]
