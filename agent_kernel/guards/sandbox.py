@@ -9,7 +9,8 @@ command's text. So protection comes from *where the command can write*:
 bubblewrap shows it the whole filesystem read-only, a private ``/tmp``, a
 workspace emptied by a read-only tmpfs with only ``files/`` and ``state/``
 bound back writable, the approval key's folder and Jupyter's connection files
-hidden (:func:`private_paths`), its own PID namespace (no other process to reach
+hidden with the person's credential folders such as ``~/.aws`` and ``~/.ssh``
+(:func:`private_paths`), its own PID namespace (no other process to reach
 through ``/proc``), its own network namespace unless the person allows the
 network (only a loopback of its own: no other host, and no service listening
 on the machine's ``127.0.0.1``), no capabilities, and a clean environment.
@@ -163,13 +164,41 @@ def clean_environment(extra: Iterable[str] = ()) -> tuple[dict[str, str], list[s
     return env, dropped
 
 
+CREDENTIAL_PLACES = (".aws", ".ssh", ".gnupg", ".netrc", ".git-credentials", ".pypirc",
+                     ".docker/config.json", ".kube", ".azure", ".config/gcloud", ".config/gh",
+                     ".config/hub")
+"""Where people and cloud tools keep credentials, under the home folder: object-store
+keys (``files_uri`` and ``memory_uri`` take theirs from the cloud's chain, which reads
+``~/.aws``), SSH and GPG keys, package-index and registry tokens."""
+CREDENTIAL_FILE_VARS = ("AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
+                        "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_CONFIG_DIR", "KUBECONFIG",
+                        "NETRC", "BOTO_CONFIG")
+"""Environment variables naming a credential file or folder somewhere else."""
+
+
+def credential_paths() -> list[Path]:
+    """The person's credential files and folders that exist (:data:`CREDENTIAL_PLACES`
+    under the home folder, and those :data:`CREDENTIAL_FILE_VARS` name): a sandbox hides
+    them, so an approved command cannot print a key for the model to read."""
+    found: list[Path] = []
+    with contextlib.suppress(RuntimeError, KeyError):  # no home folder: nothing there
+        home = Path.home()
+        found += [home / place for place in CREDENTIAL_PLACES]
+    for name in CREDENTIAL_FILE_VARS:
+        for part in os.environ.get(name, "").split(os.pathsep):
+            if part.strip():
+                found.append(Path(part.strip()).expanduser())
+    return [p for p in found if p.exists()]
+
+
 def private_paths() -> list[Path]:
     """Jupyter's connection files (this kernel's, and the runtime folder holding every
     kernel's): their keys would let a command drive a kernel, and so the runtime, from
     outside the sandbox, so the sandbox hides them. And the folder of the approval key
     (:mod:`agent_kernel.core.trust`), made now if missing: a key made later in a folder the
     sandbox did not hide would show through ``/``, which it binds live. Also the folder of
-    every key this process has read or made, should the data folder have changed since."""
+    every key this process has read or made, should the data folder have changed since,
+    and the person's credential files and folders (:func:`credential_paths`)."""
     found: set[Path] = set()
     try:
         from agent_kernel.core.trust import key_folder, read_folders
@@ -186,6 +215,7 @@ def private_paths() -> list[Path]:
         found.add(Path(jupyter_runtime_dir()))
     except Exception:  # jupyter_core missing or misconfigured: nothing to hide from it
         pass
+    found.update(credential_paths())
     app = sys.modules.get("ipykernel.kernelapp")
     kernel_app = getattr(app, "IPKernelApp", None)
     if kernel_app is not None and kernel_app.initialized():

@@ -173,6 +173,31 @@ async def test_the_runtime_files_are_hidden_from_commands(agent: Agent) -> None:
     assert "likes tea" not in result["stdout"] and result["exit_code"] != 0
 
 
+async def test_the_persons_credentials_are_hidden_from_commands(
+        agent: Agent, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The cloud's chain reads ~/.aws (files_uri and memory_uri take their keys from it):
+    # an approved command must not print one for the model to read.
+    person = home / "person"
+    (person / ".aws").mkdir(parents=True)
+    (person / ".aws" / "credentials").write_text("aws_secret_access_key = wJalrXUt-FAKE-KEY\n")
+    (person / ".ssh").mkdir()
+    (person / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY----- FAKE\n")
+    (person / ".netrc").write_text("machine example.org password FAKE-NETRC\n")
+    elsewhere = home / "gcloud.json"
+    elsewhere.write_text('{"private_key": "FAKE-GCLOUD"}')
+    (person / "notes.txt").write_text("not a secret\n")
+    monkeypatch.setenv("HOME", str(person))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(elsewhere))
+    result = await call(agent, "bash", cmd=(
+        f"cat {person}/.aws/credentials {person}/.ssh/id_ed25519 {person}/.netrc {elsewhere}; "
+        f"ls -A {person}/.aws {person}/.ssh; cat {person}/notes.txt"))
+    seen = result["stdout"] + result["stderr"]
+    assert "FAKE" not in seen and "not a secret" in result["stdout"]
+    assert (person / ".aws" / "credentials").read_text().startswith("aws_secret")  # untouched
+    assert {person / ".aws", person / ".ssh", person / ".netrc", elsewhere} <= set(
+        sandbox.credential_paths())
+
+
 async def test_a_command_sees_only_its_own_processes(agent: Agent) -> None:
     result = await call(agent, "bash", cmd="ls /proc | grep -c '^[0-9]'; cat /proc/1/cmdline")
     count = int(result["stdout"].split()[0])
