@@ -124,10 +124,27 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the action; refused input prints the reason and exits 1."""
+    """Run the action; refused input prints the reason and exits 1, and so does a failure
+    of memory's object store (in one sentence)."""
     try:
         code = run(args)
-    except ValueError as exc:
-        print(f"error: {exc}")
+    except Exception as exc:
+        said = _store_failure(args, exc)
+        if said is None and not isinstance(exc, ValueError):
+            raise
+        print(f"error: {said or exc}", file=sys.stderr if said else sys.stdout)
         code = 1
     return leave(code)
+
+
+def _store_failure(args: argparse.Namespace, exc: BaseException) -> str | None:
+    """The sentence for a failure of memory's object store, or None (not one)."""
+    from agent_kernel.core import object_store
+
+    try:
+        uri = object_store.check_uri(args.memory) if args.memory and \
+            args.memory.strip().lower() != "local" else object_store.default_uri()
+        options = dict(object_store.parse_option(o) for o in args.memory_option)
+    except object_store.StoreConfigError:
+        return None
+    return object_store.store_failure(exc, uri, options) if uri else None

@@ -194,3 +194,40 @@ def describe(uri: str | None, options: dict[str, str] | None,
         return local
     shown = ", ".join(f"{k}={v}" for k, v in sorted((options or {}).items()))
     return f"{uri} ({shown})" if shown else uri
+
+
+_STORE_FAILURES = (
+    (("ConnectionRefused", "tcp connect error", "Connection refused"),
+     "could not be reached: nothing answers at its endpoint"),
+    (("dns error", "failed to lookup address", "Name or service not known"),
+     "could not be reached: its endpoint's name does not resolve"),
+    (("timed out", "operation timed out", "TimedOut"),
+     "did not answer in time"),
+    (("NoSuchBucket", "bucket does not exist", "The specified bucket does not exist"),
+     "names a bucket that does not exist: create it, or point the setting at one that does"),
+    (("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken",
+      "Access Denied", "Forbidden"),
+     "refused the credentials: check them in the environment (AWS_ACCESS_KEY_ID and its "
+     "secret, a profile or a role)"),
+    (("Missing region", "missing region", "no region"),
+     "needs a region: --memory-option region=..."),
+    (("NoCredentials", "no credentials", "No credentials"),
+     "found no credentials: set them in the environment (AWS_ACCESS_KEY_ID and its "
+     "secret, a profile or a role); settings never hold them"),
+)
+
+
+def store_failure(exc: BaseException, uri: str, options: dict[str, str] | None = None,
+                  what: str = "memory") -> str | None:
+    """One sentence for an object store's failure behind ``exc`` (LanceDB's errors carry
+    the Rust client's whole report), or None when it does not look like one. The words
+    name the store by :func:`describe` and never repeat the report (it may hold a URL
+    with a signature)."""
+    text = f"{type(exc).__name__}: {exc}"
+    for marks, words in _STORE_FAILURES:
+        if any(mark in text for mark in marks):
+            return f"{what.capitalize()} at {describe(uri, options or {})} {words}."
+    if "object_store" in text or "ObjectStore" in text or 'store: "S3"' in text:
+        return (f"{what.capitalize()} at {describe(uri, options or {})} failed in the object "
+                f"store ({type(exc).__name__}); try again when it answers.")
+    return None

@@ -28,8 +28,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict, TypeVar
 
+from agent_kernel.core import object_store
 from agent_kernel.core.events import Loading, Notice
-from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolHost
+from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError, ToolHost
 from agent_kernel.memory.filters import MAX_CHARS, check_content
 from agent_kernel.memory.warming import LOADING as MEMORY_LOADING
 
@@ -73,12 +74,21 @@ async def _loaded(ctx: ToolContext) -> None:
 
 
 async def _with_store(ctx: ToolContext, work: Callable[[MemoryStore], T]) -> T:
-    """Run ``work(store)`` in a worker thread; say on the loop when search is keyword-only."""
-    await _loaded(ctx)
-    store, notice = await asyncio.to_thread(_open_store, ctx)
-    if notice:
-        ctx.emit(Notice(ctx.run_id, f"Memory: {notice}.", level="warning"))
-    return await asyncio.to_thread(work, store)
+    """Run ``work(store)`` in a worker thread; say on the loop when search is keyword-only.
+    A failure of memory's object store is one sentence, not the store client's report."""
+    try:
+        await _loaded(ctx)
+        store, notice = await asyncio.to_thread(_open_store, ctx)
+        if notice:
+            ctx.emit(Notice(ctx.run_id, f"Memory: {notice}.", level="warning"))
+        return await asyncio.to_thread(work, store)
+    except Exception as exc:
+        settings = ctx.agent.settings
+        said = (object_store.store_failure(exc, settings.memory_uri, settings.memory_options)
+                if settings.memory_uri else None)
+        if said is None:
+            raise
+        raise ToolError(said, summary=said) from exc
 
 
 def _owner(ctx: ToolContext) -> str:

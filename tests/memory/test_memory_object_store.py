@@ -347,3 +347,60 @@ def test_local_memory_wins_over_the_environment_in_the_notebook_and_the_cli(
                             capture_output=True, text=True, env=env, timeout=120)
     assert status.returncode == 0, status.stderr
     assert "s3://" not in status.stdout and str(tmp_path / "ws") in status.stdout
+
+
+# -- a store that fails is one sentence, never the store client's report -------------------
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.cluster
+async def test_a_memory_store_that_fails_is_one_sentence_to_the_model_and_the_cli(
+        s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tool_helpers import call_tool
+
+    from agent_kernel import Agent
+    from agent_kernel.engine.registry import ToolError
+
+    for key, value in FAKE_ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("AGENT_KERNEL_EMBEDDING", "none")
+    nobody = {"endpoint": f"http://127.0.0.1:{_closed_port()}", "allow_http": "true",
+              "region": "us-east-1"}
+    cases = [("s3://memory/nobody-answers", nobody, "could not be reached"),
+             ("s3://no-such-bucket/p", dict(s3.options), "names a bucket that does not exist")]
+    for uri, options, words in cases:
+        agent = Agent(workspace=tmp_path / uri.split("/")[-1],
+                      settings=Settings(memory_uri=uri, memory_options=options))
+        with pytest.raises(ToolError) as failed:
+            await call_tool(agent, "remember", content="the build server is orion-7")
+        said = str(failed.value)
+        assert said.startswith(f"Memory at {uri} (") and words in said, said
+        assert failed.value.summary == said and "\n" not in said
+        for report in ("RetryError", "Location", "lance", "reqwest", SECRET):
+            assert report not in said
+    flags = [a for k, v in nobody.items() for a in ("--memory-option", f"{k}={v}")]
+    done = subprocess.run([sys.executable, "-m", "agent_kernel", "memory", "--workspace",
+                           str(tmp_path / "cli"), "--memory", "s3://memory/nobody", *flags,
+                           "remember", "hello"], capture_output=True, text=True,
+                          env={**os.environ}, timeout=180)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "error: Memory at s3://memory/nobody (" in done.stderr
+    assert "could not be reached" in done.stderr and "RetryError" not in done.stderr
+
+
+def test_only_a_stores_failure_is_put_in_words() -> None:
+    uri, options = "s3://b/p", {"endpoint": "http://127.0.0.1:9000"}
+    assert object_store.store_failure(ValueError("limit must be between 1 and 20, got 0"),
+                                      uri, options) is None
+    assert object_store.store_failure(KeyError("memory_id"), uri, options) is None
+    said = object_store.store_failure(OSError(
+        'Generic { store: "S3", source: ListRequest { source: RetryError(... https://h/b?'
+        'X-Amz-Signature=abc ...) inner: Http(HttpError { kind: Connect, source: '
+        'ConnectError("tcp connect error", 127.0.0.1:9000, Os { code: 111 }) }) }'), uri, options)
+    assert said == ("Memory at s3://b/p (endpoint=http://127.0.0.1:9000) could not be "
+                    "reached: nothing answers at its endpoint.")
