@@ -514,10 +514,17 @@ def _walk(workspace: Workspace, folder: str, budget: list[int]) -> Iterator[os.s
 def _info(workspace: Workspace, root: StoreRoot | None = None) -> Result:
     if root is not None:
         return _store_info(workspace, root)
-    files = folders = size = 0
-    newest = 0.0
     budget = [LIMITS.info_max_entries]
-    for folder in WRITABLE_DIRS:
+    files, folders, size, newest = _tally(workspace, WRITABLE_DIRS, budget)
+    return _info_result(files, folders, size, newest, len(budget) > 1)
+
+
+def _tally(workspace: Workspace, top: tuple[str, ...], budget: list[int],
+           files: int = 0, folders: int = 0, size: int = 0, newest: float = 0.0
+           ) -> tuple[int, int, int, float]:
+    """Files, folders, bytes and the newest change under the local ``top`` folders, added
+    to the counts given (the walk spends ``budget``)."""
+    for folder in top:
         for info in _walk(workspace, folder, budget):
             if stat.S_ISDIR(info.st_mode):
                 folders += 1
@@ -525,7 +532,7 @@ def _info(workspace: Workspace, root: StoreRoot | None = None) -> Result:
                 files += 1
                 size += info.st_size
             newest = max(newest, info.st_mtime)
-    return _info_result(files, folders, size, newest, len(budget) > 1)
+    return files, folders, size, newest
 
 
 def _info_result(files: int, folders: int, size: int, newest: float, truncated: bool,
@@ -663,13 +670,8 @@ def _store_info(workspace: Workspace, root: StoreRoot) -> Result:
         root, CACHE_DIR, lambda store: store.count(budget[0], lambda rel: bool(_denied(rel)),
                                            _MAX_DEPTH))
     budget[0] -= files + folders
-    for info in _walk(workspace, STATE_DIR, budget):
-        if stat.S_ISDIR(info.st_mode):
-            folders += 1
-        elif stat.S_ISREG(info.st_mode):
-            files += 1
-            size += info.st_size
-        newest = max(newest, info.st_mtime)
+    files, folders, size, newest = _tally(workspace, (STATE_DIR,), budget, files, folders,
+                                          size, newest)
     return _info_result(files, folders, size, newest, stopped or len(budget) > 1,
                         root.url([]))
 
