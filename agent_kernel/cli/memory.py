@@ -78,10 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from agent_kernel.views.memory_table import MemoryTable
 
     try:
-        given = (args.memory or "").strip()
-        uri = (None if given.lower() == "local" else object_store.check_uri(given) if given
-               else object_store.default_uri())
-        options = dict(object_store.parse_option(o) for o in args.memory_option)
+        uri, options = _place(args)
     except object_store.StoreConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -137,14 +134,23 @@ def main(args: argparse.Namespace) -> int:
     return leave(code)
 
 
+def _place(args: argparse.Namespace) -> tuple[str | None, dict[str, str]]:
+    """The memory's object-store URI (None: the workspace folder; ``local`` is that even
+    with $AGENT_KERNEL_MEMORY_URI set) and its options; raises StoreConfigError."""
+    from agent_kernel.core import object_store
+
+    given = (args.memory or "").strip()
+    uri = (None if given.lower() == "local" else object_store.check_uri(given) if given
+           else object_store.default_uri())
+    return uri, dict(object_store.parse_option(o) for o in args.memory_option)
+
+
 def _store_failure(args: argparse.Namespace, exc: BaseException) -> str | None:
     """The sentence for a failure of memory's object store, or None (not one)."""
     from agent_kernel.core import object_store
 
     try:
-        uri = object_store.check_uri(args.memory) if args.memory and \
-            args.memory.strip().lower() != "local" else object_store.default_uri()
-        options = dict(object_store.parse_option(o) for o in args.memory_option)
+        uri, options = _place(args)
     except object_store.StoreConfigError:
         return None
     return object_store.store_failure(exc, uri, options) if uri else None

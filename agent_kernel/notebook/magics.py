@@ -537,9 +537,9 @@ class AgentMagics(Magics, Configurable):
             chosen = (None if uri is None else "local" if uri.strip().lower() in ("local", "")
                       else object_store.check_uri(uri))
             parsed = dict(object_store.parse_option(o) for o in options)
-            if chosen:  # not where files/ is: the file tools would reach the table's files
-                object_store.check_apart(self._files_uri(object_store.default_files_uri),
-                                         chosen)
+            if chosen and chosen != "local":  # not where files/ is: the file tools would
+                object_store.check_apart(  # reach the table's own files
+                    self._files_uri(object_store.default_files_uri), chosen)
         except object_store.StoreConfigError as exc:
             print(f"agent-kernel: {exc}", file=sys.stderr)
             return False
@@ -569,7 +569,7 @@ class AgentMagics(Magics, Configurable):
             merged = parsed if chosen is not None else {**self.files_options, **parsed}
             object_store.check_files_options(merged)
             if chosen and chosen != "off":
-                object_store.check_apart(chosen, self.memory_uri or object_store.default_uri())
+                object_store.check_apart(chosen, self._memory_uri(object_store.default_uri))
         except object_store.StoreConfigError as exc:
             print(f"agent-kernel: {exc}", file=sys.stderr)
             return False
