@@ -140,7 +140,7 @@ def _place(args: argparse.Namespace) -> tuple[str | None, dict[str, str]]:
     from agent_kernel.core import object_store
 
     given = (args.memory or "").strip()
-    uri = (None if given.lower() == "local" else object_store.check_uri(given) if given
+    uri = (None if object_store.means_local(given) else object_store.check_uri(given) if given
            else object_store.default_uri())
     return uri, dict(object_store.parse_option(o) for o in args.memory_option)
 

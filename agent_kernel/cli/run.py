@@ -67,7 +67,9 @@ def add_parser(subparsers: Subparsers) -> argparse.ArgumentParser:
 def _files_uri(given: str) -> str | None:
     """``--files``: a URI, or ``off`` (the local folder, whatever $AGENT_KERNEL_FILES_URI
     says; without ``--files`` that variable decides)."""
-    return None if given.strip().lower() in ("off", "local") else given
+    from agent_kernel.core import object_store
+
+    return None if object_store.means_local(given, "files") else given
 
 
 def said_already() -> bool:

@@ -121,6 +121,18 @@ def parse_option(text: str, what: str = "memory",
     return next(iter(name.items()))
 
 
+LOCAL_WORDS = {"memory": ("local",), "files": ("off", "local")}
+"""The words that mean "not on a store, the workspace folder", for ``--memory`` and
+``--files`` alike (magics and CLI): ``off`` is not offered for memory, where it would
+read as "no memory"."""
+
+
+def means_local(given: str, what: str = "memory") -> bool:
+    """Does ``given`` (a ``--memory``/``--files`` value) name the workspace folder even
+    when the environment names a store?"""
+    return given.strip().lower() in LOCAL_WORDS[what]
+
+
 def default_uri() -> str | None:
     """``$AGENT_KERNEL_MEMORY_URI`` when set (checked), else None: the workspace folder."""
     value = os.environ.get(ENV_VAR, "").strip()

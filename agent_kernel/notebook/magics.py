@@ -534,7 +534,8 @@ class AgentMagics(Magics, Configurable):
         from agent_kernel.core import object_store
 
         try:
-            chosen = (None if uri is None else "local" if uri.strip().lower() in ("local", "")
+            chosen = (None if uri is None
+                      else "local" if not uri.strip() or object_store.means_local(uri)
                       else object_store.check_uri(uri))
             parsed = dict(object_store.parse_option(o) for o in options)
             if chosen and chosen != "local":  # not where files/ is: the file tools would
@@ -562,7 +563,7 @@ class AgentMagics(Magics, Configurable):
         from agent_kernel.core import object_store
 
         try:
-            chosen = (None if uri is None else "off" if uri.strip().lower() in ("off", "local")
+            chosen = (None if uri is None else "off" if object_store.means_local(uri, "files")
                       else object_store.check_files_uri(uri))
             parsed = dict(object_store.parse_option(o, "files", object_store.FILES_OPTIONS)
                           for o in options)
@@ -638,14 +639,18 @@ class AgentMagics(Magics, Configurable):
     def _memory_uri(self, default: Callable[[], str | None]) -> str | None:
         """The ``memory_uri`` trait's URI: ``local`` is the workspace folder even when
         ``$AGENT_KERNEL_MEMORY_URI`` is set, empty is that variable's (``default``)."""
-        if self.memory_uri.strip().lower() == "local":
+        from agent_kernel.core import object_store
+
+        if object_store.means_local(self.memory_uri):
             return None
         return self.memory_uri or default()
 
     def _files_uri(self, default: Callable[[], str | None]) -> str | None:
         """The ``files_uri`` trait's URI: ``off`` is the local folder even when
         ``$AGENT_KERNEL_FILES_URI`` is set, empty is that variable's (``default``)."""
-        if self.files_uri.strip().lower() == "off":
+        from agent_kernel.core import object_store
+
+        if object_store.means_local(self.files_uri, "files"):
             return None
         return self.files_uri or default()
 

@@ -349,6 +349,24 @@ def test_local_memory_wins_over_the_environment_in_the_notebook_and_the_cli(
     assert "s3://" not in status.stdout and str(tmp_path / "ws") in status.stdout
 
 
+def test_the_words_for_the_workspace_folder_are_the_same_everywhere(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tool_helpers import loaded_magics
+
+    from agent_kernel.cli.run import _files_uri
+
+    assert object_store.means_local(" Local ") and not object_store.means_local("off")
+    assert object_store.means_local("OFF", "files") and object_store.means_local("local", "files")
+    assert _files_uri("local") is None and _files_uri("s3://b/p") == "s3://b/p"
+    monkeypatch.setenv(object_store.FILES_ENV_VAR, "s3://agent-files/from-the-environment")
+    with loaded_magics(tmp_path / "ws") as magics:
+        magics.files_uri = "local"  # as `c.AgentMagics.files_uri = "local"` sets it
+        assert magics.agent.settings.files_uri is None
+        magics.files_uri = ""
+        magics.agent_config("--files local")
+        assert magics.agent.settings.files_uri is None
+
+
 # -- a store that fails is one sentence, never the store client's report -------------------
 def _closed_port() -> int:
     import socket
