@@ -123,29 +123,62 @@ class StoreRoot:
 def root_of(settings: Settings, checked: bool = True) -> StoreRoot | None:
     """The store ``settings.files_uri`` names, or None: ``files/`` is the local folder.
 
-    With no endpoint among the options, botocore would take ``$AWS_ENDPOINT_URL_S3`` or
-    ``$AWS_ENDPOINT_URL``: that one is used here by name, so the approval card shows the
-    server the write goes to, and (``checked``: for a call that reaches the store) it is
-    checked as an option's is (``allow_http``), a ``StoreConfigError`` otherwise."""
+    With no endpoint among the options, botocore would take ``$AWS_ENDPOINT_URL_S3``,
+    ``$AWS_ENDPOINT_URL`` or a shared config file's ``endpoint_url``: that one is used here
+    by name, so the approval card shows the server the write goes to, and (``checked``:
+    for a call that reaches the store) it is checked as an option's is (``allow_http``), a
+    ``StoreConfigError`` otherwise."""
     if not settings.files_uri:
         return None
     parts = urlsplit(settings.files_uri)
     options = settings.files_options
     endpoint = options.get("endpoint") or options.get("aws_endpoint")
-    if not endpoint and (endpoint := _environment_endpoint()) and checked:
+    region = options.get("region") or options.get("aws_region")
+    if not endpoint and (endpoint := _configured_endpoint(region)) and checked:
         object_store.check_files_options({**options, "endpoint": endpoint})
     return StoreRoot(bucket=parts.netloc, prefix=parts.path.strip("/"), endpoint=endpoint,
-                     region=options.get("region") or options.get("aws_region"))
+                     region=region)
 
 
-def _environment_endpoint() -> str | None:
-    """The S3 endpoint botocore reads from the environment when none is given, if any."""
+def _configured_endpoint(region: str | None) -> str | None:
+    """The S3 endpoint botocore takes when none is given, if not AWS's own: the
+    environment's, else the one a shared config file (``$AWS_CONFIG_FILE``, else
+    ``~/.aws/config``: a profile's ``endpoint_url`` or its ``services`` section) gives it."""
     if os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").strip().lower() == "true":
         return None
     for name in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
         if value := os.environ.get(name, "").strip():
             return value
-    return None
+    config = os.path.expanduser(os.environ.get("AWS_CONFIG_FILE") or "~/.aws/config")
+    try:
+        changed = os.stat(config).st_mtime_ns
+    except OSError:
+        return None  # no file: botocore has nothing more to read
+    asked = (config, changed, os.environ.get("AWS_PROFILE"), region)
+    with _LOCK:
+        if asked not in _CONFIGURED:
+            _CONFIGURED.clear()
+            _CONFIGURED[asked] = _endpoint_botocore_resolves(region)
+        return _CONFIGURED[asked]
+
+
+_CONFIGURED: dict[tuple[str, int, str | None, str | None], str | None] = {}
+
+
+def _endpoint_botocore_resolves(region: str | None) -> str | None:
+    """Ask botocore itself (a client made, nothing sent) where S3 calls would go; None
+    for AWS's own servers, or when botocore cannot say (it is not installed, the profile
+    is broken: the store's own calls then fail with words)."""
+    try:
+        from botocore.session import Session
+
+        client = Session().create_client("s3", region_name=region or "us-east-1",
+                                         aws_access_key_id="none", aws_secret_access_key="none")
+    except Exception:  # botocore missing or the config unreadable
+        return None
+    url = str(client.meta.endpoint_url)
+    host = (urlsplit(url).hostname or "").lower()
+    return None if host == "amazonaws.com" or host.endswith(".amazonaws.com") else url
 
 
 _FILESYSTEMS: dict[tuple[str | None, str | None], Any] = {}

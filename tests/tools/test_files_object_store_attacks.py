@@ -509,6 +509,39 @@ async def test_an_endpoint_from_the_environment_is_shown_and_checked(
     assert (question.details or {})["where"].endswith(f"(object store on {server.endpoint})")
 
 
+def test_an_endpoint_from_the_shared_config_file_is_shown_and_checked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was a hole: botocore also takes ``endpoint_url`` from ``~/.aws/config`` (a profile's,
+    or its ``services`` section's), and the card said "object store" as if AWS's own. It
+    now names that server, and a plain-HTTP one needs ``allow_http``; AWS's own servers,
+    no file, or ``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`` name none."""
+    from agent_kernel.core.object_store import StoreConfigError
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE",
+                 "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"):
+        monkeypatch.delenv(name, raising=False)
+    config = tmp_path / "aws-config"
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    settings = Settings(files_uri=f"s3://{BUCKET}/p", files_options={"region": "eu-west-1"})
+    assert files_store.root_of(settings).endpoint is None  # no file at all
+    config.write_text("[default]\nregion = eu-west-1\n")
+    assert files_store.root_of(settings).endpoint is None  # AWS's own
+    config.write_text("[default]\nendpoint_url = http://127.0.0.1:9/\n")
+    root = files_store.root_of(settings, checked=False)
+    assert root.endpoint is not None and root.endpoint.startswith("http://127.0.0.1:9")
+    assert "(object store on http://127.0.0.1:9" in root.words()
+    with pytest.raises(StoreConfigError, match="allow_http=true"):
+        files_store.root_of(settings)
+    allowed = Settings(files_uri=settings.files_uri,
+                       files_options={**settings.files_options, "allow_http": "true"})
+    assert files_store.root_of(allowed).endpoint == root.endpoint
+    config.write_text("[default]\nservices = mine\n\n[services mine]\ns3 =\n"
+                      "  endpoint_url = https://store.example.test\n")
+    assert files_store.root_of(settings).endpoint == "https://store.example.test"
+    monkeypatch.setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true")
+    assert files_store.root_of(settings).endpoint is None
+
+
 @pytest.mark.cluster
 async def test_listings_follow_pages_and_stop_at_their_limits(
         store: Agent, server: S3Server, limits: files.FileToolLimits,
