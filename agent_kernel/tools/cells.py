@@ -235,8 +235,8 @@ async def read_cells(
     start: Annotated[int, Field(ge=0)] = 0,
     count: Annotated[int, Field(ge=1, le=50)] = 20,
 ) -> ReadAnswer:
-    """Read the notebook's cells: sources, outputs as text, errors, execution counts, and
-    which cell is running this agent.
+    """Read the notebook's cells: ids, sources, outputs as text, errors, execution counts,
+    and which cell is running this agent.
 
     Args:
         start: Position of the first cell to read (0 is the notebook's first cell).
@@ -411,12 +411,12 @@ async def edit_cell(
     index: Annotated[int | None, Field(ge=0)] = None,
 ) -> ChangeAnswer:
     """Replace a cell's source (the person approves it, seeing the change as a diff). The
-    cell is not run. Name the cell by cell_id or index.
+    cell is not run.
 
     Args:
         source: The cell's whole new text.
-        cell_id: The cell's id, as read_cells gives it (stays with the cell as others move).
-        index: Or the cell's position, as read_cells lists it.
+        cell_id: The cell's id from read_cells (it stays with the cell; positions move).
+        index: Or the cell's position.
     """
     _checked_id("edit_cell", cell_id, index, required=True)
     service = _service(ctx)
@@ -454,11 +454,11 @@ async def run_cell(
     timeout_seconds: Annotated[float, Field(gt=0, le=MAX_RUN_SECONDS)] = 60.0,
 ) -> RunAnswer:
     """Run a code cell in the notebook (the person approves it, seeing its source) and wait
-    until it has finished; returns its outputs. Name the cell by cell_id or index.
+    until it has finished; returns its outputs.
 
     Args:
-        cell_id: The cell's id, as read_cells gives it.
-        index: Or the cell's position, as read_cells lists it.
+        cell_id: The cell's id from read_cells.
+        index: Or the cell's position.
         timeout_seconds: How long to wait for the cell to finish (default 60).
     """
     _checked_id("run_cell", cell_id, index, required=True)
