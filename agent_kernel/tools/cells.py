@@ -6,16 +6,16 @@ JupyterLab extension over the kernel's comm). A cell is addressed by its ``cell_
 (JupyterLab's id for it, which nbformat 4.5 saves as the cell's ``id``): it stays with the
 cell when the person or the agent inserts or deletes others, where a position would then
 name another cell. Its 0-based position (``index``) works too. An id is data from the page:
-it is used only when it has nbformat's shape (:data:`CELL_ID`), and an id no cell has is an
-error, never a guess at a position. Ids are the model's handle only: what the person sees
-(summaries, approvals) names a cell by its position.
+it is used only when it has nbformat's shape (``cell_shapes.CELL_ID``), and an id no cell
+has is an error, never a guess at a position. Ids are the model's handle only: what the
+person sees (summaries, approvals) names a cell by its position.
 
 What each may do, and why:
 
 - ``read_cells`` only looks. Outputs come back as text, an image as ``[image: PNG]``, an
   error as its type, message and a trimmed traceback, each cell and the whole answer
-  bounded so a long notebook cannot flood the model. With no notebook to ask it falls back
-  to the kernel's input history and says so.
+  bounded so a long notebook cannot flood the model (:mod:`.cell_shapes`). With no
+  notebook to ask it falls back to the kernel's input history and says so.
 - ``insert_cell`` adds a cell (below the agent's own ``%agent`` cell unless told where):
   nothing runs and the person can delete it, so it is not approved.
 - ``edit_cell`` changes what a cell would run: the person approves it seeing a unified
@@ -43,20 +43,24 @@ from typing import TYPE_CHECKING, Annotated, Literal, TypedDict
 from agent_kernel.core.events import LedgerRecorded
 from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
 from agent_kernel.engine.services import CellOutput, CellProvenance, CellReply, NotebookCell
+from agent_kernel.tools.cell_shapes import (
+    OUTPUT_SHOWN,
+    SOURCE_SHOWN,
+    CellError,
+    ShownCell,
+    clip,
+    error_of,
+    fit,
+    output_text,
+    shape_cell,
+    valid_id,
+)
 from agent_kernel.tools.python import code_terms
 
 if TYPE_CHECKING:
     from agent_kernel.engine.services import CellRequest, CellService
 
-RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
 MAX_SOURCE = 100_000
-SOURCE_SHOWN = 3000
-"""Characters of one cell's source ``read_cells`` gives the model."""
-OUTPUT_SHOWN = 2000
-"""Characters of one cell's outputs ``read_cells`` gives the model."""
-ANSWER_BUDGET = 24_000
-"""Characters of sources and outputs in one ``read_cells`` answer, all cells together."""
-TRACEBACK_LINES = 12
 REQUEST_TIMEOUT = 15.0
 """Seconds the notebook has to answer a read, an insert or an edit."""
 MAX_RUN_SECONDS = 3600.0
@@ -66,43 +70,6 @@ HISTORY_NOTE = ("No notebook page can be asked here ({why}), so these are the ke
                 "used.")
 NO_IDS = ("Cell ids come only from a notebook page with the agent-kernel extension; the "
           "kernel's input history has none.")
-CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-"""A cell id's shape (nbformat 4.5's): JupyterLab's ids are UUIDs, but a notebook file can
-carry any id, so one from the page is checked before it is used or shown."""
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
-class CellError(TypedDict):
-    """An error a cell raised, for the model: type, message, trimmed traceback."""
-
-    type: str
-    message: str
-    traceback: str
-
-
-class WrittenBy(TypedDict):
-    """How the agent changed a cell (its provenance, as the model reads it)."""
-
-    action: str
-    run_id: str
-
-
-class ShownCell(TypedDict, total=False):
-    """One cell as ``read_cells`` gives it to the model (from history: count and source)."""
-
-    index: int
-    id: str
-    """The cell's id (``cell_id`` of edit_cell, run_cell and insert_cell); absent when the
-    page gave none of a valid shape."""
-    kind: str
-    source: str
-    execution_count: int | None
-    outputs: str
-    error: CellError
-    runs_this_agent: bool
-    written_by_agent: WrittenBy
-
-
 class ReadAnswer(TypedDict, total=False):
     """``read_cells``'s answer."""
 
@@ -153,83 +120,6 @@ def _service(ctx: ToolContext) -> CellService:
     return service
 
 
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}\n...[{len(text) - limit} more characters not shown]"
-
-
-def error_of(output: CellOutput) -> CellError:
-    """An error output as type, message and its last traceback lines, ANSI colours removed."""
-    lines = _ANSI.sub("", "\n".join(output.get("traceback") or [])).splitlines()
-    if len(lines) > TRACEBACK_LINES:
-        lines = ["...", *lines[-TRACEBACK_LINES:]]
-    return {"type": str(output.get("ename", "")), "message": str(output.get("evalue", "")),
-            "traceback": "\n".join(lines)}
-
-
-def output_text(output: CellOutput) -> str:
-    """One output as the model reads it: text, or a placeholder for what is not text."""
-    kind = output.get("output_type", "")
-    if kind == "stream":
-        return output.get("text", "")
-    if kind == "error":
-        error = error_of(output)
-        return f"{error['type']}: {error['message']}\n{error['traceback']}".rstrip()
-    mimes = output.get("mimes") or []
-    if RUN_MIME in mimes:
-        return "[an agent run's transcript]"
-    images = [m.split("/", 1)[1].split("+", 1)[0].upper() for m in mimes if m.startswith("image/")]
-    if images:
-        return f"[image: {images[0]}]"
-    if "text" in output:
-        return output["text"]
-    return f"[{mimes[0]} output]" if mimes else ""
-
-
-def valid_id(value: object) -> str | None:
-    """``value`` if it has a cell id's shape (:data:`CELL_ID`), else None."""
-    return value if isinstance(value, str) and CELL_ID.fullmatch(value) else None
-
-
-def shape_cell(cell: NotebookCell) -> ShownCell:
-    """One cell for the model: source and outputs as text, each bounded."""
-    outputs = [output_text(o) for o in cell.get("outputs") or []]
-    shaped: ShownCell = {"index": cell.get("index", 0)}
-    cell_id = valid_id(cell.get("id"))
-    if cell_id is not None:
-        shaped["id"] = cell_id
-    shaped["kind"] = cell.get("kind", "code")
-    shaped["source"] = _clip(cell.get("source", ""), SOURCE_SHOWN)
-    if shaped["kind"] == "code":
-        shaped["execution_count"] = cell.get("execution_count")
-        shaped["outputs"] = _clip("\n".join(t for t in outputs if t), OUTPUT_SHOWN)
-        errors = [error_of(o) for o in cell.get("outputs") or [] if
-                  o.get("output_type") == "error"]
-        if errors:
-            shaped["error"] = errors[-1]
-    if cell.get("runs_agent"):
-        shaped["runs_this_agent"] = True
-    provenance = cell.get("agent_kernel")
-    if isinstance(provenance, dict) and provenance.get("action"):
-        shaped["written_by_agent"] = {"action": str(provenance.get("action")),
-                                      "run_id": str(provenance.get("run_id", ""))}
-    return shaped
-
-
-def fit(cells: list[ShownCell], budget: int = ANSWER_BUDGET) -> list[ShownCell]:
-    """As many cells as fit the answer's budget (always at least one)."""
-    kept: list[ShownCell] = []
-    used = 0
-    for cell in cells:
-        size = len(cell.get("source", "")) + len(cell.get("outputs", "") or "")
-        if kept and used + size > budget:
-            break
-        kept.append(cell)
-        used += size
-    return kept
-
-
 async def read_cells(
     ctx: ToolContext,
     start: Annotated[int, Field(ge=0)] = 0,
@@ -265,7 +155,7 @@ def from_history(service: CellService, why: str, start: int, count: int) -> Read
     """``read_cells`` with no notebook: the kernel's input history, said to be that."""
     history = service.history()
     chosen = history[start:start + count]
-    cells = fit([{"execution_count": n, "source": _clip(source, SOURCE_SHOWN)}
+    cells = fit([{"execution_count": n, "source": clip(source, SOURCE_SHOWN)}
                  for n, source in chosen])
     return {"ok": True, "read_from": "input history",
             "note": HISTORY_NOTE.format(why=why.rstrip(".")), "total": len(history),
@@ -488,7 +378,7 @@ async def run_cell(
         raise _failed(reply)
     outputs: list[CellOutput] = reply.get("outputs") or []
     errors = [error_of(o) for o in outputs if o.get("output_type") == "error"]
-    texts = [_clip(output_text(o), OUTPUT_SHOWN) for o in outputs]
+    texts = [clip(output_text(o), OUTPUT_SHOWN) for o in outputs]
     return {"ok": True, "index": reply.get("index", at),
             "status": "error" if errors else "done",
             "outputs": [t for t in texts if t], "error": errors[-1] if errors else None,

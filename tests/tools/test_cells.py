@@ -24,7 +24,8 @@ from agent_kernel import Agent
 from agent_kernel.engine.approvals import APPROVE, DENY
 from agent_kernel.engine.registry import ToolError
 from agent_kernel.notebook.cells_channel import HEADLESS, NO_EXTENSION, CellChannel
-from agent_kernel.tools.cells import NO_IDS, RUN_MIME
+from agent_kernel.tools.cell_shapes import RUN_MIME
+from agent_kernel.tools.cells import NO_IDS
 
 RUN_ID = "run_t"
 
