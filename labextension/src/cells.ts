@@ -244,17 +244,26 @@ export class NotebookCells {
     return true;
   }
 
-  /** The position of the one cell whose id is `cellId`, or why there is none. */
-  private _positionOf(cellId: unknown): number | string {
+  /** The positions of the cells whose id is `cellId` (null: not an id's shape). */
+  private _positionsOf(cellId: unknown): number[] | null {
     if (typeof cellId !== 'string' || !CELL_ID.test(cellId)) {
-      return 'That is not a cell id (1 to 64 letters, digits, - or _).';
+      return null;
     }
-    const cells = this._notebook.widgets;
     const found = [];
+    const cells = this._notebook.widgets;
     for (let i = 0; i < cells.length; i++) {
       if (cells[i].model.sharedModel.getId() === cellId) {
         found.push(i);
       }
+    }
+    return found;
+  }
+
+  /** The position of the one cell whose id is `cellId`, or why there is none. */
+  private _positionOf(cellId: unknown): number | string {
+    const found = this._positionsOf(cellId);
+    if (found === null) {
+      return 'That is not a cell id (1 to 64 letters, digits, - or _).';
     }
     if (found.length > 1) {
       return `${found.length} cells share that id (cells ${found.join(', ')}): name the cell by its position.`;
@@ -282,8 +291,11 @@ export class NotebookCells {
     let start = Math.max(0, Number(request['start']) || 0);
     let count = Math.min(MAX_COUNT, Math.max(1, Number(request['count']) || 20));
     if (request['cell_id'] !== undefined && request['cell_id'] !== null) {
-      // one cell by its id; none (not a position) when no single cell has it
+      // one cell by its id; none (never a position) when no cell has it
       const found = this._positionOf(request['cell_id']);
+      if (typeof found === 'string' && (this._positionsOf(request['cell_id'])?.length ?? 0) > 1) {
+        return fail(found);
+      }
       [start, count] = typeof found === 'number' ? [found, 1] : [cells.length, 0];
     }
     const cap = request['full'] === true ? FULL_SOURCE_CAP : SOURCE_CAP;
