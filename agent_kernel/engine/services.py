@@ -210,6 +210,8 @@ class NotebookCell(TypedDict, total=False):
     """One cell as the extension sends it (``read``)."""
 
     index: int
+    id: str
+    """JupyterLab's id for the cell (nbformat 4.5's ``id``): page data, shape unchecked."""
     kind: str
     source: str
     execution_count: int | None
@@ -220,12 +222,15 @@ class NotebookCell(TypedDict, total=False):
 
 
 class CellRequest(TypedDict, total=False):
-    """What the kernel asks of the notebook, beside the op (``read``: start, count, full;
-    ``insert``: index, kind, source, provenance; ``edit``: index, source, expected,
-    provenance; ``run``: index, expected). ``run_id`` names the run that asks."""
+    """What the kernel asks of the notebook, beside the op (``read``: start or cell_id,
+    count, full; ``insert``: index or below_cell_id, kind, source, provenance; ``edit``:
+    cell_id (else index), source, expected, provenance; ``run``: cell_id (else index),
+    expected). ``run_id`` names the run that asks."""
 
     run_id: str
     start: int
+    cell_id: str | None
+    below_cell_id: str | None
     count: int
     full: bool
     index: int | None
@@ -246,6 +251,8 @@ class CellReply(TypedDict, total=False):
     agent_cell: int | None
     cells: list[NotebookCell]
     index: int
+    id: str
+    """``insert``: the new cell's id (page data, shape unchecked)."""
     status: str
     execution_count: int | None
     outputs: list[CellOutput]

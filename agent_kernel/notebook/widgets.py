@@ -47,7 +47,7 @@ from agent_kernel.notebook.cells import display_pub, in_cell
 from agent_kernel.views.exact import exact_html, exact_rows
 from agent_kernel.views.mime import Transcript, mime_bundle
 from agent_kernel.views.run_html import esc, outcome, question_text
-from agent_kernel.views.summaries import asked_by, question_label
+from agent_kernel.views.summaries import HANDLE_ARGUMENTS, asked_by, question_label
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -309,7 +309,9 @@ class WidgetView:
                     None)
         if card is None or not isinstance(card.arguments, dict) or not isinstance(exact, dict):
             return exact
-        shown = {k: exact[k] for k in card.arguments if k in exact}
+        # a cell named by its id in the call is named by its position in the approval
+        names = ["index" if k in HANDLE_ARGUMENTS else k for k in card.arguments]
+        shown = {k: exact[k] for k in names if k in exact}
         return shown or exact
 
     def _stop_last(self) -> None:

@@ -2,15 +2,20 @@
 
 The cells live in the frontend, so every tool here asks the notebook through the cell
 service (``ctx.agent.services.cells``, :mod:`agent_kernel.notebook.cells_channel`: the
-JupyterLab extension over the kernel's comm). Cells are addressed by their 0-based
-position, as ``read_cells`` lists them.
+JupyterLab extension over the kernel's comm). A cell is addressed by its ``cell_id``
+(JupyterLab's id for it, which nbformat 4.5 saves as the cell's ``id``): it stays with the
+cell when the person or the agent inserts or deletes others, where a position would then
+name another cell. Its 0-based position (``index``) works too. An id is data from the page:
+it is used only when it has nbformat's shape (``cell_shapes.CELL_ID``), and an id no cell
+has is an error, never a guess at a position. Ids are the model's handle only: what the
+person sees (summaries, approvals) names a cell by its position.
 
 What each may do, and why:
 
 - ``read_cells`` only looks. Outputs come back as text, an image as ``[image: PNG]``, an
   error as its type, message and a trimmed traceback, each cell and the whole answer
-  bounded so a long notebook cannot flood the model. With no notebook to ask it falls back
-  to the kernel's input history and says so.
+  bounded so a long notebook cannot flood the model (:mod:`.cell_shapes`). With no
+  notebook to ask it falls back to the kernel's input history and says so.
 - ``insert_cell`` adds a cell (below the agent's own ``%agent`` cell unless told where):
   nothing runs and the person can delete it, so it is not approved.
 - ``edit_cell`` changes what a cell would run: the person approves it seeing a unified
@@ -38,57 +43,33 @@ from typing import TYPE_CHECKING, Annotated, Literal, TypedDict
 from agent_kernel.core.events import LedgerRecorded
 from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
 from agent_kernel.engine.services import CellOutput, CellProvenance, CellReply, NotebookCell
+from agent_kernel.tools.cell_shapes import (
+    OUTPUT_SHOWN,
+    SOURCE_SHOWN,
+    CellError,
+    ShownCell,
+    clip,
+    error_of,
+    fit,
+    output_text,
+    shape_cell,
+    valid_id,
+)
 from agent_kernel.tools.python import code_terms
 
 if TYPE_CHECKING:
-    from agent_kernel.engine.services import CellService
+    from agent_kernel.engine.services import CellRequest, CellService
 
-RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
 MAX_SOURCE = 100_000
-SOURCE_SHOWN = 3000
-"""Characters of one cell's source ``read_cells`` gives the model."""
-OUTPUT_SHOWN = 2000
-"""Characters of one cell's outputs ``read_cells`` gives the model."""
-ANSWER_BUDGET = 24_000
-"""Characters of sources and outputs in one ``read_cells`` answer, all cells together."""
-TRACEBACK_LINES = 12
 REQUEST_TIMEOUT = 15.0
 """Seconds the notebook has to answer a read, an insert or an edit."""
 MAX_RUN_SECONDS = 3600.0
 HISTORY_NOTE = ("No notebook page can be asked here ({why}), so these are the kernel's input "
-                "history instead: what was executed, in order, without outputs. Cell "
-                "positions are unknown, so insert_cell, edit_cell and run_cell cannot be used.")
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
-class CellError(TypedDict):
-    """An error a cell raised, for the model: type, message, trimmed traceback."""
-
-    type: str
-    message: str
-    traceback: str
-
-
-class WrittenBy(TypedDict):
-    """How the agent changed a cell (its provenance, as the model reads it)."""
-
-    action: str
-    run_id: str
-
-
-class ShownCell(TypedDict, total=False):
-    """One cell as ``read_cells`` gives it to the model (from history: count and source)."""
-
-    index: int
-    kind: str
-    source: str
-    execution_count: int | None
-    outputs: str
-    error: CellError
-    runs_this_agent: bool
-    written_by_agent: WrittenBy
-
-
+                "history instead: what was executed, in order, without outputs. Cell ids "
+                "and positions are unknown, so insert_cell, edit_cell and run_cell cannot be "
+                "used.")
+NO_IDS = ("Cell ids come only from a notebook page with the agent-kernel extension; the "
+          "kernel's input history has none.")
 class ReadAnswer(TypedDict, total=False):
     """``read_cells``'s answer."""
 
@@ -109,6 +90,7 @@ class ChangeAnswer(TypedDict, total=False):
 
     ok: bool
     index: int | None
+    id: str
     kind: str
     changed: bool
     ledger_record: str
@@ -119,6 +101,7 @@ class RunAnswer(TypedDict, total=False):
     """``run_cell``'s answer (the agreed keys, and a note when it timed out)."""
 
     ok: bool
+    index: int | None
     status: str
     outputs: list[str]
     error: CellError | None
@@ -137,81 +120,13 @@ def _service(ctx: ToolContext) -> CellService:
     return service
 
 
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}\n...[{len(text) - limit} more characters not shown]"
-
-
-def error_of(output: CellOutput) -> CellError:
-    """An error output as type, message and its last traceback lines, ANSI colours removed."""
-    lines = _ANSI.sub("", "\n".join(output.get("traceback") or [])).splitlines()
-    if len(lines) > TRACEBACK_LINES:
-        lines = ["...", *lines[-TRACEBACK_LINES:]]
-    return {"type": str(output.get("ename", "")), "message": str(output.get("evalue", "")),
-            "traceback": "\n".join(lines)}
-
-
-def output_text(output: CellOutput) -> str:
-    """One output as the model reads it: text, or a placeholder for what is not text."""
-    kind = output.get("output_type", "")
-    if kind == "stream":
-        return output.get("text", "")
-    if kind == "error":
-        error = error_of(output)
-        return f"{error['type']}: {error['message']}\n{error['traceback']}".rstrip()
-    mimes = output.get("mimes") or []
-    if RUN_MIME in mimes:
-        return "[an agent run's transcript]"
-    images = [m.split("/", 1)[1].split("+", 1)[0].upper() for m in mimes if m.startswith("image/")]
-    if images:
-        return f"[image: {images[0]}]"
-    if "text" in output:
-        return output["text"]
-    return f"[{mimes[0]} output]" if mimes else ""
-
-
-def shape_cell(cell: NotebookCell) -> ShownCell:
-    """One cell for the model: source and outputs as text, each bounded."""
-    outputs = [output_text(o) for o in cell.get("outputs") or []]
-    shaped: ShownCell = {"index": cell.get("index", 0), "kind": cell.get("kind", "code"),
-                         "source": _clip(cell.get("source", ""), SOURCE_SHOWN)}
-    if shaped["kind"] == "code":
-        shaped["execution_count"] = cell.get("execution_count")
-        shaped["outputs"] = _clip("\n".join(t for t in outputs if t), OUTPUT_SHOWN)
-        errors = [error_of(o) for o in cell.get("outputs") or [] if
-                  o.get("output_type") == "error"]
-        if errors:
-            shaped["error"] = errors[-1]
-    if cell.get("runs_agent"):
-        shaped["runs_this_agent"] = True
-    provenance = cell.get("agent_kernel")
-    if isinstance(provenance, dict) and provenance.get("action"):
-        shaped["written_by_agent"] = {"action": str(provenance.get("action")),
-                                      "run_id": str(provenance.get("run_id", ""))}
-    return shaped
-
-
-def fit(cells: list[ShownCell], budget: int = ANSWER_BUDGET) -> list[ShownCell]:
-    """As many cells as fit the answer's budget (always at least one)."""
-    kept: list[ShownCell] = []
-    used = 0
-    for cell in cells:
-        size = len(cell.get("source", "")) + len(cell.get("outputs", "") or "")
-        if kept and used + size > budget:
-            break
-        kept.append(cell)
-        used += size
-    return kept
-
-
 async def read_cells(
     ctx: ToolContext,
     start: Annotated[int, Field(ge=0)] = 0,
     count: Annotated[int, Field(ge=1, le=50)] = 20,
 ) -> ReadAnswer:
-    """Read the notebook's cells: sources, outputs as text, errors, execution counts, and
-    which cell is running this agent.
+    """Read the notebook's cells: ids, sources, outputs as text, errors, execution counts,
+    and which cell is running this agent.
 
     Args:
         start: Position of the first cell to read (0 is the notebook's first cell).
@@ -240,28 +155,51 @@ def from_history(service: CellService, why: str, start: int, count: int) -> Read
     """``read_cells`` with no notebook: the kernel's input history, said to be that."""
     history = service.history()
     chosen = history[start:start + count]
-    cells = fit([{"execution_count": n, "source": _clip(source, SOURCE_SHOWN)}
+    cells = fit([{"execution_count": n, "source": clip(source, SOURCE_SHOWN)}
                  for n, source in chosen])
     return {"ok": True, "read_from": "input history",
             "note": HISTORY_NOTE.format(why=why.rstrip(".")), "total": len(history),
             "start": start, "shown": len(cells), "cells": cells}
 
 
-def _available(service: CellService) -> None:
+def _available(service: CellService, by_id: bool = False) -> None:
     why = service.unavailable()
     if why is not None:
-        raise ToolError(why, summary=why.rstrip("."),
+        raise ToolError(f"{why} {NO_IDS}" if by_id else why, summary=why.rstrip("."),
                         guidance="Do not call insert_cell, edit_cell or run_cell again in "
                                  "this run; say what you would have done instead.")
 
 
-async def _one_cell(service: CellService, ctx: ToolContext, index: int) -> NotebookCell:
-    """The cell at ``index`` with its whole source, or a ToolError naming the range."""
-    reply = await service.request("read", {"start": index, "count": 1, "full": True,
+def _checked_id(tool: str, cell_id: str | None, index: int | None, name: str = "cell_id",
+                *, required: bool = False) -> None:
+    """A ToolError unless the call names its cell one way, and an id has an id's shape."""
+    if required and cell_id is None and index is None:
+        raise ToolError(f"{tool} needs to know which cell: give {name} (the cell's 'id' from "
+                        "read_cells) or index (its position).", summary="no cell named")
+    if cell_id is not None and index is not None:
+        raise ToolError(f"{tool} takes {name} or index, not both: give only {name} (it stays "
+                        "with the cell when cells are inserted or deleted).",
+                        summary="both a cell id and a position given")
+    if cell_id is not None and valid_id(cell_id) is None:
+        raise ToolError(f"{name} {cell_id[:80]!r} is not a cell id: an id is 1 to 64 letters, "
+                        "digits, '-' or '_', exactly as read_cells gives it as 'id'.",
+                        summary="not a cell id")
+
+
+async def _one_cell(service: CellService, ctx: ToolContext, index: int | None,
+                    cell_id: str | None = None) -> NotebookCell:
+    """The cell with ``cell_id`` (or at ``index``) with its whole source, or a ToolError
+    saying there is none: an unknown id is never taken for a position."""
+    where: CellRequest = {"cell_id": cell_id} if cell_id is not None else {"start": index or 0}
+    reply = await service.request("read", {**where, "count": 1, "full": True,
                                            "run_id": ctx.run_id}, timeout=REQUEST_TIMEOUT)
     if not reply.get("ok"):
         raise ToolError(str(reply.get("message") or "The notebook did not answer."))
     cells: list[NotebookCell] = reply.get("cells") or []
+    if cell_id is not None and (not cells or cells[0].get("id") != cell_id):
+        raise ToolError(f"No cell in the notebook has the id {cell_id!r} (it was deleted, or "
+                        "is not an id read_cells gave): call read_cells for the cells' "
+                        "current ids.", summary="no such cell")
     if not cells:
         total = int(reply.get("total") or 0)
         raise ToolError(f"There is no cell at position {index}: the notebook has {total} "
@@ -309,31 +247,44 @@ async def insert_cell(
     ctx: ToolContext,
     kind: Literal["code", "markdown"] = "code",
     index: Annotated[int | None, Field(ge=0)] = None,
+    below_cell_id: str | None = None,
 ) -> ChangeAnswer:
-    """Insert a new cell into the notebook (not run). It goes below the cell running this
-    agent unless index says where.
+    """Insert a new cell into the notebook (not run); returns its id. It goes below the
+    cell running this agent unless index or below_cell_id says where.
 
     Args:
         source: The cell's text (Python code, or Markdown).
         kind: "code" or "markdown".
-        index: Position the new cell takes (0 is the top); omit it to put the cell below the
-            agent's own cell.
+        index: Position the new cell takes (0 is the top).
+        below_cell_id: Or the id of the cell to put it below.
     """
+    _checked_id("insert_cell", below_cell_id, index, "below_cell_id")
     service = _service(ctx)
-    _available(service)
-    if index is not None or (kind == "markdown" and _REMOTE_IMAGE.search(source)):
+    _available(service, by_id=below_cell_id is not None)
+    where = index
+    if below_cell_id is not None:
+        below = await _one_cell(service, ctx, None, below_cell_id)
+        # below the agent's own cell is where it goes anyway; elsewhere, as an index
+        where = None if below.get("runs_agent") else below.get("index", 0) + 1
+    if where is not None or (kind == "markdown" and _REMOTE_IMAGE.search(source)):
         # Anywhere but below the agent's cell, a cell could be run by "Run All" before it is
         # read; a Markdown image from the web loads for everyone who opens the notebook.
-        await _approve(ctx, "insert_cell", {"source": source, "kind": kind, "index": index},
+        await _approve(ctx, "insert_cell", {"source": source, "kind": kind, "index": where},
                        source)
-    provenance = await _record(ctx, "inserted", index, source)
-    reply = await service.request("insert", {"index": index, "kind": kind, "source": source,
+    provenance = await _record(ctx, "inserted", where, source)
+    reply = await service.request("insert", {"index": index, "below_cell_id": below_cell_id,
+                                             "kind": kind, "source": source,
                                              "run_id": ctx.run_id, "provenance": provenance},
                                   timeout=REQUEST_TIMEOUT)
     if not reply.get("ok"):
         raise _failed(reply)
-    return {"ok": True, "index": reply.get("index"), "kind": kind,
-            "ledger_record": provenance["ledger_record"]}
+    answer: ChangeAnswer = {"ok": True, "index": reply.get("index")}
+    made = valid_id(reply.get("id"))
+    if made is not None:
+        answer["id"] = made
+    answer["kind"] = kind
+    answer["ledger_record"] = provenance["ledger_record"]
+    return answer
 
 
 def diff_of(index: int, old: str, new: str) -> str:
@@ -344,79 +295,92 @@ def diff_of(index: int, old: str, new: str) -> str:
 
 
 async def edit_cell(
-    index: Annotated[int, Field(ge=0)],
     source: Annotated[str, Field(max_length=MAX_SOURCE)],
     ctx: ToolContext,
+    cell_id: str | None = None,
+    index: Annotated[int | None, Field(ge=0)] = None,
 ) -> ChangeAnswer:
     """Replace a cell's source (the person approves it, seeing the change as a diff). The
     cell is not run.
 
     Args:
-        index: Position of the cell, as read_cells lists it.
         source: The cell's whole new text.
+        cell_id: The cell's id from read_cells (it stays with the cell; positions move).
+        index: Or the cell's position.
     """
+    _checked_id("edit_cell", cell_id, index, required=True)
     service = _service(ctx)
-    _available(service)
-    cell = await _one_cell(service, ctx, index)
+    _available(service, by_id=cell_id is not None)
+    cell = await _one_cell(service, ctx, index, cell_id)
+    at = cell.get("index", index or 0)
     old = cell.get("source", "")
     if old == source:
-        return {"ok": True, "index": index, "changed": False,
+        return {"ok": True, "index": at, "changed": False,
                 "note": "The cell already has exactly this source; nothing was changed."}
     if cell.get("runs_agent"):
-        raise ToolError(f"Cell {index} is the cell running this agent: it is the person's "
+        raise ToolError(f"Cell {at} is the cell running this agent: it is the person's "
                         "prompt, and editing it would change what runs when they run it "
-                        "again.", summary=f"cell {index} is this run's own cell")
-    await _approve(ctx, "edit_cell", {"index": index, "source": source}, source,
-                   notes={"diff": diff_of(index, old, source)})
-    provenance = await _record(ctx, "edited", index, source)
-    reply = await service.request("edit", {"index": index, "source": source, "expected": old,
+                        "again.", summary=f"cell {at} is this run's own cell")
+    # The person sees the cell's position and the diff, never its id.
+    await _approve(ctx, "edit_cell", {"index": at, "source": source}, source,
+                   notes={"diff": diff_of(at, old, source)})
+    provenance = await _record(ctx, "edited", at, source)
+    # The cell read (by its id when it has one, even if it was named by position), and
+    # only while it still holds what was read.
+    reply = await service.request("edit", {"index": at, "cell_id": valid_id(cell.get("id")),
+                                           "source": source, "expected": old,
                                            "run_id": ctx.run_id, "provenance": provenance},
                                   timeout=REQUEST_TIMEOUT)
     if not reply.get("ok"):
         raise _failed(reply)
-    return {"ok": True, "index": index, "changed": True,
+    return {"ok": True, "index": reply.get("index", at), "changed": True,
             "ledger_record": provenance["ledger_record"]}
 
 
 async def run_cell(
-    index: Annotated[int, Field(ge=0)],
     ctx: ToolContext,
+    cell_id: str | None = None,
+    index: Annotated[int | None, Field(ge=0)] = None,
     timeout_seconds: Annotated[float, Field(gt=0, le=MAX_RUN_SECONDS)] = 60.0,
 ) -> RunAnswer:
     """Run a code cell in the notebook (the person approves it, seeing its source) and wait
     until it has finished; returns its outputs.
 
     Args:
-        index: Position of the cell, as read_cells lists it.
+        cell_id: The cell's id from read_cells.
+        index: Or the cell's position.
         timeout_seconds: How long to wait for the cell to finish (default 60).
     """
+    _checked_id("run_cell", cell_id, index, required=True)
     service = _service(ctx)
-    _available(service)
-    cell = await _one_cell(service, ctx, index)
+    _available(service, by_id=cell_id is not None)
+    cell = await _one_cell(service, ctx, index, cell_id)
+    at = cell.get("index", index or 0)
     if cell.get("kind", "code") != "code":
-        raise ToolError(f"Cell {index} is a {cell.get('kind')} cell; only code cells run.",
-                        summary=f"cell {index} is not code")
+        raise ToolError(f"Cell {at} is a {cell.get('kind')} cell; only code cells run.",
+                        summary=f"cell {at} is not code")
     if cell.get("runs_agent"):
-        raise ToolError(f"Cell {index} is the cell running this agent: running it again would "
+        raise ToolError(f"Cell {at} is the cell running this agent: running it again would "
                         "clear this run's output and start another.",
-                        summary=f"cell {index} is this run's own cell")
+                        summary=f"cell {at} is this run's own cell")
     source = cell.get("source", "")
-    await _approve(ctx, "run_cell", {"index": index, "source": source,
+    await _approve(ctx, "run_cell", {"index": at, "source": source,
                                      "timeout_seconds": timeout_seconds}, source)
-    reply = await service.request("run", {"index": index, "expected": source,
-                                          "run_id": ctx.run_id},
+    reply = await service.request("run", {"index": at, "cell_id": valid_id(cell.get("id")),
+                                          "expected": source, "run_id": ctx.run_id},
                                   timeout=timeout_seconds)
     if reply.get("timed_out"):
-        return {"ok": True, "status": "timeout", "outputs": [], "error": None,
+        return {"ok": True, "index": at, "status": "timeout", "outputs": [], "error": None,
                 "execution_count": None,
-                "note": f"Cell {index} did not finish within {timeout_seconds:g} s; it may "
+                "note": f"Cell {at} did not finish within {timeout_seconds:g} s; it may "
                         "still be running in the notebook."}
     if not reply.get("ok"):
         raise _failed(reply)
     outputs: list[CellOutput] = reply.get("outputs") or []
     errors = [error_of(o) for o in outputs if o.get("output_type") == "error"]
-    texts = [_clip(output_text(o), OUTPUT_SHOWN) for o in outputs]
-    return {"ok": True, "status": "error" if errors else "done",
+    texts = [clip(output_text(o), OUTPUT_SHOWN) for o in outputs]
+    return {"ok": True, "index": reply.get("index", at),
+            "status": "error" if errors else "done",
             "outputs": [t for t in texts if t], "error": errors[-1] if errors else None,
             "execution_count": reply.get("execution_count")}
 

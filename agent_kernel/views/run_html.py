@@ -38,6 +38,7 @@ from agent_kernel.views.run_record import (
 )
 from agent_kernel.views.safe_html import esc, markdown
 from agent_kernel.views.summaries import (
+    HANDLE_ARGUMENTS,
     STEP_MARKS,
     plan_lines,
     plan_steps,
@@ -183,13 +184,23 @@ def _compact(value: object, limit: int = CELL_CHARS) -> str:
 
 
 def _arguments(arguments: object, tool: object = None) -> str:
+    """The arguments as rows; a cell's id folded below them (the model's handle only)."""
     if not isinstance(arguments, dict):
         return f"<pre>{esc(_compact(arguments, 4000))}</pre>"
     named = tool if isinstance(tool, str) else None
-    rows = "".join(f"<tr><th>{esc(k)}</th><td>"
-                   f"{argument_html(named, str(k), v) or _value_html(v)}</td></tr>"
-                   for k, v in arguments.items() if v is not None)
-    return f"<table class='ak-args'>{rows}</table>" if rows else ""
+
+    def rows(handles: bool) -> str:
+        return "".join(f"<tr><th>{esc(k)}</th><td>"
+                       f"{argument_html(named, str(k), v) or _value_html(v)}</td></tr>"
+                       for k, v in arguments.items()
+                       if v is not None and (k in HANDLE_ARGUMENTS) is handles)
+
+    shown, folded = rows(False), rows(True)
+    table = f"<table class='ak-args'>{shown}</table>" if shown else ""
+    if folded:
+        table += (f"<details class='ak-muted'><summary>cell id</summary>"
+                  f"<table class='ak-args'>{folded}</table></details>")
+    return table
 
 
 def _value_html(value: object) -> str:

@@ -176,6 +176,11 @@ def _scheduled(_arguments: JsonObject, result: object) -> str | None:
     return None
 
 
+HANDLE_ARGUMENTS = frozenset({"cell_id", "below_cell_id"})
+"""Arguments that are the model's handle on a cell (its id): what a person reads names a
+cell by its position, so these are folded below the arguments, or left out of one line."""
+
+
 def _cell(verb: str) -> Summariser:
     """``inserted cell 2``, ``edited cell 2``, ``ran cell 2 · raised an error``."""
     def summarise(arguments: Mapping[str, object], result: object) -> str | None:

@@ -34,7 +34,12 @@ from agent_kernel.core.events import (
 )
 from agent_kernel.core.redaction import StreamRedactor
 from agent_kernel.views.mime import usage_line
-from agent_kernel.views.summaries import plan_lines, question_label, summarise
+from agent_kernel.views.summaries import (
+    HANDLE_ARGUMENTS,
+    plan_lines,
+    question_label,
+    summarise,
+)
 
 if TYPE_CHECKING:
     from agent_kernel.core.events import EventBus
@@ -59,6 +64,13 @@ def _short(value: object, limit: int = 200) -> str:
                                                            default=repr)
     text = text.replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _without_handles(arguments: object) -> object:
+    """The arguments without a cell's id: one line names a cell by its position."""
+    if isinstance(arguments, dict):
+        return {k: v for k, v in arguments.items() if k not in HANDLE_ARGUMENTS}
+    return arguments
 
 
 def task_rows(tool: str, result: object) -> list[str]:
@@ -203,7 +215,7 @@ class TextView:
             self._turn_text = False
         elif isinstance(event, ToolCallStarted):
             self._turn_text = False
-            self.line(f"[tool] {event.tool_name} {_short(event.arguments)} ...")
+            self.line(f"[tool] {event.tool_name} {_short(_without_handles(event.arguments))} ...")
         elif isinstance(event, LedgerRecorded):
             if event.record.get("source") == "always" and event.record.get("kind") == "approval":
                 self.line(f"[approval] {event.record.get('tool_name')} allowed by your standing "

@@ -5,13 +5,18 @@
  * The kernel sends `{cells: op, request_id, run_id, ...}` on the probe comm of the panel
  * whose kernel it is (controls.ts); we do the work on this panel's own model and reply
  * `{action: "cells_reply", reply_to, ok, message, ...}`:
- * - `read`: cells from `start`, `count` of them: source, outputs (text, MIME types, error
- *   parts), execution count, provenance, and which cell's output holds the asking run.
- * - `insert`: a new cell (below the run's own cell unless an index is given).
+ * - `read`: cells from `start`, `count` of them (or the one cell whose id is `cell_id`):
+ *   id, source, outputs (text, MIME types, error parts), execution count, provenance, and
+ *   which cell's output holds the asking run.
+ * - `insert`: a new cell (below the run's own cell unless an index or `below_cell_id` is
+ *   given); the reply names its id.
  * - `edit`: a new source for a cell, only if its source is still `expected` (what the
  *   person approved a diff of).
  * - `run`: execute a code cell whose source is still `expected`, in this panel's session,
  *   as JupyterLab's own run does; the reply comes once the execution has finished.
+ * `edit` and `run` name their cell by `cell_id` (the model's id, which nbformat 4.5 saves
+ * as the cell's `id`), else by `index`. An id no single cell has is a failure, never a
+ * position: positions move when cells are inserted or deleted, ids stay with their cell.
  * Cells the agent inserted or edited keep `metadata.agent_kernel` (run, ledger record,
  * action, time) and carry a quiet marker: a class and a small "written by the agent"
  * label, drawn again from the metadata when the notebook is reopened.
@@ -32,6 +37,8 @@ const SOURCE_CAP = 20000;
 const FULL_SOURCE_CAP = 200000;
 const OUTPUT_CAP = 20000;
 const MAX_COUNT = 50;
+/** nbformat 4.5's cell id shape; the kernel checks the ids we send it against it too. */
+const CELL_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 type Json = { [key: string]: unknown };
 
@@ -73,7 +80,7 @@ export interface INotebookLike {
   readonly widgets: ReadonlyArray<ICellWidgetLike>;
   readonly model: {
     readonly sharedModel: {
-      insertCell(index: number, cell: { cell_type: string; source: string; metadata: Json }): unknown;
+      insertCell(index: number, cell: { cell_type: string; source: string; metadata: Json }): { getId(): string };
     };
   } | null;
   readonly modelContentChanged: { connect(slot: () => void): boolean };
@@ -237,18 +244,60 @@ export class NotebookCells {
     return true;
   }
 
-  private _cellAt(index: unknown): ICellWidgetLike | string {
+  /** The positions of the cells whose id is `cellId` (null: not an id's shape). */
+  private _positionsOf(cellId: unknown): number[] | null {
+    if (typeof cellId !== 'string' || !CELL_ID.test(cellId)) {
+      return null;
+    }
+    const found = [];
     const cells = this._notebook.widgets;
+    for (let i = 0; i < cells.length; i++) {
+      if (cells[i].model.sharedModel.getId() === cellId) {
+        found.push(i);
+      }
+    }
+    return found;
+  }
+
+  /** The position of the one cell whose id is `cellId`, or why there is none. */
+  private _positionOf(cellId: unknown): number | string {
+    const found = this._positionsOf(cellId);
+    if (found === null) {
+      return 'That is not a cell id (1 to 64 letters, digits, - or _).';
+    }
+    if (found.length > 1) {
+      return `${found.length} cells share that id (cells ${found.join(', ')}): name the cell by its position.`;
+    }
+    return found.length ? found[0] : 'No cell in the notebook has that id now; read the cells again.';
+  }
+
+  /** The cell a request names: by `cell_id` when it has one, else by `index`. */
+  private _cellAt(request: Json): [ICellWidgetLike, number] | string {
+    const cells = this._notebook.widgets;
+    const index = request['cell_id'] !== undefined && request['cell_id'] !== null
+      ? this._positionOf(request['cell_id'])
+      : request['index'];
+    if (typeof index === 'string') {
+      return index;
+    }
     if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= cells.length) {
       return `There is no cell at position ${String(index)}: the notebook has ${cells.length} cells.`;
     }
-    return cells[index];
+    return [cells[index], index];
   }
 
   private _read(request: Json): ICellsReply {
     const cells = this._notebook.widgets;
-    const start = Math.max(0, Number(request['start']) || 0);
-    const count = Math.min(MAX_COUNT, Math.max(1, Number(request['count']) || 20));
+    let start = Math.max(0, Number(request['start']) || 0);
+    let count = Math.min(MAX_COUNT, Math.max(1, Number(request['count']) || 20));
+    if (request['cell_id'] !== undefined && request['cell_id'] !== null) {
+      // one cell by its id; none (never a position) when no cell has it
+      const found = this._positionOf(request['cell_id']);
+      if (typeof found === 'string' && (this._positionsOf(request['cell_id'])?.length ?? 0) > 1) {
+        return fail(found);
+      }
+      [start, count] = typeof found === 'number' ? [found, 1] : [cells.length, 0];
+    }
     const cap = request['full'] === true ? FULL_SOURCE_CAP : SOURCE_CAP;
     const agent = this.agentCell(request['run_id']);
     const shown = [];
@@ -260,6 +309,7 @@ export class NotebookCells {
       }
       shown.push({
         index: i,
+        id: model.sharedModel.getId(),
         kind: model.type,
         source: capped(model.sharedModel.getSource(), cap),
         execution_count: model.type === 'code' ? (model.executionCount ?? null) : null,
@@ -280,51 +330,59 @@ export class NotebookCells {
     }
     const length = this._notebook.widgets.length;
     let index: number;
-    if (typeof request['index'] === 'number' && Number.isInteger(request['index'])) {
+    if (request['below_cell_id'] !== undefined && request['below_cell_id'] !== null) {
+      const below = this._positionOf(request['below_cell_id']);
+      if (typeof below === 'string') {
+        return fail(`${below} The cell was not added.`);
+      }
+      index = below + 1;
+    } else if (typeof request['index'] === 'number' && Number.isInteger(request['index'])) {
       index = Math.min(Math.max(0, request['index']), length);
     } else {
       const agent = this.agentCell(request['run_id']);
       index = agent < 0 ? length : agent + 1;
     }
-    model.sharedModel.insertCell(index, {
+    const made = model.sharedModel.insertCell(index, {
       cell_type: kind,
       source: request['source'],
       metadata: { [METADATA_KEY]: provenance }
     });
     this.mark();
-    return { ok: true, message: '', index };
+    return { ok: true, message: '', index, id: made.getId() };
   }
 
   private _edit(request: Json): ICellsReply {
-    const cell = this._cellAt(request['index']);
+    const found = this._cellAt(request);
     const provenance = provenanceOf(request['provenance']);
-    if (typeof cell === 'string') {
-      return fail(cell);
+    if (typeof found === 'string') {
+      return fail(`${found} Nothing was edited.`);
     }
+    const [cell, index] = found;
     if (!provenance || typeof request['source'] !== 'string') {
       return fail('The notebook could not edit the cell (the request was incomplete).');
     }
     if (cell.model.sharedModel.getSource() !== request['expected']) {
-      return fail(`Cell ${String(request['index'])} changed after it was read, so it was not edited; read it again.`);
+      return fail(`Cell ${index} changed after it was read, so it was not edited; read it again.`);
     }
     cell.model.sharedModel.setSource(request['source']);
     cell.model.setMetadata(METADATA_KEY, provenance);
     this.mark();
-    return { ok: true, message: '', index: request['index'] };
+    return { ok: true, message: '', index };
   }
 
   private async _run(request: Json): Promise<ICellsReply> {
-    const cell = this._cellAt(request['index']);
-    if (typeof cell === 'string') {
-      return fail(cell);
+    const found = this._cellAt(request);
+    if (typeof found === 'string') {
+      return fail(`${found} Nothing was run.`);
     }
+    const [cell, index] = found;
     const model = cell.model;
     const source = model.sharedModel.getSource();
     if (model.type !== 'code' || !cell.outputArea) {
-      return fail(`Cell ${String(request['index'])} is not a code cell.`);
+      return fail(`Cell ${index} is not a code cell.`);
     }
     if (source !== request['expected']) {
-      return fail(`Cell ${String(request['index'])} changed after it was approved, so it was not run.`);
+      return fail(`Cell ${index} changed after it was approved, so it was not run.`);
     }
     const kernel = this._session.session?.kernel;
     if (!kernel) {
@@ -356,6 +414,7 @@ export class NotebookCells {
     return {
       ok: true,
       message: '',
+      index,
       status: reply.content.status,
       execution_count: model.executionCount ?? null,
       outputs

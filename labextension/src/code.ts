@@ -13,6 +13,9 @@
 
 /** Tools whose argument is code to highlight: tool -> argument name. */
 export const CODE_TOOLS: { [tool: string]: string } = { run_python: 'code' };
+/** Arguments that are the model's handle on a cell (its id): folded below the arguments,
+ * since what a person reads names a cell by its position (agent_kernel/views/code_html.py). */
+export const HANDLE_ARGUMENTS: ReadonlySet<string> = new Set(['cell_id', 'below_cell_id']);
 
 const KEYWORDS = new Set(
   (

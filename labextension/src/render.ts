@@ -9,7 +9,7 @@
  * instead of the saved, redacted ones; Approve waits until they are shown.
  */
 
-import { CODE_TOOLS, appendClassed, codeBlock, diffView, pythonClasses, pythonResult } from './code';
+import { CODE_TOOLS, HANDLE_ARGUMENTS, appendClassed, codeBlock, diffView, pythonClasses, pythonResult } from './code';
 import {
   Entry,
   ExactState,
@@ -133,16 +133,38 @@ function block(text: string, extra = ''): HTMLPreElement {
 }
 
 /** Arguments as key/value rows; keys whose value is null are left out; a tool's code
- * (run_python's `code`) highlighted. */
+ * (run_python's `code`) highlighted; a cell's id folded below (ids are the model's handle,
+ * never the default view). */
 export function argumentsTable(args: unknown, tool?: string): HTMLElement | null {
   if (!isRecord(args)) {
     return args === null || args === undefined ? null : block(compact(args, 4000));
   }
-  const rows = Object.entries(args).filter(([, v]) => v !== null && v !== undefined);
-  if (!rows.length) {
+  const given = Object.entries(args).filter(([, v]) => v !== null && v !== undefined);
+  const rows = given.filter(([key]) => !HANDLE_ARGUMENTS.has(key));
+  const handles = given.filter(([key]) => HANDLE_ARGUMENTS.has(key));
+  if (!given.length) {
     return null;
   }
   const table = el('table', 'akl-args');
+  fillRows(table, rows, tool);
+  if (!handles.length) {
+    return table;
+  }
+  const folded = el('details', 'akl-quiet akl-handles');
+  folded.dataset.key = 'cell-ids';
+  folded.appendChild(el('summary', '', 'cell id'));
+  const ids = el('table', 'akl-args');
+  fillRows(ids, handles);
+  folded.appendChild(ids);
+  const box = el('div', 'akl-args-box');
+  if (rows.length) {
+    box.appendChild(table);
+  }
+  box.appendChild(folded);
+  return box;
+}
+
+function fillRows(table: HTMLTableElement, rows: [string, unknown][], tool?: string): void {
   for (const [key, value] of rows) {
     const row = table.insertRow();
     row.appendChild(el('th', '', key));
@@ -155,7 +177,6 @@ export function argumentsTable(args: unknown, tool?: string): HTMLElement | null
       cell.textContent = compact(value, 4000);
     }
   }
-  return table;
 }
 
 /** Exact text in parts: plain, a marked secret, an invisible character as a token;

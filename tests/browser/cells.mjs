@@ -1,7 +1,8 @@
 // The agent works in the notebook's cells, in JupyterLab in Debian's Chromium
 // (playwright-core): test_cells_lab.py. The model is a scripted server; in cell 1
-// `%agent` inserts a cell below itself, runs it (Approve clicked: the card shows its
-// source), edits it (Approve clicked: the card gets the diff) and reads the cells.
+// `%agent` inserts a cell below itself and a Markdown cell below itself too (the first
+// moves from 2 to 3), runs the first by its id (Approve clicked: the card shows its
+// source), edits it by its id (Approve clicked: the card gets the diff) and reads the cells.
 // The notebook is saved, its kernel shut down and the page reloaded: the marker must
 // come back from the saved metadata.
 //
@@ -39,6 +40,14 @@ class Notebook {
   }
   async count() {
     return await this.page.locator(".jp-Notebook .jp-Cell").count();
+  }
+  async waitCount(n, timeout = STEP_TIMEOUT) {
+    const deadline = Date.now() + timeout;
+    while (Date.now() < deadline) {
+      if ((await this.count()) === n) return;
+      await this.page.waitForTimeout(100);
+    }
+    throw new Error(`the notebook never had ${n} cells (it has ${await this.count()})`);
   }
   async prompt(index) {
     return (await this.cell(index).locator(".jp-InputPrompt").first().innerText()).trim();
@@ -133,46 +142,54 @@ async function main() {
       return;
     }
     report.cells_before = await nb.count();
-    await nb.run(1); // %agent: insert, run, edit, read
-    // The inserted cell appears below the agent's cell, marked, before anything runs.
+    await nb.run(1); // %agent: insert, insert, run, edit, read
+    // Both inserted cells appear below the agent's cell, marked, before anything runs: the
+    // Markdown cell at 2, the plot's cell moved to 3.
+    await nb.waitCount(5);
+    await nb.cell(3).locator(MARK).waitFor({ timeout: STEP_TIMEOUT });
     await nb.cell(2).locator(MARK).waitFor({ timeout: STEP_TIMEOUT });
     report.steps.inserted = {
       cells: await nb.count(),
-      source: await nb.cell(2).locator(".jp-InputArea-editor").innerText(),
-      mark: await nb.allText(2, MARK),
+      source: await nb.cell(3).locator(".jp-InputArea-editor").innerText(),
+      note: await nb.cell(2).locator(".jp-MarkdownOutput, .jp-InputArea-editor")
+        .filter({ hasText: "squares" }).first().textContent({ timeout: STEP_TIMEOUT }).catch(() => ""),
+      mark: await nb.allText(3, MARK),
       marked_cells: await page.locator(".jp-Cell.akl-agent-cell").count(),
       contrast: await page.evaluate(textContrast, MARK),
     };
     await approveIn(page, nb, "run", 0);
     // The cell ran in the notebook: its output is there, with its execution count.
-    await nb.waitIdle(2);
-    const image = nb.cell(2).locator(".jp-OutputArea-output img");
-    const text = nb.cell(2).locator(".jp-OutputArea-output");
+    await nb.waitIdle(3);
+    const image = nb.cell(3).locator(".jp-OutputArea-output img");
+    const text = nb.cell(3).locator(".jp-OutputArea-output");
     await text.first().waitFor({ timeout: STEP_TIMEOUT });
     report.steps.ran = {
-      prompt: await nb.prompt(2),
+      prompt: await nb.prompt(3),
       images: await image.count(),
       output: (await text.allInnerTexts()).join("\n"),
-      bold: await nb.cell(2).locator(".jp-OutputArea-output b", { hasText: "squares" }).count(),
+      bold: await nb.cell(3).locator(".jp-OutputArea-output b", { hasText: "squares" }).count(),
       script_ran: await page.evaluate(() => window.aklScriptRan === true),
     };
-    await nb.cell(2).scrollIntoViewIfNeeded();
-    await shot(page, "ran-cell", nb.cell(2));
+    await nb.cell(3).scrollIntoViewIfNeeded();
+    await shot(page, "ran-cell", nb.cell(3));
     await approveIn(page, nb, "edit", 1);
     report.steps.run_status = await nb.waitStatus(1, ENDED);
     report.steps.edited = {
-      source: await nb.cell(2).locator(".jp-InputArea-editor").innerText(),
-      mark: await nb.allText(2, MARK),
+      source: await nb.cell(3).locator(".jp-InputArea-editor").innerText(),
+      mark: await nb.allText(3, MARK),
       tools: await nb.allText(1, ".akl-tool-summary"),
       reply: await nb.allText(1, ".akl-text"),
+      // what the person sees of the run (folded details are not drawn), and what is folded
+      visible: (await nb.cell(1).locator(".jp-OutputArea-output").allInnerTexts()).join("\n"),
+      folded_ids: await nb.allText(1, ".akl-handles"),
     };
     await nb.cell(1).scrollIntoViewIfNeeded();
     await shot(page, "run-transcript", nb.cell(1));
-    await nb.cell(2).scrollIntoViewIfNeeded();
-    await shot(page, "edited-cell", nb.cell(2));
-    await nb.run(3); // the ledger, from the kernel
-    await nb.waitIdle(3);
-    report.steps.ledger = await nb.allText(3, ".jp-OutputArea-output");
+    await nb.cell(3).scrollIntoViewIfNeeded();
+    await shot(page, "edited-cell", nb.cell(3));
+    await nb.run(4); // the ledger, from the kernel
+    await nb.waitIdle(4);
+    report.steps.ledger = await nb.allText(4, ".jp-OutputArea-output");
     await page.keyboard.press("Control+s");
     await page.waitForTimeout(1500);
     // Reopen with no kernel: the marker comes back from the saved metadata.
@@ -187,16 +204,16 @@ async function main() {
     await page.waitForTimeout(1000);
     await page.reload({ waitUntil: "domcontentloaded" });
     const again = new Notebook(page);
-    await again.cell(2).locator(MARK).waitFor({ timeout: STEP_TIMEOUT });
+    await again.cell(3).locator(MARK).waitFor({ timeout: STEP_TIMEOUT });
     report.steps.reopened = {
       cells: await again.count(),
-      mark: await again.allText(2, MARK),
+      mark: await again.allText(3, MARK),
       marked_cells: await page.locator(".jp-Cell.akl-agent-cell").count(),
-      images: await again.cell(2).locator(".jp-OutputArea-output img").count(),
+      images: await again.cell(3).locator(".jp-OutputArea-output img").count(),
       contrast: await page.evaluate(textContrast, MARK),
     };
-    await again.cell(2).scrollIntoViewIfNeeded();
-    await shot(page, "reopened-cell", again.cell(2));
+    await again.cell(3).scrollIntoViewIfNeeded();
+    await shot(page, "reopened-cell", again.cell(3));
   } catch (err) {
     report.errors.push(String(err && err.stack ? err.stack : err));
     await shot(page, "failure", page).catch(() => {});

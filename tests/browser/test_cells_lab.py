@@ -2,9 +2,11 @@
 
 A private JupyterLab (``labserver.py``, our extension on) runs a notebook whose model is
 the scripted server on 127.0.0.1 (litellm's real HTTP path). ``%agent`` inserts a cell
-below its own (no approval), runs it (Approve clicked on a card showing its source: the
-cell's output, a plot, appears in the notebook, executed by the frontend with its count),
-edits it (Approve clicked; the approval carries the unified diff) and reads the cells
+below its own (no approval), then a Markdown cell below its own too, which moves the
+first from position 2 to 3. It runs the first by the id its insert returned (Approve
+clicked on a card showing its source and "cell 3", never the id: the cell's output, a
+plot, appears in the notebook, executed by the frontend with its count), edits it by
+that id (Approve clicked; the approval carries the unified diff) and reads the cells
 back. The notebook is saved, its kernel shut down and the page reloaded: the cell's
 provenance metadata is in the file and the "written by the agent" marker is drawn again.
 ``cells.mjs`` drives Chromium; screenshots go to ``test-output/browser/cells-<theme>/``.
@@ -13,8 +15,10 @@ provenance metadata is in the file and the "written by the agent" marker is draw
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +37,9 @@ PLOT = ("import matplotlib.pyplot as plt\n"
         "plt.title('squares')\n"
         "plt.show()")
 EDITED = PLOT.replace("'squares')", "'squares, by the agent')")
+NOTE = "## Squares\nThe first four squares, drawn below."
+PLOT_ID = "the-plot-cells-id"
+"""Stands for the id the first insert_cell returns until the model's next request."""
 RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
 
 pytestmark = [pytest.mark.browser, pytest.mark.kernel, pytest.mark.timeout(420)]
@@ -40,10 +47,28 @@ pytestmark = [pytest.mark.browser, pytest.mark.kernel, pytest.mark.timeout(420)]
 
 def script() -> list[Message]:
     return [Message(calls=[Call("insert_cell", json.dumps({"source": PLOT}))]),
-            Message(calls=[Call("run_cell", json.dumps({"index": 2}))]),
-            Message(calls=[Call("edit_cell", json.dumps({"index": 2, "source": EDITED}))]),
-            Message(calls=[Call("read_cells", json.dumps({"start": 1, "count": 3}))]),
+            Message(calls=[Call("insert_cell", json.dumps({"source": NOTE,
+                                                           "kind": "markdown"}))]),
+            Message(calls=[Call("run_cell", json.dumps({"cell_id": PLOT_ID}))]),
+            Message(calls=[Call("edit_cell", json.dumps({"cell_id": PLOT_ID,
+                                                         "source": EDITED}))]),
+            Message(calls=[Call("read_cells", json.dumps({"start": 1, "count": 4}))]),
             Message(text="The plot of squares is in the cell below.")]
+
+
+def use_the_inserted_id(messages: list[Message], found: dict[str, Any]
+                        ) -> Callable[[int, dict[str, Any]], None]:
+    """The scripted model's memory: once the first insert_cell's result is in a request,
+    its calls name that cell by the id the page returned (kept in ``found``)."""
+    def fill(_number: int, body: dict[str, Any]) -> None:
+        tools = [m for m in body["messages"] if m["role"] == "tool"]
+        if "plot_id" in found or not tools:
+            return
+        found["plot_id"] = json.loads(tools[0]["content"]).get("id")
+        for message in messages:
+            for call in message.calls:
+                call.arguments = call.arguments.replace(PLOT_ID, str(found["plot_id"]))
+    return fill
 
 
 @pytest.fixture(scope="module", params=["light", "dark"])
@@ -60,7 +85,10 @@ def report(request: pytest.FixtureRequest,
     base = tmp_path_factory.mktemp(f"cells-{theme}")
     lab = start_lab(base)
     set_theme(lab, "JupyterLab Dark" if theme == "dark" else "JupyterLab Light")
-    with ScriptedServer(script()) as server:
+    messages = script()
+    ids: dict[str, Any] = {}
+    with ScriptedServer(messages) as server:
+        server.on_request = use_the_inserted_id(messages, ids)
         try:
             write_notebook(lab, "cells.ipynb", [
                 "%load_ext agent_kernel\nimport os, agent_kernel.notebook.magics as m\n"
@@ -87,6 +115,7 @@ def report(request: pytest.FixtureRequest,
             found["saved"] = json.loads((lab.root / "cells.ipynb").read_text(encoding="utf-8"))
             found["theme"] = theme
             found["requests"] = server.requests
+            found["plot_id"] = ids.get("plot_id")
             found["log"] = lab.log() + "\n" + done.stderr[-3000:]
             return found
         finally:
@@ -115,16 +144,22 @@ def test_the_agent_inserts_a_cell_below_its_own_marked_and_unapproved(
     steps = _ok(report)
     assert report["dark"] is (report["theme"] == "dark")
     inserted = steps["inserted"]
-    assert report["cells_before"] == 3 and inserted["cells"] == 4
-    assert "plt.title('squares')" in inserted["source"]
-    assert inserted["mark"] == "written by the agent" and inserted["marked_cells"] == 1
+    assert report["cells_before"] == 3 and inserted["cells"] == 5
+    assert "plt.title('squares')" in inserted["source"]  # moved to 3 by the second insert
+    assert "first four squares" in inserted["note"]  # the Markdown cell, at 2
+    assert inserted["mark"] == "written by the agent" and inserted["marked_cells"] == 2
+    made = json.loads(_last_tool_message(report, 1)["content"])
+    assert made["index"] == 2 and made["id"] == report["plot_id"]
+    assert re.fullmatch(r"[0-9a-f-]{36}", report["plot_id"]), report["plot_id"]  # a UUID
     assert inserted["contrast"] and not _low(inserted["contrast"]), inserted["contrast"]
 
 
 def test_run_cell_is_approved_from_its_source_and_the_plot_appears(
         report: dict[str, Any]) -> None:
     steps = _ok(report)
-    assert "plt.plot([1, 4, 9, 16])" in steps["run"]["card"]
+    card = steps["run"]["card"]
+    assert "plt.plot([1, 4, 9, 16])" in card and report["plot_id"] not in card
+    assert re.search(r"index\s*3", card), card  # the cell by its position now
     assert not _low(steps["run"]["contrast"]), _low(steps["run"]["contrast"])
     ran = steps["ran"]
     assert ran["images"] == 1, ran
@@ -133,10 +168,11 @@ def test_run_cell_is_approved_from_its_source_and_the_plot_appears(
     # what the agent's code displays is not trusted: its HTML is drawn, its script never runs
     assert ran["bold"] == 1 and ran["script_ran"] is False
     # the model read the outputs back: the text, and the plot as a placeholder
-    run_result = _last_tool_message(report, 2)
+    run_result = _last_tool_message(report, 3)
     assert "SQUARES [1, 4, 9, 16]" in run_result["content"]
     assert "[image: PNG]" in run_result["content"]
     assert '"status": "done"' in run_result["content"]
+    assert json.loads(run_result["content"])["index"] == 3
 
 
 def test_edit_cell_is_approved_from_its_diff(report: dict[str, Any]) -> None:
@@ -145,26 +181,35 @@ def test_edit_cell_is_approved_from_its_diff(report: dict[str, Any]) -> None:
     edited = steps["edited"]
     assert "plt.title('squares, by the agent')" in edited["source"]
     assert steps["run_status"] == "done"
-    for said in ("insert_cell · inserted cell 2", "run_cell · ran cell 2", "edit_cell · edited "
-                 "cell 2", "read_cells · read 3 cells"):
+    for said in ("insert_cell · inserted cell 2", "run_cell · ran cell 3", "edit_cell · edited "
+                 "cell 3", "read_cells · read 4 cells"):
         assert said in edited["tools"], edited["tools"]
     saved_run = next(o["data"][RUN_MIME] for o in report["saved"]["cells"][1]["outputs"]
                      if RUN_MIME in o.get("data", {}))
     cards = [e for e in saved_run["entries"] if e.get("kind") == "tool"]
-    assert [c["tool"] for c in cards] == ["insert_cell", "run_cell", "edit_cell", "read_cells"]
+    assert [c["tool"] for c in cards] == ["insert_cell", "insert_cell", "run_cell", "edit_cell",
+                                          "read_cells"]
     assert all(c["state"] == "ok" for c in cards), [c.get("summary") for c in cards]
-    diff = cards[2]["approval"]["details"]["diff"]
+    diff = cards[3]["approval"]["details"]["diff"]
+    assert diff.startswith("--- cell 3 (now)\n")
     assert "-plt.title('squares')\n+plt.title('squares, by the agent')\n" in diff
-    assert cards[2]["approval"]["details"]["arguments"]["source"] == EDITED
-    read = json.loads(_last_tool_message(report, 4)["content"])
+    assert cards[3]["approval"]["details"]["arguments"] == {"index": 3, "source": EDITED}
+    assert cards[3]["arguments"]["cell_id"] == report["plot_id"]  # the model's call
+    read = json.loads(_last_tool_message(report, 5)["content"])
     assert read["agent_cell"] == 1 and read["cells"][0]["runs_this_agent"] is True
-    assert read["cells"][1]["written_by_agent"]["action"] == "edited"
+    assert read["cells"][1]["kind"] == "markdown"
+    assert read["cells"][2]["id"] == report["plot_id"]
+    assert read["cells"][2]["written_by_agent"]["action"] == "edited"
+    # ids are the model's handle: the run as the person sees it names none; they are folded
+    assert report["plot_id"] not in edited["visible"]
+    assert report["plot_id"] in edited["folded_ids"]
 
 
 def test_the_saved_notebook_keeps_the_provenance_and_the_marker_comes_back(
         report: dict[str, Any]) -> None:
     steps = _ok(report)
-    cell = report["saved"]["cells"][2]
+    cell = report["saved"]["cells"][3]
+    assert cell["id"] == report["plot_id"]  # nbformat 4.5 saves the id the agent used
     provenance = cell["metadata"]["agent_kernel"]
     assert provenance["action"] == "edited" and provenance["run_id"].startswith("run_")
     assert provenance["at"].endswith("Z")
@@ -172,7 +217,7 @@ def test_the_saved_notebook_keeps_the_provenance_and_the_marker_comes_back(
     assert provenance["ledger_record"] in steps["ledger"]  # the edit's cell_change record
     reopened = steps["reopened"]
     assert report["kernels_shut_down"] >= 1
-    assert reopened["cells"] == 4 and reopened["marked_cells"] == 1
+    assert reopened["cells"] == 5 and reopened["marked_cells"] == 2
     assert reopened["mark"] == "written by the agent" and reopened["images"] == 1
     assert not _low(reopened["contrast"]), reopened["contrast"]
 

@@ -1,8 +1,9 @@
 """The cell tools in a real kernel with no notebook page (nbclient), the model on HTTP.
 
 nbclient never answers the frontend probe, so there are no cells to reach: the model's
-``insert_cell``, ``edit_cell`` and ``run_cell`` come back saying why, in words, and
-``read_cells`` falls back to the kernel's input history, saying so.
+``insert_cell``, ``edit_cell`` and ``run_cell`` come back saying why, in words (a cell named
+by its id: that the history has no ids), and ``read_cells`` falls back to the kernel's
+input history, saying so.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 from scripted_server import Call, Message, ScriptedServer
 
 from agent_kernel.notebook.cells_channel import HEADLESS
+from agent_kernel.tools.cells import NO_IDS
 
 MODEL = "openai/test-model"
 KEY = {"OPENAI_API_KEY": "sk-test-0123456789abcdef"}
@@ -28,7 +30,8 @@ def test_without_a_notebook_page_the_cell_tools_say_why_and_reading_uses_history
         Message(calls=[Call("read_cells", "{}"),
                        Call("insert_cell", json.dumps({"source": "x + 1"})),
                        Call("edit_cell", json.dumps({"index": 0, "source": "x = 2"})),
-                       Call("run_cell", json.dumps({"index": 1}))]),
+                       Call("run_cell", json.dumps({"index": 1})),
+                       Call("run_cell", json.dumps({"cell_id": "4f2c9a"}))]),
         Message(text="I could only read the history."),
     ]
     with ScriptedServer(script) as server:
@@ -44,7 +47,7 @@ def test_without_a_notebook_page_the_cell_tools_say_why_and_reading_uses_history
             " for c in calls]))",
         ], env=KEY, timeout=120)
     line = next(x for x in output_text(nb.cells[3]).splitlines() if x.startswith("CALLS "))
-    read, insert, edit, run = json.loads(line.removeprefix("CALLS "))
+    read, insert, edit, run, by_id = json.loads(line.removeprefix("CALLS "))
     assert read[:2] == ["read_cells", True]
     answer = read[2]
     assert answer["read_from"] == "input history"
@@ -54,6 +57,8 @@ def test_without_a_notebook_page_the_cell_tools_say_why_and_reading_uses_history
     for name, call in (("insert_cell", insert), ("edit_cell", edit), ("run_cell", run)):
         assert call[0] == name and call[1] is False
         assert HEADLESS in call[3], call
+    assert by_id[:2] == ["run_cell", False] and by_id[3].endswith(NO_IDS), by_id
+    assert "ids and positions are unknown" in answer["note"]
     shown = output_text(nb.cells[2])
     assert "Traceback" not in shown
     assert f"insert_cell: {HEADLESS.rstrip('.')}" in shown

@@ -11,6 +11,7 @@ tests/notebook/test_cells_kernel.py.
 from __future__ import annotations
 
 import threading
+import uuid
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -23,17 +24,22 @@ from agent_kernel import Agent
 from agent_kernel.engine.approvals import APPROVE, DENY
 from agent_kernel.engine.registry import ToolError
 from agent_kernel.notebook.cells_channel import HEADLESS, NO_EXTENSION, CellChannel
-from agent_kernel.tools.cells import RUN_MIME
+from agent_kernel.tools.cell_shapes import RUN_MIME
+from agent_kernel.tools.cells import NO_IDS
 
 RUN_ID = "run_t"
 
 
 class FakeNotebook:
-    """The probe comm and the extension's side of it, for a list of cells in memory."""
+    """The probe comm and the extension's side of it, for a list of cells in memory. Each
+    cell has an id (given, or made as JupyterLab makes one); requests name a cell by
+    ``cell_id`` or by ``index``, as cells.ts reads them."""
 
     def __init__(self, cells: list[dict[str, Any]], *, extension: bool = True,
                  answered: bool = True, silent: bool = False) -> None:
         self.cells = cells
+        for cell in cells:
+            cell.setdefault("id", str(uuid.uuid4()))
         self.sent_at = 1.0 if answered else None
         self.answered = threading.Event()
         if answered:
@@ -59,29 +65,50 @@ class FakeNotebook:
         reply = getattr(self, "do_" + data["cells"])(data)
         self._handler({"action": "cells_reply", "reply_to": data["request_id"], **reply})
 
+    def position(self, data: dict[str, Any], key: str = "cell_id") -> int | None:
+        """The position a request names: its cell's by id (None: no such id), else index."""
+        if data.get(key) is None:
+            return int(data["index"])
+        return next((i for i, c in enumerate(self.cells) if c["id"] == data[key]), None)
+
     def do_read(self, data: dict[str, Any]) -> dict[str, Any]:
-        start, count = data["start"], data["count"]
+        start, count = data.get("start", 0), data["count"]
+        if data.get("cell_id") is not None:
+            found = self.position(data)
+            start, count = (found, 1) if found is not None else (len(self.cells), 0)
         chosen = [{"index": i, **cell} for i, cell in enumerate(self.cells)][start:start + count]
         agent = next((i for i, c in enumerate(self.cells) if c.get("runs_agent")), None)
         return {"ok": True, "total": len(self.cells), "agent_cell": agent, "cells": chosen}
 
     def do_insert(self, data: dict[str, Any]) -> dict[str, Any]:
         index = data["index"] if data["index"] is not None else 1
-        self.cells.insert(index, {"kind": data["kind"], "source": data["source"],
+        if data.get("below_cell_id") is not None:
+            below = self.position(data, "below_cell_id")
+            if below is None:
+                return {"ok": False, "message": "No cell in the notebook has that id now."}
+            index = below + 1
+        made = str(uuid.uuid4())
+        self.cells.insert(index, {"id": made, "kind": data["kind"], "source": data["source"],
                                   "outputs": [], "agent_kernel": data["provenance"]})
-        return {"ok": True, "index": index}
+        return {"ok": True, "index": index, "id": made}
 
     def do_edit(self, data: dict[str, Any]) -> dict[str, Any]:
-        cell = self.cells[data["index"]]
+        index = self.position(data)
+        assert index is not None
+        cell = self.cells[index]
         if cell["source"] != data["expected"]:
             return {"ok": False, "message": "Cell changed after it was read."}
         cell.update(source=data["source"], agent_kernel=data["provenance"])
-        return {"ok": True, "index": data["index"]}
+        return {"ok": True, "index": index}
 
     def do_run(self, data: dict[str, Any]) -> dict[str, Any]:
-        cell = self.cells[data["index"]]
+        index = self.position(data)
+        assert index is not None
+        cell = self.cells[index]
         assert cell["source"] == data["expected"]
-        return {"ok": True, "status": "ok", "execution_count": 7,
+        cell.setdefault("ran", 0)
+        cell["ran"] += 1
+        return {"ok": True, "index": index, "status": "ok", "execution_count": 7,
                 "outputs": [{"output_type": "stream", "text": "ran\n"}]}
 
 
@@ -125,7 +152,8 @@ async def test_read_cells_gives_text_placeholders_errors_and_the_agents_cell(
     assert error_cell["error"]["type"] == "ZeroDivisionError"
     assert "\x1b" not in error_cell["error"]["traceback"]
     assert plot_cell["outputs"] == "[<Line2D>]\n[image: PNG]"
-    assert notes == {"index": 3, "kind": "markdown", "source": "# Notes"}
+    assert notes == {"index": 3, "id": notebook.cells[3]["id"], "kind": "markdown",
+                     "source": "# Notes"}
     assert notebook.reply_threads and threading.current_thread().name not in \
         notebook.reply_threads
 
@@ -198,8 +226,8 @@ async def test_run_cell_is_approved_showing_the_source_and_returns_outputs(
     agent = agent_with(tmp_path, notebook)
     asked = answer_approvals(agent, APPROVE)
     done = await call_tool(agent, "run_cell", index=2, timeout_seconds=5)
-    assert done == {"ok": True, "status": "done", "outputs": ["ran\n"], "error": None,
-                    "execution_count": 7}
+    assert done == {"ok": True, "index": 2, "status": "done", "outputs": ["ran\n"],
+                    "error": None, "execution_count": 7}
     (question,) = asked
     assert question.details["arguments"] == {"index": 2, "source": "plt.plot([1, 2])",
                                              "timeout_seconds": 5.0}
@@ -232,12 +260,20 @@ async def test_without_the_extension_read_falls_back_to_history_and_writes_say_w
     assert read["cells"] == [{"execution_count": 1, "source": "import pandas as pd"},
                              {"execution_count": 2, "source": "%agent look"}]
     assert why.rstrip(".") in read["note"] and "cannot be used" in read["note"]
+    assert "Cell ids and positions are unknown" in read["note"]
     for name, arguments in (("insert_cell", {"source": "x"}),
                             ("edit_cell", {"index": 0, "source": "x"}),
                             ("run_cell", {"index": 0})):
         with pytest.raises(ToolError) as raised:
             await call_tool(agent, name, **arguments)
         assert str(raised.value) == why and raised.value.summary
+    # a cell id, there, says too that the history has none (and asks the page nothing)
+    for name, arguments in (("edit_cell", {"cell_id": "abc", "source": "x"}),
+                            ("run_cell", {"cell_id": "abc"}),
+                            ("insert_cell", {"source": "x", "below_cell_id": "abc"})):
+        with pytest.raises(ToolError) as raised:
+            await call_tool(agent, name, **arguments)
+        assert str(raised.value) == f"{why} {NO_IDS}"
     assert notebook.requests == []
 
 
@@ -360,3 +396,157 @@ async def test_edit_cell_leaves_the_agents_own_cell_alone(tmp_path: Path) -> Non
     with pytest.raises(ToolError, match="the cell running this agent"):
         await call_as(agent, "edit_cell", index=0, source="%agent run os.system('x')")
     assert not asked and notebook.cells[0]["source"] == "%agent plot it"
+
+
+async def test_a_cell_named_by_its_id_is_the_same_cell_after_an_insert_moved_it(
+        tmp_path: Path) -> None:
+    """read_cells gives each cell's id, insert_cell the new one's; after an insert above
+    it, the cell that was at 1 is at 2, and its id still names it: the edit and the run
+    reach it, and what the person approves names its position now, never the id."""
+    notebook = FakeNotebook(notebook_cells())
+    agent = agent_with(tmp_path, notebook)
+    asked = answer_approvals(agent, APPROVE)
+    read = await call_tool(agent, "read_cells")
+    ids = [c["id"] for c in read["cells"]]
+    assert ids == [c["id"] for c in notebook.cells] and len(set(ids)) == 4
+    error_id = read["cells"][1]["id"]
+    made = await call_tool(agent, "insert_cell", source="x = 1")  # below the agent's cell
+    assert made["index"] == 1 and made["id"] == notebook.cells[1]["id"] not in ids
+    assert notebook.cells[2]["id"] == error_id  # the error cell moved down one
+    done = await call_tool(agent, "edit_cell", cell_id=error_id, source="1/1")
+    assert done == {"ok": True, "index": 2, "changed": True,
+                    "ledger_record": done["ledger_record"]}
+    assert [c["source"] for c in notebook.cells[:3]] == ["%agent plot it", "x = 1", "1/1"]
+    edit = notebook.requests[-1]
+    assert edit["cells"] == "edit" and edit["cell_id"] == error_id and edit["expected"] == "1/0"
+    ran = await call_tool(agent, "run_cell", cell_id=error_id)
+    assert ran["index"] == 2 and notebook.cells[2]["ran"] == 1
+    assert [q.details["arguments"] for q in asked] == [
+        {"index": 2, "source": "1/1"},
+        {"index": 2, "source": "1/1", "timeout_seconds": 60.0}]
+    assert asked[0].details["diff"].startswith("--- cell 2 (now)\n+++ cell 2 (edited)\n")
+    assert all(error_id not in str(q.details) and error_id not in q.question for q in asked)
+    # a cell named by position is still edited as the cell that was read: by its id
+    await call_tool(agent, "edit_cell", index=1, source="x = 2")
+    assert notebook.requests[-1]["cell_id"] == notebook.cells[1]["id"]
+
+
+async def test_a_cell_is_named_one_way_and_an_unknown_id_is_never_a_position(
+        tmp_path: Path) -> None:
+    notebook = FakeNotebook(notebook_cells())
+    agent = agent_with(tmp_path, notebook)
+    asked = answer_approvals(agent, APPROVE)
+    known = notebook.cells[2]["id"]
+    cases = [
+        ("edit_cell", {"source": "x"}, "edit_cell needs to know which cell: give cell_id"),
+        ("run_cell", {}, "run_cell needs to know which cell: give cell_id"),
+        ("run_cell", {"cell_id": known, "index": 2}, "takes cell_id or index, not both"),
+        ("insert_cell", {"source": "x", "below_cell_id": known, "index": 1},
+         "takes below_cell_id or index, not both"),
+        ("edit_cell", {"cell_id": "2", "source": "x"}, "No cell in the notebook has the id '2'"),
+        ("run_cell", {"cell_id": "a" * 65}, "is not a cell id: an id is 1 to 64 letters"),
+        ("run_cell", {"cell_id": "x y"}, "'x y' is not a cell id"),
+        ("insert_cell", {"source": "x", "below_cell_id": "gone-1"},
+         "No cell in the notebook has the id 'gone-1'.*call read_cells"),
+    ]
+    for name, arguments, words in cases:
+        with pytest.raises(ToolError, match=words) as raised:
+            await call_tool(agent, name, **arguments)
+        summary = raised.value.summary or ""
+        assert "gone-1" not in summary and known not in summary
+    # nothing was written, run or approved: the unknown id "2" did not become position 2
+    assert {r["cells"] for r in notebook.requests} == {"read"} and not asked
+    assert notebook.cells[2]["source"] == "plt.plot([1, 2])"
+
+
+async def test_insert_below_a_cell_id(tmp_path: Path) -> None:
+    """Below the agent's own cell (by its id) is where a cell goes anyway: not asked;
+    below another cell the person approves the place, as with an index."""
+    notebook = FakeNotebook(notebook_cells())
+    agent = agent_with(tmp_path, notebook)
+    asked = answer_approvals(agent, APPROVE)
+    agent_id, plot_id = notebook.cells[0]["id"], notebook.cells[2]["id"]
+    first = await call_tool(agent, "insert_cell", source="a = 1", below_cell_id=agent_id)
+    assert first["index"] == 1 and not asked
+    second = await call_tool(agent, "insert_cell", source="b = 2", below_cell_id=plot_id)
+    assert second["index"] == 4 and notebook.cells[3]["id"] == plot_id
+    assert notebook.cells[4]["source"] == "b = 2"
+    (question,) = asked
+    assert question.details["arguments"] == {"source": "b = 2", "kind": "code", "index": 4}
+
+
+async def test_an_id_from_the_page_is_checked_before_it_is_used(tmp_path: Path) -> None:
+    """A notebook file can carry any id: one not of nbformat's shape is not given to the
+    model (the cell is still there by position), nor returned from an insert."""
+    hostile = "<img src=x onerror=alert(1)>"
+    cells = notebook_cells()
+    cells[1]["id"] = hostile
+    cells[2]["id"] = "z" * 65
+    notebook = FakeNotebook(cells)
+    agent = agent_with(tmp_path, notebook)
+    read = await call_tool(agent, "read_cells")
+    assert ["id" in c for c in read["cells"]] == [True, False, False, True]
+    assert hostile not in str(read)
+    notebook.do_insert = lambda data: {"ok": True, "index": 1, "id": "../../etc"}  # type: ignore[method-assign]
+    made = await call_tool(agent, "insert_cell", source="x")
+    assert made["ok"] and "id" not in made
+    answer_approvals(agent, APPROVE)
+    await call_tool(agent, "edit_cell", index=1, source="1/1")  # by position: no id sent
+    assert notebook.requests[-1]["cell_id"] is None and notebook.cells[1]["source"] == "1/1"
+
+
+def test_the_person_reads_a_cell_by_its_position_and_its_id_stays_folded() -> None:
+    """The model's call names the cell by id; the one-liners say "cell 2", the text view's
+    line leaves the id out, and the run's HTML folds it (escaped) under "cell id"."""
+    import io
+    import re
+
+    from agent_kernel.core.events import EventBus, ToolCallFinished, ToolCallStarted
+    from agent_kernel.views.mime import Transcript
+    from agent_kernel.views.run_html import html_of
+    from agent_kernel.views.summaries import summarise
+    from agent_kernel.views.text import TextView
+
+    cell_id = "9f1c<b>x</b>"
+    args = {"cell_id": cell_id, "source": "1/1"}
+    result = {"ok": True, "index": 2, "changed": True, "ledger_record": "r1"}
+    assert summarise("edit_cell", args, result, success=True, duration_ms=5) == \
+        "edited cell 2 · 5 ms"
+    assert summarise("run_cell", {"cell_id": cell_id}, {"ok": True, "index": 2,
+                                                         "status": "done"},
+                     success=True, duration_ms=5) == "ran cell 2 · 5 ms"
+    bus, stream = EventBus(), io.StringIO()
+    TextView(bus, stream=stream)
+    started = ToolCallStarted(RUN_ID, call_id="c1", tool_name="edit_cell", arguments=args)
+    bus.emit(started)
+    line = stream.getvalue()
+    assert "[tool] edit_cell" in line and "1/1" in line and "9f1c" not in line
+    transcript = Transcript(run_id=RUN_ID)
+    transcript.feed(started)
+    transcript.feed(ToolCallFinished(RUN_ID, call_id="c1", tool_name="edit_cell",
+                                     arguments=args, result=result, success=True, error=None,
+                                     duration_ms=5))
+    page = html_of(transcript.state())
+    assert "edited cell 2" in page and "<b>x</b>" not in page
+    folded = re.search(r"<details class='ak-muted'><summary>cell id</summary>(.*?)</details>",
+                       page)
+    assert folded is not None and "9f1c&lt;b&gt;x&lt;/b&gt;" in folded.group(1)
+    assert page.count("9f1c") == 1
+
+
+def test_the_widget_approval_names_the_cell_by_position_where_the_call_named_its_id(
+        tmp_path: Path) -> None:
+    """The ipywidgets control shows the exact arguments under the names the call's card
+    uses: a cell the model named by id is there by its position, never by the id."""
+    from agent_kernel.core.events import Question, ToolCallStarted
+    from agent_kernel.notebook.widgets import WidgetView
+
+    agent = Agent(workspace=tmp_path / "ws")
+    view = WidgetView(agent, RUN_ID)
+    call = {"cell_id": "c0ffee-1", "source": "1/1"}
+    exact = {"index": 2, "source": "1/1"}
+    view.on_event(ToolCallStarted(RUN_ID, call_id="c1", tool_name="edit_cell", arguments=call))
+    view.on_event(Question(RUN_ID, "q1", "Allow `edit_cell`?", [APPROVE, DENY], 60.0, DENY,
+                           kind="approval", details={"tool": "edit_cell", "arguments": exact}))
+    assert view._as_in_card("q1", exact) == {"index": 2, "source": "1/1"}
+    view.finish()
