@@ -137,11 +137,13 @@ def test_the_board_shows_the_running_worker_and_stop_ends_it(report: dict[str, A
     assert not _low(step["contrast"]), json.dumps(_low(step["contrast"]), indent=1)
     trigger = report["steps"]["approval"]["trigger"].removeprefix("TRIGGER ").strip()
     assert step["cancel_buttons"] == 1 and step["cancels_left"] == 0  # the trigger's
-    assert re.search(rf"Cancelled {trigger} \(trigger · every 10 min", step["outcome"])
+    assert re.search(r"Cancelled: check the build \(a trigger, every 10 min", step["outcome"])
+    assert trigger not in step["outcome"], step["outcome"]  # the id is the row's tooltip
     assert step["same_stop_node"], "the board redrew: Stop must stay the same node"
     assert step["stop_focused"]
-    assert re.search(r"Stopped task_\w+ \(Worker · running: run command sleep 30",
-                     step["stopped"]), step["stopped"]
+    assert re.search(r"Stopped: run command sleep 30 \(a Worker\) · ", step["stopped"]), \
+        step["stopped"]
+    assert "task_" not in step["stopped"], step["stopped"]
     assert step["buttons_after"] == 0
     assert step["run_status"] in ("done", "done_with_failures", "stopped")
     assert "Nothing is running." in step["board_after"]
