@@ -43,7 +43,7 @@ from agent_kernel.core.events import (
     for_display,
 )
 from agent_kernel.core.redaction import redact_text
-from agent_kernel.notebook.cells import display_pub, in_cell
+from agent_kernel.notebook.cells import display_pub, in_cell, update_output
 from agent_kernel.views.exact import exact_html, exact_rows
 from agent_kernel.views.mime import Transcript, mime_bundle
 from agent_kernel.views.run_html import esc, outcome, question_text
@@ -98,6 +98,8 @@ class QuestionControl:
         self.event = event
         self.deadline = time.monotonic() + event.timeout
         self.handle: DisplayHandle | None = None
+        self.cell: dict[str, Any] | None = None
+        """The header of the cell it shows in (its updates go there and to the running one)."""
         self.settled = False
         approval = event.kind == "approval"
         if approval:
@@ -161,7 +163,7 @@ class QuestionControl:
         self.settled = True
         self.disable()
         if self.handle is not None:
-            self.handle.update(static_bundle(line), raw=True)
+            update_output(self.handle, static_bundle(line), self.cell)
         for widget in (*self.buttons, self.entry, self.text, self.countdown, *self.box.children,
                        self.box):
             if widget is not None:
@@ -191,6 +193,8 @@ class WidgetView:
         self.updates = 0
         self._handle: DisplayHandle | None = None
         self._stop_handle: DisplayHandle | None = None
+        self._emptied: list[DisplayHandle] = []
+        """Stop's earlier outputs, emptied when a question came (said again at the end)."""
         self._parent: dict[str, Any] | None = None
         self._last_push = 0.0
         self._pending = False
@@ -254,7 +258,7 @@ class WidgetView:
         self._pending = False
         self._last_push = now
         self.updates += 1
-        self._handle.update(self.bundle(), raw=True)
+        update_output(self._handle, self.bundle(), self._parent)
 
     async def _tick(self) -> None:
         while not self.done:
@@ -287,6 +291,7 @@ class WidgetView:
             control = QuestionControl(event, lambda text: self.answer(qid, text),
                                       self._as_in_card(qid, exact))
             self.questions[qid] = control
+            control.cell = self._parent
             if self._handle is not None:
                 with in_cell(self._parent):
                     control.show()
@@ -318,7 +323,8 @@ class WidgetView:
         Outputs cannot move: Stop's old output is emptied and Stop shown again below."""
         if self._stop_handle is None or self.done:
             return
-        self._stop_handle.update(static_bundle(""), raw=True)
+        update_output(self._stop_handle, static_bundle(""), self._parent)
+        self._emptied.append(self._stop_handle)
         self._stop_handle = self._display_stop()
 
     def _display_stop(self) -> DisplayHandle | None:
@@ -390,8 +396,13 @@ class WidgetView:
         if self._stop_handle is not None:
             stopped = self.status == "stopped"
             line = f"Stopped · {time.strftime('%H:%M:%S')}" if stopped else ""
-            self._stop_handle.update(static_bundle(line, "agent-kernel-stopped"), raw=True)
+            # where every other update goes: its cell, and the running one (nbclient)
+            update_output(self._stop_handle, static_bundle(line, "agent-kernel-stopped"),
+                          self._parent)
             self._stop_handle = None
+            for earlier in self._emptied:  # emptied while no cell ran, nbclient missed it
+                update_output(earlier, static_bundle(""), self._parent)
+            self._emptied.clear()
         if self._stop_button is not None:
             close_widget(self._stop_button)
 
