@@ -167,8 +167,11 @@ def test_reopened_without_a_kernel_the_team_reads_in_full(report: dict[str, Any]
     assert "Nothing is running." in reopened["board"]  # the last state, kept by the file
     assert "1 cancelled, 5 ok" in reopened["board"]
     assert re.search(r"Teller\s+idle", reopened["board"]), reopened["board"]
-    assert re.search(r"Stopped task_\w+", reopened["controls"]), reopened["controls"]
-    assert re.search(r"Cancelled trg_\w+", reopened["controls"]), reopened["controls"]
+    assert "Stopped: run command sleep 30 (a Worker)" in reopened["controls"], \
+        reopened["controls"]
+    assert "Cancelled: check the build (a trigger, every 10 min)" in reopened["controls"], \
+        reopened["controls"]
+    assert not re.search(r"(?:Stopped|Cancelled):? (?:task|trg)_", reopened["controls"])
     assert reopened["buttons"] == 0 and reopened["widget_errors"] == 0
     # saved while its row was live: the row reads, says the magic, and has no button
     live_row = reopened["saved_live_row"]
