@@ -287,14 +287,14 @@ class BoardControls:
                                      f"{one_line(task.prompt, 60)}")
         for role, queue in sup.queues.items():
             for task in queue.waiting():
-                rows[task.id] = ("cancel", f"{role} · priority {task.priority} · queued: "
-                                           f"{one_line(task.prompt, 60)}")
+                rows[task.id] = ("cancel", f"{role.capitalize()} · priority {task.priority}"
+                                           f" · queued: {one_line(task.prompt, 60)}")
         for task in [t for t in sup.tasks.values() if t.status == "held"]:
-            rows[task.id] = ("cancel", f"{task.role} · priority {task.priority} · held: "
-                                       f"{one_line(task.prompt, 60)}")
+            rows[task.id] = ("cancel", f"{task.role.capitalize()} · priority {task.priority}"
+                                       f" · held: {one_line(task.prompt, 60)}")
         scheduler = existing_scheduler(sup.desk) if sup.desk is not None else None
         for trigger in [*scheduler.active(), *scheduler.pending()] if scheduler else []:
-            rows[trigger.id] = ("cancel", f"trigger · {trigger.schedule_text()}: "
+            rows[trigger.id] = ("cancel", f"Trigger · {trigger.schedule_text()}: "
                                           f"{one_line(trigger.prompt, 60)}")
         return rows
 
