@@ -47,7 +47,7 @@ from agent_kernel.notebook.cells import display_pub, in_cell, update_output
 from agent_kernel.views.exact import exact_html, exact_rows
 from agent_kernel.views.mime import Transcript, mime_bundle
 from agent_kernel.views.run_html import esc, outcome, question_text
-from agent_kernel.views.summaries import asked_by, question_label
+from agent_kernel.views.summaries import asked_by, question_label, work_name
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -92,9 +92,10 @@ class QuestionControl:
     """The live controls of one question or approval, shown in their own output."""
 
     def __init__(self, event: Question, answer: Callable[[str], object],
-                 exact: object = None) -> None:
+                 exact: object = None, who: str | None = None) -> None:
         """``event`` as shown (redacted); ``exact``: the approval's arguments as the tool will
-        receive them (shown, secrets marked: see :mod:`.exact`)."""
+        receive them (shown, secrets marked: see :mod:`.exact`); ``who``: the team agent that
+        asks, by its work (``run command sleep 30 · Worker``), when the run knows it."""
         self.event = event
         self.deadline = time.monotonic() + event.timeout
         self.handle: DisplayHandle | None = None
@@ -104,14 +105,15 @@ class QuestionControl:
         approval = event.kind == "approval"
         if approval:
             details = event.details or {}
-            who = asked_by(details)
+            who = who or asked_by(details)
             title = ((f"<b>{esc(who)} asks:</b> " if who else "")
                      + f"<b>Allow <code>{esc(details.get('tool', '?'))}</code> to run?</b> "
                      "It will run with exactly:" + exact_html(exact))
             if isinstance(details.get("where"), str):  # files/ on an object store
                 title += f"<div>where: {esc(details['where'])}</div>"
         else:
-            title = (f"<b>{esc(question_label(False, event.details))}:</b> "
+            label = f"Question from {who}" if who else question_label(False, event.details)
+            title = (f"<b>{esc(label)}:</b> "
                      f"{question_text(event.question)}")
         self.text = w.HTML(f"<div style='{_STATIC_STYLE}'>{title}</div>")
         self.buttons: list[w.Button] = []
@@ -289,7 +291,7 @@ class WidgetView:
                 and not self.done):
             qid = event.question_id
             control = QuestionControl(event, lambda text: self.answer(qid, text),
-                                      self._as_in_card(qid, exact))
+                                      self._as_in_card(qid, exact), self._who_asks(event))
             self.questions[qid] = control
             control.cell = self._parent
             if self._handle is not None:
@@ -302,6 +304,15 @@ class WidgetView:
         elif isinstance(event, RunFinished):
             self._end()
         self.push()
+
+    def _who_asks(self, event: Question) -> str | None:
+        """The team agent that asks, named by its work as its nested run is (its id is
+        for the ledger); None when no agent of this run asks or it is not known yet."""
+        agent = (event.details or {}).get("asked_by")
+        for who, _run in self.transcript.agents.values():
+            if agent and who.get("agent_id") == agent:
+                return work_name(who.get("prompt") or "", who.get("role") or "")
+        return None
 
     def _as_in_card(self, question_id: str, exact: object) -> object:
         """The exact arguments of the names the call's card shows, in its order.
