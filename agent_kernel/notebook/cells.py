@@ -25,6 +25,10 @@ from agent_kernel.views.safe_html import esc
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
 
+Header = dict[str, Any]
+"""A kernel message's header (``msg_id``, ``msg_type``...), as ipykernel keeps it: which
+cell an output belongs to."""
+
 
 def display_pub() -> Any:
     """The shell's display publisher (None outside IPython)."""
@@ -34,7 +38,7 @@ def display_pub() -> Any:
 
 
 @contextlib.contextmanager
-def in_cell(parent: dict[str, Any] | None) -> Iterator[None]:
+def in_cell(parent: Header | None) -> Iterator[None]:
     """Send displays made inside to the cell of ``parent`` (a message's header dict)."""
     pub = display_pub()
     token = None
@@ -58,11 +62,11 @@ def outcome_bundle(lines: list[str]) -> dict[str, str]:
                                  f"{esc(line)}</div>" for line in lines)}
 
 
-def _msg_id(header: dict[str, Any] | None) -> str | None:
+def _msg_id(header: Header | None) -> str | None:
     return ((header or {}).get("header") or header or {}).get("msg_id")
 
 
-def update_output(handle: DisplayHandle, what: object, cell: dict[str, Any] | None,
+def update_output(handle: DisplayHandle, what: object, cell: Header | None,
                   raw: bool = True) -> None:
     """Update ``handle``'s output (shown in ``cell``) in place, and say so in the running
     cell too: JupyterLab updates every output of a display id whichever cell a message
@@ -86,7 +90,7 @@ class LiveOutput:
         self.per_second = per_second
         self.handle: DisplayHandle | None = None
         """The display handle (None until :meth:`show`)."""
-        self.cell: dict[str, Any] | None = None
+        self.cell: Header | None = None
         self.updates = 0
         self._last = 0.0
         self._later: asyncio.TimerHandle | None = None

@@ -43,7 +43,7 @@ from agent_kernel.core.events import (
     for_display,
 )
 from agent_kernel.core.redaction import redact_text
-from agent_kernel.notebook.cells import display_pub, in_cell, update_output
+from agent_kernel.notebook.cells import Header, display_pub, in_cell, update_output
 from agent_kernel.views.exact import exact_html, exact_rows
 from agent_kernel.views.mime import Transcript, mime_bundle
 from agent_kernel.views.run_html import esc, outcome, question_text
@@ -99,7 +99,7 @@ class QuestionControl:
         self.event = event
         self.deadline = time.monotonic() + event.timeout
         self.handle: DisplayHandle | None = None
-        self.cell: dict[str, Any] | None = None
+        self.cell: Header | None = None
         """The header of the cell it shows in (its updates go there and to the running one)."""
         self.settled = False
         approval = event.kind == "approval"
@@ -197,7 +197,7 @@ class WidgetView:
         self._stop_handle: DisplayHandle | None = None
         self._emptied: list[DisplayHandle] = []
         """Stop's earlier outputs, emptied when a question came (said again at the end)."""
-        self._parent: dict[str, Any] | None = None
+        self._parent: Header | None = None
         self._last_push = 0.0
         self._pending = False
         self._ticker: asyncio.Task[Any] | None = None
