@@ -258,10 +258,15 @@ def views(text: str) -> dict[str, str]:
 def board_controls(text: str) -> dict[str, str]:
     """The team board's controls without our extension (words, no widget), with
     ``text`` in every field."""
+    from types import SimpleNamespace
+
     from agent_kernel.notebook.board import TextBoardControls
 
     controls = TextBoardControls.__new__(TextBoardControls)
     controls.rows = {text: ("cancel", text), f"{text}2": ("stop", text)}
+    task = SimpleNamespace(prompt=text, role=text, status="queued", priority=5, trigger_id=None)
+    controls.board = SimpleNamespace(  # type: ignore[assignment]
+        supervisor=SimpleNamespace(tasks={text: task}, desk=None))  # the other row: its label
     controls.outcomes = [text]
     return controls.bundle()
 

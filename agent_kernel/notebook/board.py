@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, Any
 from agent_kernel.core.events import Question, QuestionAnswered
 from agent_kernel.notebook.cells import LiveOutput, in_cell, outcome_bundle
 from agent_kernel.triggers import existing_scheduler
-from agent_kernel.views.board import BOARD_MIME, board_bundle, one_line, snapshot
+from agent_kernel.views.board import BOARD_MIME, board_bundle, one_line, snapshot, someone
+from agent_kernel.views.summaries import task_words
 from agent_kernel.views.trigger_panel import local_time
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 
     from agent_kernel.notebook.magics import AgentMagics
     from agent_kernel.notebook.requests import TeamRequest
+    from agent_kernel.team.supervisor import Supervisor
     from agent_kernel.team.team import Team
 
 UPDATES_PER_SECOND = 2
@@ -64,6 +66,46 @@ _LIVE: TeamBoard | None = None
 def _now_text() -> str:
     now = datetime.now().astimezone()
     return local_time(now.isoformat(), now)
+
+
+def describe(supervisor: Supervisor, ident: str) -> tuple[str, str] | None:
+    """A task or trigger of the team in words, and its state now (``running``, ``queued``,
+    ``held``, ``trigger``, or how it ended): ``("run command sleep 30 (a Worker)",
+    "running")``; None when the team has no such id. The outcome lines lead with these
+    words; the id is for the magic a person types, never the line's subject."""
+    task = supervisor.tasks.get(ident)
+    if task is not None and not (task.status == "trigger" and task.trigger_id):
+        work = one_line(task_words(task.prompt), 60)
+        who = someone(task.role)
+        if task.status in ("queued", "held"):
+            return f"{work} ({task.status} for {who}, priority {task.priority})", task.status
+        return f"{work} ({who})", task.status
+    if task is not None:
+        ident = task.trigger_id or ident
+    scheduler = existing_scheduler(supervisor.desk) if supervisor.desk is not None else None
+    for trigger in [*scheduler.active(), *scheduler.pending()] if scheduler else []:
+        if trigger.id == ident:
+            return (f"{one_line(trigger.prompt, 60)} (a trigger, {trigger.schedule_text()})",
+                    "trigger")
+    return None
+
+
+def done_line(op: str, words: str, state: str) -> str:
+    """What a Stop or Cancel did, in words: ``Stopped: run command sleep 30 (a Worker)``."""
+    return f"{'Stopped' if op == 'stop' and state == 'running' else 'Cancelled'}: {words}"
+
+
+def not_done_line(op: str, ident: str, found: tuple[str, str] | None) -> str:
+    """Why nothing was stopped or cancelled, in words; the id only in a magic to type."""
+    if found is None:
+        return (f"Nothing to {op}: this team has no task or trigger {ident!r} "
+                "(%agent_team --text lists the live ones, with the line that acts on each)")
+    words, state = found
+    if state == "running":
+        return f"Nothing to cancel: {words} is running; to stop it: %agent_team stop {ident}"
+    if state in ("queued", "held", "trigger"):
+        return f"Nothing to {op}: {words} could not be {op}{'ped' if op == 'stop' else 'led'}"
+    return f"Nothing to {op}: {words} has already ended"
 
 
 class TeamBoard:
@@ -245,14 +287,14 @@ class BoardControls:
                                      f"{one_line(task.prompt, 60)}")
         for role, queue in sup.queues.items():
             for task in queue.waiting():
-                rows[task.id] = ("cancel", f"{role} · priority {task.priority} · queued: "
-                                           f"{one_line(task.prompt, 60)}")
+                rows[task.id] = ("cancel", f"{role.capitalize()} · priority {task.priority}"
+                                           f" · queued: {one_line(task.prompt, 60)}")
         for task in [t for t in sup.tasks.values() if t.status == "held"]:
-            rows[task.id] = ("cancel", f"{task.role} · priority {task.priority} · held: "
-                                       f"{one_line(task.prompt, 60)}")
+            rows[task.id] = ("cancel", f"{task.role.capitalize()} · priority {task.priority}"
+                                       f" · held: {one_line(task.prompt, 60)}")
         scheduler = existing_scheduler(sup.desk) if sup.desk is not None else None
         for trigger in [*scheduler.active(), *scheduler.pending()] if scheduler else []:
-            rows[trigger.id] = ("cancel", f"trigger · {trigger.schedule_text()}: "
+            rows[trigger.id] = ("cancel", f"Trigger · {trigger.schedule_text()}: "
                                           f"{one_line(trigger.prompt, 60)}")
         return rows
 
@@ -267,17 +309,22 @@ class BoardControls:
         self.redraw()
 
     def use(self, op: str, ident: str) -> tuple[bool, str]:
-        """A click on Cancel or Stop: act, then say what happened (and return it)."""
-        known = self.rows.get(ident)
-        label = known[1] if known else ident
+        """A click on Cancel or Stop: act, then say what happened in words (and return it)."""
+        sup = self.board.supervisor
+        before = describe(sup, ident)
         done = self.board.act(op, ident)
-        verb = "Stopped" if op == "stop" else "Cancelled"
-        line = (f"{verb} {ident} ({label})" if done else
-                f"{ident}: nothing to {op} (it has already ended)") + f" · {_now_text()}"
+        said = (done_line(op, *before) if done and before is not None
+                else f"{'Stopped' if op == 'stop' else 'Cancelled'}: {self._label(ident)}"
+                if done else not_done_line(op, ident, describe(sup, ident) or before))
+        line = f"{said} · {_now_text()}"
         self.outcomes = [*self.outcomes[-9:], line]
         self.sync()
         self.redraw()
         return done, line
+
+    def _label(self, ident: str) -> str:
+        known = self.rows.get(ident)
+        return known[1] if known else "that task"
 
     def moved(self) -> None:
         """A newer board holds the controls now: this output becomes text."""
@@ -345,9 +392,11 @@ class TextBoardControls(BoardControls):
         self.handle = display(self.bundle(), raw=True, display_id=True)
 
     def hints(self) -> list[str]:
-        """One line per live row: what it is and the magic that stops or cancels it."""
-        return [f"{label} — {op} with %agent_team {op} {ident}"
-                for ident, (op, label) in self.rows.items()]
+        """One line per live row: its work and role in words, then the magic that stops or
+        cancels it (``run command sleep 30 (a Worker) — to stop it: %agent_team stop …``)."""
+        sup = self.board.supervisor
+        return [f"{(describe(sup, ident) or (label, ''))[0]} — to {op} it: "
+                f"%agent_team {op} {ident}" for ident, (op, label) in self.rows.items()]
 
     def bundle(self) -> dict[str, str]:
         """What was done first, then the live rows as words; never a widget."""
@@ -365,7 +414,7 @@ def _team_action(request: TeamRequest) -> tuple[bool, str]:
     board = _LIVE
     controls = board.controls if board is not None else None
     if controls is None or ident not in controls.rows:
-        return False, f"{ident[:40]} has no live controls in this kernel."
+        return False, "This row has no live controls in this kernel any more."
     done, line = controls.use(op, ident)
     return done, "" if done else line
 
@@ -389,14 +438,18 @@ def agent_team(agent_magics: AgentMagics, line: str) -> None:
         op, ident = words
         controls = _LIVE.controls if _LIVE is not None and _LIVE.team is team else None
         if controls is not None and ident in controls.rows:  # what was done shows there too
-            done = controls.use(op, ident)[0]
+            done, line = controls.use(op, ident)
+            said = line.rsplit(" · ", 1)[0]
         else:
+            before = describe(team.supervisor, ident)
             done = team.stop(ident) if op == "stop" else team.cancel(ident)
+            said = (done_line(op, *before) if done and before is not None
+                    else f"{'Stopped' if op == 'stop' else 'Cancelled'}." if done
+                    else not_done_line(op, ident, describe(team.supervisor, ident) or before))
         if done:
-            print(f"{'Stopped' if op == 'stop' else 'Cancelled'} {ident}.")
+            print(said if said.endswith(".") else f"{said}.")
         else:
-            print(f"Nothing to {op} with id {ident!r} (ended, running or unknown); "
-                  "%agent_team --text lists the team's tasks.", file=sys.stderr)
+            print(f"{said}.", file=sys.stderr)
         return
     if words == ["--text"]:
         from agent_kernel.views.board import board_text

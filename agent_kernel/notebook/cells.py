@@ -4,8 +4,10 @@ A run, a question's controls or a triggers panel keep updating their outputs
 after the cell that made them has finished, from the kernel's loop, while
 other cells run. ipykernel sends a display to the cell of the message being
 handled unless told otherwise: :func:`in_cell` says which cell's output it is,
-with ipykernel's ``set_thread_parent``. :class:`LiveOutput` is one such output
-kept up to date in place (the triggers panel, the team board);
+with ipykernel's ``set_thread_parent``, and :func:`update_output` updates an
+output in place both in its cell and in the running one (where nbclient reads).
+:class:`LiveOutput` is one such output kept up to date in place (the triggers
+panel, the team board);
 :func:`outcome_bundle` is what their controls' output says in words. Imports
 nothing heavy (no ipywidgets).
 """
@@ -23,6 +25,10 @@ from agent_kernel.views.safe_html import esc
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
 
+Header = dict[str, Any]
+"""A kernel message's header (``msg_id``, ``msg_type``...), as ipykernel keeps it: which
+cell an output belongs to."""
+
 
 def display_pub() -> Any:
     """The shell's display publisher (None outside IPython)."""
@@ -32,7 +38,7 @@ def display_pub() -> Any:
 
 
 @contextlib.contextmanager
-def in_cell(parent: dict[str, Any] | None) -> Iterator[None]:
+def in_cell(parent: Header | None) -> Iterator[None]:
     """Send displays made inside to the cell of ``parent`` (a message's header dict)."""
     pub = display_pub()
     token = None
@@ -56,8 +62,22 @@ def outcome_bundle(lines: list[str]) -> dict[str, str]:
                                  f"{esc(line)}</div>" for line in lines)}
 
 
-def _msg_id(header: dict[str, Any] | None) -> str | None:
+def _msg_id(header: Header | None) -> str | None:
     return ((header or {}).get("header") or header or {}).get("msg_id")
+
+
+def update_output(handle: DisplayHandle, what: object, cell: Header | None,
+                  raw: bool = True) -> None:
+    """Update ``handle``'s output (shown in ``cell``) in place, and say so in the running
+    cell too: JupyterLab updates every output of a display id whichever cell a message
+    names, but nbclient and papermill apply an update only while they read the cell it
+    names, so an update sent only to a cell that has ended is lost from the saved file."""
+    with in_cell(cell):
+        handle.update(what, raw=raw)
+    current = getattr(display_pub(), "_parent_header_global", None)
+    if current and _msg_id(current) != _msg_id(cell):
+        with in_cell(current):
+            handle.update(what, raw=raw)
 
 
 class LiveOutput:
@@ -70,7 +90,7 @@ class LiveOutput:
         self.per_second = per_second
         self.handle: DisplayHandle | None = None
         """The display handle (None until :meth:`show`)."""
-        self.cell: dict[str, Any] | None = None
+        self.cell: Header | None = None
         self.updates = 0
         self._last = 0.0
         self._later: asyncio.TimerHandle | None = None
@@ -96,14 +116,7 @@ class LiveOutput:
         self.cancel()
         self._last = time.monotonic()
         self.updates += 1
-        bundle = self.bundle()
-        with in_cell(self.cell):
-            self.handle.update(bundle, raw=True)
-        # nbclient and papermill apply updates only while they read the running cell
-        current = getattr(display_pub(), "_parent_header_global", None)
-        if current and _msg_id(current) != _msg_id(self.cell):
-            with in_cell(current):
-                self.handle.update(bundle, raw=True)
+        update_output(self.handle, self.bundle(), self.cell)
 
     def _flush(self) -> None:
         self._later = None

@@ -127,11 +127,14 @@ def agent_triggers(ipython: InteractiveShell, agent_magics: AgentMagics, line: s
         print(f"{exc}; {USAGE}")
         return None
     scheduler = session_scheduler(ipython, agent_magics, announce=True)
+    if words[:1] in (["cancel"], ["approve"]):
+        from agent_kernel.notebook.trigger_panel import trigger_outcome
     if words[:1] == ["cancel"]:
+        trigger = scheduler.triggers.get(words[1]) if len(words) == 2 else None
         if len(words) != 2:
             print(USAGE)
         elif scheduler.cancel(words[1]):
-            print(f"Cancelled trigger {words[1]}.")
+            print(f"{trigger_outcome('cancel', trigger, True)}.")
         else:
             print(f"No active trigger {words[1]!r}; %agent_triggers lists them.")
         return None
@@ -141,8 +144,7 @@ def agent_triggers(ipython: InteractiveShell, agent_magics: AgentMagics, line: s
             return None
         trigger = scheduler.triggers.get(words[1])
         if scheduler.approve(words[1]):
-            print(f"Approved trigger {words[1]} ({trigger.schedule_text()}: "
-                  f"{trigger.prompt[:80]}); "
+            print(f"{trigger_outcome('approve', trigger, True)}; "
                   + ("its condition is checked from now on." if trigger.kind == "conditional"
                      else "it runs on its schedule from now on (at once if it is overdue)."))
         else:

@@ -22,7 +22,7 @@ with the ``%agent_triggers`` line that does each (:class:`TextControls`). Never 
 widget: a trigger outlives the session that made it, and a notebook saved with a live
 widget in it reopens as "Error displaying widget: model not found". Only the
 newest panel showing a trigger holds its controls; an older panel's controls
-output turns into text when it has none left ("Cancelled trg_… · 12:04:31",
+output turns into text when it has none left ("Cancelled: check the build (every 2 s) · 12:04:31",
 or that the controls moved to a newer panel). Headless clients get no
 controls.
 """
@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_kernel.notebook.cells import LiveOutput, in_cell, outcome_bundle
 from agent_kernel.triggers.model import LIVE
+from agent_kernel.views.summaries import one_line
 from agent_kernel.views.trigger_panel import (
     local_time,
     panel_html,
@@ -65,6 +66,16 @@ def _now_text() -> str:
     now = datetime.now().astimezone()
     return local_time(now.isoformat(), now)
 
+
+
+def trigger_outcome(action: str, trigger: Trigger | None, done: bool) -> str:
+    """What Cancel or Approve did, in words, the trigger named by its work and schedule
+    (``Cancelled: check the build (every 2 s)``); its id is for the magic a person types."""
+    what = (f"{one_line(trigger.prompt, 60)} ({trigger.schedule_text()})" if trigger
+            else "that trigger")
+    if done:
+        return f"{'Cancelled' if action == 'cancel' else 'Approved'}: {what}"
+    return f"Nothing to {action}: {what} is no longer waiting for it"
 
 class TriggersPanel:
     """A static, self-updating table of triggers; ``trigger_ids`` limits it (else all)."""
@@ -203,9 +214,7 @@ class _Controls:
                 scheduler.approve(trigger_id)
         finally:
             self._acting = None
-        what = "Cancelled" if action == "cancel" else "Approved"
-        line = (f"{what} {trigger_id}" + (f" ({trigger.schedule_text()})" if trigger else "")
-                if done else f"{trigger_id}: nothing to {action}") + f" · {_now_text()}"
+        line = f"{trigger_outcome(action, trigger, bool(done))} · {_now_text()}"
         self.outcomes.append(line)
         self._after_change(trigger_id)
         if not self.settled:
@@ -241,8 +250,8 @@ class _Controls:
         if row is None:
             return
         if moved:
-            self.outcomes.append(f"Controls for {trigger_id} moved to a newer triggers panel"
-                                 f" · {_now_text()}")
+            self.outcomes.append(f"Controls for {self._named(trigger_id)} moved to a newer "
+                                 f"triggers panel · {_now_text()}")
         elif trigger_id != self._acting:  # ended by the magic, a run or its schedule
             self.outcomes.append(self._ended_line(trigger_id))
         elif _CONTROLS_OWNER.get(trigger_id) is self.panel:
@@ -253,13 +262,19 @@ class _Controls:
         else:
             self._redraw()
 
+    def _named(self, trigger_id: str) -> str:
+        """A trigger in words: its prompt and schedule (its id is the magic's to type)."""
+        trigger = self.panel.scheduler.triggers.get(trigger_id)
+        if trigger is None:
+            return "a trigger"
+        return f"{one_line(trigger.prompt, 60)} ({trigger.schedule_text()})"
+
     def _ended_line(self, trigger_id: str) -> str:
         trigger = self.panel.scheduler.triggers.get(trigger_id)
         if trigger is None:
-            return f"{trigger_id} is gone · {_now_text()}"
+            return f"A trigger is gone · {_now_text()}"
         word = status_words(trigger, running=False)
-        return (f"{word[:1].upper()}{word[1:]} {trigger_id} ({trigger.schedule_text()})"
-                f" · {_now_text()}")
+        return f"{word[:1].upper()}{word[1:]}: {self._named(trigger_id)} · {_now_text()}"
 
     def _text_bundle(self) -> dict[str, str]:
         return outcome_bundle(self.outcomes or [f"No live trigger to cancel · {_now_text()}"])

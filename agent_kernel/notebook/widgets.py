@@ -43,11 +43,11 @@ from agent_kernel.core.events import (
     for_display,
 )
 from agent_kernel.core.redaction import redact_text
-from agent_kernel.notebook.cells import display_pub, in_cell
+from agent_kernel.notebook.cells import Header, display_pub, in_cell, update_output
 from agent_kernel.views.exact import exact_html, exact_rows
 from agent_kernel.views.mime import Transcript, mime_bundle
 from agent_kernel.views.run_html import esc, outcome, question_text
-from agent_kernel.views.summaries import HANDLE_ARGUMENTS, asked_by, question_label
+from agent_kernel.views.summaries import HANDLE_ARGUMENTS, asked_by, question_label, work_name
 
 if TYPE_CHECKING:
     from IPython.display import DisplayHandle
@@ -92,24 +92,28 @@ class QuestionControl:
     """The live controls of one question or approval, shown in their own output."""
 
     def __init__(self, event: Question, answer: Callable[[str], object],
-                 exact: object = None) -> None:
+                 exact: object = None, who: str | None = None) -> None:
         """``event`` as shown (redacted); ``exact``: the approval's arguments as the tool will
-        receive them (shown, secrets marked: see :mod:`.exact`)."""
+        receive them (shown, secrets marked: see :mod:`.exact`); ``who``: the team agent that
+        asks, by its work (``run command sleep 30 · Worker``), when the run knows it."""
         self.event = event
         self.deadline = time.monotonic() + event.timeout
         self.handle: DisplayHandle | None = None
+        self.cell: Header | None = None
+        """The header of the cell it shows in (its updates go there and to the running one)."""
         self.settled = False
         approval = event.kind == "approval"
         if approval:
             details = event.details or {}
-            who = asked_by(details)
+            who = who or asked_by(details)
             title = ((f"<b>{esc(who)} asks:</b> " if who else "")
                      + f"<b>Allow <code>{esc(details.get('tool', '?'))}</code> to run?</b> "
                      "It will run with exactly:" + exact_html(exact))
             if isinstance(details.get("where"), str):  # files/ on an object store
                 title += f"<div>where: {esc(details['where'])}</div>"
         else:
-            title = (f"<b>{esc(question_label(False, event.details))}:</b> "
+            label = f"Question from {who}" if who else question_label(False, event.details)
+            title = (f"<b>{esc(label)}:</b> "
                      f"{question_text(event.question)}")
         self.text = w.HTML(f"<div style='{_STATIC_STYLE}'>{title}</div>")
         self.buttons: list[w.Button] = []
@@ -161,7 +165,7 @@ class QuestionControl:
         self.settled = True
         self.disable()
         if self.handle is not None:
-            self.handle.update(static_bundle(line), raw=True)
+            update_output(self.handle, static_bundle(line), self.cell)
         for widget in (*self.buttons, self.entry, self.text, self.countdown, *self.box.children,
                        self.box):
             if widget is not None:
@@ -191,7 +195,9 @@ class WidgetView:
         self.updates = 0
         self._handle: DisplayHandle | None = None
         self._stop_handle: DisplayHandle | None = None
-        self._parent: dict[str, Any] | None = None
+        self._emptied: list[DisplayHandle] = []
+        """Stop's earlier outputs, emptied when a question came (said again at the end)."""
+        self._parent: Header | None = None
         self._last_push = 0.0
         self._pending = False
         self._ticker: asyncio.Task[Any] | None = None
@@ -254,7 +260,7 @@ class WidgetView:
         self._pending = False
         self._last_push = now
         self.updates += 1
-        self._handle.update(self.bundle(), raw=True)
+        update_output(self._handle, self.bundle(), self._parent)
 
     async def _tick(self) -> None:
         while not self.done:
@@ -285,8 +291,9 @@ class WidgetView:
                 and not self.done):
             qid = event.question_id
             control = QuestionControl(event, lambda text: self.answer(qid, text),
-                                      self._as_in_card(qid, exact))
+                                      self._as_in_card(qid, exact), self._who_asks(event))
             self.questions[qid] = control
+            control.cell = self._parent
             if self._handle is not None:
                 with in_cell(self._parent):
                     control.show()
@@ -297,6 +304,15 @@ class WidgetView:
         elif isinstance(event, RunFinished):
             self._end()
         self.push()
+
+    def _who_asks(self, event: Question) -> str | None:
+        """The team agent that asks, named by its work as its nested run is (its id is
+        for the ledger); None when no agent of this run asks or it is not known yet."""
+        agent = (event.details or {}).get("asked_by")
+        for who, _run in self.transcript.agents.values():
+            if agent and who.get("agent_id") == agent:
+                return work_name(who.get("prompt") or "", who.get("role") or "")
+        return None
 
     def _as_in_card(self, question_id: str, exact: object) -> object:
         """The exact arguments of the names the call's card shows, in its order.
@@ -320,7 +336,8 @@ class WidgetView:
         Outputs cannot move: Stop's old output is emptied and Stop shown again below."""
         if self._stop_handle is None or self.done:
             return
-        self._stop_handle.update(static_bundle(""), raw=True)
+        update_output(self._stop_handle, static_bundle(""), self._parent)
+        self._emptied.append(self._stop_handle)
         self._stop_handle = self._display_stop()
 
     def _display_stop(self) -> DisplayHandle | None:
@@ -392,8 +409,13 @@ class WidgetView:
         if self._stop_handle is not None:
             stopped = self.status == "stopped"
             line = f"Stopped · {time.strftime('%H:%M:%S')}" if stopped else ""
-            self._stop_handle.update(static_bundle(line, "agent-kernel-stopped"), raw=True)
+            # where every other update goes: its cell, and the running one (nbclient)
+            update_output(self._stop_handle, static_bundle(line, "agent-kernel-stopped"),
+                          self._parent)
             self._stop_handle = None
+            for earlier in self._emptied:  # emptied while no cell ran, nbclient missed it
+                update_output(earlier, static_bundle(""), self._parent)
+            self._emptied.clear()
         if self._stop_button is not None:
             close_widget(self._stop_button)
 

@@ -162,7 +162,7 @@ def _agents(team: Any, triggers: int) -> list[AgentRow]:
         if getattr(record, "alive", False) and isinstance(ident, str) and ident not in listed:
             status = getattr(record, "status", "")
             rows.append({"id": ident, "role": one_line(getattr(record, "roleName", ""), 60),
-                         "task": f"spawned by {getattr(record, 'parentAgentId', '?')}"
+                         "task": f"spawned by {someone(getattr(record, 'parentAgentId', '?'))}"
                                  + (f", {status}" if status else ""),
                          "task_id": getattr(record, "teamTaskId", None)})
     if sup.desk is not None:
@@ -383,12 +383,29 @@ def _folded(title: str, count: int, body: str) -> str:
 
 
 def _who(agent_id: object) -> str:
-    """Who asked, in a word (``Planner`` for ``planner-3``; the id is the cell's tooltip)."""
+    """Who, in a word (``Planner`` for ``planner-3``, ``Trigger desk`` for ``team-desk``;
+    the id is the cell's tooltip)."""
     text = str(agent_id or "").strip()
     if not text:
         return "-"
+    if text == "team-desk":
+        return "Trigger desk"
     head, _, number = text.rpartition("-")
     return (head if head and number.isdigit() else text).replace("_", " ").capitalize()
+
+
+def _role_word(role: object) -> str:
+    return str(role or "agent").replace("_", " ").capitalize()
+
+
+def someone(agent_id_or_role: object) -> str:
+    """Who, as a sentence says it: ``a Worker``, ``an Analyst``, ``the Teller``."""
+    word = _who(agent_id_or_role)
+    if word in ("-", "?"):
+        return "someone"
+    if word in ("Teller", "Trigger desk"):
+        return f"the {word}"
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
 def _none(text: str) -> str:
@@ -399,7 +416,8 @@ def _queue_rows(rows: list[TaskRow], now: datetime) -> list[str]:
     return [f"<tr class='agent-kernel-team-task' data-task-id='{esc(r['id'])}' "
             f"data-status='{esc(r['status'])}' title='{esc(r['id'])}'>"
             f"<td {_RIGHT} class='ak-num'>{esc(r['priority'])}</td>"
-            f"<td {_LEFT}>{esc(r['role'])}<br><span class='ak-muted'>{esc(r['status'])}</span></td>"
+            f"<td {_LEFT}>{esc(_role_word(r['role']))}<br><span class='ak-muted'>"
+            f"{esc(r['status'])}</span></td>"
             f"<td {_LEFT} class='ak-prompt'>{esc(r['prompt'])}</td>"
             f"<td {_LEFT} title='{esc(r['by'] or '')}'>{esc(_who(r['by']))}</td>"
             f"{_when_html(r['created'], now)}"
@@ -477,7 +495,8 @@ def board_html(state: Mapping[str, Any]) -> str:
         (f"<tr class='agent-kernel-team-role' data-builtin='{str(r['builtin']).lower()}'>"
          f"<td {_LEFT}><b>{esc(r['name'])}</b></td><td {_LEFT}>"
          + ("<span class='ak-muted'>built-in</span>" if r["builtin"] else
-            f"{esc(r['createdBy'])}<br><span class='ak-muted'>"
+            f"<span title='{esc(r['createdBy'])}'>{esc(_who(r['createdBy']))}</span>"
+            "<br><span class='ak-muted'>"
             f"{esc(local_time(r['createdAt'], now))}</span>")
          + f"</td><td {_LEFT} class='ak-prompt'>{len(r['tools'])}: "
          f"<span class='ak-muted'>{esc(', '.join(r['tools'][:8]))}"
@@ -486,8 +505,9 @@ def board_html(state: Mapping[str, Any]) -> str:
     if messages:
         parts.append(_section("Messages", len(messages), _table(
             ("From", "To", "Message", "Sent"),
-            (f"<tr class='agent-kernel-team-message'><td {_LEFT}>{esc(r['from'])}</td>"
-             f"<td {_LEFT}>{esc(r['to'])}</td><td {_LEFT} class='ak-prompt'>{esc(r['text'])}"
+            (f"<tr class='agent-kernel-team-message'><td {_LEFT} title='{esc(r['from'])}'>"
+             f"{esc(_who(r['from']))}</td><td {_LEFT} title='{esc(r['to'])}'>"
+             f"{esc(_who(r['to']))}</td><td {_LEFT} class='ak-prompt'>{esc(r['text'])}"
              f"</td>{_when_html(r['at'] if isinstance(r['at'], str) else None, now)}</tr>"
              for r in messages))))
     artifacts, count = state["artifacts"], state.get("artifact_count", len(state["artifacts"]))
@@ -496,14 +516,23 @@ def board_html(state: Mapping[str, Any]) -> str:
     parts.append(_folded("Artifacts", count, _table(
         ("Type", "Made by", "Created", "Reference"),
         (f"<tr class='agent-kernel-team-artifact'><td {_LEFT}>{esc(r['type'])}</td>"
-         f"<td {_LEFT}>{esc(r['createdBy'])}</td>{_when_html(r['createdAt'], now)}"
+         f"<td {_LEFT} title='{esc(r['createdBy'])}'>{esc(_who(r['createdBy']))}</td>"
+         f"{_when_html(r['createdAt'], now)}"
          f"<td {_LEFT} class='ak-id'>{esc(r['ref'])}</td></tr>" for r in artifacts)) + more
         if artifacts else _none("None yet.")))
     return f"{_CSS}<div class='agent-kernel-team-board'>{''.join(parts)}</div>"
 
 
+def _hint(op: str, ident: object) -> str:
+    """The magic a person types to act on a live row: after the words, the one place an id
+    is shown (``— to stop it: %agent_team stop task_…``)."""
+    return f" — to {op} it: %agent_team {op} {ident}"
+
+
 def board_text(state: Mapping[str, Any]) -> str:
-    """The board as plain text: a header line, then one short block per part."""
+    """The board as plain text: a header line, then one short block per part. Each row
+    leads with its work and its role in words; a live row's id comes last, in the
+    ``%agent_team stop|cancel`` line that acts on it."""
     now = _now(state)
     lines = [f"Team: {', '.join(_counts(state))} (as of {local_time(state['as_of'], now)})"]
     link = state.get("dashboard")
@@ -514,11 +543,11 @@ def board_text(state: Mapping[str, Any]) -> str:
     lines.extend(str(line) for line in state.get("outcomes") or [])
     lines.append("Running:" if state["running"] else "Running: nothing")
     for r in state["running"]:
-        waiting = f", {r['waiting']}" if r.get("waiting") else ""
-        waiting += f", {r['where']}" if r.get("where") else ""
-        lines.append(f"  {r['agent']} [{r['role']}, priority {r['priority']}, started "
-                     f"{local_time(r['started'], now)}{waiting}] "
-                     f"{one_line(r['prompt'], 80)} ({r['id']})")
+        more = f", {r['waiting']}" if r.get("waiting") else ""
+        more += f", {r['where']}" if r.get("where") else ""
+        lines.append(f"  {one_line(r['prompt'], 80)} · {_role_word(r['role'])} (priority "
+                     f"{r['priority']}, started {local_time(r['started'], now)}{more})"
+                     + _hint("stop", r["id"]))
     for name, title in (("planner", "Planner queue"), ("worker", "Worker queue"),
                         ("held", "Held")):
         rows = state["queues"].get(name, [])
@@ -526,25 +555,28 @@ def board_text(state: Mapping[str, Any]) -> str:
             continue
         lines.append(f"{title}:" if rows else f"{title}: empty")
         for r in rows:
-            lines.append(f"  priority {r['priority']} · {r['status']} · "
-                         f"{one_line(r['prompt'], 80)} ({r['id']})")
+            asked = f", from {someone(r['by'])}" if r.get("by") else ""
+            lines.append(f"  {one_line(r['prompt'], 80)} · {_role_word(r['role'])} (priority "
+                         f"{r['priority']}, {r['status']}{asked})" + _hint("cancel", r["id"]))
     if state["triggers"]:
         lines.append("Triggers:")
         for r in state["triggers"]:
-            lines.append(f"  {r['status']} · {r['schedule']} · priority {r['priority']} · "
-                         f"{one_line(r['prompt'], 80)} ({r['id']})")
+            lines.append(f"  {one_line(r['prompt'], 80)} ({r['schedule']}, {r['status']}, "
+                         f"priority {r['priority']})" + _hint("cancel", r["id"]))
     lines.append("Agents: " + "; ".join(
-        f"{r['id']} ({r['role']}{': ' + one_line(r['task'], 60) if r['task'] else ''})"
+        work_name(_work_of(r), r["role"])
+        + (f" ({one_line(r['task'], 60)})" if r["task"] and not _work_of(r) else "")
         for r in state["agents"]))
     lines.append("Roles: " + ", ".join(
-        r["name"] + ("" if r["builtin"] else f" (made by {r['createdBy']})")
+        r["name"] + ("" if r["builtin"] else f" (made by {someone(r['createdBy'])})")
         for r in state["roles"]))
     for r in state.get("messages") or []:
-        lines.append(f"Message {r['from']} → {r['to']}: {one_line(r['text'], 80)}")
+        lines.append(f"Message from {_who(r['from'])} to {_who(r['to'])}: "
+                     f"{one_line(r['text'], 80)}")
     count = state.get("artifact_count", len(state["artifacts"]))
     lines.append(f"Artifacts ({count}):" if state["artifacts"] else "Artifacts: none yet")
-    for r in state["artifacts"]:
-        lines.append(f"  {r['type']} by {r['createdBy']}: {r['ref']}")
+    for r in state["artifacts"]:  # the reference last: what a prompt names to use it
+        lines.append(f"  {r['type']} by {someone(r['createdBy'])}: {r['ref']}")
     return "\n".join(lines)
 
 

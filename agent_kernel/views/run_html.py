@@ -501,7 +501,7 @@ def _entries_text(entries: list[EntryData]) -> list[str]:
 def text_of(state: RunData) -> str:
     """The whole run as plain text."""
     status = run_status_words(state["status"])
-    lines = [f"[agent · {state['model']} · {state['run_id']}] {state['prompt']}"]
+    lines = [f"[agent · {state['model']}] {state['prompt']}"]  # the run id is in the state
     if (loading := state.get("loading")) is not None and loading.get("seconds") is not None:
         lines.append(f"loaded {loading['what']} in {loading['seconds']:.1f} s")
     lines.extend(_entries_text(state["entries"]))

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from agent_kernel.triggers.model import Trigger
+from agent_kernel.triggers.model import LIVE, Trigger
 from agent_kernel.triggers.model import parse_iso as _parse_iso
 from agent_kernel.views.safe_html import esc
 
@@ -106,7 +106,8 @@ def _one_line(text: str | None, limit: int) -> str:
 
 def text_table(triggers: Iterable[Trigger], now: datetime | None = None,
                running: Iterable[str] = ()) -> str:
-    """The plain-text view: two lines per trigger (the panel's ``text/plain``)."""
+    """The plain-text view: two lines per trigger (the panel's ``text/plain``), each led by
+    its schedule and prompt; a live one's id only last, in the magic that acts on it."""
     rows = list(triggers)
     now = now or datetime.now().astimezone()
     if not rows:
@@ -118,8 +119,10 @@ def text_table(triggers: Iterable[Trigger], now: datetime | None = None,
     moment = local_time(now.isoformat(), now)
     lines = [f"{len(rows)} trigger(s), {active} active{more} (as of {moment}):"]
     for t in map(shown, rows):
-        lines.append(f"  {t.id} [{t.kind}, {status_words(t, t.id in busy)}] "
-                     f"{t.schedule_text()}: {_one_line(t.prompt, 60)}")
+        act = ("approve" if t.needs_approval else "cancel" if t.status in LIVE else None)
+        lines.append(f"  {t.schedule_text()}: {_one_line(t.prompt, 60)} [{t.kind}, "
+                     f"{status_words(t, t.id in busy)}]"
+                     + (f" — to {act} it: %agent_triggers {act} {t.id}" if act else ""))
         last = (f"{_when(t.last_fired_at, now)} {t.last_status}: "
                 f"{_one_line(t.last_result, 80)}" if t.last_status else "not run yet")
         lines.append(f"      next run: {_when(t.next_run, now)}; runs {t.runs}, errors {t.errors}, "

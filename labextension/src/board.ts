@@ -91,11 +91,15 @@ function capital(word: string): string {
   return word ? word[0].toUpperCase() + word.slice(1) : word;
 }
 
-/** Who asked, in a word (`Planner` for `planner-3`; the id is the cell's tooltip). */
+/** Who, in a word (`Planner` for `planner-3`, `Trigger desk` for `team-desk`; the id is
+ * the cell's tooltip), as views/board.py's `_who`. */
 function who(agent: unknown): string {
   const value = text(agent).trim();
   if (!value) {
     return '-';
+  }
+  if (value === 'team-desk') {
+    return 'Trigger desk';
   }
   const at = value.lastIndexOf('-');
   const head = at > 0 && /^\d+$/.test(value.slice(at + 1)) ? value.slice(0, at) : value;
@@ -288,7 +292,7 @@ export function boardView(record: IBoardRecord, actions: IBoardActions): HTMLEle
             tr.dataset.taskId = id;
             tr.dataset.status = text(r.status);
             tr.title = id;
-            const role = cell(text(r.role));
+            const role = cell(capital(text(r.role).replace(/_/g, ' ')));
             role.append(el('br'), el('span', 'ak-muted', text(r.status)));
             tr.append(
               cell(text(r.priority), 'ak-num'),
@@ -382,7 +386,7 @@ export function boardView(record: IBoardRecord, actions: IBoardActions): HTMLEle
           tr.dataset.builtin = String(!!r.builtin);
           const by = r.builtin
             ? cell(el('span', 'ak-muted', 'built-in'))
-            : cell(text(r.createdBy));
+            : cell(who(r.createdBy), '', text(r.createdBy));
           if (!r.builtin) {
             by.append(el('br'), el('span', 'ak-muted', when(r.createdAt, now)));
           }
@@ -413,8 +417,8 @@ export function boardView(record: IBoardRecord, actions: IBoardActions): HTMLEle
           messages.map(r => {
             const tr = el('tr', 'agent-kernel-team-message');
             tr.append(
-              cell(text(r.from)),
-              cell(text(r.to)),
+              cell(who(r.from), '', text(r.from)),
+              cell(who(r.to), '', text(r.to)),
               cell(text(r.text), 'ak-prompt'),
               cell(typeof r.at === 'string' ? when(r.at, now) : '-', 'ak-time')
             );
@@ -439,7 +443,7 @@ export function boardView(record: IBoardRecord, actions: IBoardActions): HTMLEle
           tr.dataset.key = text(r.ref);
           tr.append(
             cell(text(r.type)),
-            cell(text(r.createdBy)),
+            cell(who(r.createdBy), '', text(r.createdBy)),
             cell(when(r.createdAt, now), 'ak-time'),
             cell(text(r.ref), 'ak-id')
           );

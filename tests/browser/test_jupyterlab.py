@@ -166,9 +166,10 @@ def test_trigger_panel_updates_in_place_and_cancel_turns_to_text(
         assert step["panel_widgets"] == 0 and step["cancel_buttons"] == 0
         assert "every 2 s · remind me to stretch — cancel with %agent_triggers cancel trg_" \
             in step["controls"]
-        assert "Cancelled trigger trg_" in step["cancel_cell"]
+        assert "Cancelled: " in step["cancel_cell"] and "trg_" not in step["cancel_cell"]
     assert "moved to a newer triggers panel" in step["card_controls"]
-    assert step["outcome"].startswith("Cancelled trg_") and "(every 2 s)" in step["outcome"]
+    assert step["outcome"].startswith("Cancelled: ") and "(every 2 s)" in step["outcome"]
+    assert "trg_" not in step["outcome"], step["outcome"]
     assert "cancelled" in step["panel"] and "not run yet" not in step["panel"]
     assert step["widget_outputs"] == 0
     assert "standup is in the Oak room" in _step(report, "memory")["table"]
@@ -197,7 +198,7 @@ def test_reopened_without_a_kernel_every_run_reads_in_full(report: dict[str, Any
     assert "cancelled" in reopened["triggers"] and "stretch" in reopened["triggers"]
     stretch = [line for line in reopened["triggers"].splitlines() if "stretch" in line]
     assert stretch and not any("not run yet" in line for line in stretch)
-    assert reopened["trigger_outcome"].startswith("Cancelled trg_")
+    assert reopened["trigger_outcome"].startswith("Cancelled: ")
     assert "standup is in the Oak room" in reopened["memory"]
     # saved while its trigger was live: text, no button, no widget
     live = reopened["live_panel_controls"]

@@ -137,11 +137,13 @@ def test_the_board_shows_the_running_worker_and_stop_ends_it(report: dict[str, A
     assert not _low(step["contrast"]), json.dumps(_low(step["contrast"]), indent=1)
     trigger = report["steps"]["approval"]["trigger"].removeprefix("TRIGGER ").strip()
     assert step["cancel_buttons"] == 1 and step["cancels_left"] == 0  # the trigger's
-    assert re.search(rf"Cancelled {trigger} \(trigger · every 10 min", step["outcome"])
+    assert re.search(r"Cancelled: check the build \(a trigger, every 10 min", step["outcome"])
+    assert trigger not in step["outcome"], step["outcome"]  # the id is the row's tooltip
     assert step["same_stop_node"], "the board redrew: Stop must stay the same node"
     assert step["stop_focused"]
-    assert re.search(r"Stopped task_\w+ \(Worker · running: run command sleep 30",
-                     step["stopped"]), step["stopped"]
+    assert re.search(r"Stopped: run command sleep 30 \(a Worker\) · ", step["stopped"]), \
+        step["stopped"]
+    assert "task_" not in step["stopped"], step["stopped"]
     assert step["buttons_after"] == 0
     assert step["run_status"] in ("done", "done_with_failures", "stopped")
     assert "Nothing is running." in step["board_after"]
@@ -165,8 +167,11 @@ def test_reopened_without_a_kernel_the_team_reads_in_full(report: dict[str, Any]
     assert "Nothing is running." in reopened["board"]  # the last state, kept by the file
     assert "1 cancelled, 5 ok" in reopened["board"]
     assert re.search(r"Teller\s+idle", reopened["board"]), reopened["board"]
-    assert re.search(r"Stopped task_\w+", reopened["controls"]), reopened["controls"]
-    assert re.search(r"Cancelled trg_\w+", reopened["controls"]), reopened["controls"]
+    assert "Stopped: run command sleep 30 (a Worker)" in reopened["controls"], \
+        reopened["controls"]
+    assert "Cancelled: check the build (a trigger, every 10 min)" in reopened["controls"], \
+        reopened["controls"]
+    assert not re.search(r"(?:Stopped|Cancelled):? (?:task|trg)_", reopened["controls"])
     assert reopened["buttons"] == 0 and reopened["widget_errors"] == 0
     # saved while its row was live: the row reads, says the magic, and has no button
     live_row = reopened["saved_live_row"]

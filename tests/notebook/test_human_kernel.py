@@ -134,3 +134,56 @@ def test_a_click_over_a_subshell_reaches_a_blocking_cell(isolated_env: dict[str,
     assert "ROUTE True" in out
     assert f"HITS ['subshell-{subshell}']" in out
 
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
+
+
+WAIT_FOR_QUESTION = ("import asyncio, agent_kernel.notebook.magics as m\n"
+                     "view = m.current().views[-1]\n"
+                     "for _ in range(100):\n"
+                     "    if view.questions:\n"
+                     "        break\n"
+                     "    await asyncio.sleep(0.1)\n")
+STOP_AND_WAIT = ("print('LIVE', not view.done, bool(view.questions))\n"
+                 "view._on_stop(None)  # as a click on Stop\n"
+                 "await m.wait_all(60)\n"
+                 "print('ENDED', view.status)")
+
+
+@pytest.mark.kernel
+@pytest.mark.timeout(240)
+def test_a_run_stopped_from_a_later_cell_saves_its_end_in_its_own_cell(
+        run_notebook: Any, output_text: Any, tmp_path: Path) -> None:
+    """Someone can click, our extension is absent (ipywidgets' Stop), and the run ends while
+    a later cell runs. JupyterLab updates the run's outputs by display id whatever cell a
+    message names; nbclient applies an update only while it reads the cell the message
+    names, so the end (the run output's last state, the approval and Stop become text)
+    must go to the running cell too, or the executed notebook keeps live widgets.
+    First the approval comes while the run's cell runs (its controls and Stop drawn again
+    below it are in the file), then while no cell runs (drawn where nbclient cannot see)."""
+    nb = run_notebook([
+        "%load_ext agent_kernel\n%config AgentMagics.interactive = True",
+        "%agent run command sleep 30\n" + WAIT_FOR_QUESTION,  # asks for its approval
+        STOP_AND_WAIT,
+        "%agent run command sleep 30",  # the cell returns at once; the approval comes later
+        WAIT_FOR_QUESTION + STOP_AND_WAIT,
+    ], cwd=tmp_path, timeout=120,
+        env={"AGENT_KERNEL_WORKSPACE": str(tmp_path / "ws")})
+    for cell in nb.cells:
+        assert not [o for o in cell.outputs if o.output_type == "error"], cell.outputs
+    for run_cell, later in ((nb.cells[1], nb.cells[2]), (nb.cells[3], nb.cells[4])):
+        said = output_text(later)
+        assert "LIVE True True" in said and "ENDED stopped" in said, said
+        outputs = [o for o in run_cell.outputs if o.output_type == "display_data"]
+        assert not [o for o in outputs if WIDGET_VIEW in o["data"]], outputs  # nothing live
+        [run] = [o["data"] for o in outputs if RUN_MIME in o["data"]]
+        assert run[RUN_MIME]["status"] == "stopped", run[RUN_MIME]["status"]
+        assert "controls" not in run[RUN_MIME] and "The run was stopped." in run["text/plain"]
+    outputs = [o["data"] for o in nb.cells[1].outputs if o.output_type == "display_data"]
+    # the run, Stop emptied when the approval came, the approval's end, Stop's end
+    assert len(outputs) == 4, outputs
+    assert outputs[1]["text/plain"] == "" and "agent-kernel-answered" in outputs[2]["text/html"]
+    assert outputs[3]["text/plain"].startswith("Stopped · "), outputs[3]
+    assert "agent-kernel-stopped" in outputs[3]["text/html"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,6 +25,18 @@ from test_team import RoleModel, delegate, first_prompt, last, make_team, until
 from agent_kernel.team.roles import PLANNER, TELLER
 
 BOARD_MIME = "application/vnd.agent-kernel.board.v1+json"
+RAW_ID = re.compile(r"\b(?:task|trg|run|rec)_\w+|\b(?:worker|planner|helper)-\d+|team-desk")
+HINT = re.compile(r" — to (stop|cancel) it: %agent_team (stop|cancel) \S+$")
+
+
+def assert_words_only(text: str) -> None:
+    """Each line a person reads names the work and the role in words: a raw task, trigger or
+    agent id shows only at the end of a line, in the magic a person types to act on it."""
+    for line in text.splitlines():
+        words, hint = HINT.split(line)[0], HINT.search(line)
+        assert not RAW_ID.search(words), line
+        if hint is not None:
+            assert hint.group(1) == hint.group(2) and RAW_ID.fullmatch(line.rsplit(" ", 1)[1])
 
 
 class Handle:
@@ -116,7 +129,14 @@ async def test_board_shows_the_team_and_its_controls_cancel_and_stop(tmp_path: P
         assert "Fact checker" in html and artifact["ref"] in html and "<script" not in html
         assert "[data-jp-theme-light='false'] .agent-kernel-team-board .ak-ok" in html
         assert text.startswith("Team: 1 running, 2 queued, 1 trigger(s)")
-        assert text.index("priority 5 · queued · job B") < text.index("priority 1 · queued · job C")
+        assert text.index("job B · Worker (priority 5, queued, from a Planner) — to cancel it: "
+                          f"%agent_team cancel {job_b.id}") < text.index("job C · Worker")
+        assert "  job A · Worker (priority 9, started " in text
+        assert f") — to stop it: %agent_team stop {job_a.id}" in text
+        assert "Agents: go · Teller; job A · Worker; Trigger desk (holds 1 trigger(s))" in text
+        assert "Fact checker (made by a Planner)" in text
+        assert f"  document by a Worker: {artifact['ref']}" in text
+        assert_words_only(text)
 
         controls = board.controls
         bundle = board.bundle()
@@ -134,13 +154,16 @@ async def test_board_shows_the_team_and_its_controls_cancel_and_stop(tmp_path: P
         jsonschema.Draft202012Validator(schema).validate(json.loads(json.dumps(record)))
 
         assert probe.handle({"action": "team", "op": "cancel", "id": "task_nope"}) == (
-            False, "task_nope has no live controls in this kernel.")
+            False, "This row has no live controls in this kernel any more.")
         assert probe.handle({"action": "team", "op": "rm", "id": job_b.id})[0] is False
         assert probe.handle({"action": "team", "op": "cancel", "id": job_b.id}) == (True, "")
         assert job_b.status == "cancelled" and job_b.id not in sup.queues["worker"]
         assert job_b.id not in controls.rows
-        assert controls.outcomes[-1].startswith(f"Cancelled {job_b.id} (worker · priority 5")
+        assert controls.outcomes[-1].startswith(
+            "Cancelled: job B (queued for a Worker, priority 5) · ")
         assert probe.handle({"action": "team", "op": "cancel", "id": watch["id"]}) == (True, "")
+        assert controls.outcomes[-1].startswith(
+            "Cancelled: when flag.txt appears, report (a trigger, when file ")
         assert not team.triggers.active()
         assert probe.handle({"action": "team", "op": "stop", "id": job_a.id}) == (True, "")
         result = await asyncio.wait_for(running, 30)
@@ -158,9 +181,12 @@ async def test_board_shows_the_team_and_its_controls_cancel_and_stop(tmp_path: P
     jsonschema.Draft202012Validator(schema).validate(json.loads(json.dumps(final)))
     assert final["controls"] == "none" and final["rows"] == []
     said = shown["text/plain"].splitlines()
-    assert said[1].startswith(f"Cancelled {job_b.id}")
-    assert any(line.startswith(f"Stopped {job_a.id}") for line in said)
-    assert f"Stopped {job_a.id}" in shown["text/html"]
+    assert said[1].startswith("Cancelled: job B (queued for a Worker, priority 5) · ")
+    assert any(line.startswith("Stopped: job A (a Worker) · ") for line in said)
+    assert "Stopped: job A (a Worker) · " in shown["text/html"]
+    assert_words_only(shown["text/plain"])
+    for line in final["state"]["outcomes"]:  # the extension draws these lines as they are
+        assert_words_only(line)
     assert team.ledger.verify().ok
 
 
@@ -187,16 +213,20 @@ async def test_without_the_extension_the_controls_are_words_and_the_magic_acts(
         controls.redraw()
         live = controls.handle.bundles[-1]
         assert set(live) == {"text/plain", "text/html"}  # no widget view, ever
-        assert f"stop with %agent_team stop {job_a.id}" in live["text/plain"]
-        assert f"cancel with %agent_team cancel {job_c.id}" in live["text/plain"]
-        assert "Worker · running: job A" in live["text/plain"]
+        assert (f"job A (a Worker) — to stop it: %agent_team stop {job_a.id}"
+                in live["text/plain"].splitlines())
+        assert (f"job C (queued for a Worker, priority 1) — to cancel it: %agent_team cancel "
+                f"{job_c.id}" in live["text/plain"].splitlines())
+        assert_words_only(live["text/plain"])
         magics = SimpleNamespace(_team=SimpleNamespace(team=team))
         agent_team(magics, f"cancel {job_c.id}")  # type: ignore[arg-type]
         assert job_c.status == "cancelled" and job_c.id not in controls.rows
-        assert controls.outcomes[-1].startswith(f"Cancelled {job_c.id}")
+        assert controls.outcomes[-1].startswith("Cancelled: job C (queued for a Worker, "
+                                                "priority 1) · ")
         update = controls.handle.bundles[-1]
         assert set(update) == {"text/plain", "text/html"}
-        assert update["text/plain"].splitlines()[0].startswith(f"Cancelled {job_c.id}")
+        assert update["text/plain"].splitlines()[0].startswith("Cancelled: job C (")
+        assert_words_only(update["text/plain"])
         assert f"%agent_team cancel {job_c.id}" not in update["text/plain"]
         team.triggers.cancel(team.triggers.active()[0].id)
         release.set()
@@ -260,13 +290,15 @@ def test_agent_team_in_a_headless_kernel(run_notebook, output_text, tmp_path: Pa
     html, text = shown["data"]["text/html"], shown["data"]["text/plain"]
     assert "class='agent-kernel-team-board'" in html
     assert text.startswith("Team: 0 running, 0 queued, ended: 3 ok")
-    assert "Agents: teller (teller); team-desk (trigger desk)" in text
+    assert "Agents: Teller; Trigger desk" in text
+    assert_words_only(text)
     assert "Roles: Teller, Planner, Worker" in text
     assert "Worker queue: empty" in text and "Artifacts: none yet" in text
     printed = output_text(words)
     assert printed.startswith("Team: 0 running, 0 queued")
     errors = "".join(o.get("text", "") for o in words.outputs if o.get("name") == "stderr")
-    assert "Nothing to cancel with id 'task_nope'" in errors
+    assert ("Nothing to cancel: this team has no task or trigger 'task_nope' (%agent_team "
+            "--text lists the live ones, with the line that acts on each)." in errors)
     assert "usage: %agent_team [--text]" in errors
 
 
@@ -319,11 +351,14 @@ def test_a_board_saved_while_work_runs_without_the_extension_holds_no_widget(
     assert set(controls) == {"text/plain", "text/html"}
     assert "agent-kernel-team-board" in board["text/html"]
     text = controls["text/plain"]  # as saved while the Worker ran: the magic that stops it
-    assert text == f"Worker · running: run command sleep 30 — stop with %agent_team stop {task_id}"
+    assert text == ("run command sleep 30 (a Worker) — to stop it: "
+                    f"%agent_team stop {task_id}")
     assert f"%agent_team stop {task_id}" in controls["text/html"]
     assert "Running:" in board["text/plain"] and "sleep 30" in board["text/plain"]
     # the magic stopped it, and the controls (updated in place in Lab) say so first
-    assert output_text(nb.cells[4]).startswith(f"Stopped {task_id}.")
+    assert output_text(nb.cells[4]).strip() == "Stopped: run command sleep 30 (a Worker)."
     after = output_text(nb.cells[5])
     assert "STILL RUNNING 0" in after
-    assert f"Stopped {task_id} (Worker · running: run command sleep 30" in after, after
+    assert "\nStopped: run command sleep 30 (a Worker) · " in after, after
+    assert_words_only(after.split("STILL RUNNING 0", 1)[1])
+    assert_words_only(board["text/plain"])

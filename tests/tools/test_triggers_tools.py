@@ -276,7 +276,8 @@ async def test_panel_is_a_static_table_and_its_controls_are_words(tmp_path: Path
     scheduler.cancel(trigger.id)  # as `%agent_triggers cancel ID` does
     assert not trigger.active and newer.controls.settled
     assert newer.controls.outcomes == [newer.controls.outcomes[0]]
-    assert newer.controls.outcomes[0].startswith(f"Cancelled {trigger.id} (every hour) · ")
+    assert newer.controls.outcomes[0].startswith("Cancelled: echo from the panel (every hour) · ")
+    assert trigger.id not in newer.controls.outcomes[0]
     assert "%agent_triggers" not in newer.controls.bundle()["text/plain"]
     assert "data-status='cancelled'" in panel.bundle()["text/html"]
     await scheduler.close()
@@ -319,9 +320,11 @@ async def test_extension_draws_the_panel_controls_and_its_clicks_come_over_the_c
     assert not trigger.active and other.active
     live = controls.handle.bundles[-1]
     assert [r["trigger_id"] for r in live[CONTROLS_MIME]["rows"]] == [other.id]
-    assert live[CONTROLS_MIME]["outcomes"][0].startswith(f"Cancelled {trigger.id} (every hour)")
+    assert live[CONTROLS_MIME]["outcomes"][0].startswith(
+        "Cancelled: echo from the extension (every hour) · ")
     scheduler.cancel(other.id)  # cancelled elsewhere (the magic): the controls settle to text
     final = controls.handle.bundles[-1]
     assert controls.settled and set(final) == {"text/plain", "text/html"}
-    assert final["text/plain"].startswith(f"Cancelled {trigger.id}")
+    assert final["text/plain"].startswith("Cancelled: echo from the extension (every hour)")
+    assert trigger.id not in final["text/plain"] and other.id not in final["text/plain"]
     await scheduler.close()

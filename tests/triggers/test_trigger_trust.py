@@ -232,11 +232,11 @@ async def test_the_panel_says_needs_approval_and_its_control_approves(
     await tick(scheduler, clock)
     assert not marker.exists()
     done, line = controls.use("approve", "trg_planted")  # what the magic and a click do
-    assert done and line.startswith("Approved trg_planted")
+    assert done and line.startswith("Approved: echo planted (when __import__(")
     assert "data-status='active'" in panel.bundle()["text/html"]
     hints = controls.bundle()["text/plain"]
     assert "%agent_triggers approve" not in hints and "%agent_triggers cancel trg_planted" in hints
-    assert controls.outcomes[0].startswith("Approved trg_planted")
+    assert controls.outcomes[0].startswith("Approved: echo planted (")
     await tick(scheduler, clock)
     assert marker.exists()
     await scheduler.close()
@@ -594,7 +594,7 @@ async def test_a_planted_time_trigger_never_runs_until_approved_then_runs(
     if kind == "once":  # the panel's controls, as a person uses them
         assert "%agent_triggers approve trg_planted" in panel.controls.bundle()["text/plain"]
         assert panel.controls.use("approve", "trg_planted")[0]
-        assert panel.controls.outcomes[0].startswith("Approved trg_planted")
+        assert panel.controls.outcomes[0].startswith("Approved: ")
     else:
         assert scheduler.approve("trg_planted")
     assert not scheduler.approve("trg_planted")  # nothing left to approve
@@ -933,7 +933,8 @@ def test_a_new_kernel_shows_a_planted_condition_as_needing_approval(
     assert "trg_time: needs approval: every 1 s: echo planted" in loaded
     assert "marker exists: False" in waited and "fired: 0" in waited
     assert "[conditional, needs approval]" in listed and "[recurring, needs approval]" in listed
-    assert "Approved trigger trg_planted" in approved and "Approved trigger trg_time" in approved
+    assert "Approved: echo planted (every 1 s); it runs on its schedule" in approved
+    assert approved.count("Approved: ") == 2 and "trg_" not in approved
     assert "after approval: True" in after  # the check above could have failed
     assert "fired after approval: True" in after
 

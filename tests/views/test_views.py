@@ -434,3 +434,25 @@ def test_list_tasks_reads_as_lines_and_no_json_is_cut(agent) -> None:
     said = gist("One whole sentence here. " * 20, 100)
     assert said.startswith("One whole sentence here. One whole sentence here.")
     assert said.split(" … ")[0].endswith(".") and said.endswith("more characters)")
+
+
+def test_a_team_agents_approval_names_it_by_its_work_not_its_id(agent):
+    """Without the extension, the approval's own output says who asks as its nested run
+    does ("run command sleep 30 · Worker asks:"), never the agent's id (``worker-3``)."""
+    from agent_kernel.core.events import AgentActivity, Question, RunStarted
+
+    view = live_view(agent, "run_team")
+    view.on_event(AgentActivity("run_team", agent_id="worker-3", role="worker", task_id="t_1",
+                                parent_task_id=None, prompt="run command sleep 30",
+                                inner=RunStarted("run_w", prompt="run command sleep 30",
+                                                 model="m", agent_id="worker-3"), order=1))
+    details = {"tool": "bash", "arguments": {"cmd": "sleep 30"}, "asked_by": "worker-3",
+               "asked_by_role": "worker"}
+    view.on_event(Question("run_team", "q_w", "Allow `bash`?", ["Approve", "Deny"], 60.0,
+                           "Deny", kind="approval", details=details))
+    view.on_event(Question("run_team", "q_x", "Which city?", ["Lisbon", "Porto"], 60.0, None,
+                           details={"asked_by": "worker-9", "asked_by_role": "worker"}))
+    named, unknown = (view.questions[q].text.value for q in ("q_w", "q_x"))
+    assert "<b>run command sleep 30 · Worker asks:</b>" in named and "worker-3" not in named
+    assert "Question from worker-9 (Worker):" in unknown  # not of this run: as it was
+    view.finish()

@@ -12,6 +12,7 @@ import asyncio
 import html
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +151,75 @@ def test_the_terminal_names_the_trigger_that_started_a_run() -> None:
     bus.emit(RunStarted("run-1", prompt="check the inbox", model="demo", agent_id="agent",
                         trigger={"trigger_id": "morning-mail", "type": "cron"}))
     assert "(trigger morning-mail)" in stream.getvalue()
+
+
+RAW_ID = re.compile(r"\b(?:task|trg|run|rec)_\w+|\b(?:worker|planner|helper)-\d+|team-desk")
+TYPED = re.compile(r" — to (stop|cancel) it: %agent_team \1 (?:task|trg)_\w+$")
+
+
+def test_the_team_board_reads_in_words_its_ids_only_in_the_magic_to_type() -> None:
+    """Every line of the text board leads with the work and the role; a task's or trigger's id
+    shows only at the end of a live row, in the ``%agent_team`` line a person types. The HTML
+    says the same with the ids in tooltips and data attributes."""
+    from agent_kernel.notebook.board import done_line, not_done_line
+    from agent_kernel.views.board import board_html, board_text, someone
+
+    when = "2026-11-26T09:00:00+00:00"
+    task = {"id": "task_20261126_090000_aaaa", "role": "worker", "type": "oneshot",
+            "priority": 5, "status": "queued", "prompt": "compare two cities",
+            "created": when, "by": "planner-1", "agent": None, "started": None}
+    state = {
+        "as_of": when, "dashboard": None,
+        "outcomes": [done_line("stop", "run command sleep 30 (a Worker)", "running")
+                     + " · 09:00:01 UTC"],
+        "running": [{**task, "id": "task_20261126_090000_bbbb", "status": "running",
+                     "prompt": "run command sleep 30", "agent": "worker-6", "started": when,
+                     "waiting": "waiting for your approval", "where": None}],
+        "queues": {"planner": [], "worker": [task],
+                   "held": [{**task, "id": "task_20261126_090000_cccc", "status": "held"}]},
+        "triggers": [{"id": "trg_20261126_090000_dddd", "type": "recurring",
+                      "schedule": "every 10 min", "prompt": "check the build",
+                      "status": "active", "priority": 5, "task_id": None, "created": when}],
+        "agents": [{"id": "teller", "role": "teller", "task": "", "task_id": None},
+                   {"id": "worker-6", "role": "worker", "task": "run command sleep 30",
+                    "task_id": "task_20261126_090000_bbbb"},
+                   {"id": "helper-2", "role": "Helper", "task": "spawned by a Planner",
+                    "task_id": "task_20261126_090000_eeee"},
+                   {"id": "team-desk", "role": "trigger desk", "task": "holds 1 trigger(s)",
+                    "task_id": None}],
+        "roles": [{"name": "Worker", "builtin": True, "createdBy": "system", "createdAt": "",
+                   "tools": ["bash"]},
+                  {"name": "Fact checker", "builtin": False, "createdBy": "planner-1",
+                   "createdAt": when, "tools": ["echo"]}],
+        "messages": [{"from": "worker-6", "to": "teller", "text": "half done", "at": when}],
+        "artifacts": [{"ref": "artifact:61c4aa75", "type": "document",
+                       "createdBy": "worker-6", "createdAt": when}],
+        "artifact_count": 1, "ended": {"ok": 2},
+        "limits": {"max_workers": 4, "max_planners": 1}}
+    text = board_text(state)
+    typed = 0
+    for line in text.splitlines():
+        hint = TYPED.search(line)
+        typed += hint is not None
+        assert not RAW_ID.search(line[:hint.start()] if hint else line), line
+    assert typed == 4  # the running task, the queued and the held one, the trigger
+    assert "Stopped: run command sleep 30 (a Worker) · 09:00:01 UTC" in text
+    assert re.search(r"\n  run command sleep 30 · Worker \(priority 5, started [^,]+, waiting "
+                     r"for your approval\) — to stop it: %agent_team stop "
+                     r"task_20261126_090000_bbbb\n", text), text
+    assert "  compare two cities · Worker (priority 5, held, from a Planner)" in text
+    assert ("Agents: Teller; run command sleep 30 · Worker; Helper (spawned by a Planner); "
+            "Trigger desk (holds 1 trigger(s))") in text
+    assert "Message from Worker to Teller: half done" in text
+    assert "Fact checker (made by a Planner)" in text
+    page = board_html(state)
+    visible = html.unescape(re.sub(r"<[^>]+>", " ", re.sub(
+        r"<style>.*?</style>|title='[^']*'|data-[\w-]+='[^']*'", "", page, flags=re.S)))
+    assert not RAW_ID.search(visible), RAW_ID.findall(visible)
+    assert "title='worker-6'>Worker</td>" in page and "title='planner-1'>Planner" in page
+    assert [someone(x) for x in ("worker-6", "teller", "team-desk", "Analyst", "?")] == [
+        "a Worker", "the Teller", "the Trigger desk", "an Analyst", "someone"]
+    assert not_done_line("cancel", "task_x", ("job A (a Worker)", "running")) == (
+        "Nothing to cancel: job A (a Worker) is running; to stop it: %agent_team stop task_x")
+    assert not_done_line("stop", "task_x", ("job A (a Worker)", "ok")) == (
+        "Nothing to stop: job A (a Worker) has already ended")
