@@ -483,8 +483,8 @@ def board_html(state: Mapping[str, Any]) -> str:
     parts.append(_section("Agents", len(agents), _table(
         ("Agent", "Working on"),
         (f"<tr class='agent-kernel-team-agent' data-agent-id='{esc(r['id'])}'>"
-         f"<td {_LEFT} title='{esc(r['id'])}'>"
-         f"{esc(work_name(_work_of(r), r['role']))}</td>"
+         f"<td {_LEFT} title='{esc(r['id'])}'>"  # the role: its work is the next column
+         f"{esc(work_name('', r['role']))}</td>"
          f"<td {_LEFT} class='ak-prompt'>{esc(r['task']) or '<span class=ak-muted>idle</span>'}"
          "</td></tr>" for r in agents))))
     roles = state["roles"]

@@ -358,9 +358,9 @@ export function boardView(record: IBoardRecord, actions: IBoardActions): HTMLEle
           tr.dataset.key = text(r.id);
           tr.dataset.agentId = text(r.id);
           const task = text(r.task);
-          const work = r.task_id && !task.startsWith('spawned by') ? task : '';
+          // the role alone: the work it is on stands in the next column
           tr.append(
-            cell(workName(work, text(r.role)), '', text(r.id)),
+            cell(workName('', text(r.role)), '', text(r.id)),
             task ? cell(task, 'ak-prompt') : cell(el('span', 'ak-muted', 'idle'), 'ak-prompt')
           );
           return tr;

@@ -217,6 +217,9 @@ def test_the_team_board_reads_in_words_its_ids_only_in_the_magic_to_type() -> No
         r"<style>.*?</style>|title='[^']*'|data-[\w-]+='[^']*'", "", page, flags=re.S)))
     assert not RAW_ID.search(visible), RAW_ID.findall(visible)
     assert "title='worker-6'>Worker</td>" in page and "title='planner-1'>Planner" in page
+    agents_table = page[page.index("Agents · 4"):]
+    assert ("title='worker-6'>Worker</td><td style='text-align:left' class='ak-prompt'>"
+            "run command sleep 30</td>") in agents_table  # the role, then its work: once
     assert [someone(x) for x in ("worker-6", "teller", "team-desk", "Analyst", "?")] == [
         "a Worker", "the Teller", "the Trigger desk", "an Analyst", "someone"]
     assert not_done_line("cancel", "task_x", ("job A (a Worker)", "running")) == (
