@@ -180,8 +180,8 @@ class TextView:
         """A team agent's run, a line per start, tool call and end (its text is not streamed:
         agents working at once would interleave)."""
         inner, who = for_display(event.inner), f"[{event.agent_id}]"
-        self._works.setdefault(event.agent_id, redact_text(task_words(event.prompt)))
         if isinstance(inner, RunStarted):
+            self._works[event.agent_id] = redact_text(task_words(event.prompt))
             self._team_line(f"{who} {event.role} starts: {gist(event.prompt)}")
         elif isinstance(inner, ToolCallFinished):
             outcome = "ok" if inner.success else f"FAILED: {gist(str(inner.shown))}"

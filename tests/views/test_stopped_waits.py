@@ -141,3 +141,21 @@ def test_a_stopped_team_agents_question_reads_not_answered():
     assert question["source"] == "stopped"
     assert f"run command sleep 30 · Worker asks: Which city? -> {STOPPED_OUTCOME}" in \
         text_of(state)
+
+
+def test_the_terminal_names_a_team_agent_that_asks_by_its_work():
+    from agent_kernel.core.events import EventBus
+
+    bus, out = EventBus(), io.StringIO()
+    TextView(bus, stream=out)
+    bus.emit(AgentActivity("r_team", agent_id="worker-3", role="worker", task_id="t_1",
+                           parent_task_id=None, prompt="find a hotel in Porto",
+                           inner=RunStarted("r_w", prompt="find a hotel in Porto", model="m",
+                                            agent_id="worker-3"), order=1))
+    bus.emit(Question("r_team", "q_w", "Which street?", None, 60.0, None,
+                      details={"asked_by": "worker-3", "asked_by_role": "worker"}))
+    bus.emit(Question("r_team", "q_x", "Which city?", None, 60.0, None,
+                      details={"asked_by": "worker-9", "asked_by_role": "worker"}))
+    lines = out.getvalue().splitlines()
+    assert "[question] find a hotel in… · Worker asks: Which street?" in lines, lines
+    assert "[question] Worker asks: Which city?" in lines, lines  # its work unknown here
