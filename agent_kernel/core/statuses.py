@@ -54,6 +54,10 @@ AnswerSource = Literal["user", "default", "timeout", "headless", "standing", "te
 the notebook or terminal; ``telegram`` and ``email`` the person through a channel that
 reaches their phone (:mod:`agent_kernel.channels`)."""
 
+SavedAnswerSource = Literal[AnswerSource, "stopped"]
+"""How a saved question or approval ended: who answered it, or ``stopped``: no one did,
+the run was stopped (or failed) while it waited (``views.run_record.ended_waits``)."""
+
 REMOTE_SOURCES: frozenset[str] = frozenset({"telegram", "email"})
 """Answers the person gave through a channel rather than the notebook."""
 

@@ -47,6 +47,7 @@ from agent_kernel.notebook.cells import Header, display_pub, in_cell, update_out
 from agent_kernel.views.exact import exact_html, exact_rows
 from agent_kernel.views.mime import Transcript, mime_bundle
 from agent_kernel.views.run_html import esc, outcome, question_text
+from agent_kernel.views.run_record import STOPPED_OUTCOME
 from agent_kernel.views.summaries import HANDLE_ARGUMENTS, asked_by, question_label, work_name
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ class QuestionControl:
             if isinstance(details.get("where"), str):  # files/ on an object store
                 title += f"<div>where: {esc(details['where'])}</div>"
         else:
-            label = f"Question from {who}" if who else question_label(False, event.details)
+            label = f"{who} asks" if who else question_label(False, event.details)
             title = (f"<b>{esc(label)}:</b> "
                      f"{question_text(event.question)}")
         self.text = w.HTML(f"<div style='{_STATIC_STYLE}'>{title}</div>")
@@ -404,8 +405,7 @@ class WidgetView:
         for question_id, control in self.questions.items():
             if not control.settled:
                 q = self.transcript.questions.get(question_id)
-                control.settle(outcome(q.state()) if q and q.source else
-                               "No answer: the run ended")
+                control.settle(outcome(q.state()) if q and q.source else STOPPED_OUTCOME)
         if self._stop_handle is not None:
             stopped = self.status == "stopped"
             line = f"Stopped · {time.strftime('%H:%M:%S')}" if stopped else ""

@@ -75,23 +75,33 @@ class RestoreReport:
                 verb = "skipped" if self.policy == "skip" else "missed (running once now)"
                 more = "+" if trigger.id in self.capped else ""
                 note = f"; {missed}{more} run(s) {verb} while no kernel was running"
-            lines.append(f"  {trigger.id}: {trigger.schedule_text()}: {trigger.prompt[:60]}{note}")
+            lines.append(f"  {_named(trigger, 60)}{note}")
         for trigger in self.expired:
             verb = "skipped" if self.policy == "skip" else "running it once now"
-            lines.append(f"  {trigger.id}: was due at {trigger.run_at} while no kernel was "
-                         f"running; {verb}")
+            lines.append(f"  {_named(trigger, 60)}: was due while no kernel was running; "
+                         f"{verb}")
         if self.waiting:
             lines.append(f"{len(self.waiting)} trigger(s) need approval: none runs the model "
                          "(nor is its condition evaluated) until you approve it. Triggers saved "
                          "by an earlier version ask once, since they were not signed:")
             for trigger in self.waiting:
-                lines.append(f"  {trigger.id}: needs approval: {trigger.schedule_text()}: "
-                             f"{trigger.prompt[:200]}")
+                # what it asks in full (up to 200 characters): the person approves what they read
+                lines.append(f"  {_named(trigger, 200)}: needs approval")
                 lines.append(f"      why: {self.needs_approval.get(trigger.id, '?')}")
+                lines.append(f"      approve: %agent_triggers approve {trigger.id}"
+                             f" · delete: %agent_triggers cancel {trigger.id}")
             lines.append(f"  To run one: {APPROVE_HOW}.")
         lines.extend(f"  note: {n}" for n in self.notes)
         lines.extend(f"  problem: {p}" for p in self.problems)
         return "\n".join(lines)
+
+
+def _named(trigger: Trigger, limit: int) -> str:
+    """A trigger as a person knows it, by what it asks and when (``check the build (every
+    2 s)``, as the triggers panel names it); its id is only in a magic to type."""
+    prompt = " ".join(trigger.prompt.split())
+    shown = prompt if len(prompt) <= limit else prompt[: limit - 1] + "…"
+    return f"{shown} ({trigger.schedule_text()})"
 
 
 def _missed_cron(expression: str, since: datetime, now: datetime) -> tuple[int, datetime, bool]:

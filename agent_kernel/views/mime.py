@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
@@ -66,6 +67,7 @@ from agent_kernel.views.run_record import (
     ToolData,
     ToolEntry,
     Usage,
+    ended_waits,
 )
 from agent_kernel.views.run_record import Loading as LoadingLine
 from agent_kernel.views.summaries import is_envelope, result_kind, summarise, task_words
@@ -364,8 +366,11 @@ class Transcript:
         return found[-1] if found else None
 
     def _on_question(self, event: Question) -> None:
+        details = event.details
+        if _named(event) and (work := self._work_of(details)) is not None:
+            details = {**(details or {}), "asked_by_work": work}  # named by it, never its id
         qcard = QuestionCard(event.question_id, event.question, event.options, event.kind,
-                             event.timeout, event.default, event.details, asked_at=event.at)
+                             event.timeout, event.default, details, asked_at=event.at)
         self.questions[event.question_id] = qcard
         where: Transcript | None = self
         if _named(event):  # a team member's: in the card of its call, in its own run
@@ -380,6 +385,14 @@ class Transcript:
             self._floating.append(("question", qcard))
         else:
             self.entries.append(("question", qcard))
+
+    def _work_of(self, details: Mapping[str, object] | None) -> str | None:
+        """The work of the team agent that asks (its task, as its nested run is named)."""
+        task_id, agent = (details or {}).get("task_id"), (details or {}).get("asked_by")
+        found = self.agents.get(task_id) if isinstance(task_id, str) else None
+        if found is None:
+            found = next((a for a in self.agents.values() if a[0]["agent_id"] == agent), None)
+        return found[0]["prompt"] if found is not None else None
 
     def _asking_card(self, event: Question) -> ToolCard | None:
         """The running card a question belongs to: the call an approval gates, or the
@@ -438,7 +451,7 @@ class Transcript:
 
     def state(self) -> RunData:
         """The run's saved form (schema v1): plain JSON, redacted, as the extension draws it."""
-        return self.record().saved()
+        return ended_waits(self.record().saved())
 
     def record(self) -> RunState:
         """The run's saved form as its typed record (``views/run_record.py``)."""

@@ -29,17 +29,21 @@ from agent_kernel.views.code_html import (
 )
 from agent_kernel.views.memory_table import is_memories, memory_list_html
 from agent_kernel.views.run_record import (
+    STOPPED_OUTCOME,
     AgentData,
     EntryData,
     LedgerLineData,
     QuestionData,
     RunData,
     ToolData,
+    ended_waits,
 )
 from agent_kernel.views.safe_html import esc, markdown
 from agent_kernel.views.summaries import (
     HANDLE_ARGUMENTS,
     STEP_MARKS,
+    asked_by,
+    asker_id,
     plan_lines,
     plan_steps,
     question_label,
@@ -112,6 +116,8 @@ def outcome(q: QuestionData) -> str:
     answer, source = q.get("answer"), q.get("source")
     if source is None:
         return "waiting for your approval" if q.get("approval") else "waiting for an answer"
+    if source == "stopped":
+        return STOPPED_OUTCOME
     if q.get("approval"):
         if source == "headless":
             text = ("allowed by the headless policy" if answer == "Approve" else
@@ -372,7 +378,9 @@ def question_html(q: QuestionData) -> str:
     if q["approval"] and q.get("details"):
         noted = q["details"] or {}
         details = _arguments(noted.get("arguments"), noted.get("tool")) + _diff(noted)
-    return (f"<div class='agent-kernel-question'><b>{esc(title)}:</b> "
+    agent = asker_id(q.get("details"))  # a team agent's id: a tooltip, never the words
+    tip = f" title='{esc(agent)}'" if agent else ""
+    return (f"<div class='agent-kernel-question'><b{tip}>{esc(title)}:</b> "
             f"{question_text(q['question'])}{options}{details}"
             f"<div class='agent-kernel-answered'>{esc(outcome(q))}</div></div>")
 
@@ -433,6 +441,7 @@ def agent_html(entry: AgentData) -> str:
 
 def html_of(state: RunData) -> str:
     """The whole run as self-contained HTML."""
+    state = ended_waits(state)
     status = state["status"]
     words = run_status_words(status)
     if status == "running":
@@ -484,7 +493,9 @@ def _entries_text(entries: list[EntryData]) -> list[str]:
                 if isinstance(shown, str) and shown.strip():
                     lines.append("    " + _compact(shown.strip(), TEXT_RESULT_CHARS))
         elif entry["kind"] == "question":
-            lines.append(f"? {entry['question']} -> {outcome(entry)}")
+            who = asked_by(entry.get("details"))  # a team agent's: by its work, not its id
+            lines.append(f"? {f'{who} asks: ' if who else ''}{entry['question']} -> "
+                         f"{outcome(entry)}")
         elif entry["kind"] == "error":
             lines.append(f"Error: {entry['text']}")
         elif entry["kind"] == "agent":
@@ -500,6 +511,7 @@ def _entries_text(entries: list[EntryData]) -> list[str]:
 
 def text_of(state: RunData) -> str:
     """The whole run as plain text."""
+    state = ended_waits(state)
     status = run_status_words(state["status"])
     lines = [f"[agent · {state['model']}] {state['prompt']}"]  # the run id is in the state
     if (loading := state.get("loading")) is not None and loading.get("seconds") is not None:

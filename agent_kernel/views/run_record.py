@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal, TypedDict, cast
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from agent_kernel.core.statuses import AnswerSource, NoticeLevel, RunStatus, ToolState
+from agent_kernel.core.statuses import NoticeLevel, RunStatus, SavedAnswerSource, ToolState
 from agent_kernel.views.summaries import ResultKind
 
 SCHEMA_ID = "https://agent-kernel.invalid/schema/run.v1.json"
@@ -83,7 +83,7 @@ class QuestionEntry(_Record):
     approval: bool
     details: dict[str, JsonValue] | None
     answer: str | None
-    source: AnswerSource | None
+    source: SavedAnswerSource | None
     answered_at: str | None
     seconds_left: int | None = None
     """Only while the extension draws the controls: seconds left to answer."""
@@ -225,7 +225,7 @@ class _QuestionFields(TypedDict):
     approval: bool
     details: dict[str, JsonValue] | None
     answer: str | None
-    source: AnswerSource | None
+    source: SavedAnswerSource | None
     answered_at: str | None
 
 
@@ -329,6 +329,61 @@ def read_run(data: object) -> RunState:
         raise NotARun(f"not a saved agent-kernel run (version 1): {where}: {first['msg']} "
                       f"({exc.error_count()} problem{'s' if exc.error_count() != 1 else ''} "
                       "in all)") from None
+
+
+STOPPED_OUTCOME = "Not answered: the run was stopped"
+"""How a question or approval reads when its run ended while it waited."""
+STOPPED_CARD = {True: "not run: the run was stopped before you answered",
+                False: "not answered: the run was stopped"}
+"""The card's line of a call whose approval (True) or question (False) the run's end left
+unanswered."""
+
+
+def ended_waits(state: RunData) -> RunData:
+    """``state`` as a person reads it once its run has ended: a question or approval still
+    waiting is ``stopped`` (not answered: the run was stopped) and the card it gated did not
+    run, so a saved notebook never reads "waiting for your approval" with nobody to ask.
+    A run saved before ``stopped`` existed (its waits ``source: null``) reads the same."""
+    if state["status"] == "running" and not _any_ended(state["entries"]):
+        return state
+    ended = cast(RunData, dict(state))
+    ended["entries"] = _ended_entries(state["entries"], state["status"] != "running")
+    return ended
+
+
+def _any_ended(entries: list[EntryData]) -> bool:
+    return any(e["kind"] == "agent" and (e["status"] != "running" or _any_ended(e["entries"]))
+               for e in entries)
+
+
+def _ended_entries(entries: list[EntryData], ended: bool) -> list[EntryData]:
+    out: list[EntryData] = []
+    for entry in entries:
+        if entry["kind"] == "agent":
+            agent = cast(AgentData, dict(entry))
+            agent["entries"] = _ended_entries(entry["entries"],
+                                              ended or entry["status"] != "running")
+            out.append(agent)
+        elif ended and entry["kind"] == "question" and entry["source"] is None:
+            out.append(_stopped(entry))
+        elif ended and entry["kind"] == "tool" and entry["approval"] is not None \
+                and entry["approval"]["source"] is None:
+            tool = cast(ToolData, dict(entry))
+            tool["approval"] = _stopped(entry["approval"])
+            if entry["state"] in ("waiting", "running"):  # it never ran, nor will
+                words = STOPPED_CARD[entry["approval"]["approval"]]
+                tool["state"], tool["summary"], tool["error"] = "failed", words, words
+            out.append(tool)
+        else:
+            out.append(entry)
+    return out
+
+
+def _stopped(question: QuestionData) -> QuestionData:
+    ended = cast(QuestionData, dict(question))
+    ended["source"] = "stopped"
+    ended.pop("seconds_left", None)
+    return ended
 
 
 def run_schema() -> dict[str, Any]:

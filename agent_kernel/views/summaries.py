@@ -405,20 +405,30 @@ def task_words(prompt: str) -> str:
 
 
 def asked_by(details: JsonObject | None) -> str | None:
-    """Who asks, for a question a team agent put to the person (``worker-3 (Worker)``)."""
-    agent = (details or {}).get("asked_by")
-    if not isinstance(agent, str) or not agent:
+    """Who asks, for a question a team agent put to the person, named by its work as its
+    nested run is (``run command sleep 30 · Worker``: the saved question keeps the work as
+    ``asked_by_work``), the role alone when its work is not known; never its id, which is
+    for a tooltip (:func:`asker_id`). None when no team agent asks."""
+    if asker_id(details) is None:
         return None
-    role = (details or {}).get("asked_by_role")
-    return f"{agent} ({role.capitalize()})" if isinstance(role, str) and role else agent
+    work, role = (details or {}).get("asked_by_work"), (details or {}).get("asked_by_role")
+    return work_name(work if isinstance(work, str) else "",
+                     role if isinstance(role, str) and role else "agent")
+
+
+def asker_id(details: Mapping[str, object] | None) -> str | None:
+    """The id of the team agent that asks (``worker-3``), for a tooltip and the ledger."""
+    agent = (details or {}).get("asked_by")
+    return agent if isinstance(agent, str) and agent else None
 
 
 def question_label(approval: bool, details: JsonObject | None) -> str:
-    """A question's label: ``Approval``, ``Question``, or who it is for or from."""
+    """A question's label: ``Approval``, ``Question``, or who asks by its work
+    (``run command sleep 30 · Worker asks``), as the ipywidgets approval names it."""
     who = asked_by(details)
     if who is None:
         return "Approval" if approval else "Question"
-    return f"Approval for {who}" if approval else f"Question from {who}"
+    return f"{who} asks"
 
 
 def summarise(tool: str, arguments: object, result: object, *, success: bool | None,

@@ -32,13 +32,16 @@ from agent_kernel.core.events import (
     ToolCallStarted,
     for_display,
 )
-from agent_kernel.core.redaction import StreamRedactor
+from agent_kernel.core.redaction import StreamRedactor, redact_text
 from agent_kernel.views.mime import usage_line
+from agent_kernel.views.run_record import STOPPED_OUTCOME
 from agent_kernel.views.summaries import (
     HANDLE_ARGUMENTS,
+    asker_id,
     plan_lines,
     question_label,
     summarise,
+    task_words,
 )
 
 if TYPE_CHECKING:
@@ -112,6 +115,11 @@ class TextView:
         so a sentence of the answer is never split by them."""
         self._turn_text = False
         """Text of the model's answer was written since its last call began (a retry voids it)."""
+        self._open: dict[str, str] = {}
+        """Questions asked and not answered yet (by id: approval or question): said at the
+        run's end as not answered, so a log never leaves one reading as still waiting."""
+        self._works: dict[str, str] = {}
+        """Each team agent's work by its id, to name one that asks by it."""
         self.bus = getattr(bus, "bus", bus)
         self._unsubscribe = self.bus.subscribe(self.on_event)
 
@@ -173,6 +181,7 @@ class TextView:
         agents working at once would interleave)."""
         inner, who = for_display(event.inner), f"[{event.agent_id}]"
         if isinstance(inner, RunStarted):
+            self._works[event.agent_id] = redact_text(task_words(event.prompt))
             self._team_line(f"{who} {event.role} starts: {gist(event.prompt)}")
         elif isinstance(inner, ToolCallFinished):
             outcome = "ok" if inner.success else f"FAILED: {gist(str(inner.shown))}"
@@ -237,11 +246,17 @@ class TextView:
                           f"{_short(event.shown)}")
         elif isinstance(event, Question):
             options = f" [{' / '.join(event.options)}]" if event.options else ""
-            label = question_label(event.kind == "approval", event.details).lower()
-            self.line(f"[{label}] {event.question}{options}")
+            kind = "approval" if event.kind == "approval" else "question"
+            details = dict(event.details or {})
+            if (agent := asker_id(details)) is not None and agent in self._works:
+                details["asked_by_work"] = self._works[agent]
+            who = f"{question_label(False, details)}: " if asker_id(details) else ""
+            self.line(f"[{kind}] {who}{event.question}{options}")
+            self._open[event.question_id] = kind
             if event.kind == "approval" and event.details:
                 self.line(f"  {_short(event.details, 500)}")
         elif isinstance(event, QuestionAnswered):
+            self._open.pop(event.question_id, None)
             answer = "(no answer)" if event.source == "timeout" else event.answer
             self.line(f"[answer] {answer} ({event.source})")
         elif isinstance(event, Reply):
@@ -256,4 +271,11 @@ class TextView:
             self.line(f"[{'stopped' if event.kind == 'cancelled' else event.kind}] "
                       f"{event.message}")
         elif isinstance(event, RunFinished):
+            self._not_answered()
             self.line(f"[{usage_line(event.result)}]")
+
+    def _not_answered(self) -> None:
+        """The run ended: each question still open reads so (``[answer] not answered…``)."""
+        for kind in self._open.values():
+            self.line(f"[answer] {STOPPED_OUTCOME[0].lower()}{STOPPED_OUTCOME[1:]} ({kind})")
+        self._open.clear()

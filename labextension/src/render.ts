@@ -30,11 +30,14 @@ import {
   SECRET_LEGEND,
   SECRET_NOTE,
   STATUS_TEXT,
+  askerId,
   clock,
+  endedWaits,
   exactProblem,
   localDate,
   modelWords,
   outcome,
+  questionLabel,
   seconds,
   statusWords,
   workName
@@ -703,19 +706,6 @@ export function toolCard(
   return card;
 }
 
-/** A question's label: Approval or Question, naming the team agent that asks, if any. */
-function questionLabel(question: IQuestionEntry): string {
-  const details = question.details ?? {};
-  const agent = details['asked_by'];
-  if (typeof agent !== 'string' || !agent) {
-    return question.approval ? 'Approval' : 'Question';
-  }
-  const role = details['asked_by_role'];
-  const who =
-    typeof role === 'string' && role ? `${agent} (${role[0].toUpperCase()}${role.slice(1)})` : agent;
-  return question.approval ? `Approval for ${who}` : `Question from ${who}`;
-}
-
 /** A question (or an approval outside any card) and how it ended. */
 export function questionView(
   question: IQuestionEntry,
@@ -728,7 +718,12 @@ export function questionView(
   const line = el('div', 'akl-question-text');
   // In its call's card (a team member's too, in that member's run) the card says whose.
   const label = inCard ? (question.approval ? 'Approval' : 'Question') : questionLabel(question);
-  line.appendChild(el('span', 'akl-label', `${label}: `));
+  const labelSpan = el('span', 'akl-label', `${label}: `);
+  const agent = inCard ? null : askerId(question);
+  if (agent) {
+    labelSpan.title = agent; // the id for who looks for it, never the words
+  }
+  line.appendChild(labelSpan);
   withCode(line, question.question);
   box.appendChild(line);
   const waitingNow = question.source === null || question.source === undefined;
@@ -919,6 +914,7 @@ export function runView(
   announce = '',
   lost: ILostRun | null = null
 ): HTMLElement {
+  state = endedWaits(state); // an ended run's waits read as not answered
   const root = el('div', 'akl-run');
   root.dataset.status = state.status;
   root.dataset.runId = state.run_id;

@@ -49,7 +49,7 @@ export interface IQuestionEntry {
   approval: boolean;
   details: { [key: string]: unknown } | null;
   answer: string | null;
-  source: 'user' | 'default' | 'timeout' | 'headless' | 'standing' | 'telegram' | 'email' | null;
+  source: 'user' | 'default' | 'timeout' | 'headless' | 'standing' | 'telegram' | 'email' | 'stopped' | null;
   answered_at: string | null;
   /** While the extension draws the controls: seconds left to answer. */
   seconds_left?: number | null;

@@ -7,7 +7,7 @@
  * views/mime.py's: tests/views/test_run_schema.py compares them.
  */
 
-import { IQuestionEntry, IRunState, RunStatus } from './state';
+import { Entry, IQuestionEntry, IRunState, RunStatus } from './state';
 
 export const STATUS_TEXT: { [status in RunStatus]: string } = {
   running: 'running',
@@ -131,13 +131,98 @@ export function approved(question: IQuestionEntry): boolean {
 /** Where an answer given away from the notebook came from (agent_kernel/views/run_html.py). */
 const FROM_PHONE: Record<string, string> = { telegram: ' on Telegram', email: ' by e-mail' };
 
+/** How a question or approval reads when its run ended while it waited. */
+export const STOPPED_OUTCOME = 'Not answered: the run was stopped';
+/** The card's line of a call whose approval the run's end left unanswered. */
+export const STOPPED_APPROVAL_CARD = 'not run: the run was stopped before you answered';
+/** The card's line of a call whose question the run's end left unanswered. */
+export const STOPPED_QUESTION_CARD = 'not answered: the run was stopped';
+
+/**
+ * The run as a person reads it once it has ended (views/run_record.py's `ended_waits`):
+ * a question or approval still waiting is `stopped` and the card it gated did not run,
+ * so a saved notebook never reads "waiting for your approval" with nobody to ask. A run
+ * saved before `stopped` existed (its waits `source: null`) reads the same.
+ */
+export function endedWaits(state: IRunState): IRunState {
+  const entries = state.entries ?? [];
+  const ended = state.status !== 'running';
+  if (!ended && !anyEnded(entries)) {
+    return state;
+  }
+  return { ...state, entries: endedEntries(entries, ended) };
+}
+
+function anyEnded(entries: Entry[]): boolean {
+  return entries.some(
+    e => e.kind === 'agent' && (e.status !== 'running' || anyEnded(e.entries ?? []))
+  );
+}
+
+function stopped(question: IQuestionEntry): IQuestionEntry {
+  const ended: IQuestionEntry = { ...question, source: 'stopped' };
+  delete ended.seconds_left;
+  return ended;
+}
+
+function endedEntries(entries: Entry[], ended: boolean): Entry[] {
+  return entries.map(entry => {
+    if (entry.kind === 'agent') {
+      return {
+        ...entry,
+        entries: endedEntries(entry.entries ?? [], ended || entry.status !== 'running')
+      };
+    }
+    const waits = (q: IQuestionEntry | null | undefined) =>
+      !!q && (q.source === null || q.source === undefined);
+    if (ended && entry.kind === 'question' && waits(entry)) {
+      return stopped(entry);
+    }
+    if (ended && entry.kind === 'tool' && entry.approval && waits(entry.approval)) {
+      const approval = stopped(entry.approval);
+      if (entry.state !== 'waiting' && entry.state !== 'running') {
+        return { ...entry, approval };
+      }
+      // it never ran, nor will
+      const words = entry.approval.approval ? STOPPED_APPROVAL_CARD : STOPPED_QUESTION_CARD;
+      return { ...entry, approval, state: 'failed', summary: words, error: words };
+    }
+    return entry;
+  });
+}
+
+/** The id of the team agent that asks (`worker-3`): for a tooltip, never the words. */
+export function askerId(question: IQuestionEntry): string | null {
+  const agent = question.details?.['asked_by'];
+  return typeof agent === 'string' && agent ? agent : null;
+}
+
+/**
+ * A question's label: `Approval`, `Question`, or the team agent that asks, named by its
+ * work as its nested run is (`run command sleep 30 · Worker asks`; views/summaries.py's
+ * `question_label`); the role alone when its work is not known.
+ */
+export function questionLabel(question: IQuestionEntry): string {
+  if (askerId(question) === null) {
+    return question.approval ? 'Approval' : 'Question';
+  }
+  const details = question.details ?? {};
+  const work = details['asked_by_work'];
+  const role = details['asked_by_role'];
+  const who = workName(
+    typeof work === 'string' ? work : '',
+    typeof role === 'string' && role ? role : 'agent'
+  );
+  return `${who} asks`;
+}
+
 /** How a question or approval ended (`You chose staging · 12:04:31`). */
 export function outcome(question: IQuestionEntry, running: boolean): string {
   const { answer, source } = question;
+  if (source === 'stopped' || ((source === null || source === undefined) && !running)) {
+    return STOPPED_OUTCOME;
+  }
   if (source === null || source === undefined) {
-    if (!running) {
-      return 'Not answered';
-    }
     return question.approval ? 'Waiting for your approval' : 'Waiting for your answer';
   }
   let text: string;

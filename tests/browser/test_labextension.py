@@ -51,6 +51,15 @@ def running_variant(state: dict[str, Any]) -> dict[str, Any]:
     return live
 
 
+def stopped_variant(state: dict[str, Any]) -> dict[str, Any]:
+    """That run stopped while its approval waited, saved as before ``source: "stopped"``
+    existed (the wait ``null`` under an ended run): it must read as what happened."""
+    stopped = running_variant(state)
+    stopped.update(status="stopped", stopped_by_person=True,
+                   loading={"what": "the model library", "seconds": 3.1})
+    return stopped
+
+
 def bundle(state: dict[str, Any]) -> dict[str, Any]:
     """A run's output as the kernel saves it (the fallbacks from the kernel's own code)."""
     from agent_kernel.views.run_html import html_of, text_of
@@ -61,7 +70,8 @@ def bundle(state: dict[str, Any]) -> dict[str, Any]:
 def write_saved_notebook(lab: Lab, name: str) -> None:
     state = json.loads(FIXTURE.read_text(encoding="utf-8"))
     write_saved_runs(lab, name, [(f"%agent {state['prompt']}", bundle(state)),
-                                 ("%agent hello", bundle(running_variant(state)))])
+                                 ("%agent hello", bundle(running_variant(state))),
+                                 ("%agent hello", bundle(stopped_variant(state)))])
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +101,7 @@ def report(request: pytest.FixtureRequest, reports: dict[str, dict[str, Any]]) -
 
 def test_the_extension_draws_saved_runs_without_a_kernel(report: dict[str, Any]) -> None:
     assert report["kernels"] == [], "the notebook should be open with no kernel"
-    assert report["roots"] == 2, "our renderer should draw both saved runs"
+    assert report["roots"] == 3, "our renderer should draw the three saved runs"
     assert report["html_fallbacks"] == 0, "JupyterLab chose the HTML fallback over our renderer"
     assert report["widget_errors"] == 0
 
@@ -101,7 +111,7 @@ def test_the_theme_is_the_one_asked_for(report: dict[str, Any]) -> None:
 
 
 def test_header_tells_the_truth(report: dict[str, Any]) -> None:
-    done, live = report["runs"]
+    done, live, _stopped = report["runs"]
     assert done["status"] == "done with failures"
     assert "14.3 s" in done["header"]
     assert "openai/gpt-4o-mini · 1545 tokens (1200 in, 345 out) · $0.0004" in done["header"]
@@ -159,7 +169,7 @@ def test_a_team_agents_runs_are_nested_and_folded(report: dict[str, Any]) -> Non
 
 
 def test_questions_and_approvals_read_as_their_outcome(report: dict[str, Any]) -> None:
-    done, live = report["runs"]
+    done, live, _stopped = report["runs"]
     assert done["outcomes"] == [
         "Approved · 12:04:31", "Denied · 12:04:40", "No answer in time: not run · 12:09:41",
         "Allowed by your standing permission · 12:04:43",
@@ -169,6 +179,17 @@ def test_questions_and_approvals_read_as_their_outcome(report: dict[str, Any]) -
         "No answer: used the default, no · 12:06:32"]
     assert live["outcomes"] == ["Waiting for your approval (no answer after 300 s ends it)"]
     assert "button" not in json.dumps(report["runs"]).lower()
+
+
+def test_a_run_stopped_while_its_approval_waited_reads_not_answered(
+        report: dict[str, Any]) -> None:
+    """Nobody can answer a saved notebook: no "waiting", the card did not run."""
+    stopped = report["runs"][2]
+    assert stopped["status"] == "stopped by you"
+    assert stopped["outcomes"] == ["Not answered: the run was stopped"]
+    assert stopped["tool_states"] == ["failed"]
+    assert stopped["tools"] == ["✗write_file · not run: the run was stopped before you answered"]
+    assert "waiting" not in json.dumps(stopped).lower()
 
 
 def test_model_text_is_data_only(report: dict[str, Any]) -> None:
@@ -186,4 +207,4 @@ def test_text_contrast_is_aa(report: dict[str, Any]) -> None:
 
 def test_screenshots_saved(report: dict[str, Any]) -> None:
     shots = [Path(p) for p in report["shots"]]
-    assert len(shots) == 3 and all(p.stat().st_size > 10_000 for p in shots)
+    assert len(shots) == 4 and all(p.stat().st_size > 10_000 for p in shots)  # a run each, the page

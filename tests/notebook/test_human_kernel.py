@@ -181,9 +181,16 @@ def test_a_run_stopped_from_a_later_cell_saves_its_end_in_its_own_cell(
         [run] = [o["data"] for o in outputs if RUN_MIME in o["data"]]
         assert run[RUN_MIME]["status"] == "stopped", run[RUN_MIME]["status"]
         assert "controls" not in run[RUN_MIME] and "The run was stopped." in run["text/plain"]
+        # nobody can answer the saved notebook: its approval reads as what happened
+        [card] = [e for e in run[RUN_MIME]["entries"] if e["kind"] == "tool"]
+        assert card["state"] == "failed" and card["approval"]["source"] == "stopped", card
+        for mime in ("text/html", "text/plain"):
+            assert "Not answered: the run was stopped" in run[mime], run[mime]
+            assert "waiting for your approval" not in run[mime], run[mime]
     outputs = [o["data"] for o in nb.cells[1].outputs if o.output_type == "display_data"]
     # the run, Stop emptied when the approval came, the approval's end, Stop's end
     assert len(outputs) == 4, outputs
     assert outputs[1]["text/plain"] == "" and "agent-kernel-answered" in outputs[2]["text/html"]
+    assert outputs[2]["text/plain"].endswith("Not answered: the run was stopped"), outputs[2]
     assert outputs[3]["text/plain"].startswith("Stopped · "), outputs[3]
     assert "agent-kernel-stopped" in outputs[3]["text/html"]

@@ -160,7 +160,9 @@ async def test_a_planted_condition_is_never_evaluated_by_a_new_agent(
     assert trigger.status == "needs_approval" and not trigger.approved and not trigger.active
     assert report.restored == [] and [t.id for t in report.waiting] == ["trg_planted"]
     text = report.text()
-    assert "trg_planted: needs approval" in text and touching(marker) in text
+    assert f"echo planted (when {touching(marker)}" in text and "): needs approval" in text
+    # the id only in the magic a person types to act on it
+    assert text.count("trg_planted") == 2 and "%agent_triggers approve trg_planted" in text
     assert "no approval of this exact condition and prompt is on record" in text
     assert "%agent_triggers approve ID" in text
     for _ in range(5):
@@ -574,7 +576,8 @@ async def test_a_planted_time_trigger_never_runs_until_approved_then_runs(
     report = scheduler.restore_report
     assert report.restored == [] and [t.id for t in report.waiting] == ["trg_planted"]
     text = report.text()
-    assert "trg_planted: needs approval" in text and prompt in text
+    assert f"{prompt} (" in text and "): needs approval" in text
+    assert text.count("trg_planted") == 2 and "%agent_triggers approve trg_planted" in text
     assert "no record that you (or your agent) made this exact trigger" in text
     assert "saved before triggers were signed" in text and "ask once" in text
     assert "%agent_triggers approve ID" in text
@@ -929,8 +932,9 @@ def test_a_new_kernel_shows_a_planted_condition_as_needing_approval(
         f"print('fired after approval:', {fired_count} > 0)\n%agent_triggers cancel trg_time",
     ], cwd=tmp_path, env={"AGENT_KERNEL_WORKSPACE": str(workspace)})
     loaded, waited, listed, approved, after = (output_text(c) for c in nb.cells)
-    assert "trg_planted: needs approval" in loaded and "%agent_triggers approve" in loaded
-    assert "trg_time: needs approval: every 1 s: echo planted" in loaded
+    assert "%agent_triggers approve trg_planted" in loaded and "): needs approval" in loaded
+    assert "echo planted (every 1 s): needs approval" in loaded
+    assert "trg_time: " not in loaded and "trg_planted: " not in loaded  # ids only in magics
     assert "marker exists: False" in waited and "fired: 0" in waited
     assert "[conditional, needs approval]" in listed and "[recurring, needs approval]" in listed
     assert "Approved: echo planted (every 1 s); it runs on its schedule" in approved
@@ -957,9 +961,9 @@ def test_the_cli_never_evaluates_a_planted_condition(tmp_path: Path) -> None:
          "--duration", "3", "--missed", "run_once"], capture_output=True, text=True, timeout=120,
         env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     assert done.returncode == 0, done.stderr
-    assert "trg_planted: needs approval" in done.stdout
-    assert "trg_file: needs approval" in done.stdout
-    assert "trg_time: needs approval" in done.stdout and "fired trg_time" not in done.stdout
+    for planted_id in ("trg_planted", "trg_file", "trg_time"):
+        assert f"approve: %agent_triggers approve {planted_id}" in done.stdout
+    assert done.stdout.count("): needs approval") == 3 and "fired trg_time" not in done.stdout
     assert "fired trg_mine" in done.stdout, done.stdout
     assert "approve it in a notebook" in done.stdout or "in a notebook" in done.stdout
     assert not marker.exists()
