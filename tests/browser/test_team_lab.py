@@ -119,10 +119,11 @@ def test_the_board_shows_the_running_worker_and_stop_ends_it(report: dict[str, A
     step = _step(report, "board")
     assert step["running_rows"] == 1 and step["stop_buttons"] == 1
     assert "sleep 30" in step["board"]
-    # the agents alive now: the Teller, the Worker running the command, the trigger desk
-    # named by their work, ids in tooltips
+    # the agents alive now: the Teller, the Worker running the command, the trigger desk,
+    # named by their role beside the work they are on, ids in tooltips
     assert step["agent_rows"] == 3 and re.search(
-        r"run command sleep 30 · Worker\s+run command sleep 30", step["board"]), step["board"]
+        r"\bWorker\s+run command sleep 30", step["board"]), step["board"]
+    assert "sleep 30 · Worker" not in step["board"]  # the work stands once
     assert not re.search(r"worker-\d|task_", step["board"]), step["board"]
     assert step["artifact_rows"] == 3  # the three cities' notes, from the first prompt
     assert step["role_rows"] == 3  # the built-in roles

@@ -74,8 +74,10 @@ def test_the_board_names_agents_by_their_work_and_folds_roles_and_artifacts() ->
     html = board_html(state)
     agents = html.split(">Agents", 1)[1].split("</table>", 1)[0]
     names = re.findall(r"<td[^>]*title='([^']*)'>([^<]*)</td>", agents)
-    assert names == [("teller", "Teller"), ("worker-6", "research Lisbon for a… · Worker"),
+    # the role names the agent; its work stands once, in "Working on" beside it
+    assert names == [("teller", "Teller"), ("worker-6", "Worker"),
                      ("helper-2", "Helper"), ("team-desk", "Trigger desk")], names
+    assert ">research Lisbon for a weekend trip</td>" in agents
     visible = re.sub(r"<[^>]+>", " ", re.sub(r"title='[^']*'|data-[\w-]+='[^']*'", "", agents))
     assert "worker-6" not in visible and "team-desk" not in visible
     running = html.split(">Running", 1)[1].split("</table>", 1)[0]
