@@ -398,6 +398,11 @@ def ak_team(base_url: str, folder: Path, max_workers: int) -> Delegation:
                 limits=TeamLimits(max_workers=max_workers, max_delegations=100))
 
     async def run(fanout: int) -> None:
+        # Each request from a fresh Teller conversation (`%agent --team --new`), as every peer
+        # answers it (a run of its own, no history): kept, the Teller would send back every
+        # earlier fan-out's 50 results with each call, ~11 KB more a round (230 KB by the
+        # 30th), which is not the work the peers are asked to do.
+        team.teller.new_conversation()
         result = await team.arun(_prompt(fanout))
         done = [t for t in result.tasks() if t["role"] == "worker" and t["status"] == "ok"]
         if not result.ok or len(done) != fanout:

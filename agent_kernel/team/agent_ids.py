@@ -85,10 +85,12 @@ def first_agent_number(root: Path) -> tuple[int, list[str]]:
     return highest + 1, problems
 
 
-def reserve_agent_number(root: Path, at_least: int) -> int:
+def reserve_agent_number(root: Path, at_least: int, count: int = 1) -> int:
     """The next planner/worker number of the workspace at ``root``, never below
     ``at_least``: each number is handed out once across every team of every kernel on the
-    workspace (the counter file, under a cross-process lock). A counter that does not read
+    workspace (the counter file, under a cross-process lock). ``count`` numbers are taken
+    at once (the one returned and those after it), for a team with that many tasks about
+    to start: one lock for a fan-out's Workers, not one each. A counter that does not read
     as a number a workspace may have named counts as none; a lock held past a few seconds
     (a stuck process) gives ``at_least``, as before the counter."""
     try:
@@ -97,12 +99,12 @@ def reserve_agent_number(root: Path, at_least: int) -> int:
                 fd = open_fd(root, COUNTER, os.O_RDWR | os.O_CREAT)
             except UnsafeWorkspacePath:  # a planted link or FIFO: replaced, never followed
                 number = _next(b"", at_least)
-                write_atomic(root, COUNTER, f"{number}\n".encode())
+                write_atomic(root, COUNTER, f"{number + max(1, count) - 1}\n".encode())
                 return number
             try:  # rewritten in place under the lock: no temporary file, no rename per agent
                 size = os.fstat(fd).st_size
                 number = _next(os.pread(fd, 64, 0) if size <= 64 else b"", at_least)
-                data = f"{number}\n".encode()
+                data = f"{number + max(1, count) - 1}\n".encode()
                 os.pwrite(fd, data, 0)
                 os.ftruncate(fd, len(data))
             finally:

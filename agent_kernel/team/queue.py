@@ -28,7 +28,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -41,10 +41,12 @@ from agent_kernel.core.json_types import JsonObject
 from agent_kernel.core.safe_open import (
     TooLarge,
     UnsafeWorkspacePath,
+    folder_fd,
     names,
     read_capped,
-    unlink,
+    unlink_at,
     write_atomic,
+    write_atomic_at,
 )
 from agent_kernel.core.statuses import TASK_STATUSES, TaskStatus
 from agent_kernel.core.unseen import with_tokens
@@ -322,6 +324,11 @@ class TaskQueue:
         return len(self._tasks)
 
 
+_FileStep = tuple[str, bytes | None, Future[None]]
+"""One step of the task-file writer: a task id, the bytes of its file (None: delete it),
+and the future that says how it went."""
+
+
 class TaskStore:
     """One JSON file per open task under ``<workspace>/team/tasks/``."""
 
@@ -332,6 +339,11 @@ class TaskStore:
         self._pending: dict[str, Future[None]] = {}
         """The last write queued for each task and not yet done."""
         self._lock = threading.Lock()
+        self._line: list[_FileStep] = []
+        """Writes and deletions queued for the writer thread and not yet taken, in order."""
+        self._draining = False
+        """Whether the writer thread has this store's line in hand (it takes what is queued
+        until the line is empty)."""
 
     def _path(self, task_id: str) -> Path:
         if not task_id or "/" in task_id or "\\" in task_id or task_id.startswith("."):
@@ -350,7 +362,7 @@ class TaskStore:
         while the file system works; awaited by :meth:`written` where the team must not go
         on before the file is on disk. Written here when no loop runs. (Redacted here, on
         the caller's thread: only the bytes go to the writer.)"""
-        return self._queue(task.id, self._write, task.id, self._data(task))
+        return self._queue(task.id, self._data(task))
 
     async def asave(self, task: Task) -> None:
         """Write ``task`` off the loop and return once it is on disk (raises as
@@ -360,7 +372,7 @@ class TaskStore:
     def delete_soon(self, task_id: str) -> None:
         """Queue the deletion of an ended task's file after its earlier writes; a failure is
         logged (the file then says the task still runs: a restart names it interrupted)."""
-        self._queue(task_id, self._unlink, task_id)
+        self._queue(task_id, None)
 
     async def written(self, task_id: str) -> None:
         """Wait until every write queued for ``task_id`` is done; raises as the last did."""
@@ -378,24 +390,73 @@ class TaskStore:
             with contextlib.suppress(Exception):
                 future.result()
 
-    def _queue(self, task_id: str, work: Callable[..., None], *args: Any) -> Future[None]:
+    def _queue(self, task_id: str, data: bytes | None) -> Future[None]:
+        """Queue the write of ``data`` as ``task_id``'s file (None: its deletion)."""
+        self._path(task_id)  # refuses an id that is not a file name, here and now
+        future: Future[None] = Future()
         try:
             asyncio.get_running_loop()
         except RuntimeError:  # plain code: here and now, in order
-            done: Future[None] = Future()
             self.flush()
-            try:
-                work(*args)
-            except BaseException as exc:
-                done.set_exception(exc)
-                raise
-            done.set_result(None)
-            return done
+            self._steps([(task_id, data, future)])
+            future.result()  # raises as the step did
+            return future
         with self._lock:
-            future = _writer().submit(work, *args)
             self._pending[task_id] = future
+            self._line.append((task_id, data, future))
+            start, self._draining = not self._draining, True
         future.add_done_callback(lambda f: self._done(task_id, f))
+        if start:
+            _writer().submit(self._drain)
         return future
+
+    def _drain(self) -> None:
+        """The writer thread: take everything queued, in order, and do it in one pass (one
+        walk to the folder for all of it), until nothing is left."""
+        while True:
+            with self._lock:
+                steps, self._line = self._line, []
+                if not steps:
+                    self._draining = False
+                    return
+            self._steps(steps)
+
+    def _steps(self, steps: list[_FileStep]) -> None:
+        """Write or delete each task's file in order in the tasks folder, opened once (never
+        through a link); each future says how its own step went. A step whose waiter gave
+        up before it began is left out, as an executor leaves out a cancelled call."""
+        try:
+            with self._folder() as folder:
+                for task_id, data, future in steps:
+                    if not future.set_running_or_notify_cancel():
+                        continue
+                    try:
+                        name = f"{task_id}.json"
+                        if data is None:
+                            unlink_at(folder, name)
+                        else:
+                            write_atomic_at(folder, name, data)
+                    except BaseException as exc:
+                        future.set_exception(exc)
+                    else:
+                        future.set_result(None)
+        except BaseException as exc:  # the folder itself: every step not yet done fails
+            for _, _, future in steps:
+                if not future.done() and (future.running()
+                                          or future.set_running_or_notify_cancel()):
+                    future.set_exception(exc)
+
+    @contextlib.contextmanager
+    def _folder(self) -> Iterator[int]:
+        """The tasks folder, open (walked without following a link); made when missing,
+        which is seldom: a walk that makes nothing costs half the system calls."""
+        with contextlib.ExitStack() as stack:
+            try:
+                folder = stack.enter_context(folder_fd(self.workspace.root, FOLDER))
+            except FileNotFoundError:
+                folder = stack.enter_context(
+                    folder_fd(self.workspace.ensure(), FOLDER, create=True))
+            yield folder
 
     def _done(self, task_id: str, future: Future[None]) -> None:
         with self._lock:
@@ -413,8 +474,9 @@ class TaskStore:
         return json.dumps(scrub(task.to_record()), ensure_ascii=False).encode("utf-8")
 
     def _write(self, task_id: str, data: bytes) -> None:
-        path = self._path(task_id)  # written never through a link (safe_open)
-        write_atomic(self.workspace.ensure(), f"{FOLDER}/{path.name}", data)
+        done: Future[None] = Future()
+        self._steps([(task_id, data, done)])
+        done.result()
 
     def interrupted(self, task: Task) -> None:
         """Move an interrupted task's file to ``team/interrupted/`` with its new status."""
@@ -429,8 +491,14 @@ class TaskStore:
         self._unlink(task_id)
 
     def _unlink(self, task_id: str) -> None:
-        with contextlib.suppress(FileNotFoundError, ValueError):
-            unlink(self.workspace.root, f"{FOLDER}/{self._path(task_id).name}")
+        with contextlib.suppress(ValueError):
+            self._path(task_id)
+            if not (self.folder.is_dir() or self.folder.is_symlink()):
+                return  # nothing saved yet: no folder to make for a deletion
+            done: Future[None] = Future()
+            self._steps([(task_id, None, done)])
+            with contextlib.suppress(FileNotFoundError):
+                done.result()
 
     def load_all(self) -> tuple[list[Task], list[str]]:
         """Every saved task, oldest first, and a line for each file that could not be read."""

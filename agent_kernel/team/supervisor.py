@@ -119,6 +119,9 @@ class DelegatedLife(TaskLife):
         self.supervisor.release_held(self.task)
 
 
+MAX_TAKEN = 64
+"""Agent numbers a team takes from the workspace's counter at most at once."""
+
 MAX_SCHEMA_SETS = 32
 """Distinct tool sets whose schemas a team keeps (a role each, and the tool sets the session's
 ``@tool`` functions made as they changed)."""
@@ -154,6 +157,9 @@ class Supervisor:
         self._desk: Agent | None = None
         self._per_run: dict[str, list[str]] = {}
         self._next_number, self._id_problems = first_agent_number(workspace.root)
+        self._taken: list[int] = []
+        """Agent numbers this team took from the workspace's counter and has not used yet,
+        in order (:meth:`next_agent_id`)."""
         self.restart = Restart(self.board, workspace, self.dispatch)
         """The tasks an earlier kernel left, and the person's word on them."""
         self.asker: Any = None
@@ -271,10 +277,19 @@ class Supervisor:
         for key, schemas in agent.registry.built_schemas().items():
             kept[1].setdefault(key, schemas)
 
-    def next_agent_id(self, role: str) -> str:
+    def next_agent_id(self, role: str, waiting: int = 0) -> str:
         """A new ``planner-N`` / ``worker-N`` (:meth:`dispatch` checks there is one left),
-        unique on the workspace: another team there (another kernel's) takes numbers too."""
-        number = reserve_agent_number(self.workspace.root, self._next_number)
+        unique on the workspace: another team there (another kernel's) takes numbers too.
+        With ``waiting`` more tasks about to start, their numbers are taken with this one
+        (one lock for a fan-out, not one per task); the team hands them out in order to
+        whichever agents it makes next, and a number taken and never used is skipped,
+        never given twice."""
+        if self._taken:
+            number = self._taken.pop(0)
+        else:
+            count = max(1, min(waiting + 1, MAX_TAKEN, MAX_AGENT_NUMBER - self._next_number + 1))
+            number = reserve_agent_number(self.workspace.root, self._next_number, count)
+            self._taken = list(range(number + 1, min(number + count, MAX_AGENT_NUMBER + 1)))
         self._next_number = number + 1
         return f"{role}-{number}"
 
@@ -413,7 +428,7 @@ class Supervisor:
     def _start(self, task: Task) -> None:
         task.status, task.started_at = "running", now_iso()
         task.run_id = new_id("run")
-        task.agent_id = self.next_agent_id(task.role)
+        task.agent_id = self.next_agent_id(task.role, len(self.board.queues[task.role]))
         self.board.begin(task)
         self.board.spawn(self._run(task), name=f"team-{task.agent_id}")
         self.board.changed(task)

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agent_kernel import Team
 from agent_kernel.team.agent_ids import COUNTER, reserve_agent_number
 
@@ -29,6 +31,29 @@ def test_two_teams_on_one_workspace_never_share_an_agent_name(tmp_path: Path) ->
     assert Team(workspace=tmp_path / "ws").supervisor.next_agent_id("worker") == "worker-16"
 
 
+def test_a_team_takes_the_numbers_of_the_tasks_about_to_start_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fan-out's Workers take one lock for their numbers, not one each; another team on
+    the workspace meanwhile gets numbers after them, and a later one after those."""
+    from agent_kernel.team import supervisor
+
+    taken: list[int] = []
+    real = supervisor.reserve_agent_number
+
+    def counted(root: Path, at_least: int, count: int = 1) -> int:
+        taken.append(count)
+        return real(root, at_least, count)
+
+    monkeypatch.setattr(supervisor, "reserve_agent_number", counted)
+    first, second = Team(workspace=tmp_path / "ws"), Team(workspace=tmp_path / "ws")
+    names = [first.supervisor.next_agent_id("worker", waiting=4)]
+    names.append(second.supervisor.next_agent_id("worker"))
+    names += [first.supervisor.next_agent_id("worker", waiting=3 - n) for n in range(4)]
+    assert names == ["worker-1", "worker-6", "worker-2", "worker-3", "worker-4", "worker-5"]
+    assert taken == [5, 1]
+    assert Team(workspace=tmp_path / "ws").supervisor.next_agent_id("planner") == "planner-7"
+
+
 def test_kernels_reserving_at_once_get_distinct_numbers(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     root.mkdir()
@@ -39,6 +64,20 @@ def test_kernels_reserving_at_once_get_distinct_numbers(tmp_path: Path) -> None:
                               text=True) for _ in range(3)]
     numbers = [int(n) for p in procs for n in p.communicate(timeout=60)[0].split()]
     assert sorted(numbers) == list(range(1, 121))
+
+
+def test_kernels_taking_several_numbers_at_once_get_distinct_numbers(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    code = ("import sys; from pathlib import Path\n"
+            "from agent_kernel.team.agent_ids import reserve_agent_number\n"
+            "print(*[n for k in (1, 3, 1, 5) for _ in range(5)\n"
+            "        for first in [reserve_agent_number(Path(sys.argv[1]), 1, k)]\n"
+            "        for n in range(first, first + k)])")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE,
+                              text=True) for _ in range(3)]
+    numbers = [int(n) for p in procs for n in p.communicate(timeout=60)[0].split()]
+    assert sorted(numbers) == list(range(1, 151))  # 50 each, most taken several at once
 
 
 def test_a_planted_counter_moves_nothing_past_what_a_workspace_may_name(tmp_path: Path) -> None:

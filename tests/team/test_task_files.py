@@ -36,18 +36,18 @@ def saved(workspace: Path) -> dict[str, dict[str, Any]]:
 def test_each_step_is_on_disk_before_the_team_goes_on(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     workspace = tmp_path / "ws"
-    real_write, real_unlink = queue.write_atomic, queue.unlink
+    real_write, real_unlink = queue.write_atomic_at, queue.unlink_at
 
-    def slow_write(root: Path, path: str, data: bytes) -> None:
+    def slow_write(folder: int, name: str, data: bytes) -> None:
         time.sleep(0.05)  # a loaded file system: whoever does not wait reads the old state
-        real_write(root, path, data)
+        real_write(folder, name, data)
 
-    def slow_unlink(root: Path, path: str) -> bool:
+    def slow_unlink(folder: int, name: str) -> bool:
         time.sleep(0.05)
-        return real_unlink(root, path)
+        return real_unlink(folder, name)
 
-    monkeypatch.setattr(queue, "write_atomic", slow_write)
-    monkeypatch.setattr(queue, "unlink", slow_unlink)
+    monkeypatch.setattr(queue, "write_atomic_at", slow_write)
+    monkeypatch.setattr(queue, "unlink_at", slow_unlink)
     seen: dict[str, dict[str, dict[str, Any]]] = {}
 
     def respond(role: str, body: dict[str, Any]) -> Message:
@@ -96,13 +96,13 @@ async def test_writes_leave_the_loop_and_keep_their_order(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch
                                                           ) -> None:
     threads: list[str] = []
-    real = queue.write_atomic
+    real = queue.write_atomic_at
 
-    def write_atomic(root: Path, path: str, data: bytes) -> None:
+    def write_atomic_at(folder: int, name: str, data: bytes) -> None:
         threads.append(threading.current_thread().name)
-        real(root, path, data)
+        real(folder, name, data)
 
-    monkeypatch.setattr(queue, "write_atomic", write_atomic)
+    monkeypatch.setattr(queue, "write_atomic_at", write_atomic_at)
     store = TaskStore(Workspace(tmp_path / "ws"))
     task = Task(id="task_one", role=WORKER, prompt="first", status="held")
     store.save_soon(task)
@@ -175,10 +175,10 @@ def test_a_forked_child_writes_its_task_files_itself(tmp_path: Path) -> None:
 def test_a_file_that_cannot_be_deleted_still_lets_the_task_end(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def refused(root: Path, path: str) -> bool:
-        raise PermissionError(f"{path}: read-only")
+    def refused(folder: int, name: str) -> bool:
+        raise PermissionError(f"{name}: read-only")
 
-    monkeypatch.setattr(queue, "unlink", refused)
+    monkeypatch.setattr(queue, "unlink_at", refused)
 
     def respond(role: str, body: dict[str, Any]) -> Message:
         if role == TELLER and not any(m["role"] == "tool" for m in body["messages"]):
@@ -203,15 +203,15 @@ def test_a_running_file_that_cannot_be_written_stops_the_task_before_its_tools(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first model call went out beside the write; the write failed, so no tool call
     of the task runs, the task ends with the error, and the team's run still returns."""
-    real = queue.write_atomic
+    real = queue.write_atomic_at
 
-    def write_atomic(root: Path, path: str, data: bytes) -> None:
+    def write_atomic_at(folder: int, name: str, data: bytes) -> None:
         record = json.loads(data)
         if record["prompt"] == "job one" and record["status"] == "running":
             raise PermissionError("team/tasks: read-only")
-        real(root, path, data)
+        real(folder, name, data)
 
-    monkeypatch.setattr(queue, "write_atomic", write_atomic)
+    monkeypatch.setattr(queue, "write_atomic_at", write_atomic_at)
     ran: list[str] = []
 
     def peek(job: str) -> str:
@@ -243,3 +243,44 @@ def test_a_running_file_that_cannot_be_written_stops_the_task_before_its_tools(
 
     asyncio.run(run())
     assert ran == []
+
+
+async def test_what_waits_is_written_in_one_pass_in_order(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """A Planner's delegations come in a burst: the writer takes every file queued while it
+    worked and writes them in one pass (one walk to the folder), in the order asked; a step
+    that fails fails for its own waiter only."""
+    walks: list[str] = []
+    order: list[str] = []
+    real_walk, real_write = queue.folder_fd, queue.write_atomic_at
+    gate = threading.Event()
+
+    def folder_fd(root: Path, folder: str, create: bool = False) -> Any:
+        walks.append(folder)
+        return real_walk(root, folder, create)
+
+    def write_atomic_at(folder: int, name: str, data: bytes) -> None:
+        gate.wait(10)  # the first write is slow: the rest queue up behind it
+        if name == "task_7.json":
+            raise PermissionError("task_7.json: read-only")
+        order.append(name)
+        real_write(folder, name, data)
+
+    monkeypatch.setattr(queue, "folder_fd", folder_fd)
+    monkeypatch.setattr(queue, "write_atomic_at", write_atomic_at)
+    store = TaskStore(Workspace(tmp_path / "ws"))
+    tasks = [Task(id=f"task_{n}", role=WORKER, prompt=f"job {n}", status="held")
+             for n in range(20)]
+    futures = [store.save_soon(task) for task in tasks]
+    store.delete_soon("task_3")
+    gate.set()
+    results = await asyncio.gather(*(asyncio.wrap_future(f) for f in futures),
+                                   return_exceptions=True)
+    await store.written("task_3")
+    failed = [t.id for t, r in zip(tasks, results, strict=True) if isinstance(r, BaseException)]
+    assert failed == ["task_7"]
+    assert order == [f"task_{n}.json" for n in range(20) if n != 7]
+    assert len(walks) <= 2, walks  # the first step alone, then all that queued behind it
+    assert set(saved(tmp_path / "ws")) == {f"job {n}" for n in range(20) if n not in (3, 7)}
+    assert not any(store.pending(t.id) for t in tasks)
