@@ -347,7 +347,8 @@ def ended_waits(state: RunData) -> RunData:
     if state["status"] == "running" and not _any_ended(state["entries"]):
         return state
     ended = cast(RunData, dict(state))
-    ended["entries"] = _ended_entries(state["entries"], state["status"] != "running")
+    over = state["status"] != "running"
+    ended["entries"] = _ended_entries(state["entries"], over, over)
     return ended
 
 
@@ -356,13 +357,16 @@ def _any_ended(entries: list[EntryData]) -> bool:
                for e in entries)
 
 
-def _ended_entries(entries: list[EntryData], ended: bool) -> list[EntryData]:
+def _ended_entries(entries: list[EntryData], ended: bool, over: bool) -> list[EntryData]:
+    """``entries`` of a run that has ``ended``, inside a whole run that is ``over``: a
+    nested run's waits end with it or with the whole run, never with the run it sits in
+    (a Worker still asking sits inside its Planner's finished run)."""
     out: list[EntryData] = []
     for entry in entries:
         if entry["kind"] == "agent":
             agent = cast(AgentData, dict(entry))
             agent["entries"] = _ended_entries(entry["entries"],
-                                              ended or entry["status"] != "running")
+                                              over or entry["status"] != "running", over)
             out.append(agent)
         elif ended and entry["kind"] == "question" and entry["source"] is None:
             out.append(_stopped(entry))

@@ -150,7 +150,7 @@ export function endedWaits(state: IRunState): IRunState {
   if (!ended && !anyEnded(entries)) {
     return state;
   }
-  return { ...state, entries: endedEntries(entries, ended) };
+  return { ...state, entries: endedEntries(entries, ended, ended) };
 }
 
 function anyEnded(entries: Entry[]): boolean {
@@ -165,12 +165,17 @@ function stopped(question: IQuestionEntry): IQuestionEntry {
   return ended;
 }
 
-function endedEntries(entries: Entry[], ended: boolean): Entry[] {
+/**
+ * The entries of a run that has `ended`, inside a whole run that is `over`: a nested
+ * run's waits end with it or with the whole run, never with the run it sits in (a
+ * Worker still asking sits inside its Planner's finished run).
+ */
+function endedEntries(entries: Entry[], ended: boolean, over: boolean): Entry[] {
   return entries.map(entry => {
     if (entry.kind === 'agent') {
       return {
         ...entry,
-        entries: endedEntries(entry.entries ?? [], ended || entry.status !== 'running')
+        entries: endedEntries(entry.entries ?? [], over || entry.status !== 'running', over)
       };
     }
     const waits = (q: IQuestionEntry | null | undefined) =>

@@ -120,3 +120,21 @@ def test_a_stopped_runs_waits_read_as_in_the_fallback(tmp_path: Path) -> None:
                                     for q in questions(saved["entries"])]
     assert said_saved["labels"] == ["Approval", "find a hotel in… · Worker asks"]
     assert not [w for w in said_saved["labels"] if "worker-3" in w]
+
+
+def test_a_worker_asking_inside_its_planners_finished_run_still_waits_in_both(
+        tmp_path: Path) -> None:
+    """A Worker's run sits inside its Planner's, which has ended: both the extension and the
+    kernel's views keep the Worker's approval waiting while the Teller's run goes on."""
+    wait = {"kind": "question", "question_id": "q", "question": "Allow?", "options": None,
+            "timeout": 60, "default": None, "approval": True, "details": None,
+            "answer": None, "source": None, "asked_at": None, "answered_at": None}
+
+    def asking(status: str) -> dict[str, Any]:
+        return {"kind": "agent", "status": status, "entries": [dict(wait)]}
+
+    state = {"status": "running", "entries": [
+        {"kind": "agent", "status": "done", "entries": [asking("running"), asking("done")]}]}
+    [said] = in_node([state], tmp_path)
+    assert [q["source"] for q in questions(said["entries"])] == [None, "stopped"]
+    assert said["entries"] == ended_waits(state)["entries"]  # type: ignore[arg-type]

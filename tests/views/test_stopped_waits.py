@@ -159,3 +159,23 @@ def test_the_terminal_names_a_team_agent_that_asks_by_its_work():
     lines = out.getvalue().splitlines()
     assert "[question] find a hotel in… · Worker asks: Which street?" in lines, lines
     assert "[question] Worker asks: Which city?" in lines, lines  # its work unknown here
+
+
+def test_a_worker_still_asking_inside_its_planners_finished_run_still_waits():
+    """The Worker's run sits inside its Planner's, which has ended: the Worker's approval
+    waits while the Teller's run goes on, and ends only with the Worker's or the whole run."""
+    def asking(status: str) -> dict[str, Any]:
+        wait = {"kind": "question", "source": None, "approval": True, "seconds_left": 60}
+        card = {"kind": "tool", "state": "waiting", "approval": dict(wait)}
+        return {"kind": "agent", "status": status, "entries": [card, dict(wait)]}
+
+    def waits(state: dict[str, Any]) -> list[object]:
+        planner = state["entries"][0]
+        return [e["source"] if e["kind"] == "question" else e["approval"]["source"]
+                for worker in planner["entries"] for e in worker["entries"]]
+
+    planner = {"kind": "agent", "status": "done",
+               "entries": [asking("running"), asking("done")]}
+    state: Any = {"status": "running", "entries": [planner]}
+    assert waits(ended_waits(state)) == [None, None, "stopped", "stopped"]
+    assert waits(ended_waits({**state, "status": "cancelled"})) == ["stopped"] * 4
