@@ -75,6 +75,9 @@ class TaskBoard:
         self.peak = {PLANNER: 0, WORKER: 0}
         self.stopping: set[str] = set()
         """Running tasks stopped before their agent's run began: they end as it begins."""
+        self.finishing: set[str] = set()
+        """Tasks that have ended whose ``task_finished`` is not on disk yet: the task they
+        sit under does not settle before it is."""
         self.listeners: list[Callable[[Task], None]] = []
         """Called with a task whenever it is held, queued, started or ended (the team
         board listens here); a failing listener is logged and dropped."""
@@ -124,8 +127,9 @@ class TaskBoard:
     def settle(self, task: Task | None) -> None:
         """Resolve ``task`` once it and every one-shot task under it ended; then its parent."""
         while task is not None:  # a child whose file is still being deleted is not done
-            if task.open or any(self.tasks[c].open or self.store.pending(c)
-                                for c in task.children):
+            if task.open or task.id in self.finishing or any(
+                    self.tasks[c].open or self.store.pending(c) or c in self.finishing
+                    for c in task.children):
                 return
             future = self._settled.get(task.id)
             if future is None or future.done():
@@ -306,15 +310,19 @@ class TaskLife:
             error = f"{type(exc).__name__}: {exc}"
         finally:
             end_clock()
+            board.finishing.add(task.id)  # ended, but not settled before its record is down
             self._leave(status, error)
             self.ended(status, error)
             board.changed(task)
-        if self.saved:  # its file is gone before task_finished is written, as before
-            with contextlib.suppress(Exception):  # a failed delete is logged; the task ends
-                await board.store.written(task.id)
-        await board.record("task_finished", task, status=status, error=error,
-                           result=task.result[:2000], **self.finished_fields())
-        await self.after(status)
+        try:
+            if self.saved:  # its file is gone before task_finished is written, as before
+                with contextlib.suppress(Exception):  # a failed delete is logged; it ends
+                    await board.store.written(task.id)
+            await board.record("task_finished", task, status=status, error=error,
+                               result=task.result[:2000], **self.finished_fields())
+            await self.after(status)
+        finally:
+            board.finishing.discard(task.id)
         board.settle(task)
         return status
 

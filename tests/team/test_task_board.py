@@ -108,3 +108,37 @@ def test_the_team_modules_import_one_way_even_for_types() -> None:
     assert any(edge.typing_only and edge.module == "agent_kernel.team.budget"  # a type-only
                and edge.target == "agent_kernel.team.board" for edge in edges)  # import counts
     assert on_a_loop(edges) == [], "team modules on an import loop"
+
+
+async def test_a_planner_settles_only_when_every_childs_task_finished_is_down(
+        tmp_path: Path) -> None:
+    """A child's task has ended but its ``task_finished`` is still being written: a sibling
+    that ends meanwhile must not settle their Planner (and the Teller's run) before it."""
+    import asyncio
+
+    team = Team(model="demo", workspace=tmp_path / "ws")
+    board = team.supervisor.board
+    record = board.record
+    held: list[Task] = []
+    release = asyncio.Event()
+
+    async def slow_first_worker_end(kind: str, task: Task, **fields: object) -> None:
+        if kind == "task_finished" and task.role == WORKER and not held:
+            held.append(task)
+            await release.wait()  # the first Worker's record is slow to reach the disk
+        await record(kind, task, **fields)
+
+    board.record = slow_first_worker_end  # type: ignore[method-assign]
+    run = asyncio.ensure_future(team.arun("compare Lisbon, Kyoto and Porto"))
+    while not (held and all(not t.open for t in board.tasks.values() if t.role == WORKER)
+               and len([t for t in board.tasks.values() if t.role == WORKER]) == 3):
+        await asyncio.sleep(0.01)  # every Worker has ended; the first one's record waits
+    [planner] = [t for t in board.tasks.values() if t.role == PLANNER]
+    await asyncio.sleep(0.2)
+    assert not board._settled[planner.id].done(), "settled before a child's record was down"
+    assert not run.done()
+    release.set()
+    result = await asyncio.wait_for(run, 60)
+    assert result.ok, result.error
+    [finished] = records(team, "task_finished", held[0])
+    assert finished["status"] == "ok" and team.ledger.verify().ok
