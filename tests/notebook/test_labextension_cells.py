@@ -10,14 +10,11 @@ a cell named by an id no cell has, an id of the wrong shape, two cells sharing o
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
+from extension_node import compiled, in_node
 
-EXTENSION = Path(__file__).resolve().parents[2] / "labextension"
 PROVENANCE = {"run_id": "run_1", "ledger_record": "rec_1", "action": "edited", "at": "now"}
 
 SCRIPT = r"""
@@ -67,19 +64,8 @@ const requests = JSON.parse(process.argv[2]);
 def page(requests: list[dict[str, Any]], tmp_path: Path) -> list[dict[str, Any]]:
     """``cells.ts``'s reply to each request in turn, with the notebook's sources and ids
     after it."""
-    node = shutil.which("node")
-    tsc = EXTENSION / "node_modules" / ".bin" / "tsc"
-    if node is None or not tsc.exists():
-        pytest.fail("this test needs node and the extension's node_modules (npm ci in "
-                    "labextension/)", pytrace=False)
-    subprocess.run([str(tsc), str(EXTENSION / "src" / "cells.ts"), "--outDir", str(tmp_path),
-                    "--target", "ES2020", "--module", "commonjs", "--moduleResolution", "node",
-                    "--lib", "DOM,ES2020", "--strict", "--skipLibCheck"],
-                   check=True, capture_output=True, timeout=180, cwd=EXTENSION)
-    done = subprocess.run([node, "-e", SCRIPT, str(tmp_path / "cells.js"),
-                           json.dumps(requests)], capture_output=True, text=True, timeout=60,
-                          check=True)
-    replies: list[dict[str, Any]] = json.loads(done.stdout)
+    replies: list[dict[str, Any]] = in_node(SCRIPT, str(compiled("cells", tmp_path)),
+                                            json.dumps(requests))
     return replies
 
 

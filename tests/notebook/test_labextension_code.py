@@ -7,34 +7,19 @@ one module with the extension's own TypeScript and ask node how it classes a sam
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
+from extension_node import compiled, in_node
 
-EXTENSION = Path(__file__).resolve().parents[2] / "labextension"
 SAMPLE = ("def f(x):\n    return x + 1  # one more\n%who\n"
           "s = 'a#b</pre><script>' + r\"\"\"x\ny\"\"\"\nprint(0x1F, 1.5e3)\n@dec\nclass A: pass")
 
 
 def classes_of(text: str, tmp_path: Path) -> list[tuple[str | None, str]]:
     """The runs of one class node gives for ``text``: (class, text)."""
-    node = shutil.which("node")
-    tsc = EXTENSION / "node_modules" / ".bin" / "tsc"
-    if node is None or not tsc.exists():
-        pytest.fail("this test needs node and the extension's node_modules (npm ci in "
-                    "labextension/)", pytrace=False)
-    subprocess.run([str(tsc), str(EXTENSION / "src" / "code.ts"), "--outDir", str(tmp_path),
-                    "--target", "ES2020", "--module", "ES2020", "--lib", "DOM,ES2020",
-                    "--strict"], check=True, capture_output=True, timeout=120)
-    module = tmp_path / "code.mjs"
-    (tmp_path / "code.js").rename(module)
-    script = (f"import('{module.as_uri()}').then(m => console.log(JSON.stringify("
-              f"m.pythonClasses({json.dumps(text)}))))")
-    done = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=60,
-                          check=True)
-    classes = json.loads(done.stdout)
+    module = compiled("code", tmp_path)
+    classes = in_node(f"console.log(JSON.stringify(require({json.dumps(str(module))})"
+                      f".pythonClasses({json.dumps(text)})))")
     assert len(classes) == len(text)
     runs: list[tuple[str | None, str]] = []
     for char, css in zip(text, classes, strict=True):

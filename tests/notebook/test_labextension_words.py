@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
+from extension_node import compiled, in_node
 
 from agent_kernel.core.events import AgentActivity, Question, RunStarted, ToolCallStarted
 from agent_kernel.views.mime import Transcript
@@ -25,7 +23,6 @@ from agent_kernel.views.run_html import outcome
 from agent_kernel.views.run_record import STOPPED_OUTCOME, ended_waits
 from agent_kernel.views.summaries import question_label
 
-EXTENSION = Path(__file__).resolve().parents[2] / "labextension"
 SCRIPT = r"""
 const words = require(process.argv[1]);
 const states = JSON.parse(process.argv[2]);
@@ -42,21 +39,11 @@ console.log(JSON.stringify(states.map((state) => {
 """
 
 
-def in_node(states: list[dict[str, Any]], tmp_path: Path) -> list[dict[str, Any]]:
+def said_in_node(states: list[dict[str, Any]], tmp_path: Path) -> list[dict[str, Any]]:
     """What ``words.ts`` makes of each saved run: its entries once ended, each question's
     outcome and label."""
-    node = shutil.which("node")
-    tsc = EXTENSION / "node_modules" / ".bin" / "tsc"
-    if node is None or not tsc.exists():
-        pytest.fail("this test needs node and the extension's node_modules (npm ci in "
-                    "labextension/)", pytrace=False)
-    subprocess.run([str(tsc), str(EXTENSION / "src" / "words.ts"), "--outDir", str(tmp_path),
-                    "--target", "ES2020", "--module", "commonjs", "--moduleResolution", "node",
-                    "--lib", "DOM,ES2020", "--strict", "--skipLibCheck"],
-                   check=True, capture_output=True, timeout=180, cwd=EXTENSION)
-    done = subprocess.run([node, "-e", SCRIPT, str(tmp_path / "words.js"), json.dumps(states)],
-                          capture_output=True, text=True, timeout=60, check=True)
-    said: list[dict[str, Any]] = json.loads(done.stdout)
+    said: list[dict[str, Any]] = in_node(SCRIPT, str(compiled("words", tmp_path)),
+                                         json.dumps(states))
     return said
 
 
@@ -104,7 +91,7 @@ def test_a_stopped_runs_waits_read_as_in_the_fallback(tmp_path: Path) -> None:
         for q in questions([e]):
             q["source"] = None
     assert [q["source"] for q in questions(saved["entries"])] == ["stopped", "stopped"]
-    said_live, said_saved, said_older = in_node([live, saved, older], tmp_path)
+    said_live, said_saved, said_older = said_in_node([live, saved, older], tmp_path)
 
     assert said_live["same"] and said_saved["same"] is False
     assert said_live["outcomes"] == ["Waiting for your approval", "Waiting for your answer"]
@@ -135,6 +122,6 @@ def test_a_worker_asking_inside_its_planners_finished_run_still_waits_in_both(
 
     state = {"status": "running", "entries": [
         {"kind": "agent", "status": "done", "entries": [asking("running"), asking("done")]}]}
-    [said] = in_node([state], tmp_path)
+    [said] = said_in_node([state], tmp_path)
     assert [q["source"] for q in questions(said["entries"])] == [None, "stopped"]
     assert said["entries"] == ended_waits(state)["entries"]  # type: ignore[arg-type]
