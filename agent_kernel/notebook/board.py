@@ -95,6 +95,18 @@ def done_line(op: str, words: str, state: str) -> str:
     return f"{'Stopped' if op == 'stop' and state == 'running' else 'Cancelled'}: {words}"
 
 
+def acted_line(supervisor: Supervisor, op: str, ident: str, before: tuple[str, str] | None,
+               done: bool, unnamed: str) -> str:
+    """What a Stop or Cancel of ``ident`` did, or why nothing was done, from the task's
+    words ``before`` it (:func:`describe`); ``unnamed`` follows the verb when the team could
+    not name it (the row's label, or nothing)."""
+    if done:
+        if before is not None:
+            return done_line(op, *before)
+        return f"{'Stopped' if op == 'stop' else 'Cancelled'}{unnamed}"
+    return not_done_line(op, ident, describe(supervisor, ident) or before)
+
+
 def not_done_line(op: str, ident: str, found: tuple[str, str] | None) -> str:
     """Why nothing was stopped or cancelled, in words; the id only in a magic to type."""
     if found is None:
@@ -313,9 +325,7 @@ class BoardControls:
         sup = self.board.supervisor
         before = describe(sup, ident)
         done = self.board.act(op, ident)
-        said = (done_line(op, *before) if done and before is not None
-                else f"{'Stopped' if op == 'stop' else 'Cancelled'}: {self._label(ident)}"
-                if done else not_done_line(op, ident, describe(sup, ident) or before))
+        said = acted_line(sup, op, ident, before, done, f": {self._label(ident)}")
         line = f"{said} · {_now_text()}"
         self.outcomes = [*self.outcomes[-9:], line]
         self.sync()
@@ -443,9 +453,7 @@ def agent_team(agent_magics: AgentMagics, line: str) -> None:
         else:
             before = describe(team.supervisor, ident)
             done = team.stop(ident) if op == "stop" else team.cancel(ident)
-            said = (done_line(op, *before) if done and before is not None
-                    else f"{'Stopped' if op == 'stop' else 'Cancelled'}." if done
-                    else not_done_line(op, ident, describe(team.supervisor, ident) or before))
+            said = acted_line(team.supervisor, op, ident, before, done, ".")
         if done:
             print(said if said.endswith(".") else f"{said}.")
         else:

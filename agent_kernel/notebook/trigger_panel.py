@@ -67,15 +67,21 @@ def _now_text() -> str:
     return local_time(now.isoformat(), now)
 
 
+def trigger_words(trigger: Trigger | None, unknown: str = "that trigger") -> str:
+    """A trigger as a person knows it, by what it asks and when (``check the build (every
+    2 s)``); its id is for the magic a person types."""
+    if trigger is None:
+        return unknown
+    return f"{one_line(trigger.prompt, 60)} ({trigger.schedule_text()})"
+
 
 def trigger_outcome(action: str, trigger: Trigger | None, done: bool) -> str:
-    """What Cancel or Approve did, in words, the trigger named by its work and schedule
-    (``Cancelled: check the build (every 2 s)``); its id is for the magic a person types."""
-    what = (f"{one_line(trigger.prompt, 60)} ({trigger.schedule_text()})" if trigger
-            else "that trigger")
+    """What Cancel or Approve did, in words (``Cancelled: check the build (every 2 s)``)."""
+    what = trigger_words(trigger)
     if done:
         return f"{'Cancelled' if action == 'cancel' else 'Approved'}: {what}"
     return f"Nothing to {action}: {what} is no longer waiting for it"
+
 
 class TriggersPanel:
     """A static, self-updating table of triggers; ``trigger_ids`` limits it (else all)."""
@@ -263,11 +269,8 @@ class _Controls:
             self._redraw()
 
     def _named(self, trigger_id: str) -> str:
-        """A trigger in words: its prompt and schedule (its id is the magic's to type)."""
-        trigger = self.panel.scheduler.triggers.get(trigger_id)
-        if trigger is None:
-            return "a trigger"
-        return f"{one_line(trigger.prompt, 60)} ({trigger.schedule_text()})"
+        """A trigger of this panel in words (:func:`trigger_words`)."""
+        return trigger_words(self.panel.scheduler.triggers.get(trigger_id), "a trigger")
 
     def _ended_line(self, trigger_id: str) -> str:
         trigger = self.panel.scheduler.triggers.get(trigger_id)

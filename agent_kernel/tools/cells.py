@@ -186,6 +186,17 @@ def _checked_id(tool: str, cell_id: str | None, index: int | None, name: str = "
                         summary="not a cell id")
 
 
+async def _named_cell(tool: str, ctx: ToolContext, cell_id: str | None,
+                      index: int | None) -> tuple[CellService, NotebookCell, int]:
+    """The cell an edit or a run names (by id or position, exactly one), read whole from
+    the page, with the service and its position; a ToolError in words otherwise."""
+    _checked_id(tool, cell_id, index, required=True)
+    service = _service(ctx)
+    _available(service, by_id=cell_id is not None)
+    cell = await _one_cell(service, ctx, index, cell_id)
+    return service, cell, cell.get("index", index or 0)
+
+
 async def _one_cell(service: CellService, ctx: ToolContext, index: int | None,
                     cell_id: str | None = None) -> NotebookCell:
     """The cell with ``cell_id`` (or at ``index``) with its whole source, or a ToolError
@@ -308,11 +319,7 @@ async def edit_cell(
         cell_id: The cell's id from read_cells (it stays with the cell; positions move).
         index: Or the cell's position.
     """
-    _checked_id("edit_cell", cell_id, index, required=True)
-    service = _service(ctx)
-    _available(service, by_id=cell_id is not None)
-    cell = await _one_cell(service, ctx, index, cell_id)
-    at = cell.get("index", index or 0)
+    service, cell, at = await _named_cell("edit_cell", ctx, cell_id, index)
     old = cell.get("source", "")
     if old == source:
         return {"ok": True, "index": at, "changed": False,
@@ -351,11 +358,7 @@ async def run_cell(
         index: Or the cell's position.
         timeout_seconds: How long to wait for the cell to finish (default 60).
     """
-    _checked_id("run_cell", cell_id, index, required=True)
-    service = _service(ctx)
-    _available(service, by_id=cell_id is not None)
-    cell = await _one_cell(service, ctx, index, cell_id)
-    at = cell.get("index", index or 0)
+    service, cell, at = await _named_cell("run_cell", ctx, cell_id, index)
     if cell.get("kind", "code") != "code":
         raise ToolError(f"Cell {at} is a {cell.get('kind')} cell; only code cells run.",
                         summary=f"cell {at} is not code")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from agent_kernel.team.queue import task_of
 from agent_kernel.triggers import existing_scheduler
 from agent_kernel.views.safe_html import esc
-from agent_kernel.views.summaries import one_line, work_name
+from agent_kernel.views.summaries import one_line, role_word, work_name
 from agent_kernel.views.trigger_panel import local_time
 
 if TYPE_CHECKING:
@@ -394,10 +394,6 @@ def _who(agent_id: object) -> str:
     return (head if head and number.isdigit() else text).replace("_", " ").capitalize()
 
 
-def _role_word(role: object) -> str:
-    return str(role or "agent").replace("_", " ").capitalize()
-
-
 def someone(agent_id_or_role: object) -> str:
     """Who, as a sentence says it: ``a Worker``, ``an Analyst``, ``the Teller``."""
     word = _who(agent_id_or_role)
@@ -416,7 +412,7 @@ def _queue_rows(rows: list[TaskRow], now: datetime) -> list[str]:
     return [f"<tr class='agent-kernel-team-task' data-task-id='{esc(r['id'])}' "
             f"data-status='{esc(r['status'])}' title='{esc(r['id'])}'>"
             f"<td {_RIGHT} class='ak-num'>{esc(r['priority'])}</td>"
-            f"<td {_LEFT}>{esc(_role_word(r['role']))}<br><span class='ak-muted'>"
+            f"<td {_LEFT}>{esc(role_word(r['role']))}<br><span class='ak-muted'>"
             f"{esc(r['status'])}</span></td>"
             f"<td {_LEFT} class='ak-prompt'>{esc(r['prompt'])}</td>"
             f"<td {_LEFT} title='{esc(r['by'] or '')}'>{esc(_who(r['by']))}</td>"
@@ -484,7 +480,7 @@ def board_html(state: Mapping[str, Any]) -> str:
         ("Agent", "Working on"),
         (f"<tr class='agent-kernel-team-agent' data-agent-id='{esc(r['id'])}'>"
          f"<td {_LEFT} title='{esc(r['id'])}'>"  # the role: its work is the next column
-         f"{esc(work_name('', r['role']))}</td>"
+         f"{esc(role_word(r['role']))}</td>"
          f"<td {_LEFT} class='ak-prompt'>{esc(r['task']) or '<span class=ak-muted>idle</span>'}"
          "</td></tr>" for r in agents))))
     roles = state["roles"]
@@ -545,7 +541,7 @@ def board_text(state: Mapping[str, Any]) -> str:
     for r in state["running"]:
         more = f", {r['waiting']}" if r.get("waiting") else ""
         more += f", {r['where']}" if r.get("where") else ""
-        lines.append(f"  {one_line(r['prompt'], 80)} · {_role_word(r['role'])} (priority "
+        lines.append(f"  {one_line(r['prompt'], 80)} · {role_word(r['role'])} (priority "
                      f"{r['priority']}, started {local_time(r['started'], now)}{more})"
                      + _hint("stop", r["id"]))
     for name, title in (("planner", "Planner queue"), ("worker", "Worker queue"),
@@ -556,7 +552,7 @@ def board_text(state: Mapping[str, Any]) -> str:
         lines.append(f"{title}:" if rows else f"{title}: empty")
         for r in rows:
             asked = f", from {someone(r['by'])}" if r.get("by") else ""
-            lines.append(f"  {one_line(r['prompt'], 80)} · {_role_word(r['role'])} (priority "
+            lines.append(f"  {one_line(r['prompt'], 80)} · {role_word(r['role'])} (priority "
                          f"{r['priority']}, {r['status']}{asked})" + _hint("cancel", r["id"]))
     if state["triggers"]:
         lines.append("Triggers:")

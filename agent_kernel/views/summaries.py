@@ -387,11 +387,15 @@ def work_name(task: object, role: object) -> str:
     """An agent named by its work, as a person would: ``research Lisbon for a… · Worker``
     (its id, ``worker-6``, goes in a tooltip); a role alone when it works on nothing."""
     words = one_line(task, 200).split()
-    role_word = str(role or "agent").replace("_", " ").capitalize()
     if not words:
-        return role_word
+        return role_word(role)
     short = " ".join(words[:WORK_WORDS]).rstrip(".,:;")
-    return f"{short}{'…' if len(words) > WORK_WORDS else ''} · {role_word}"
+    return f"{short}{'…' if len(words) > WORK_WORDS else ''} · {role_word(role)}"
+
+
+def role_word(role: object) -> str:
+    """A team role as a word a person reads: ``Worker``, ``Fact checker``."""
+    return str(role or "agent").replace("_", " ").capitalize()
 
 
 def task_words(prompt: str) -> str:
