@@ -238,11 +238,16 @@ def write_atomic(root: Path, path: str | PurePath, data: bytes, fsync: bool = Fa
         write_atomic_at(parent, parts[-1], data, fsync)
 
 
+def _file_name(name: str) -> None:
+    """Refuse a ``name`` that is not one file's name in its folder."""
+    if not name or "/" in name or name in (".", ".."):
+        raise UnsafeWorkspacePath(f"not a file name: {name!r}")
+
+
 def write_atomic_at(parent: int, name: str, data: bytes, fsync: bool = False) -> None:
     """:func:`write_atomic` in the folder open as ``parent`` (from :func:`folder_fd`): for a
     writer that puts many files in one folder without walking to it each time."""
-    if not name or "/" in name or name in (".", ".."):
-        raise UnsafeWorkspacePath(f"not a file name: {name!r}")
+    _file_name(name)
     temporary = f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
     with contextlib.suppress(FileNotFoundError):
         os.unlink(temporary, dir_fd=parent)
@@ -267,8 +272,7 @@ def write_atomic_at(parent: int, name: str, data: bytes, fsync: bool = False) ->
 def unlink_at(parent: int, name: str) -> bool:
     """Remove the name ``name`` in the folder open as ``parent`` (a link itself, never its
     target); False when missing."""
-    if not name or "/" in name or name in (".", ".."):
-        raise UnsafeWorkspacePath(f"not a file name: {name!r}")
+    _file_name(name)
     try:
         os.unlink(name, dir_fd=parent)
     except FileNotFoundError:
