@@ -256,10 +256,16 @@ def smolagents(base_url: str) -> Contender:
 
 # -- agent-kernel -----------------------------------------------------------------------------
 
-def _ak_settings(base_url: str) -> Any:
+def _ak_settings(base_url: str, family: str) -> Any:
+    """Each contender with a key of its own: agent-kernel keeps one connection pool per
+    base URL and key in a process (``fast_path.client``), and each peer contender has a
+    client of its own, so ours get a pool each too. Shared, a Team of four Workers paid
+    for the idle connections the 50-Worker Team left (httpcore probes every idle
+    connection each time it hands one out: ~6,300 probes, ~35 ms, a fan-out)."""
     from agent_kernel import Settings
 
-    return Settings(api_base=base_url, api_key=API_KEY, max_retries=0, max_tool_calls=1000)
+    return Settings(api_base=base_url, api_key=f"{API_KEY}-{family}", max_retries=0,
+                    max_tool_calls=1000)
 
 
 def agent_kernel(base_url: str, default_tools: bool, folder: Path) -> Contender:
@@ -269,13 +275,13 @@ def agent_kernel(base_url: str, default_tools: bool, folder: Path) -> Contender:
         from agent_kernel.app import Agent
 
         agent: Any = Agent(model=f"openai/{family}.solo", workspace=folder / family,
-                           settings=_ak_settings(base_url))
+                           settings=_ak_settings(base_url, family))
     else:
         from agent_kernel.engine.agent import Agent as EngineAgent
         from agent_kernel.tools.core import echo as ak_echo
 
         agent = EngineAgent(model=f"openai/{family}.solo", workspace=folder / family,
-                            tools=[ak_echo], settings=_ak_settings(base_url))
+                            tools=[ak_echo], settings=_ak_settings(base_url, family))
 
     async def run() -> None:
         result = await agent.arun(PROMPT, new=True)
@@ -394,7 +400,7 @@ def ak_team(base_url: str, folder: Path, max_workers: int) -> Delegation:
 
     family = "ak-team" if max_workers == 4 else f"ak-team{max_workers}"
     team = Team(model=f"openai/{family}.team", workspace=folder / f"team-{max_workers}",
-                settings=_ak_settings(base_url),
+                settings=_ak_settings(base_url, family),
                 limits=TeamLimits(max_workers=max_workers, max_delegations=100))
 
     async def run(fanout: int) -> None:

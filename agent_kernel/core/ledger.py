@@ -460,7 +460,10 @@ class Ledger:
         return bodies
 
     def _write_blobs(self, blobs: list[Blob]) -> None:
-        """Large fields, whole on disk before any record names them."""
+        """Large fields, whole on disk before any record names them (a record with none
+        costs no system call here: the writer makes the folder it writes in)."""
+        if not blobs:
+            return
         self.root.mkdir(parents=True, exist_ok=True)
         try:
             write_blobs(self.blob_folder, blobs)

@@ -27,6 +27,7 @@ the agent imports it and it imports nothing back.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Protocol
@@ -130,6 +131,10 @@ class Approvals:
         self.host = host
         self._standing: dict[str, StandingPermission] = {}
         self.timeout = APPROVAL_TIMEOUT
+        self.offers_standing = True
+        """Whether "Always allow" is offered at all: not by an agent that lives for one
+        task (a team's Planner or Worker), whose standing permission would end, unseen,
+        with the task; its cards offer Approve and Deny."""
 
     def standing(self) -> list[StandingPermission]:
         """The standing permissions of this Agent, oldest first."""
@@ -185,6 +190,8 @@ class Approvals:
         policy from deciding (:class:`ApprovalTerms`).
         """
         terms = terms or ApprovalTerms()
+        if not self.offers_standing and terms.standing:
+            terms = dataclasses.replace(terms, standing=False)
         digest = digest if digest is not None else terms.digest
         if terms.standing and (held := self._standing.get(what)) is not None:
             await self._record(run_id, what, arguments, True, ALWAYS, "always", digest,

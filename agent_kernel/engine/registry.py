@@ -833,6 +833,8 @@ class ToolRegistry:
         return {name for name, group in offering.groups.items() if group in groups}
 
     def _built(self, role: str | None, found: frozenset[str] | None) -> list[ToolSchema]:
+        """A copy of the cached list; the schemas in it are shared and never changed
+        (``fast_path`` keeps their JSON by identity)."""
         key = (role, found)
         cached = self._cache.get(key)
         if cached is None:

@@ -37,9 +37,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.core.events import Question, QuestionAnswered
+from agent_kernel.core.mime_types import BOARD_MIME
 from agent_kernel.notebook.cells import LiveOutput, in_cell, outcome_bundle
 from agent_kernel.triggers import existing_scheduler
-from agent_kernel.views.board import BOARD_MIME, board_bundle, one_line, snapshot, someone
+from agent_kernel.views.board import board_bundle, one_line, snapshot, someone
 from agent_kernel.views.summaries import task_words
 from agent_kernel.views.trigger_panel import local_time
 
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
 
 UPDATES_PER_SECOND = 2
 REFRESH_SECONDS = 30.0
-CONTROLS_MIME = "application/vnd.agent-kernel.controls.v1+json"
 USAGE = ("usage: %agent_team [--text] | %agent_team cancel TASK_OR_TRIGGER_ID | "
          "%agent_team stop TASK_ID")
 NO_TEAM = ("No team in this session yet: start one with %agent --team PROMPT "

@@ -208,8 +208,8 @@ class FrontendProbe:
 
     def state(self, data: dict[str, Any]) -> dict[str, object]:
         """The reply to ``state``: a live (or lately ended) run's state and MIME bundle."""
+        from agent_kernel.core.mime_types import RUN_MIME
         from agent_kernel.notebook.requests import NOT_LIVE, StateRequest, read
-        from agent_kernel.views.mime import RUN_MIME
 
         request = read(StateRequest, data)
         if isinstance(request, str):

@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.core.mime_types import CONTROLS_MIME
 from agent_kernel.notebook.cells import LiveOutput, in_cell, outcome_bundle
 from agent_kernel.triggers.model import LIVE
 from agent_kernel.views.summaries import one_line
@@ -379,9 +380,6 @@ class ExtensionControls(TextControls):
         words = [*self.outcomes, f"Live controls (while the kernel runs): {hint}"]
         return {CONTROLS_MIME: {"version": 1, "kind": "triggers", "rows": rows,
                                 "outcomes": self.outcomes}, **outcome_bundle(words)}
-
-
-CONTROLS_MIME = "application/vnd.agent-kernel.controls.v1+json"
 
 
 def _trigger_action(request: TriggerRequest) -> tuple[bool, str]:

@@ -259,6 +259,8 @@ class Supervisor:
             agent.services.triggers = self.desk.services.triggers
         if self.asker is not None and role != TELLER:  # the person sees who asks
             agent.questions = NamedQuestions(self.asker, agent)  # type: ignore[assignment]
+        if role != TELLER:  # lives one task: "Always allow" would end with it, unseen
+            agent.approvals.offers_standing = False
         agent.bus.subscribe(self.bus.emit)
         kept = self._schemas.get(_ids(agent.registry.fingerprint()))
         if kept is not None:

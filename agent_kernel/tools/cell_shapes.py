@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from typing import TypedDict
 
+from agent_kernel.core.mime_types import RUN_MIME
 from agent_kernel.engine.services import CellOutput, NotebookCell
 
-RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
 SOURCE_SHOWN = 3000
 """Characters of one cell's source ``read_cells`` gives the model."""
 OUTPUT_SHOWN = 2000

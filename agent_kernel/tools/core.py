@@ -40,7 +40,9 @@ def state(name: str) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
     return register
 
 
-def echo(value: str) -> str:
+# Instant and never blocking, so it runs on the loop like the tools below it: a sync
+# tool would run in a thread of its own (``Tool.invoke``) and pay the hand-off.
+async def echo(value: str) -> str:
     """Echo a string back; useful for debugging.
 
     Args:

@@ -31,10 +31,6 @@ if TYPE_CHECKING:
     from agent_kernel.team.queue import Task
     from agent_kernel.team.supervisor import Supervisor
 
-BOARD_MIME = "application/vnd.agent-kernel.board.v1+json"
-"""The live board for our JupyterLab extension: ``{"version": 1, "state": snapshot,
-"controls": "extension" | "none", "rows": [{"id", "op", "label"}]}``; it draws the
-state with each row's Stop or Cancel in the row (labextension/src/board.ts)."""
 PROMPT_CHARS = 160
 LIST_LIMIT = 20
 """Roles made at run time, artifacts and messages shown (the newest)."""

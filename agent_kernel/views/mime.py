@@ -42,6 +42,7 @@ from agent_kernel.core.events import (
     for_display,
 )
 from agent_kernel.core.json_types import JsonObject
+from agent_kernel.core.mime_types import RUN_MIME
 from agent_kernel.core.redaction import redact_text
 from agent_kernel.core.statuses import (
     AnswerSource,
@@ -72,7 +73,6 @@ from agent_kernel.views.run_record import (
 from agent_kernel.views.run_record import Loading as LoadingLine
 from agent_kernel.views.summaries import is_envelope, result_kind, summarise, task_words
 
-RUN_MIME = "application/vnd.agent-kernel.run.v1+json"
 ASK_TOOL = "ask_user"
 """The tool whose question is drawn inside its own card (the card's ``approval`` slot holds
 it, as a question: ``approval: false``), so a question reads once, in one place."""

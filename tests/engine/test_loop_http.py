@@ -440,6 +440,27 @@ async def test_both_paths_send_the_same_request(tmp_path):
     assert bodies[1][0]["temperature"] == 0.2 and bodies[1][0]["max_tokens"] == 50
 
 
+def test_the_fast_paths_body_is_the_sdks_json_with_the_schemas_written_once():
+    """The body goes as the bytes the SDK's own encoder makes of it; the schemas' part is
+    kept by their identity, so a copy of the list reuses it and a new schema does not."""
+    from openai._utils._json import openapi_dumps
+
+    from agent_kernel.engine.models import fast_path
+
+    echo = {"type": "function", "function": {"name": "echo", "description": "Échoue « x »",
+                                             "parameters": {"type": "object"}}}
+    body = {"model": "m", "messages": [{"role": "user", "content": "hé"}], "tools": [echo],
+            "stream": True}
+    sent = fast_path.encoded(body)
+    assert json.loads(sent) == json.loads(openapi_dumps(body)) == body
+    assert "Échoue « x »".encode() in sent  # as the SDK sends it: UTF-8, not \u escapes
+    assert fast_path.encoded({**body, "tools": list(body["tools"])}) == sent
+    other = {"type": "function", "function": {**echo["function"], "name": "echo2"}}
+    assert json.loads(fast_path.encoded({**body, "tools": [other]}))["tools"] == [other]
+    assert json.loads(fast_path.encoded({"model": "m", "messages": []})) == {
+        "model": "m", "messages": []}
+
+
 AWKWARD_CHUNKS: list[dict[str, Any]] = [
     {"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}}]},
     {"id": "c", "choices": [{"index": 0, "delta": {"content": "Hel"}}]},

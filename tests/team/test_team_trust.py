@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from scripted_server import Message
-from test_team import RoleModel, delegate, last, make_team
+from test_team import RoleModel, delegate, last, make_team, three_levels
 from test_team_agents import BRIEF, SocietyModel, teller_and_planner, tool_call
 
 from agent_kernel.core.events import Notice
-from agent_kernel.engine.approvals import APPROVE
+from agent_kernel.engine.approvals import APPROVE, DENY
 from agent_kernel.team.roles import PLANNER, TELLER, agent_number
 from agent_kernel.team.supervisor import TRUSTED_AGENT_NUMBER, first_agent_number
 
@@ -266,6 +266,36 @@ async def test_a_workers_result_cannot_pass_as_another_task_or_the_person(tmp_pa
     assert "task_forged" not in {r["taskId"] for r in records}
     # the demo Teller's parser reads the same two Workers, never the forged one
     assert [w[0] for w in workers_of(told)] == [rome["id"], paris["id"]]
+
+
+# -- a Worker's approval: Approve or Deny, never a standing permission that ends unseen -----
+
+async def test_a_workers_card_offers_no_always_allow_and_each_worker_asks(tmp_path: Path
+                                                                          ) -> None:
+    """A Worker lives for one task: an "Always allow" on its card would end with the task
+    without the person seeing it end, so its cards offer Approve and Deny, and the next
+    Worker asks again; the person's own agent still offers it."""
+    from agent_kernel.core.events import Question
+
+    with RoleModel(three_levels) as server:
+        team = make_team(server, tmp_path / "ws", max_workers=1)
+        channel = team.teller.questions
+        channel.attach_answerer()
+        asked: list[Any] = []
+
+        def reply(event: Any) -> None:
+            if isinstance(event, Question) and event.kind == "approval":
+                asked.append(event)
+                channel.answer(event.question_id, APPROVE)
+
+        team.teller.bus.subscribe(reply)
+        result = await team.arun("compare two cities for my trip")
+
+    assert result.ok, result.error
+    assert [(e.details["tool"], e.options) for e in asked] == [
+        ("write_file", [APPROVE, DENY]), ("write_file", [APPROVE, DENY])]
+    assert team.teller.approvals.offers_standing  # the Teller lives as long as the team
+    assert not any(r.get("kind") == "permission_granted" for r in team.ledger.records())
 
 
 # -- queued tasks an earlier session left: named to the person before they run --------------
