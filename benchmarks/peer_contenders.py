@@ -6,8 +6,8 @@ of tool schemas each family sends. A contender is built once, as a program would
 its agent, and then run many times; each run checks its answer, so a framework that
 stopped early or looped is an error, not a fast figure.
 
-The frameworks are imported here only, by ``benchmarks/peers.py``, in the /work/bvenv
-venv that has them (``pip install -e .[bench]``): agent-kernel itself never imports them.
+The frameworks are imported here only, by ``benchmarks/peers.py``, in a venv
+that has them (``pip install -e .[bench]``): agent-kernel itself never imports them.
 """
 
 from __future__ import annotations
@@ -394,13 +394,18 @@ def pa_delegation(base_url: str) -> Delegation:
                       "top 2, worker 2", run)
 
 
-def ak_team(base_url: str, folder: Path, max_workers: int) -> Delegation:
-    """agent-kernel's Team: Teller → Planner → Worker (echo) → results back to the Teller."""
+def ak_team(base_url: str, folder: Path, max_workers: int, stream: bool = True) -> Delegation:
+    """agent-kernel's Team: Teller → Planner → Worker (echo) → results back to the Teller.
+    Streamed, as ``%agent --team`` runs (each turn's text shown as it comes); ``stream``
+    False: each model call answered whole, as every peer's delegation here runs
+    (``Runner.run``, ``Agent.run``, smolagents' ``run``)."""
     from agent_kernel.team import Team, TeamLimits
 
-    family = "ak-team" if max_workers == 4 else f"ak-team{max_workers}"
-    team = Team(model=f"openai/{family}.team", workspace=folder / f"team-{max_workers}",
-                settings=_ak_settings(base_url, family),
+    family = ("ak-team" if max_workers == 4 else f"ak-team{max_workers}") + (
+        "" if stream else "-whole")
+    settings = _ak_settings(base_url, family)
+    settings.stream = stream
+    team = Team(model=f"openai/{family}.team", workspace=folder / family, settings=settings,
                 limits=TeamLimits(max_workers=max_workers, max_delegations=100))
 
     async def run(fanout: int) -> None:
@@ -415,12 +420,14 @@ def ak_team(base_url: str, folder: Path, max_workers: int) -> Delegation:
             raise RuntimeError(f"ak-team: {result.status}, {len(done)} of {fanout} workers ok: "
                                f"{result.error or result.reply}")
         check(result.reply, TOP_DONE, "ak-team")
-    return Delegation(f"agent-kernel Team (Teller → Planner → Worker, max_workers={max_workers})",
+    return Delegation(f"agent-kernel Team (Teller → Planner → Worker, max_workers={max_workers}"
+                      f"{'' if stream else ', not streamed, as the peers run'})",
                       family, "Teller 3, Planner 1, Worker 2", run, overhead=4)
 
 
 def delegation_contenders(base_url: str, folder: Path) -> list[Delegation]:
     """Part c: the same delegated task in each framework's own way."""
     return [oa_handoff(base_url), oa_as_tool(base_url), sm_managed(base_url),
-            pa_delegation(base_url), ak_team(base_url, folder, 4)]
+            pa_delegation(base_url), ak_team(base_url, folder, 4),
+            ak_team(base_url, folder, 4, stream=False)]
 

@@ -12,7 +12,7 @@ floor that spec 000's routing sets can be read beside both:
 
     floor = 5 calls at our measured cost a call + nothing between them
 
-    python benchmarks/team_path.py --rounds 100     # in /work/bvenv (openai-agents)
+    python benchmarks/team_path.py --rounds 100     # needs the bench extra (openai-agents)
 
 Prints Markdown: the date, the machine, its load, and the figures.
 """
