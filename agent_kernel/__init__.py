@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from agent_kernel.core.sample_data import sample_data
     from agent_kernel.core.workspace import Workspace
     from agent_kernel.engine.agent import RunResult, ToolCallRecord
-    from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError, tool
+    from agent_kernel.engine.registry import Field, Tool, ToolContext, ToolError
+    from agent_kernel.engine.user_tools import tool
     from agent_kernel.team import Team, TeamResult
     from agent_kernel.tools.core import state
 
@@ -32,7 +33,7 @@ __version__ = "0.1.0"
 _LAZY = {"Agent": "app", "RunResult": "engine.agent", "ToolCallRecord": "engine.agent",
          "Settings": "core.config", "Ledger": "core.ledger", "Field": "engine.registry",
          "Tool": "engine.registry", "ToolContext": "engine.registry",
-         "ToolError": "engine.registry", "tool": "engine.registry",
+         "ToolError": "engine.registry", "tool": "engine.user_tools",
          "state": "tools.core", "Workspace": "core.workspace", "Team": "team.team",
          "TeamResult": "team.team", "sample_data": "core.sample_data"}
 

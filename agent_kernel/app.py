@@ -18,7 +18,8 @@ from agent_kernel.core.workspace import Workspace
 from agent_kernel.engine import agent as engine
 from agent_kernel.engine.agent import SYSTEM_PROMPT
 from agent_kernel.engine.models import Model
-from agent_kernel.engine.registry import Tool, UserTools
+from agent_kernel.engine.registry import Tool
+from agent_kernel.engine.user_tools import UserTools
 from agent_kernel.team.roles import ROLE_PERMITS
 from agent_kernel.team.toolsets import default_toolsets
 

@@ -93,7 +93,7 @@ def code_cells(nb: Any) -> dict[str, Any]:
 
 def run_state(cell: Any) -> dict[str, Any]:
     """The JSON state of the one run a cell drew."""
-    from agent_kernel.views.mime import RUN_MIME
+    from agent_kernel.core.mime_types import RUN_MIME
 
     [state] = [o["data"][RUN_MIME] for o in cell.outputs if RUN_MIME in o.get("data", {})]
     return state

@@ -74,9 +74,10 @@ MOST_DICT_ANY = 173
 """Lines of the package that spell ``dict[str, Any]`` (359 before issue 23's typed
 messages; docs/architecture.md, "Typed seams"): a new JSON shape gets a TypedDict or
 a model, so the count may fall but not rise."""
-MOST_JSON_OBJECT = 98
+MOST_JSON_OBJECT = 99
 """Lines that name ``JsonObject``, the alias for free JSON only: capped too, so the
-count above cannot fall by renaming."""
+count above cannot fall by renaming (99 since ``engine/tool_schema.py`` left the registry
+with the schema code: its import is the one line more)."""
 
 
 def lines_with(package: Path, text: str) -> list[str]:

@@ -72,7 +72,7 @@ def loaded_magics(workspace: Path) -> Iterator[AgentMagics]:
     agent on ``workspace``; unloaded again afterwards, whatever the test did."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from agent_kernel.engine.registry import UserTools, session_tools
+    from agent_kernel.engine.user_tools import UserTools, session_tools
     from agent_kernel.notebook import magics as m
 
     shell = InteractiveShell()

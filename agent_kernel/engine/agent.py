@@ -47,19 +47,11 @@ from agent_kernel.engine.models.litellm_loader import LIBRARY
 from agent_kernel.engine.models.names import missing_key
 from agent_kernel.engine.models.provider_errors import ProviderError
 from agent_kernel.engine.questions import QuestionChannel
-from agent_kernel.engine.registry import (
-    PermissionHook,
-    Tool,
-    ToolRegistry,
-    Toolset,
-    TurnState,
-    UserTools,
-)
-from agent_kernel.engine.registry import (
-    user_tools as current_user_tools,
-)
+from agent_kernel.engine.registry import PermissionHook, Tool, ToolRegistry, Toolset, TurnState
 from agent_kernel.engine.services import AgentServices, Budget, BudgetRefused
 from agent_kernel.engine.tool_calls import LedgerUnavailable, ToolCallRecord
+from agent_kernel.engine.user_tools import UserTools
+from agent_kernel.engine.user_tools import user_tools as current_user_tools
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,6 @@ import copy
 import enum
 import functools
 import inspect
-import os
-import queue
-import re
 import threading
 import typing
 from collections.abc import Callable, Mapping
@@ -27,9 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from agent_kernel.engine.models.base import FunctionSpec, JsonObject, Model, ToolSchema
+from agent_kernel.engine.tool_schema import format_validation_error, inline_refs, parse_docstring
+from agent_kernel.engine.tool_threads import tool_thread
 
 if typing.TYPE_CHECKING:
-    from pydantic import BaseModel, ValidationError
+    from pydantic import BaseModel
     from pydantic.fields import FieldInfo
 
     from agent_kernel.core.config import Settings
@@ -39,8 +38,9 @@ if typing.TYPE_CHECKING:
     from agent_kernel.engine.approvals import Approvals, ApprovalTerms
     from agent_kernel.engine.context import ContextWindow
     from agent_kernel.engine.questions import QuestionChannel
-    from agent_kernel.engine.services import AgentServices, SchedulerService
+    from agent_kernel.engine.services import AgentServices
     from agent_kernel.engine.tool_clock import ToolClock
+    from agent_kernel.engine.user_tools import UserTools
 
 # pydantic costs ~60 ms to import and ``%load_ext`` reaches this module (``user_tools``)
 # before any tool is made: it is imported when the first tool is.
@@ -178,86 +178,8 @@ class ToolContext:
         return result
 
 
-_ARG_LINE = re.compile(r"^\s{0,8}(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-
-
-def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into a description and per-argument text."""
-    if not doc:
-        return "", {}
-    lines = inspect.cleandoc(doc).splitlines()
-    summary: list[str] = []
-    args: dict[str, str] = {}
-    section = "summary"
-    current: str | None = None
-    for line in lines:
-        stripped = line.strip()
-        header = stripped.rstrip(":").lower()
-        if stripped.endswith(":") and header in ("args", "arguments", "parameters", "params"):
-            section, current = "args", None
-            continue
-        if stripped.endswith(":") and header in ("returns", "return", "raises", "yields", "example",
-                                                  "examples", "note", "notes"):
-            section, current = "other", None
-            continue
-        if section == "summary":
-            summary.append(line)
-        elif section == "args":
-            match = _ARG_LINE.match(line)
-            if match and not line.startswith("        "):
-                current = match.group(1).lstrip("*")
-                args[current] = match.group(2).strip()
-            elif current and stripped:
-                args[current] = f"{args[current]} {stripped}".strip()
-    return "\n".join(summary).strip(), args
-
-
 def _is_context(annotation: object) -> bool:
     return annotation is ToolContext or annotation == "ToolContext"
-
-
-def _inline_refs(schema: JsonObject) -> JsonObject:
-    """Inline ``$defs`` (enums, nested models) and drop pydantic's titles."""
-    defs = schema.pop("$defs", {})
-
-    def walk(node: object) -> Any:
-        if isinstance(node, dict):
-            if "$ref" in node:
-                target = copy.deepcopy(defs[node["$ref"].split("/")[-1]])
-                extra = {k: v for k, v in node.items() if k != "$ref"}
-                return walk({**target, **extra})
-            out = {k: walk(v) for k, v in node.items() if k != "title"}
-            any_of = out.get("anyOf")
-            if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:
-                inner = next(item for item in any_of if item != {"type": "null"})
-                out.pop("anyOf")
-                out = {**inner, **out}
-                if out.get("default", ...) is None:
-                    out.pop("default")
-            return out
-        if isinstance(node, list):
-            return [walk(item) for item in node]
-        return node
-
-    result: JsonObject = walk(schema)
-    return result
-
-
-def _format_validation_error(tool_name: str, error: ValidationError) -> str:
-    parts = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"]) or "arguments"
-        if item["type"] == "missing":
-            parts.append(f"{where}: required argument is missing")
-        elif item["type"] == "extra_forbidden":
-            parts.append(f"{where}: unexpected argument")
-        else:
-            got = item.get("input")
-            shown = repr(got)
-            if len(shown) > 80:
-                shown = shown[:77] + "..."
-            parts.append(f"{where}: {item['msg']}, got {shown}")
-    return f"Invalid arguments for tool '{tool_name}': " + "; ".join(parts)
 
 
 Precheck = Callable[[JsonObject, "ToolContext"], JsonObject | None]
@@ -402,7 +324,7 @@ class Tool:
     @functools.cached_property
     def parameters(self) -> JsonObject:
         """The JSON schema of the arguments, as sent to the model."""
-        schema = _inline_refs(self.model.model_json_schema())
+        schema = inline_refs(self.model.model_json_schema())
         schema.setdefault("properties", {})
         schema.setdefault("required", [])
         schema.pop("additionalProperties", None)
@@ -429,7 +351,7 @@ class Tool:
         try:
             parsed = self.model.model_validate(arguments)
         except ValidationError as exc:
-            raise ToolArgumentError(_format_validation_error(self.name, exc)) from None
+            raise ToolArgumentError(format_validation_error(self.name, exc)) from None
         values = {name: getattr(parsed, name) for name in self.model.model_fields}
         return {
             name: (value.value if isinstance(value, enum.Enum) else value)
@@ -442,7 +364,7 @@ class Tool:
         The thread is a daemon, outside the loop's executor: a sync tool that ignores its
         timeout is left behind (``context.thread`` tells) and holds up neither
         ``asyncio.run``'s shutdown nor the process's exit. A thread whose call has ended
-        waits for the next (:func:`_tool_thread`), so a call seldom waits for one to start.
+        waits for the next (:mod:`.tool_threads`), so a call seldom waits for one to start.
         """
         kwargs = dict(arguments)
         if self.context_param:
@@ -469,7 +391,7 @@ class Tool:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 loop.call_soon_threadsafe(settle, value, error)
 
-        thread = _tool_thread(work, f"agent-tool-{self.name}")
+        thread = tool_thread(work, f"agent-tool-{self.name}")
         if context is not None:
             context.thread = thread
         return await future
@@ -479,190 +401,6 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"<Tool {self.name}{' (side effects)' if self.side_effects else ''}>"
-
-
-class _ToolThread(threading.Thread):
-    """A daemon thread that runs sync tool calls one after another. Handed a call while it
-    waits, it spares the loop the wait for a new thread to be scheduled (``start`` blocks
-    until it runs: 0.1 ms on a quiet machine, a millisecond or more on a loaded one); one
-    whose call never returns is never handed another (left behind, as before)."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(daemon=True, name=name)
-        self.calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-
-    def run(self) -> None:
-        while True:
-            try:
-                work = self.calls.get(timeout=_IDLE_SECONDS)
-            except queue.Empty:
-                if _retire(self):
-                    return
-                continue  # handed a call as it timed out: take it
-            work()
-            if not _rest(self):
-                return
-
-
-_IDLE: list[_ToolThread] = []
-"""Tool threads waiting for a call (at most :data:`_MAX_IDLE`)."""
-_IDLE_LOCK = threading.Lock()
-_MAX_IDLE = 8
-_IDLE_SECONDS = 60.0
-"""A thread left idle this long ends."""
-
-
-def _tool_thread(work: Callable[[], None], name: str) -> threading.Thread:
-    """Run ``work`` on a waiting tool thread, or on a new one; returns the thread."""
-    with _IDLE_LOCK:
-        thread = _IDLE.pop() if _IDLE else None
-    if thread is None:
-        thread = _ToolThread(name)
-        thread.calls.put(work)
-        thread.start()
-    else:
-        thread.name = name
-        thread.calls.put(work)
-    return thread
-
-
-def _rest(thread: _ToolThread) -> bool:
-    """Put ``thread`` among the waiting ones; False when enough wait (it ends)."""
-    with _IDLE_LOCK:
-        if len(_IDLE) >= _MAX_IDLE:
-            return False
-        _IDLE.append(thread)
-        return True
-
-
-def _retire(thread: _ToolThread) -> bool:
-    """Take an idle ``thread`` off the waiting ones; False when it was just handed a call."""
-    with _IDLE_LOCK:
-        if thread in _IDLE:
-            _IDLE.remove(thread)
-            return True
-        return False
-
-
-def _forget_threads() -> None:
-    """In a forked child the waiting threads do not exist."""
-    global _IDLE_LOCK
-    _IDLE.clear()
-    _IDLE_LOCK = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_threads)
-
-
-class UserTools:
-    """The tools ``@tool`` (and the states ``@state``) registered in one session: offered to
-    every agent it makes.
-
-    A session is whoever makes agents for a person: a notebook's magics, a script. Each
-    holds one :class:`UserTools` and gives it to its agents (``Agent(user_tools=...)``),
-    so a second session in the same process (a test, an application embedding two
-    notebooks' worth of agents) neither offers nor sees the other's tools.
-    """
-
-    def __init__(self) -> None:
-        self._tools: dict[str, Tool] = {}
-        self._states: dict[str, Callable[[], object]] = {}
-        self._lock = threading.Lock()
-        self.wire_scheduler: Callable[[SchedulerService], None] | None = None
-        """Called with each trigger scheduler made for this session's agents
-        (``triggers.scheduler_for``): a notebook's ``%load_ext`` sets one that hands the
-        scheduler its shell's namespace and panel display. None (a script, the CLI): the
-        scheduler gets neither."""
-
-    def add_state(self, name: str, provider: Callable[[], object]) -> None:
-        """Make ``provider`` the state ``name`` this session's agents read (``query_state``)."""
-        with self._lock:
-            self._states[name] = provider
-
-    def remove_state(self, name: str) -> None:
-        """Forget the state provider ``name``."""
-        with self._lock:
-            self._states.pop(name, None)
-
-    def state(self, name: str) -> Callable[[], object] | None:
-        """The state provider ``name``, or None."""
-        return self._states.get(name)
-
-    def state_names(self) -> list[str]:
-        """The names of the state providers, sorted."""
-        return sorted(self._states)
-
-    def add(self, made: Tool) -> None:
-        """Offer ``made`` to this session's agents (replacing one of the same name)."""
-        with self._lock:
-            self._tools[made.name] = made
-
-    def remove(self, name: str) -> None:
-        """Stop offering the tool ``name`` to agents made from now on."""
-        with self._lock:
-            self._tools.pop(name, None)
-
-    def tools(self) -> list[Tool]:
-        """The tools, in the order they were registered."""
-        with self._lock:
-            return list(self._tools.values())
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._tools
-
-    def __len__(self) -> int:
-        return len(self._tools)
-
-
-INTERPRETER_TOOLS = UserTools()
-"""The interpreter's own session: where ``@tool`` registers outside :func:`session_tools`.
-A kernel runs one notebook, so in a kernel this is the notebook's session."""
-
-_SESSION: contextvars.ContextVar[UserTools | None] = contextvars.ContextVar(
-    "agent_kernel_user_tools", default=None)
-
-
-def user_tools() -> UserTools:
-    """The current session's user tools: the one :func:`session_tools` chose, else the
-    interpreter's (:data:`INTERPRETER_TOOLS`)."""
-    chosen = _SESSION.get()
-    return chosen if chosen is not None else INTERPRETER_TOOLS
-
-
-@contextlib.contextmanager
-def session_tools(tools: UserTools) -> typing.Iterator[UserTools]:
-    """Within the block, ``@tool`` registers in ``tools`` and new agents are offered them."""
-    token = _SESSION.set(tools)
-    try:
-        yield tools
-    finally:
-        _SESSION.reset(token)
-
-
-def tool(
-    func: Callable[..., Any] | None = None,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    side_effects: bool | SideEffects = False,
-    timeout: float | None = None,
-    register: bool = True,
-) -> Any:
-    """Turn a typed, docstring'd function into a :class:`Tool`.
-
-    Registered tools are offered to every agent this session makes afterwards
-    (``%agent`` included; see :class:`UserTools`); pass ``register=False`` to keep one
-    private.
-    """
-
-    def wrap(fn: Callable[..., Any]) -> Tool:
-        made = Tool(fn, name=name, description=description, side_effects=side_effects,
-                    timeout=timeout, source="user")
-        if register:
-            user_tools().add(made)
-        return made
-
-    return wrap(func) if func is not None else wrap
 
 
 PermissionHook = Callable[[str | None, Tool], bool]

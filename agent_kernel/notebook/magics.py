@@ -164,7 +164,7 @@ class AgentMagics(Magics, Configurable):
         self.observe(self._add_redact_patterns, names=["redact_patterns"])
         self.observe(self._warm_up_for, names=["model"])
         self.observe(self._settings_changed, names=list(_SETTINGS))
-        from agent_kernel.engine.registry import user_tools
+        from agent_kernel.engine.user_tools import user_tools
 
         self.user_tools = user_tools()
         """The ``@tool`` functions of this session (the interpreter's, in a kernel)."""

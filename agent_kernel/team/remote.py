@@ -551,7 +551,7 @@ class KernelTool(Tool):
 def build_agent(spec: RemoteSpec, channel: WorkerChannel) -> Agent:
     """The Worker's agent, rebuilt from its spec: the team's tools, the kernel's in the
     kernel, the model, ledger, approvals and budget through the channel."""
-    from agent_kernel.engine.registry import UserTools
+    from agent_kernel.engine.user_tools import UserTools
     from agent_kernel.team.roles import ROLE_PERMITS
     from agent_kernel.team.toolsets import default_toolsets
 

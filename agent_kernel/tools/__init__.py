@@ -17,8 +17,8 @@ from agent_kernel.engine.registry import (
     ToolContext,
     ToolError,
     ToolRegistry,
-    tool,
 )
+from agent_kernel.engine.user_tools import tool
 
 # Each module lists its tools in ``TOOLS`` and may define ``attach(agent)``, called
 # once per new Agent (to subscribe to its bus, register services, ...). Attach

@@ -21,7 +21,8 @@ from typing import Annotated, Any, Literal
 from agent_kernel.core.events import ConsoleOutput, LedgerRecorded
 from agent_kernel.core.events import Reply as ReplyEvent
 from agent_kernel.core.ledger import Ledger, decision_record, now_iso
-from agent_kernel.engine.registry import Field, Tool, ToolContext, user_tools
+from agent_kernel.engine.registry import Field, Tool, ToolContext
+from agent_kernel.engine.user_tools import user_tools
 
 _STATE_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 REASONING_CHARS = 1000
@@ -29,7 +30,7 @@ REASONING_CHARS = 1000
 
 def state(name: str) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
     """Register a function (sync or async, no arguments) as the state provider ``name`` of
-    this session (see :class:`~agent_kernel.engine.registry.UserTools`)."""
+    this session (see :class:`~agent_kernel.engine.user_tools.UserTools`)."""
     if not _STATE_NAME.match(name):
         raise ValueError(f"state name must be letters, digits and underscores, got {name!r}")
 

@@ -45,8 +45,8 @@ def _notebook(data_dir: Path) -> Any:
     from html_payloads import HOSTILE, board_state, run_state, views
     from nbformat.sign import NotebookNotary
 
-    from agent_kernel.views.board import BOARD_MIME, board_bundle
-    from agent_kernel.views.mime import RUN_MIME
+    from agent_kernel.core.mime_types import BOARD_MIME, RUN_MIME
+    from agent_kernel.views.board import board_bundle
     from agent_kernel.views.run_html import html_of, text_of
 
     state = run_state(HOSTILE)

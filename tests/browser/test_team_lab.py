@@ -44,7 +44,8 @@ CELLS = [
     # a board as saved while its Worker ran (its row live): reopened with no kernel it
     # must read, with no button
     "from IPython.display import display\n"
-    "from agent_kernel.views.board import BOARD_MIME, board_bundle, snapshot\n"
+    "from agent_kernel.core.mime_types import BOARD_MIME\n"
+    "from agent_kernel.views.board import board_bundle, snapshot\n"
     "state = snapshot(team)\n"
     "state['running'] = [{'id': 'task_saved_live', 'role': 'worker', 'type': 'task',\n"
     "    'priority': 5, 'status': 'running', 'prompt': 'summarise the saved notes',\n"

@@ -24,8 +24,9 @@ from web_server import LocalSite
 from agent_kernel import Agent, Settings
 from agent_kernel.core.events import Event
 from agent_kernel.core.ledger import LIMITS
+from agent_kernel.core.mime_types import RUN_MIME
 from agent_kernel.tools import web
-from agent_kernel.views.mime import RUN_MIME, SAVED_VALUE_CHARS, Transcript, mime_bundle
+from agent_kernel.views.mime import SAVED_VALUE_CHARS, Transcript, mime_bundle
 
 STATED_BOUND = 2 * 1024 * 1024 + 64 * 1024  # docs/security.md, "The ledger": 2,162,688 bytes
 

@@ -13,7 +13,7 @@ import agent_kernel
 from agent_kernel import Agent, Settings
 from agent_kernel.core.events import ModelCallStarted, TextDelta
 from agent_kernel.engine.models import DemoModel, resolve
-from agent_kernel.engine.registry import INTERPRETER_TOOLS
+from agent_kernel.engine.user_tools import INTERPRETER_TOOLS
 
 
 def calls(result: Any) -> list[tuple[str, Any]]:

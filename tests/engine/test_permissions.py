@@ -15,8 +15,9 @@ import pytest
 
 from agent_kernel import Agent
 from agent_kernel.core.events import Event, Question
+from agent_kernel.core.mime_types import RUN_MIME
 from agent_kernel.engine.approvals import ALWAYS, APPROVE, DENY
-from agent_kernel.views.mime import RUN_MIME, Transcript, mime_bundle
+from agent_kernel.views.mime import Transcript, mime_bundle
 from agent_kernel.views.text import TextView
 
 

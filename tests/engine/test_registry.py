@@ -14,7 +14,8 @@ from scripted_server import Call, Message
 
 import agent_kernel
 from agent_kernel import Agent, Field, Settings, Tool, ToolContext
-from agent_kernel.engine.registry import INTERPRETER_TOOLS, ToolArgumentError, ToolRegistry
+from agent_kernel.engine.registry import ToolArgumentError, ToolRegistry
+from agent_kernel.engine.user_tools import INTERPRETER_TOOLS
 from agent_kernel.tools.core import TOOLS, query_state
 
 

@@ -14,15 +14,9 @@ import agent_kernel
 from agent_kernel import Agent
 from agent_kernel.engine import tool_calls
 from agent_kernel.engine.models.llm import ToolCallRequest
-from agent_kernel.engine.registry import (
-    INTERPRETER_TOOLS,
-    Tool,
-    ToolContext,
-    TurnState,
-    UserTools,
-    session_tools,
-)
+from agent_kernel.engine.registry import Tool, ToolContext, TurnState
 from agent_kernel.engine.services import AgentServices
+from agent_kernel.engine.user_tools import INTERPRETER_TOOLS, UserTools, session_tools
 from agent_kernel.tools.core import query_state
 
 

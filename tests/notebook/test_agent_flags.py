@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from agent_kernel.engine.registry import UserTools, session_tools
+from agent_kernel.engine.user_tools import UserTools, session_tools
 from agent_kernel.notebook import magics as m
 
 

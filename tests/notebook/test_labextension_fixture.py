@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agent_kernel.views.mime import RUN_MIME, QuestionCard, ToolCard, Transcript
+from agent_kernel.core.mime_types import RUN_MIME
+from agent_kernel.views.mime import QuestionCard, ToolCard, Transcript
 
 FIXTURE = Path(__file__).resolve().parents[2] / "labextension" / "test" / "fixtures" / "run.json"
 STATE_TS = FIXTURE.parents[2] / "src" / "state.ts"

@@ -12,7 +12,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 import agent_kernel
-from agent_kernel.engine.registry import UserTools, session_tools
+from agent_kernel.engine.user_tools import UserTools, session_tools
 from agent_kernel.notebook import magics as m
 
 

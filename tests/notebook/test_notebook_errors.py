@@ -16,7 +16,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 from agent_kernel import Agent
-from agent_kernel.engine.registry import UserTools, session_tools
+from agent_kernel.engine.user_tools import UserTools, session_tools
 from agent_kernel.notebook import magics as m
 from agent_kernel.notebook.errors import FIX_OPENING, NotebookErrors, fix_prompt
 from agent_kernel.tools.notebook_errors import NO_ERROR, NO_NOTEBOOK

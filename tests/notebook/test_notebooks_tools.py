@@ -16,8 +16,8 @@ from typing import Any
 import nbformat
 import pytest
 
+from agent_kernel.core.mime_types import RUN_MIME
 from agent_kernel.guards import sandbox
-from agent_kernel.views.mime import RUN_MIME
 
 pytestmark = pytest.mark.kernel
 

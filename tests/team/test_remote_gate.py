@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from agent_kernel import Settings
-from agent_kernel.engine.registry import tool
+from agent_kernel.engine.user_tools import tool
 from agent_kernel.team import Team
 from agent_kernel.team.remote_run import RemoteRun
 from agent_kernel.team.roles import TELLER, WORKER

@@ -17,10 +17,10 @@ import nbformat
 import pytest
 
 from agent_kernel import Agent, Settings
+from agent_kernel.core.mime_types import RUN_MIME
 from agent_kernel.engine.models.demo_team import SAMPLE_NOTES, items_of
 from agent_kernel.team import Team
 from agent_kernel.team.society import ArtifactStore
-from agent_kernel.views.mime import RUN_MIME
 
 CITIES = "research three cities for a trip and compare them"
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "05-team.ipynb"

@@ -16,9 +16,10 @@ from scripted_server import Call, Message
 from test_team import RoleModel, delegate, first_prompt, last, make_team
 
 from agent_kernel.core.events import AgentActivity, Notice
+from agent_kernel.core.mime_types import RUN_MIME
 from agent_kernel.team.relay import TellerRelay
 from agent_kernel.team.roles import PLANNER, TELLER
-from agent_kernel.views.mime import RUN_MIME, mime_bundle, transcript_of
+from agent_kernel.views.mime import mime_bundle, transcript_of
 from agent_kernel.views.text import TextView
 
 CITIES = ("Paris", "Rome")

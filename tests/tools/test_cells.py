@@ -21,10 +21,10 @@ from tool_helpers import call_tool
 from tool_helpers import person as answer_approvals
 
 from agent_kernel import Agent
+from agent_kernel.core.mime_types import RUN_MIME
 from agent_kernel.engine.approvals import APPROVE, DENY
 from agent_kernel.engine.registry import ToolError
 from agent_kernel.notebook.cells_channel import HEADLESS, NO_EXTENSION, CellChannel
-from agent_kernel.tools.cell_shapes import RUN_MIME
 from agent_kernel.tools.cells import NO_IDS
 
 RUN_ID = "run_t"

@@ -286,8 +286,9 @@ async def test_panel_is_a_static_table_and_its_controls_are_words(tmp_path: Path
 async def test_extension_draws_the_panel_controls_and_its_clicks_come_over_the_comm(
         tmp_path: Path) -> None:
     """With our extension: no widget; the bundle carries the live rows, then becomes text."""
+    from agent_kernel.core.mime_types import CONTROLS_MIME
     from agent_kernel.notebook.frontend import FrontendProbe
-    from agent_kernel.notebook.trigger_panel import CONTROLS_MIME, ExtensionControls, TriggersPanel
+    from agent_kernel.notebook.trigger_panel import ExtensionControls, TriggersPanel
 
     class Handle:
         def __init__(self) -> None:

@@ -25,7 +25,8 @@ from IPython.core.interactiveshell import InteractiveShell
 from tool_helpers import call_tool
 
 from agent_kernel import Agent
-from agent_kernel.engine.registry import ToolContext, UserTools, session_tools
+from agent_kernel.engine.registry import ToolContext
+from agent_kernel.engine.user_tools import UserTools, session_tools
 from agent_kernel.notebook import magics as m
 from agent_kernel.notebook.namespace import KernelNamespace
 from agent_kernel.tools import looking

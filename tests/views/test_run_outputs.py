@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from agent_kernel.views.mime import RUN_MIME
+from agent_kernel.core.mime_types import RUN_MIME
 
 pytestmark = pytest.mark.kernel
 

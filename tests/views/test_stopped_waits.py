@@ -18,7 +18,8 @@ import pytest
 
 from agent_kernel import Agent
 from agent_kernel.core.events import AgentActivity, Event, Question, RunStarted
-from agent_kernel.views.mime import RUN_MIME, Transcript, mime_bundle
+from agent_kernel.core.mime_types import RUN_MIME
+from agent_kernel.views.mime import Transcript, mime_bundle
 from agent_kernel.views.run_html import html_of, text_of
 from agent_kernel.views.run_record import STOPPED_OUTCOME, ended_waits, read_run
 from agent_kernel.views.text import TextView

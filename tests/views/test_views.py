@@ -11,7 +11,8 @@ import pytest
 
 from agent_kernel import Agent
 from agent_kernel.core.events import Event, TextDelta
-from agent_kernel.views.mime import RUN_MIME, mime_bundle, render_html, transcript_of
+from agent_kernel.core.mime_types import RUN_MIME
+from agent_kernel.views.mime import mime_bundle, render_html, transcript_of
 from agent_kernel.views.text import TextView
 
 
