@@ -42,8 +42,8 @@ if typing.TYPE_CHECKING:
     from agent_kernel.engine.tool_clock import ToolClock
     from agent_kernel.engine.user_tools import UserTools
 
-# pydantic costs ~60 ms to import and ``%load_ext`` reaches this module (``user_tools``)
-# before any tool is made: it is imported when the first tool is.
+# pydantic costs ~60 ms to import: it is imported when the first tool is made (or the
+# first ``Field`` written), not when this module is.
 if typing.TYPE_CHECKING:
     from pydantic import Field as Field
 else:
