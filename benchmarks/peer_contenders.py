@@ -36,11 +36,13 @@ CLIENTS: list[Any] = []
 """Every openai client made here, closed by :func:`close_clients` while the loop still runs."""
 
 
-def openai_client(base_url: str) -> Any:
-    """An ``AsyncOpenAI`` at the server with its retries off."""
-    from openai import AsyncOpenAI
+def openai_client(base_url: str, aiohttp: bool = False) -> Any:
+    """An ``AsyncOpenAI`` at the server with its retries off (``aiohttp``: on the SDK's
+    ``DefaultAioHttpClient``, the transport agent-kernel's fast path uses)."""
+    from openai import AsyncOpenAI, DefaultAioHttpClient
 
-    client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
+    client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0,
+                         http_client=DefaultAioHttpClient() if aiohttp else None)
     CLIENTS.append(client)
     return client
 
@@ -157,13 +159,14 @@ async def hand_loop(create: Callable[..., Awaitable[Any]], model: str, stream: b
     raise RuntimeError("the hand loop did not end")
 
 
-def openai_loop(base_url: str, family: str, stream: bool) -> Contender:
-    client = openai_client(base_url)
+def openai_loop(base_url: str, family: str, stream: bool, aiohttp: bool = False) -> Contender:
+    client = openai_client(base_url, aiohttp)
 
     async def run() -> None:
         check(await hand_loop(client.chat.completions.create, f"{family}.solo", stream),
               WORKER_DONE, family)
-    label = "hand loop on the openai SDK" + ("" if stream else ", not streamed")
+    label = ("hand loop on the openai SDK" + ("" if stream else ", not streamed")
+             + (", aiohttp client (`DefaultAioHttpClient`)" if aiohttp else ""))
     return Contender(label, family, run, gathered(run))
 
 
@@ -298,7 +301,8 @@ def agent_kernel(base_url: str, default_tools: bool, folder: Path) -> Contender:
 def round_trip_contenders(base_url: str, folder: Path) -> list[Contender]:
     """Part a and b: one agent, one tool, one round trip."""
     return [openai_loop(base_url, "floor", True), openai_loop(base_url, "floorjson", False),
-            openai_agents(base_url), smolagents(base_url), pydantic_ai(base_url),
+            openai_loop(base_url, "flooraio", True, aiohttp=True), openai_agents(base_url),
+            smolagents(base_url), pydantic_ai(base_url),
             litellm_loop(base_url), agent_kernel(base_url, False, folder),
             agent_kernel(base_url, True, folder)]
 

@@ -11,7 +11,9 @@ its own) answers every contender; the contenders run interleaved round by round
 
 a. **One tool round trip**: the model asks for ``echo``, gets its result, answers
    (2 model calls, 1 tool). Median and p90 ms, × the floor, model calls a run and the
-   bytes of tool schemas each sends a request (counted by the server).
+   bytes of tool schemas each sends a request (counted by the server). Beside the floor,
+   the same loop not streamed and the same loop on the SDK's aiohttp client
+   (``DefaultAioHttpClient``, the transport agent-kernel's fast path uses).
 b. **20 concurrent runs**: the same round trip 20 at once (asyncio.gather; threads for
    smolagents, which is synchronous); runs/s, × the floor's.
 c. **A delegated task**: a top agent hands the job to a worker agent, which calls echo,

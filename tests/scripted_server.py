@@ -77,7 +77,14 @@ class CutStream:
     abrupt: bool = True
 
 
-Entry = Message | HttpError | CutStream
+@dataclass
+class Hangup:
+    """The server reads the request and closes the connection without a word of answer."""
+
+    forever: bool = False
+
+
+Entry = Message | HttpError | CutStream | Hangup
 
 
 def usage(prompt: int, completion: int) -> dict[str, int]:
@@ -290,6 +297,10 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                                                          "code": entry.status}}, headers)
                 return
             streaming = bool(body.get("stream"))
+            if isinstance(entry, Hangup):
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
             if isinstance(entry, CutStream):
                 if not streaming:
                     self._send_json(500, {"error": {"message": "CutStream needs stream=True"}})

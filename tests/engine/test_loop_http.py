@@ -557,8 +557,8 @@ async def test_every_run_shares_one_connection_pool(tmp_path, monkeypatch):
                                          for i in range(20)))
     assert all(r.status == "ok" for r in results)
     assert len(made) >= 20 and len({id(c) for c in made}) == 1  # one client, one pool
-    pool = made[0]._client._transport._pool  # type: ignore[attr-defined]
-    assert pool._max_connections >= 20  # 20 runs at once need not queue for a connection
+    session = made[0]._client._transport.client  # type: ignore[attr-defined]
+    assert session.connector.limit >= 20  # 20 runs at once need not queue for a connection
 
 
 async def test_the_key_reaches_no_repr_log_or_ledger(server, tmp_path, model_path, caplog):
@@ -596,20 +596,43 @@ async def test_a_price_registered_after_a_run_counts_in_the_next(server, tmp_pat
 
 
 def test_loading_litellm_imports_what_the_first_fast_request_would():
-    # a warm kernel's first run does not pay the SDK's chat types, the HTTP transport or
-    # the TLS context (~100 ms): litellm's load (the warm-up) does
+    # a warm kernel's first run does not pay the SDK's chat types, the HTTP transport
+    # (aiohttp's, through the SDK) or the TLS context (~100 ms): litellm's load (the
+    # warm-up) does
     import subprocess
     import sys
 
     code = ("import sys\nfrom agent_kernel.engine.models import fast_path, llm\n"
-            "before = {m for m in ('openai.resources.chat', 'httpcore2._async.connection_pool', "
-            "'h11') if m in sys.modules}\nllm.load_litellm()\n"
+            "before = {m for m in ('openai.resources.chat', 'aiohttp.client', "
+            "'openai._vendor.httpx_aiohttp.transport') if m in sys.modules}\n"
+            "llm.load_litellm()\n"
             "print(sorted(before), 'openai.resources.chat' in sys.modules, "
-            "'httpcore2._async.connection_pool' in sys.modules, "
+            "'openai._vendor.httpx_aiohttp.transport' in sys.modules, "
             "fast_path._tls_context is not None)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
     assert done.stdout.split("\n")[0] == "[] True True True", done.stdout + done.stderr
+
+
+def test_runs_on_loops_that_ended_leave_no_unclosed_connection_words(tmp_path):
+    # Agent.run outside a kernel runs each prompt on a loop of its own (asyncio.run); the
+    # fast path's connections on a loop that ended are let go quietly, at the next loop's
+    # first request and at exit: aiohttp would otherwise print "Unclosed client session"
+    import subprocess
+    import sys
+
+    with ScriptedServer() as srv:
+        srv.script(Message(text="one"), Message(text="two"))
+        code = ("import sys\nfrom agent_kernel import Agent, Settings\n"
+                "from agent_kernel.engine.models import fast_path\n"
+                f"a = Agent(model={MODEL!r}, workspace=sys.argv[1], settings=Settings("
+                f"api_base={srv.base_url!r}, api_key='sk-test-0123456789abcdef', "
+                "openai_fast_path=True))\n"
+                "print(a.run('hi').reply, a.run('again').reply, fast_path.requests_sent)\n")
+        done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "ws")],
+                              capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split("\n")[0] == "one two 2", done.stdout + done.stderr
+    assert "Unclosed" not in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
 async def test_both_paths_send_the_same_images_and_history():

@@ -8,7 +8,7 @@ import json
 import re
 
 import pytest
-from scripted_server import CutStream, HttpError, Message, ScriptedServer
+from scripted_server import CutStream, Hangup, HttpError, Message, ScriptedServer
 
 from agent_kernel import Agent, Settings
 from agent_kernel.core.events import Notice
@@ -216,6 +216,7 @@ SCENARIOS = {
     "timeout": [Message(text="slow", delay=1.0), Message(text="slow", delay=1.0)],
     "a stream cut off": [CutStream(forever=True)],
     "a stream that ends too soon": [CutStream(abrupt=False, forever=True)],
+    "a hang-up before any answer": [Hangup(forever=True)],
 }
 
 
