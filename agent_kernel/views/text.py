@@ -33,6 +33,7 @@ from agent_kernel.core.events import (
     for_display,
 )
 from agent_kernel.core.redaction import StreamRedactor, redact_text
+from agent_kernel.core.statuses import outcome_words
 from agent_kernel.views.mime import usage_line
 from agent_kernel.views.run_record import STOPPED_OUTCOME
 from agent_kernel.views.summaries import (
@@ -42,6 +43,7 @@ from agent_kernel.views.summaries import (
     question_label,
     summarise,
     task_words,
+    work_name,
 )
 
 if TYPE_CHECKING:
@@ -178,18 +180,23 @@ class TextView:
 
     def _agent(self, event: AgentActivity) -> None:
         """A team agent's run, a line per start, tool call and end (its text is not streamed:
-        agents working at once would interleave)."""
-        inner, who = for_display(event.inner), f"[{event.agent_id}]"
+        agents working at once would interleave), each led by the agent named by its work,
+        as the notebook names it (``[research Paris · Worker]``), never by its id."""
+        inner = for_display(event.inner)
         if isinstance(inner, RunStarted):
             self._works[event.agent_id] = redact_text(task_words(event.prompt))
-            self._team_line(f"{who} {event.role} starts: {gist(event.prompt)}")
+        work = self._works.get(event.agent_id) or redact_text(task_words(event.prompt))
+        who = f"[{work_name(work, event.role)}]"
+        if isinstance(inner, RunStarted):
+            self._team_line(f"{who} starts: {gist(work)}")
         elif isinstance(inner, ToolCallFinished):
             outcome = "ok" if inner.success else f"FAILED: {gist(str(inner.shown))}"
             self._team_line(f"{who} [tool] {inner.tool_name} {outcome}")
         elif isinstance(inner, RunFinished) and inner.result is not None:
             result = inner.result
             said = result.reply if result.status == "ok" else (result.error or result.status)
-            self._team_line(f"{who} {result.status}: {gist(said or '(no text)')}")
+            self._team_line(f"{who} {outcome_words(result.status)}: "
+                            f"{gist(said or '(no text)')}")
 
     @staticmethod
     def _result_words(event: ToolCallFinished) -> str:

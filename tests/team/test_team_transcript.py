@@ -87,8 +87,11 @@ async def test_planner_and_worker_runs_are_nested_with_their_tool_cards(tmp_path
     assert planner["agent_id"] not in plain and workers[0]["agent_id"] not in plain
     assert "        - write_file:" in plain
     said = text.getvalue()
-    assert f"[{workers[1]['agent_id']}] [tool] write_file ok" in said
-    assert f"[{planner['agent_id']}] planner starts: compare two cities" in said
+    # the terminal names them by their work too, never by their ids
+    assert "[research Rome · Worker] [tool] write_file ok" in said, said
+    assert "[compare two cities · Planner] starts: compare two cities" in said, said
+    assert "[research Paris · Worker] done: Paris: notes written" in said, said
+    assert planner["agent_id"] not in said and workers[0]["agent_id"] not in said
     assert "Paris and Rome, compared." in said
 
 

@@ -412,7 +412,7 @@ def test_text_view_holds_team_lines_until_the_answer_ends_its_line() -> None:
     lines = out.getvalue().splitlines()
     assert lines[:4] == ["I handed your ask to the Planner.",  # each line of it stays whole
                          "When they are back I answer.",
-                         "[planner-1] planner starts: plan it", "[info] next"]
+                         "[plan it · Planner] starts: plan it", "[info] next"]
 
 
 def test_list_tasks_reads_as_lines_and_no_json_is_cut(agent) -> None:
