@@ -671,3 +671,46 @@ def test_an_ended_event_loop_leaves_no_client_behind(tmp_path):
         srv.script(Message(text="one"), Message(text="two"), Message(text="three"))
         assert [agent.run(p).reply for p in ("a", "b", "c")] == ["one", "two", "three"]
     assert len(fast_path._clients) == 1  # the last loop's; the two before were dropped
+
+
+async def test_the_fast_path_checks_the_servers_certificate(tmp_path, monkeypatch):
+    # aiohttp's transport under the SDK verifies TLS as httpx's did: a server whose
+    # certificate no trusted authority signed never sees the request (nor the key in it)
+    import ssl
+
+    import trustme
+
+    from agent_kernel.engine.models import fast_path
+
+    authority = trustme.CA()
+    server = ScriptedServer()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    authority.issue_cert("127.0.0.1").configure_cert(context)
+    server._httpd.socket = context.wrap_socket(server._httpd.socket, server_side=True)
+    with server:
+        server.script(Message(text="over TLS"))
+
+        def agent(key: str, fast: bool = True) -> Agent:
+            return Agent(model=MODEL, workspace=tmp_path / key, settings=Settings(
+                api_base=f"https://127.0.0.1:{server.port}/v1", api_key=key,
+                openai_fast_path=fast, max_retries=1, retry_base_delay=0.01))
+
+        before = fast_path.requests_sent
+        refused = await agent("sk-test-untrusted-0123456789").arun("hi")
+        assert fast_path.requests_sent == before + 1  # it went the fast path's way
+        by_litellm = await agent("sk-test-untrusted-litellm-01", fast=False).arun("hi")
+        assert server.requests == [] and fast_path.requests_sent == before + 1
+        assert refused.status == by_litellm.status == "error"
+        assert refused.error == by_litellm.error, (refused.error, by_litellm.error)
+        # said in words, once, not retried: the reason, what to check, how to trust it
+        assert refused.error == (
+            "The model provider failed: the model server's certificate could not be "
+            "verified (unable to get local issuer certificate), so nothing was sent: check "
+            "api_base; a server whose certificate comes from an authority of its own needs "
+            "that authority trusted (set SSL_CERT_FILE to its certificate file)")
+        trusting = ssl.create_default_context()
+        authority.configure_trust(trusting)
+        monkeypatch.setattr(fast_path, "_tls_context", trusting)
+        trusted = await agent("sk-test-trusted-0123456789ab").arun("hi")
+        assert trusted.status == "ok" and trusted.reply == "over TLS", trusted.error
+        assert len(server.requests) == 1

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import ssl
+from collections.abc import Iterator
 
 from agent_kernel.engine.models.litellm_loader import load_litellm
 
@@ -49,16 +51,34 @@ _LOCAL_SERVERS = {"ollama": ("Ollama", "http://localhost:11434"),
                   "hosted_vllm": ("the vLLM server", None), "llamafile": ("llamafile", None)}
 
 
-def _refused(exc: BaseException) -> bool:
-    """The connection was refused: nothing listens there, and retrying will not help."""
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it was raised from, or while, down to the first cause."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, ConnectionRefusedError) or _REFUSED.search(str(current)):
-            return True
+        yield current
         current = current.__cause__ or current.__context__
-    return False
+
+
+def _refused(exc: BaseException) -> bool:
+    """The connection was refused: nothing listens there, and retrying will not help."""
+    return any(isinstance(current, ConnectionRefusedError) or _REFUSED.search(str(current))
+               for current in _chain(exc))
+
+
+def untrusted_certificate(exc: BaseException) -> str | None:
+    """One sentence for a server whose TLS certificate could not be verified (the request,
+    and the key in it, never left), or None when that is not the failure. Retrying will
+    not help; both model paths raise it from the same ``ssl`` error."""
+    failed = [e for e in _chain(exc) if isinstance(e, ssl.SSLCertVerificationError)]
+    if failed:  # aiohttp's own error is one too, without ssl's reason: the deepest has it
+        why = getattr(failed[-1], "verify_message", None) or "not trusted"
+        return (f"the model server's certificate could not be verified ({why}), so "
+                "nothing was sent: check api_base; a server whose certificate comes from an "
+                "authority of its own needs that authority trusted (set SSL_CERT_FILE to its "
+                "certificate file)")
+    return None
 
 
 def nothing_listening(exc: BaseException, model: str, api_base: str | None) -> str | None:
@@ -83,6 +103,8 @@ def classify(exc: BaseException, model: str = "", key_given: bool = False,
     name = type(exc).__name__
     if (refused := nothing_listening(exc, model, api_base)) is not None:
         return False, None, refused  # a refused connection is refused again at once
+    if (untrusted := untrusted_certificate(exc)) is not None:
+        return False, None, untrusted
     text = said_once(str(exc))
     if len(text) > 300:
         text = text[:297] + "..."
