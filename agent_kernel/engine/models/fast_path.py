@@ -68,7 +68,7 @@ _eligible: dict[tuple[str, str | None], str | None] = {}
 _clients: dict[asyncio.AbstractEventLoop, dict[tuple[str, str, str | None], AsyncOpenAI]] = {}
 """The shared clients by event loop (a client's connections belong to one loop). Not weak:
 a client refers to its loop through its connections, so the loop would never go; a
-closed loop's clients are dropped when a new loop makes its first."""
+closed loop's clients are let go (:func:`_let_go`) when a new loop makes its first."""
 
 
 @dataclass(frozen=True)
@@ -251,7 +251,8 @@ def _let_go(clients: Iterable[AsyncOpenAI]) -> None:
     loop aiohttp only marks them closed, and the sockets go with the objects; unclosed,
     aiohttp would print a warning for each when they are collected."""
     for made in clients:
-        session = getattr(getattr(made._client, "_transport", None), "client", None)
+        transport = getattr(getattr(made, "_client", None), "_transport", None)
+        session = getattr(transport, "client", None)
         connector = getattr(session, "connector", None)
         if connector is not None and not connector.closed:
             connector._close()  # the sync part of its (async) close: no loop to await on
