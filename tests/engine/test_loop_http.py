@@ -714,3 +714,24 @@ async def test_the_fast_path_checks_the_servers_certificate(tmp_path, monkeypatc
         trusted = await agent("sk-test-trusted-0123456789ab").arun("hi")
         assert trusted.status == "ok" and trusted.reply == "over TLS", trusted.error
         assert len(server.requests) == 1
+
+
+async def test_an_sdk_without_its_aiohttp_transport_falls_back_to_httpx(tmp_path, monkeypatch):
+    # the correction of the SDK's vendored aiohttp module is the only private thing the
+    # fast path leans on: a release that moves it leaves the fast path on httpx, working
+    from agent_kernel.engine.models import fast_path
+
+    def moved() -> None:
+        raise ImportError("no module named openai._vendor.httpx_aiohttp")
+
+    monkeypatch.setattr(fast_path, "_map_errors", moved)
+    with ScriptedServer() as srv:
+        srv.script(Message(text="still here"))
+        agent = make_agent(srv, tmp_path, openai_fast_path=True)
+        before = fast_path.requests_sent
+        result = await agent.arun("hi")
+        assert result.status == "ok" and result.reply == "still here", result.error
+        assert fast_path.requests_sent == before + 1
+    [made] = [c for mine in fast_path._clients.values() for slot, c in mine.items()
+              if slot[0] == srv.base_url]
+    assert type(made._client._transport).__module__.startswith("httpx2")

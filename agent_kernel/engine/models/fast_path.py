@@ -209,11 +209,13 @@ def _pool() -> httpx2.AsyncClient:
     session)"). Its errors are mapped as the httpx transport raises them
     (:func:`_map_errors`)."""
     import httpx2  # the openai SDK's HTTP client
-    from openai import DefaultAioHttpClient, DefaultAsyncHttpxClient
+    from openai import DefaultAsyncHttpxClient
 
     limits = httpx2.Limits(max_connections=POOL_CONNECTIONS,
                            max_keepalive_connections=POOL_KEEPALIVE)
     try:
+        from openai import DefaultAioHttpClient
+
         _map_errors()
     except (ImportError, AttributeError):  # an SDK without it: its httpx transport
         return DefaultAsyncHttpxClient(verify=_tls(), limits=limits)
