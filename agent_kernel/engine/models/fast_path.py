@@ -242,9 +242,7 @@ def _map_errors() -> None:
     table = transport.AIOHTTP_EXC_MAP
     table[aiohttp.ClientConnectionError] = httpx2.NetworkError
     table[aiohttp.ClientConnectorError] = httpx2.ConnectError
-    table[aiohttp.ClientOSError] = httpx2.NetworkError
     table[aiohttp.ConnectionTimeoutError] = httpx2.ConnectTimeout
-    table[aiohttp.SocketTimeoutError] = httpx2.ReadTimeout
     _mapped = True
 
 
