@@ -426,7 +426,7 @@ def ak_team(base_url: str, folder: Path, max_workers: int, stream: bool = True) 
         check(result.reply, TOP_DONE, "ak-team")
     return Delegation(f"agent-kernel Team (Teller → Planner → Worker, max_workers={max_workers}"
                       f"{'' if stream else ', not streamed, as the peers run'})",
-                      family, "Teller 3, Planner 1, Worker 2", run, overhead=4)
+                      family, "Teller 2, Planner 1, Worker 2", run, overhead=3)
 
 
 def delegation_contenders(base_url: str, folder: Path) -> list[Delegation]:

@@ -1,14 +1,13 @@
 """A delegated team task's critical path, call by call, beside openai-agents' handoff.
 
 One delegated task (``benchmarks/peers.py``'s: Teller → Planner → Worker → echo → the
-result back to the Teller) makes five model calls one after another: Teller 1 (delegate),
-Planner 1 (delegations alone end its run), Worker 2 (echo, then its answer), Teller 1
-(the answer from the results); the Teller's answer to ``delegate``'s own result runs
-beside the Planner. openai-agents' handoff makes three. This script times each of our
-calls where the model is called (``LitellmModel.complete``: the request, the stream read
-to its end) and the kernel's time between them on the critical path, and runs the
-handoff interleaved with it on the same scripted server (in its own process), so the
-floor that spec 000's routing sets can be read beside both:
+result back to the Teller) makes five model calls one after another: Teller 1 (delegate;
+delegations alone end its run), Planner 1 (the same), Worker 2 (echo, then its answer),
+Teller 1 (the answer from the results). openai-agents' handoff makes three. This script
+times each of our calls where the model is called (``LitellmModel.complete``: the
+request, the stream read to its end) and the kernel's time between them on the critical
+path, and runs the handoff interleaved with it on the same scripted server (in its own
+process), so the floor that spec 000's routing sets can be read beside both:
 
     floor = 5 calls at our measured cost a call + nothing between them
 

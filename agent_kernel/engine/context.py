@@ -37,6 +37,7 @@ from agent_kernel.engine.models.base import (
     ToolSchema,
     content_text,
     estimate_tokens,
+    tools_json_length,
 )
 
 __all__ = ["CHARS_PER_TOKEN", "DEFAULT_WINDOW", "ContextStatus", "ContextWindow", "compress",
@@ -94,28 +95,10 @@ def count_tokens(model: str | Model, messages: list[ChatMessage],
     return resolve(model).count_tokens(messages, tools)
 
 
-_tools_json: tuple[list[ToolSchema], int] | None = None
-"""The last tool list measured and its JSON's length: the registry hands every model call
-a copy of one cached list, the same schema objects, until its tools change, and their
-JSON is most of a short request's."""
-
-
-def _tools_length(tools: list[ToolSchema]) -> int:
-    global _tools_json
-    last = _tools_json
-    # the same schema objects in the same order (held here, so no id is reused meanwhile)
-    if last is not None and len(last[0]) == len(tools) and all(
-            a is b for a, b in zip(last[0], tools, strict=True)):
-        return last[1]
-    length = len(json.dumps(tools))
-    _tools_json = (list(tools), length)
-    return length
-
-
 def upper_bound(messages: list[ChatMessage], tools: list[ToolSchema] | None) -> int:
     """A cheap bound no tokenizer's count exceeds: a token is at least one byte, and the
     ASCII JSON of a request is longer than its text plus every framing token."""
-    return (len(json.dumps(messages)) + (_tools_length(tools) if tools else 2)
+    return (len(json.dumps(messages)) + (tools_json_length(tools) if tools else 2)
             + 8 * len(messages) + 64)
 
 

@@ -109,8 +109,10 @@ ROLES = {
     TELLER: Role(TELLER, 300.0, (
         "You are the Teller of a team of agents run from a Jupyter notebook. You talk with the "
         "person. Answer small questions yourself; for work that needs tools, call delegate "
-        "with a clear, self-contained prompt: the Planner takes it. When the results come "
-        "back, answer the person concisely in Markdown." + _NOW)),
+        "with a clear, self-contained prompt: the Planner takes it. A response of delegations "
+        "alone ends your run (its text is what you tell the person meanwhile); the results "
+        "come back as your next message: then answer the person concisely in Markdown."
+        + _NOW)),
     PLANNER: Role(PLANNER, 600.0, (
         "You are the Planner of a team of agents. Split the task you are given into "
         "independent pieces of work and call delegate once for each, all in one response, "

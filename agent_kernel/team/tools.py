@@ -2,15 +2,17 @@
 
 ``delegate`` hands a piece of work on: a Teller's goes to the planner queue,
 a Planner's is held until its run ends and then goes on the worker queue
-(see :mod:`agent_kernel.team.supervisor`). ``type``, ``condition`` and
-``priority`` are the Planner's alone (spec 000); a Teller passing them is
-refused, not silently ignored. A conditional delegation is code the model
-wrote: the person approves the condition first, exactly as for ``schedule``,
-and it becomes a trigger whose firings are worker tasks. ``traceId`` is spec
-002's: it ties the task and everything under it to one piece of work in the
-records, and is inherited when not given. It is a label only: the tree's
-budgets are kept under the prompt's root task, so a new ``traceId`` never
-starts a new budget. The tool is offered only inside a team.
+(see :mod:`agent_kernel.team.supervisor`). A response of delegations alone ends
+the caller's run: nothing is left for another model call to do until the work
+comes back. ``type``, ``condition`` and ``priority`` are the Planner's alone
+(spec 000); a Teller passing them is refused, not silently ignored. A
+conditional delegation is code the model wrote: the person approves the
+condition first, exactly as for ``schedule``, and it becomes a trigger whose
+firings are worker tasks. ``traceId`` is spec 002's: it ties the task and
+everything under it to one piece of work in the records, and is inherited when
+not given. It is a label only: the tree's budgets are kept under the prompt's
+root task, so a new ``traceId`` never starts a new budget. The tool is offered
+only inside a team.
 """
 
 from __future__ import annotations
@@ -51,8 +53,9 @@ async def delegate(
 ) -> dict[str, str]:
     """Delegate a task: the Teller's go to the Planner, the Planner's to Workers.
 
-    Planner: delegate every piece in one response; a response of delegations alone ends
-    your run there (its text is your summary) and the Workers start.
+    A response of delegations alone ends your run there (its text is what you say now):
+    the Teller hears back when the work has ended; a Planner delegates every piece in one
+    response, and its Workers start then.
 
     Args:
         prompt: The task, self-contained: the one who does it sees nothing else.
@@ -64,7 +67,7 @@ async def delegate(
         timeout: Seconds the task may take; null for its role's default.
         traceId: Optional id tying this task and all work under it together.
     """
-    from agent_kernel.team.roles import PLANNER, TELLER
+    from agent_kernel.team.roles import TELLER
 
     team, agent = team_member(
         ctx, ToolError("delegate works only inside a team (agent_kernel.Team)"))
@@ -88,8 +91,9 @@ async def delegate(
     if kind == "oneshot":
         task = team.delegate(agent, ctx.run_id, prompt, **fields)
         await team.board.store.written(task.id)  # its file is on disk before the answer
-        if agent.role == PLANNER:  # a response of delegations alone ends the Planner's run
-            ctx.end_run_if_all("delegate")
+        # A response of delegations alone ends the run: the Teller hears back when the
+        # work has ended, and a Planner's Workers start when its run ends.
+        ctx.end_run_if_all("delegate")
         return {"taskId": task.id}
     assert condition is not None  # checked above: a conditional delegation names one
     return {"taskId": await _conditional(team, agent, ctx, prompt, condition, fields)}

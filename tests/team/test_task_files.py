@@ -53,8 +53,8 @@ def test_each_step_is_on_disk_before_the_team_goes_on(tmp_path: Path,
     def respond(role: str, body: dict[str, Any]) -> Message:
         said, prompt = last(body), first_prompt(body)
         if role == TELLER:
-            if not any(m["role"] == "tool" for m in body["messages"]):
-                return Message(calls=[delegate("plan it")])
+            if not any(m["role"] == "tool" for m in body["messages"]):  # not delegations
+                return Message(calls=[delegate("plan it"), Call("list_tasks", "{}")])  # alone
             seen.setdefault("teller after delegate", saved(workspace))
             return Message(text="all done")
         if role == PLANNER:
@@ -222,8 +222,8 @@ def test_a_running_file_that_cannot_be_written_stops_the_task_before_its_tools(
     def respond(role: str, body: dict[str, Any]) -> Message:
         said = last(body)
         if role == TELLER:
-            if not any(m["role"] == "tool" for m in body["messages"]):
-                return Message(calls=[delegate("plan it")])
+            if not any(m["role"] == "tool" for m in body["messages"]):  # not delegations
+                return Message(calls=[delegate("plan it"), Call("list_tasks", "{}")])  # alone
             return Message(text="told")
         if role == PLANNER and said["role"] == "user":
             return Message(calls=[delegate("job one")])

@@ -144,9 +144,9 @@ def three_levels(role: str, body: dict[str, Any]) -> Message:
     if role == TELLER:
         if said["role"] == "user" and said["content"].startswith("The work you delegated"):
             return Message(calls=[Call("reply", json.dumps({"text": "Paris and Rome: compared."}))])
-        if said["role"] == "user":
-            return Message(calls=[delegate("compare Paris and Rome for a trip")])
-        return Message(text="Done." if "Paris and Rome" in json.dumps(body) else "On it.")
+        if said["role"] == "user":  # delegations alone: the Teller's run ends with them
+            return Message(text="On it.", calls=[delegate("compare Paris and Rome for a trip")])
+        return Message(text="Done.")  # after its reply
     if role == PLANNER:
         if said["role"] == "user":  # delegations alone: the Planner's run ends with them
             return Message(text="Plan: one Worker per city.",
@@ -179,6 +179,13 @@ async def test_three_levels_each_hop_recorded_by_its_agent_and_role(three_level_
         PLANNER, "ok", "Plan: one Worker per city.")
     # its one response was all delegations: its run ended there, with that response's text
     assert len(three_level_server.by_role(PLANNER)) == 1
+    # so did the Teller's: it was called next with the results, to answer (reply, then its
+    # last turn)
+    tellers = three_level_server.by_role(TELLER)
+    assert len(tellers) == 3
+    assert tellers[1]["messages"][-1]["content"].startswith("The work you delegated")
+    assert [(run.ended_by, run.reply) for run in result.runs] == [
+        ("delegate", "On it."), (None, "Done.")]
     workers = planner["children"]
     assert [(w["prompt"], w["priority"], w["status"], w["result"]) for w in workers] == [
         ("research Rome", 3, "ok", "Rome: notes written"),

@@ -9,13 +9,11 @@ as it would be for a priced provider model.
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
 import pytest
 from scripted_server import Call, Message, usage
 from test_team import (
-    Respond,
     RoleModel,
     RoleServer,
     delegate,
@@ -54,40 +52,23 @@ def two_workers(role: str, body: dict[str, Any]) -> Message:
     return Message(text=f"{city}: notes written", usage=spent)
 
 
-def teller_answers_first(respond: Respond) -> Respond:
-    """``respond``, with the Planner's first answer held until the Teller has answered its
-    delegation. The budget runs out at the fifth call, so who calls fifth decides who is
-    stopped: over HTTP the server's latency put the Teller's short turn first; in-process
-    the order is made certain."""
-    answered = threading.Event()
-
-    def ordered(role: str, body: dict[str, Any]) -> Message:
-        if role == TELLER and last(body)["role"] == "tool":
-            answered.set()
-        if role == PLANNER and last(body)["role"] == "user":
-            answered.wait(30)
-        return respond(role, body)
-    return ordered
-
-
 async def test_tree_token_budget_stops_the_tree_mid_work(tmp_path):
-    with RoleModel(teller_answers_first(two_workers)) as server:
+    with RoleModel(two_workers) as server:
         team = make_team(server, tmp_path / "ws", max_workers=1,
-                         limits=TeamLimits(max_workers=1, max_tree_tokens=350))
+                         limits=TeamLimits(max_workers=1, max_tree_tokens=250))
         errors: list[RunError] = []
         team.bus.subscribe(lambda e: errors.append(e) if isinstance(e, RunError) else None)
         result = await team.arun("compare two cities")
         assert not server.hook_errors, server.hook_errors
 
-    message = ("Token budget spent: this task tree used 400 tokens of its 350; the run "
+    message = ("Token budget spent: this task tree used 300 tokens of its 250; the run "
                "stops (TeamLimits.max_tree_tokens)")
     assert (result.status, result.error) == ("limit", message)
     assert str(result) == f"[limit] {message}"
-    # Teller twice, Planner once (its delegations end its run), the first Worker once:
-    # then no model call is made
-    assert sorted(role_of(b) for b in server.requests) == [PLANNER, TELLER, TELLER,
-                                                           WORKER]
-    assert result.usage["tokens"] == 400 and result.usage["calls"] == 4
+    # the Teller and the Planner once each (delegations alone end a run), the first Worker
+    # once: then no model call is made
+    assert [role_of(b) for b in server.requests] == [TELLER, PLANNER, WORKER]
+    assert result.usage["tokens"] == 300 and result.usage["calls"] == 3
     assert result.usage["cost"] is None  # litellm knows no price for the scripted model
 
     [planner] = result.tree["children"]
@@ -103,7 +84,7 @@ async def test_tree_token_budget_stops_the_tree_mid_work(tmp_path):
 
     [record] = budget_records(team)
     assert record["trace_id"] == result.tree["trace_id"]
-    assert (record["budget"], record["used"], record["limit"]) == ("max_tree_tokens", 400, 350)
+    assert (record["budget"], record["used"], record["limit"]) == ("max_tree_tokens", 300, 250)
     assert record["message"] == message
     finished = {r["task_id"]: r for r in team.ledger.records() if r["kind"] == "task_finished"}
     assert finished[second["id"]]["status"] == "limit"
@@ -223,18 +204,17 @@ def fresh_trace_ids(role: str, body: dict[str, Any]) -> Message:
 async def test_fresh_trace_ids_do_not_start_a_fresh_tree_budget(tmp_path):
     """A traceId is the model's label: the tree's budget is kept under the prompt's root
     task, so a Teller and a Planner naming new trace ids still spend the one budget."""
-    with RoleModel(teller_answers_first(fresh_trace_ids)) as server:
+    with RoleModel(fresh_trace_ids) as server:
         team = make_team(server, tmp_path / "ws", max_workers=1,
-                         limits=TeamLimits(max_workers=1, max_tree_tokens=350))
+                         limits=TeamLimits(max_workers=1, max_tree_tokens=250))
         result = await team.arun("compare two cities")
         assert not server.hook_errors, server.hook_errors
 
-    message = ("Token budget spent: this task tree used 400 tokens of its 350; the run "
+    message = ("Token budget spent: this task tree used 300 tokens of its 250; the run "
                "stops (TeamLimits.max_tree_tokens)")
     assert (result.status, result.error) == ("limit", message)
-    assert sorted(role_of(b) for b in server.requests) == [PLANNER, TELLER, TELLER,
-                                                           WORKER]
-    assert result.usage["tokens"] == 400
+    assert [role_of(b) for b in server.requests] == [TELLER, PLANNER, WORKER]
+    assert result.usage["tokens"] == 300
     [planner] = result.tree["children"]
     assert planner["trace_id"] == "trace-teller-new" != result.tree["trace_id"]
     first, second = sorted(planner["children"], key=lambda t: -t["priority"])
@@ -270,9 +250,11 @@ async def test_a_planners_schedule_spends_the_budget_of_the_tree_that_made_it(tm
 
     with RoleModel(respond) as server:
         team = make_team(server, tmp_path / "ws",
-                         limits=TeamLimits(max_tree_tokens=550))
+                         limits=TeamLimits(max_tree_tokens=450))
         result = await team.arun("watch it")
-        assert result.ok and result.usage["tokens"] == 500
+        # the Teller's delegation alone (its run ends), the Planner's two calls, the Teller's
+        # answer from the results
+        assert result.ok and result.usage["tokens"] == 400
 
         def firings() -> list[Any]:
             return [t for t in team.supervisor.tasks.values()
@@ -285,5 +267,5 @@ async def test_a_planners_schedule_spends_the_budget_of_the_tree_that_made_it(tm
     first, second = firings()[:2]
     assert first.tree_id == second.tree_id == result.tree["id"]
     assert (first.status, second.status) == ("ok", "limit")
-    assert "this task tree used 600 tokens of its 550" in (second.error or "")
+    assert "this task tree used 500 tokens of its 450" in (second.error or "")
     assert len(server.by_role(WORKER)) == 1  # the second firing reached no model

@@ -623,20 +623,20 @@ def test_a_tree_budget_stops_a_remote_worker_as_in_process(client: Any, tmp_path
     """The budget check rides on the remote Worker's model request (the kernel checks it
     right before it calls the model): a spent tree budget still stops the remote run with
     the in-process test's status, words and record (tests/team/test_team_budget.py)."""
-    from test_team_budget import budget_records, teller_answers_first, two_workers
+    from test_team_budget import budget_records, two_workers
 
     from agent_kernel.core.events import RunError
     from agent_kernel.team import TeamLimits
 
-    with RoleModel(teller_answers_first(two_workers)) as server:
+    with RoleModel(two_workers) as server:
         team = make_team(server, tmp_path / "ws", max_workers=1, cluster=client,
-                         limits=TeamLimits(max_workers=1, max_tree_tokens=350))
+                         limits=TeamLimits(max_workers=1, max_tree_tokens=250))
         errors: list[RunError] = []
         team.bus.subscribe(lambda e: errors.append(e) if isinstance(e, RunError) else None)
         result = team.run("compare two cities")
         assert not server.hook_errors, server.hook_errors
 
-    message = ("Token budget spent: this task tree used 400 tokens of its 350; the run "
+    message = ("Token budget spent: this task tree used 300 tokens of its 250; the run "
                "stops (TeamLimits.max_tree_tokens)")
     assert (result.status, result.error) == ("limit", message)
     [planner] = result.tree["children"]
@@ -646,7 +646,7 @@ def test_a_tree_budget_stops_a_remote_worker_as_in_process(client: Any, tmp_path
     assert second["status"] == "limit" and second["started_at"] is None
     assert [e.message for e in errors if e.kind == "limit"].count(message) == 2  # Worker, Teller
     [record] = budget_records(team)
-    assert (record["budget"], record["used"], record["limit"]) == ("max_tree_tokens", 400, 350)
+    assert (record["budget"], record["used"], record["limit"]) == ("max_tree_tokens", 300, 250)
     finished = {r["task_id"]: r for r in team.ledger.records() if r["kind"] == "task_finished"}
     assert finished[first["id"]]["status"] == "limit" and finished[first["id"]]["ran_on"]
     assert team.ledger.verify()

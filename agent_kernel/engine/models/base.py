@@ -22,7 +22,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, TypedDict
+from typing import Generic, Literal, TypedDict, TypeVar
 
 from agent_kernel.core.config import Settings
 from agent_kernel.core.json_types import JsonObject
@@ -110,6 +110,37 @@ class ToolSchema(TypedDict):
 
     type: Literal["function"]
     function: FunctionSpec
+
+
+_Made = TypeVar("_Made")
+
+
+class PerSchemaList(Generic[_Made]):
+    """``make(tools)`` worked out once per schema list and kept, by the identities of its
+    schemas (which are kept with it, so no id is reused while its entry lives). A registry
+    builds each schema once, shares it with every registry of the same tools and never
+    changes it (``ToolRegistry._built``, which hands out copies of the list, not of the
+    schemas), so a team's roles, each with its own list, each hit their own entry."""
+
+    def __init__(self, make: Callable[[list[ToolSchema]], _Made], limit: int = 64) -> None:
+        self._make = make
+        self._limit = limit
+        self._kept: dict[tuple[int, ...], tuple[list[ToolSchema], _Made]] = {}
+
+    def __call__(self, tools: list[ToolSchema]) -> _Made:
+        key = tuple(map(id, tools))
+        kept = self._kept.get(key)
+        if kept is not None:
+            return kept[1]
+        if len(self._kept) >= self._limit:  # tools changed often: start over
+            self._kept.clear()
+        made = self._make(tools)
+        self._kept[key] = (list(tools), made)
+        return made
+
+
+tools_json_length = PerSchemaList(lambda tools: len(json.dumps(tools)))
+"""The length of a schema list's JSON: most of a short request's, the same list every call."""
 
 
 @dataclass
@@ -212,7 +243,7 @@ def estimate_tokens(messages: list[ChatMessage], tools: list[ToolSchema] | None 
     :data:`IMAGE_TOKENS` an image (no tokenizer)."""
     chars = sum(len(_text(m)) for m in messages)
     if tools:
-        chars += len(json.dumps(tools))
+        chars += tools_json_length(tools)
     images = sum(1 for m in messages if isinstance(content := m.get("content"), list)
                  for part in content if part.get("type") == "image_url")
     return math.ceil(chars / CHARS_PER_TOKEN) + 4 * len(messages) + IMAGE_TOKENS * images

@@ -5,7 +5,8 @@ ledger; only the decisions are rules. The model is told the asking agent's role
 (``teller``, ``planner``, ``worker``: the names of :mod:`agent_kernel.team.roles`)
 through the model seam and acts on it, the conversation and the tools it is offered:
 
-- the **Teller** hands the person's ask to the Planner with one ``delegate``; when
+- the **Teller** hands the person's ask to the Planner with one ``delegate`` and says so
+  in the same response, which ends its run; when
   "The work you delegated has ended" comes back, it reads each Worker's artifact
   with ``get_artifact`` and answers with a comparison built from what came back;
 - the **Planner** splits "research three cities ..." (or "compare Lisbon, Kyoto and
@@ -166,9 +167,7 @@ def _teller(prompt: str, turn: list[ChatMessage], names: set[str],
         why = _failed(result)
         if why:
             return DemoTurn(text=f"{LABEL} I could not hand this on: {why}")
-        return DemoTurn(text=(f"{LABEL} I handed your ask to the Planner. It splits the work "
-                              "for the Workers; when their results are back I answer from "
-                              "them."))
+        return DemoTurn(text=f"{LABEL} The Planner has your ask; I answer from its results.")
     if "delegate" not in names or not prompt or prompt.startswith("You asked the person"):
         return None
     if items_of(prompt) is None and re.search(
@@ -183,7 +182,11 @@ def _teller(prompt: str, turn: list[ChatMessage], names: set[str],
             plan_calls(prompt, names - {"delegate"})
             or plan_for_tool(prompt, {n: s for n, s in schemas.items() if n != "delegate"})):
         return None  # the Teller's own tools (remember, ask_user, ...) or its help text
-    return DemoTurn(tool_calls=[("delegate", {"prompt": prompt})])
+    # Said with the delegation: a response of delegations alone ends the Teller's run (the
+    # text after it is read only when the delegation was refused).
+    return DemoTurn(text=(f"{LABEL} I hand your ask to the Planner. It splits the work for "
+                          "the Workers; when their results are back I answer from them."),
+                    tool_calls=[("delegate", {"prompt": prompt})])
 
 
 def _notes_of(calls: list[Seen]) -> dict[str, JsonObject]:

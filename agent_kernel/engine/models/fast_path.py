@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.core.config import Settings
-from agent_kernel.engine.models.base import ChatMessage
+from agent_kernel.engine.models.base import ChatMessage, PerSchemaList, ToolSchema
 
 if TYPE_CHECKING:
     import ssl
@@ -281,26 +281,14 @@ def encoded(body: dict[str, object]) -> bytes:
                      _tools_json(tools), b"}"))
 
 
-_TOOLS_JSON: dict[tuple[int, ...], tuple[list[Any], bytes]] = {}
-"""Schema lists' JSON by the identities of their schemas, which are kept with it, so no id
-is reused while its entry lives. A registry builds each schema once, shares it with every
-registry of the same tools and never changes it (``ToolRegistry._built``, which hands out
-copies of the list, not of the schemas)."""
-_TOOLS_JSON_MAX = 64
-
-
-def _tools_json(tools: list[Any]) -> bytes:
+def _openapi_json(tools: list[ToolSchema]) -> bytes:
     from openai._utils._json import openapi_dumps
 
-    key = tuple(map(id, tools))
-    kept = _TOOLS_JSON.get(key)
-    if kept is not None:
-        return kept[1]
-    if len(_TOOLS_JSON) >= _TOOLS_JSON_MAX:
-        _TOOLS_JSON.clear()
-    data = openapi_dumps(tools)
-    _TOOLS_JSON[key] = (list(tools), data)
-    return data
+    return openapi_dumps(tools)
+
+
+_tools_json = PerSchemaList(_openapi_json)
+"""A schema list's JSON as the SDK writes it, once per list (:class:`PerSchemaList`)."""
 
 
 async def send(where: Route, body: dict[str, object], timeout: float) -> Any:
