@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from typing import Any, Protocol
 
 from agent_kernel.core.config import Settings
@@ -100,12 +101,15 @@ class DelegatedLife(TaskLife):
 
     async def before_run(self) -> None:
         """A run in this kernel sends its first model call while its ``running`` file is
-        written, and its tool calls (its first effects) wait for the file (docs/team.md,
-        "Persistence"); a run elsewhere (a subclass's own ``run``) waits for it first."""
+        written (queued when the task started, :meth:`Supervisor._start`), and its tool
+        calls (its first effects) wait for the file (docs/team.md, "Persistence"); a run
+        elsewhere (a subclass's own ``run``) waits for it first."""
+        written = self.supervisor.start_writes.pop(self.task.id, None)
+        if written is None:  # not started by the supervisor's queues
+            written = self.board.store.save_soon(self.task)
         if type(self).run is not DelegatedLife.run:
-            await super().before_run()
+            await asyncio.wrap_future(written)
             return
-        written = self.board.store.save_soon(self.task)
 
         async def on_disk() -> None:  # raises as the write did, however long ago it ended
             if not written.done():
@@ -156,6 +160,9 @@ class Supervisor:
         """The team's tasks, queues, running set and life cycle (shared, see board.py)."""
         self._desk: Agent | None = None
         self._per_run: dict[str, list[str]] = {}
+        self.start_writes: dict[str, Future[None]] = {}
+        """The write of each started task's ``running`` file, queued by :meth:`_start`, until
+        its life takes it (:meth:`DelegatedLife.before_run`)."""
         self._next_number, self._id_problems = first_agent_number(workspace.root)
         self._taken: list[int] = []
         """Agent numbers this team took from the workspace's counter and has not used yet,
@@ -393,15 +400,17 @@ class Supervisor:
 
     # -- queues and runs ------------------------------------------------------------
     def enqueue(self, task: Task, soon: bool = False) -> None:
-        """Put ``task`` on its role's queue (saved; ``soon``: written off the loop, for a
-        caller that awaits ``store.written``) and start what may start."""
+        """Put ``task`` on its role's queue and start what may start; saved as it then is
+        (``soon``: written off the loop, for a caller that awaits ``store.written``). A
+        task that started at once is written once, as running (:meth:`_start`)."""
         task.status = "queued"
         self.board.queues[task.role].push(task)
-        if soon:
-            self.board.store.save_soon(task)
-        else:
-            self.board.store.save(task)
         self.dispatch()
+        if task.status == "queued":
+            if soon:
+                self.board.store.save_soon(task)
+            else:
+                self.board.store.save(task)
         self.board.changed(task)
 
     def dispatch(self) -> None:
@@ -432,19 +441,25 @@ class Supervisor:
         task.run_id = new_id("run")
         task.agent_id = self.next_agent_id(task.role, len(self.board.queues[task.role]))
         self.board.begin(task)
+        # its file says running from now on (off the loop, after its earlier writes); its
+        # life waits for the write where it must (DelegatedLife.before_run)
+        self.start_writes[task.id] = self.board.store.save_soon(task)
         self.board.spawn(self._run(task), name=f"team-{task.agent_id}")
         self.board.changed(task)
 
     async def _run(self, task: Task) -> None:
-        agent = self.make_agent(task.role, str(task.agent_id))
-        self.board.agents[task.id] = agent
-        self.board.label(agent, task)
-        cluster = self.cluster
-        if cluster is not None and task.role == WORKER and cluster.lost is None:
-            await cluster.life(self, task, agent).live()
-            return
-        await DelegatedLife(self, task, agent).live()
-        self.keep_schemas(agent)
+        try:
+            agent = self.make_agent(task.role, str(task.agent_id))
+            self.board.agents[task.id] = agent
+            self.board.label(agent, task)
+            cluster = self.cluster
+            if cluster is not None and task.role == WORKER and cluster.lost is None:
+                await cluster.life(self, task, agent).live()
+                return
+            await DelegatedLife(self, task, agent).live()
+            self.keep_schemas(agent)
+        finally:
+            self.start_writes.pop(task.id, None)  # a life that never began
 
     def release_held(self, planner: Task, ended_well: bool | None = None) -> None:
         """A Planner's run ended (or it waits for a message): its held delegations go on
@@ -460,8 +475,8 @@ class Supervisor:
             else:
                 self.board.end(task, "cancelled", f"its Planner's run ended: {planner.status}")
         self.dispatch()
-        # A task that started at once is saved as running when its run begins; only one
-        # that waits for a Worker is saved as queued (docs/team.md, "What a restart reads").
+        # A task that started at once was saved as running (_start); only one that waits
+        # for a Worker is saved as queued (docs/team.md, "What a restart reads").
         for task in held:  # off the loop, in order: after the Planner's own file went
             if task.status == "queued":
                 self.board.store.save_soon(task)

@@ -38,9 +38,13 @@ def test_each_step_is_on_disk_before_the_team_goes_on(tmp_path: Path,
     workspace = tmp_path / "ws"
     real_write, real_unlink = queue.write_atomic_at, queue.unlink_at
 
+    writes: list[tuple[str, str]] = []
+
     def slow_write(folder: int, name: str, data: bytes) -> None:
         time.sleep(0.05)  # a loaded file system: whoever does not wait reads the old state
         real_write(folder, name, data)
+        record = json.loads(data)
+        writes.append((record["prompt"], record["status"]))
 
     def slow_unlink(folder: int, name: str) -> bool:
         time.sleep(0.05)
@@ -90,6 +94,10 @@ def test_each_step_is_on_disk_before_the_team_goes_on(tmp_path: Path,
     for job in ("job one", "job two"):
         assert seen[f"{job} runs a tool"][job]["status"] == "running", seen[f"{job} runs a tool"]
     assert saved(workspace) == {}, {k: v["status"] for k, v in saved(workspace).items()}
+    # a task that starts at once is written once, as running; a held one, held then running
+    assert [status for prompt, status in writes if prompt == "plan it"] == ["running"]
+    for job in ("job one", "job two"):
+        assert [status for prompt, status in writes if prompt == job] == ["held", "running"]
 
 
 async def test_writes_leave_the_loop_and_keep_their_order(tmp_path: Path,
