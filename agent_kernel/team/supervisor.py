@@ -441,9 +441,9 @@ class Supervisor:
         task.run_id = new_id("run")
         task.agent_id = self.next_agent_id(task.role, len(self.board.queues[task.role]))
         self.board.begin(task)
-        # its file says running from now on (off the loop, after its earlier writes); its
-        # life waits for the write where it must (DelegatedLife.before_run)
-        self.start_writes[task.id] = self.board.store.save_soon(task)
+        # its file says running from now on (after its earlier writes); its life waits for
+        # the write where it must (DelegatedLife.before_run)
+        self.start_writes[task.id] = self.board.store.save_first(task)
         self.board.spawn(self._run(task), name=f"team-{task.agent_id}")
         self.board.changed(task)
 

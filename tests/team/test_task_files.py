@@ -132,6 +132,38 @@ async def test_writes_leave_the_loop_and_keep_their_order(tmp_path: Path,
     assert saved(tmp_path / "ws") == {}
 
 
+async def test_a_starting_tasks_file_is_written_at_once_unless_a_write_of_it_waits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    threads: list[str] = []
+    real = queue.write_atomic_at
+
+    def write_atomic_at(folder: int, name: str, data: bytes) -> None:
+        threads.append(threading.current_thread().name)
+        real(folder, name, data)
+
+    monkeypatch.setattr(queue, "write_atomic_at", write_atomic_at)
+    store = TaskStore(Workspace(tmp_path / "ws"))
+    task = Task(id="task_one", role=WORKER, prompt="first", status="running")
+    written = store.save_first(task)
+    assert written.done() and written.exception() is None  # here, on the caller's thread
+    assert threads == [threading.current_thread().name]
+    assert saved(tmp_path / "ws")["first"]["status"] == "running"
+
+    held = Task(id="task_two", role=WORKER, prompt="second", status="held")
+    gate = threading.Event()
+    monkeypatch.setattr(queue, "write_atomic_at",
+                        lambda *args: (gate.wait(10), write_atomic_at(*args)))
+    store.save_soon(held)  # still on the writer thread when the task starts
+    held.status = "running"
+    later = store.save_first(held)
+    assert not later.done()  # queued after the write before it, never beside it
+    gate.set()
+    await asyncio.wrap_future(later)
+    assert saved(tmp_path / "ws")["second"]["status"] == "running"
+    assert len(threads) == 3 and all(  # both on the writer thread, in order
+        name.startswith("team-task-files") for name in threads[1:]), threads
+
+
 async def test_a_failed_write_reaches_whoever_waits_for_it(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     (root / "team").mkdir(parents=True)
@@ -141,6 +173,8 @@ async def test_a_failed_write_reaches_whoever_waits_for_it(tmp_path: Path) -> No
     task = Task(id="task_one", role=WORKER, prompt="first", status="running")
     with pytest.raises(OSError):
         await store.asave(task)
+    with pytest.raises(OSError):  # written at once: the future holds the refusal
+        store.save_first(task).result()
     store.save_soon(task)
     with pytest.raises(OSError):
         await store.written(task.id)
