@@ -76,16 +76,13 @@ class TaskBoard:
         self.stopping: set[str] = set()
         """Running tasks stopped before their agent's run began: they end as it begins."""
         self.finishing: set[str] = set()
-        """Tasks that have ended whose ``task_finished`` is not in the ledger's line yet
-        (their file is still being deleted): the task they sit under does not settle before
-        it is."""
+        """Tasks that have ended whose ``task_finished`` is not on disk yet: the task they
+        sit under does not settle before it is."""
         self.listeners: list[Callable[[Task], None]] = []
         """Called with a task whenever it is held, queued, started or ended (the team
         board listens here); a failing listener is logged and dropped."""
         self._settled: dict[str, asyncio.Future[Task]] = {}
         self._background: set[asyncio.Task[None]] = set()
-        self._recording: set[asyncio.Task[None]] = set()
-        """The records queued and not yet on disk (:meth:`record_queued`)."""
 
     # -- tasks ------------------------------------------------------------------------
     def root(self, prompt: str, role: str) -> Task:
@@ -210,16 +207,7 @@ class TaskBoard:
                 return
             self.bus.emit(LedgerRecorded(task.run_id or "team", made))
 
-        recording = self.spawn(told())
-        self._recording.add(recording)
-        recording.add_done_callback(self._recording.discard)
-
-    async def recorded(self) -> None:
-        """Wait until every record queued so far is on disk (or its failure told): a team
-        run returns with its tasks' records in the ledger."""
-        loop = asyncio.get_running_loop()
-        while waiting := [t for t in self._recording if t.get_loop() is loop and not t.done()]:
-            await asyncio.gather(*waiting, return_exceptions=True)
+        self.spawn(told())
 
     @staticmethod
     def _body(kind: str, task: Task, fields: dict[str, object]) -> dict[str, object]:
@@ -330,10 +318,8 @@ class TaskLife:
             if self.saved:  # its file is gone before task_finished is written, as before
                 with contextlib.suppress(Exception):  # a failed delete is logged; it ends
                     await board.store.written(task.id)
-            # queued, not awaited: what its end starts (its parent's next run) writes every
-            # record after this one, so on disk after it, as for task_started
-            board.record_queued("task_finished", task, status=status, error=error,
-                                result=task.result[:2000], **self.finished_fields())
+            await board.record("task_finished", task, status=status, error=error,
+                               result=task.result[:2000], **self.finished_fields())
             await self.after(status)
         finally:
             board.finishing.discard(task.id)

@@ -389,7 +389,6 @@ class Team:
             board.settle(root)
             board.changed(root)  # the board: the Teller is idle again
         restored = [self.tree(t) for t in await resumed] if resumed is not None else []
-        await board.recorded()  # every task_finished of the work is in the ledger
         return TeamResult(status=status, reply=root.result, tree=self.tree(root), runs=runs,
                           restored=restored, notes=[note] if note else [],
                           usage=team.budget.tree(root.tree_id).summary(),

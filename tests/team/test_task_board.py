@@ -9,14 +9,11 @@ settled. The team is real and runs in-process on the offline demo model.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
-import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from import_graph import graph, imports, on_a_loop
 
 from agent_kernel.engine import tool_calls
@@ -88,7 +85,6 @@ async def test_a_delegated_and_a_spawned_task_live_the_same_life(tmp_path: Path)
     [spawned] = [t for t in board.tasks.values() if t.agent_id == made["id"]]
     assert (spawned.parent_id, spawned.parent_agent_id) == (plan.id, "planner-90")
     assert await board.settled(spawned) is spawned  # it settles like any task
-    await board.recorded()  # its task_finished was queued as it settled
     assert (spawned.role, spawned.status) == ("Analyst", "ok")
 
     one = assert_one_life(team, delegated, seen)
@@ -114,35 +110,35 @@ def test_the_team_modules_import_one_way_even_for_types() -> None:
     assert on_a_loop(edges) == [], "team modules on an import loop"
 
 
-async def test_a_tasks_end_is_in_the_ledger_before_what_its_end_starts(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A task's ``task_finished`` is queued, not awaited, as it settles: what its end
-    starts (its Planner's settling, the Teller's answer from the results) writes every
-    record after it, so on disk after it, however slow the disk is for it; and the team's
-    run returns with it on disk."""
-    from agent_kernel.core.ledger import Ledger
+async def test_a_planner_settles_only_when_every_childs_task_finished_is_down(
+        tmp_path: Path) -> None:
+    """A child's task has ended but its ``task_finished`` is still being written: a sibling
+    that ends meanwhile must not settle their Planner (and the Teller's run) before it."""
+    import asyncio
 
-    write_group = Ledger._write_group
-    slowed: list[str] = []
-
-    def slow_worker_ends(self: Ledger, group: Any) -> None:
-        if any(b.get("kind") == "task_finished" and b.get("role") == WORKER
-               for batch in group for b in batch.bodies):
-            slowed.append("task_finished")
-            time.sleep(0.1)  # a loaded disk, for the Workers' ends
-        write_group(self, group)
-
-    monkeypatch.setattr(Ledger, "_write_group", slow_worker_ends)
     team = Team(model="demo", workspace=tmp_path / "ws")
-    result = await asyncio.wait_for(team.arun("compare Lisbon, Kyoto and Porto"), 60)
+    board = team.supervisor.board
+    record = board.record
+    held: list[Task] = []
+    release = asyncio.Event()
+
+    async def slow_first_worker_end(kind: str, task: Task, **fields: object) -> None:
+        if kind == "task_finished" and task.role == WORKER and not held:
+            held.append(task)
+            await release.wait()  # the first Worker's record is slow to reach the disk
+        await record(kind, task, **fields)
+
+    board.record = slow_first_worker_end  # type: ignore[method-assign]
+    run = asyncio.ensure_future(team.arun("compare Lisbon, Kyoto and Porto"))
+    while not (held and all(not t.open for t in board.tasks.values() if t.role == WORKER)
+               and len([t for t in board.tasks.values() if t.role == WORKER]) == 3):
+        await asyncio.sleep(0.01)  # every Worker has ended; the first one's record waits
+    [planner] = [t for t in board.tasks.values() if t.role == PLANNER]
+    await asyncio.sleep(0.2)
+    assert not board._settled[planner.id].done(), "settled before a child's record was down"
+    assert not run.done()
+    release.set()
+    result = await asyncio.wait_for(run, 60)
     assert result.ok, result.error
-    assert slowed
-    kept = team.ledger.records()
-    workers = [t for t in team.supervisor.board.tasks.values() if t.role == WORKER]
-    ends = [i for i, r in enumerate(kept) if r["kind"] == "task_finished"
-            and r.get("task_id") in {t.id for t in workers}]
-    assert len(ends) == 3  # every Worker's end is on disk when the run returns
-    answer = [i for i, r in enumerate(kept) if r["kind"] == "tool_call"
-              and r.get("agent_id") == TELLER and r["tool_name"] == "get_artifact"]
-    assert answer and min(answer) > max(ends), "the Teller's answer came before a task's end"
-    assert team.ledger.verify().ok
+    [finished] = records(team, "task_finished", held[0])
+    assert finished["status"] == "ok" and team.ledger.verify().ok
