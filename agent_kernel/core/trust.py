@@ -89,15 +89,32 @@ MISSING_TRIGGER = ("no record that you (or your agent) made this exact trigger o
                    "from elsewhere, or saved before triggers were signed (those ask once)")
 
 
+_DATA_DIR_ENV = ("JUPYTER_DATA_DIR", "JUPYTER_PLATFORM_DIRS", "XDG_DATA_HOME", "HOME",
+                 "APPDATA", "USERPROFILE")
+"""What ``jupyter_data_dir`` reads from the environment."""
+_folders: dict[tuple[str | None, ...], Path] = {}
+
+
 def key_folder() -> Path:
-    """The folder that holds this user's approval key (every sandbox hides it)."""
+    """The folder that holds this user's approval key (every sandbox hides it).
+
+    Worked out once per value of the environment variables Jupyter reads for it (every
+    agent asks, and a team makes one per task: Jupyter resolves the home folder's links
+    each time)."""
+    env = tuple(os.environ.get(name) for name in _DATA_DIR_ENV)
+    found = _folders.get(env)
+    if found is not None:
+        return found
     from jupyter_core.paths import jupyter_data_dir
 
     raw = jupyter_data_dir()
     base = Path(raw)
     if not base.is_absolute():  # JUPYTER_DATA_DIR=jd: the same folder after a %cd
         base = _pinned.setdefault(raw, Path(os.path.abspath(raw)))
-    return base / KEY_FOLDER
+    if len(_folders) >= 16:  # the environment changed often (tests): start over
+        _folders.clear()
+    found = _folders[env] = base / KEY_FOLDER
+    return found
 
 
 def read_folders() -> list[Path]:

@@ -41,6 +41,7 @@ from agent_kernel import Agent, Settings, Tool
 from agent_kernel.core import trust
 from agent_kernel.core.ledger import Ledger
 from agent_kernel.core.trust import (
+    KEY_FOLDER,
     TrustError,
     condition_digest,
     key_folder,
@@ -630,3 +631,20 @@ def test_trust_status_says_where_the_key_is_and_when_it_is_refused(home: Path) -
     assert "no approved trigger needs approving again" in rotated.stdout
     again = trust_cli("status", "--workspace", str(workspace))
     assert again.returncode == 0 and "mode 600" in again.stdout, again.stdout
+
+
+def test_the_key_folder_follows_the_environment_jupyter_reads(home: Path,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """Worked out once per environment (every agent asks), and again when it changes."""
+    assert key_folder() == home / ".local" / "share" / "jupyter" / KEY_FOLDER
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    assert key_folder() == home / "data" / "jupyter" / KEY_FOLDER
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(home / "jd"))
+    assert key_folder() == home / "jd" / KEY_FOLDER
+    monkeypatch.delenv("JUPYTER_DATA_DIR")
+    monkeypatch.delenv("XDG_DATA_HOME")
+    other = home / "other"
+    other.mkdir()
+    monkeypatch.setenv("HOME", str(other))
+    assert key_folder() == other / ".local" / "share" / "jupyter" / KEY_FOLDER
