@@ -338,6 +338,9 @@ class TaskStore:
         self.interrupted_folder: Path = workspace.root / INTERRUPTED
         self._pending: dict[str, Future[None]] = {}
         """The last write queued for each task and not yet done."""
+        self._failed: dict[str, Future[None]] = {}
+        """A write made at once (:meth:`save_first`) that failed, until :meth:`written`
+        raises it or a later write of the task is queued."""
         self._lock = threading.Lock()
         self._line: list[_FileStep] = []
         """Writes and deletions queued for the writer thread and not yet taken, in order."""
@@ -366,14 +369,18 @@ class TaskStore:
 
     def save_first(self, task: Task) -> Future[None]:
         """Write ``task``'s file here and now when no write of it is queued, else queue it
-        after them (:meth:`save_soon`); the future says how it went. For the file of a task
-        that starts: its run waits for it soon, and the writer thread, handed one small
-        file (no fsync) as the loop makes the agent and sends its first request, started
-        it 1-1.6 ms late and took 1.6 ms more (docs/performance.md, "The delegated task")."""
+        after them (:meth:`save_soon`); the future says how it went, and a failure is
+        raised by :meth:`written` too. For a file the team waits for at once (a starting
+        task's, a held delegation's): the writer thread, handed one small file (no fsync)
+        as the loop made the agent and sent its first request, started it 1-1.6 ms late
+        and took 1.6 ms more (docs/performance.md, "The delegated task (ninth session)")."""
         if self.pending(task.id):
             return self.save_soon(task)
         done: Future[None] = Future()
         self._steps([(task.id, self._data(task), done)])
+        if done.exception() is not None:  # told to whoever awaits it (written)
+            self._failed[task.id] = done
+            log.warning("team task file %s: %s", task.id, done.exception())
         return done
 
     async def asave(self, task: Task) -> None:
@@ -391,6 +398,8 @@ class TaskStore:
         future = self._pending.get(task_id)
         if future is not None:
             await asyncio.wrap_future(future)
+        elif (failed := self._failed.pop(task_id, None)) is not None:
+            failed.result()
 
     def pending(self, task_id: str) -> bool:
         """Whether a write or deletion of ``task_id``'s file is queued and not yet done."""
@@ -413,6 +422,7 @@ class TaskStore:
             self._steps([(task_id, data, future)])
             future.result()  # raises as the step did
             return future
+        self._failed.pop(task_id, None)  # this write comes after it
         with self._lock:
             self._pending[task_id] = future
             self._line.append((task_id, data, future))

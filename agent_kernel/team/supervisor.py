@@ -328,7 +328,7 @@ class Supervisor:
         task = board.new_task(parent, agent.agent_id, WORKER, prompt, status="held", **fields)
         self._per_run[run_id].append(task.id)
         board.held.setdefault(parent.id, []).append(task)
-        board.store.save_soon(task)  # the tool awaits it (store.written) before it answers
+        board.store.save_first(task)  # the tool awaits it (store.written) before it answers
         board.changed(task)
         return task
 

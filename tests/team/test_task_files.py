@@ -175,6 +175,8 @@ async def test_a_failed_write_reaches_whoever_waits_for_it(tmp_path: Path) -> No
         await store.asave(task)
     with pytest.raises(OSError):  # written at once: the future holds the refusal
         store.save_first(task).result()
+    with pytest.raises(OSError):  # and whoever awaits the file hears of it
+        await store.written(task.id)
     store.save_soon(task)
     with pytest.raises(OSError):
         await store.written(task.id)
