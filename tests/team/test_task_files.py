@@ -100,9 +100,8 @@ def test_each_step_is_on_disk_before_the_team_goes_on(tmp_path: Path,
         assert [status for prompt, status in writes if prompt == job] == ["held", "running"]
 
 
-async def test_writes_leave_the_loop_and_keep_their_order(tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch
-                                                          ) -> None:
+def writing_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of the thread each task file is written in, in order, from now on."""
     threads: list[str] = []
     real = queue.write_atomic_at
 
@@ -111,6 +110,13 @@ async def test_writes_leave_the_loop_and_keep_their_order(tmp_path: Path,
         real(folder, name, data)
 
     monkeypatch.setattr(queue, "write_atomic_at", write_atomic_at)
+    return threads
+
+
+async def test_writes_leave_the_loop_and_keep_their_order(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    threads = writing_threads(monkeypatch)
     store = TaskStore(Workspace(tmp_path / "ws"))
     task = Task(id="task_one", role=WORKER, prompt="first", status="held")
     store.save_soon(task)
@@ -134,14 +140,8 @@ async def test_writes_leave_the_loop_and_keep_their_order(tmp_path: Path,
 
 async def test_a_starting_tasks_file_is_written_at_once_unless_a_write_of_it_waits(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    threads: list[str] = []
-    real = queue.write_atomic_at
-
-    def write_atomic_at(folder: int, name: str, data: bytes) -> None:
-        threads.append(threading.current_thread().name)
-        real(folder, name, data)
-
-    monkeypatch.setattr(queue, "write_atomic_at", write_atomic_at)
+    threads = writing_threads(monkeypatch)
+    write_atomic_at = queue.write_atomic_at
     store = TaskStore(Workspace(tmp_path / "ws"))
     task = Task(id="task_one", role=WORKER, prompt="first", status="running")
     written = store.save_first(task)
