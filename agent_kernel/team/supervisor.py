@@ -104,9 +104,7 @@ class DelegatedLife(TaskLife):
         written (queued when the task started, :meth:`Supervisor._start`), and its tool
         calls (its first effects) wait for the file (docs/team.md, "Persistence"); a run
         elsewhere (a subclass's own ``run``) waits for it first."""
-        written = self.supervisor.start_writes.pop(self.task.id, None)
-        if written is None:  # not started by the supervisor's queues
-            written = self.board.store.save_soon(self.task)
+        written = self.supervisor.start_writes.pop(self.task.id)  # every life is _start's
         if type(self).run is not DelegatedLife.run:
             await asyncio.wrap_future(written)
             return
