@@ -295,9 +295,9 @@ async def send(where: Route, body: dict[str, object], timeout: float) -> Any:
     """POST the chat request as the SDK's ``chat.completions.create`` does, minus its
     transform of the body (a walk over every message and tool schema, ~1 ms a call with
     the default tools, for a body that is already plain JSON); litellm posts the same way.
-    The body goes as bytes (:func:`encoded`). A stream (``body["stream"]``) comes back as
-    the SDK's ``AsyncStream`` of chunks, each the dict the server sent
-    (``llm._read_chunks`` reads them)."""
+    The body goes as bytes (:func:`encoded`, as the SDK's ``content``). A stream
+    (``body["stream"]``) comes back as the SDK's ``AsyncStream`` of chunks, each the dict
+    the server sent (``llm._read_chunks`` reads them)."""
     global _stream_cls
     from openai._base_client import make_request_options
     from openai.types.chat import ChatCompletion
@@ -308,7 +308,7 @@ async def send(where: Route, body: dict[str, object], timeout: float) -> Any:
         _stream_cls = AsyncStream[object]
     _say_asyncio()
     return await client(where).post(
-        "/chat/completions", body=encoded(body), cast_to=ChatCompletion,
+        "/chat/completions", content=encoded(body), cast_to=ChatCompletion,
         options=make_request_options(timeout=timeout, security={"bearer_auth": True}),
         stream=bool(body.get("stream")), stream_cls=_stream_cls)
 
