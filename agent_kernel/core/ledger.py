@@ -45,6 +45,7 @@ import json
 import logging
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -77,7 +78,7 @@ from agent_kernel.core.ledger_lines import (
 )
 from agent_kernel.core.redaction import REDACTED as REDACTED  # re-exported for older imports
 from agent_kernel.core.redaction import scrub
-from agent_kernel.core.safe_open import UnsafeWorkspacePath, WorkspaceLock, open_fd
+from agent_kernel.core.safe_open import KeptFile, UnsafeWorkspacePath, WorkspaceLock, open_fd
 
 log = logging.getLogger(__name__)
 LEDGER_FILE = "ledger.jsonl"
@@ -245,7 +246,11 @@ class _Commit:
     """
 
     def __init__(self, root: Path, name: str) -> None:
-        self.lock = WorkspaceLock(root, name + ".lock")
+        self.key = os.path.abspath(root / name)
+        self.lock = WorkspaceLock(root, name + ".lock", keep_open=True)
+        self.file = KeptFile(root, name, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+        """The ledger, kept open between groups with its lock file (used under the lock;
+        each group checks both are still the files at their names: one ``lstat`` each)."""
         self.mutex = threading.Lock()
         self.waiting: list[_Batch] = []
         self.writing = False
@@ -253,8 +258,31 @@ class _Commit:
         """Groups written so far (each one write and one fsync): tests read it."""
 
 
+    def close_files(self) -> bool:
+        """Close the kept files unless a thread holds the lock (False: still open)."""
+        return self.lock.close_kept(self.file)
+
+
 _COMMITS: dict[str, _Commit] = {}
 _COMMITS_MUTEX = threading.Lock()
+
+KEPT_OPEN = 4
+"""Ledgers whose files a process keeps open between writes (the least recently written
+are closed first): a kernel writes one ledger, or one a workspace; a test run makes
+thousands, and must not hold two descriptors for each."""
+
+_OPEN: OrderedDict[str, _Commit] = OrderedDict()
+
+
+def _kept_open(commit: _Commit) -> None:
+    """``commit`` wrote just now with its files open: close the least recently written
+    others' beyond :data:`KEPT_OPEN` (a ledger being written keeps its own)."""
+    with _COMMITS_MUTEX:
+        _OPEN[commit.key] = commit
+        _OPEN.move_to_end(commit.key)
+        for other_key, other in list(_OPEN.items())[:-KEPT_OPEN]:
+            if other.close_files():
+                del _OPEN[other_key]
 
 
 def _commit_of(path: Path) -> _Commit:
@@ -279,9 +307,13 @@ def _writers() -> ThreadPoolExecutor:
 
 
 def _forget_commits() -> None:
-    """In a forked child: the parent's waiting appends, held locks and threads are not its
-    own."""
+    """In a forked child: the parent's waiting appends, held locks, open files and threads
+    are not its own."""
     global _COMMITS_MUTEX, _WRITERS
+    for commit in _OPEN.values():  # the child's copies (a lock a parent's thread held
+        commit.close_files()        # stays open: its thread is not in the child)
+        commit.file.close()
+    _OPEN.clear()
     _COMMITS.clear()
     _COMMITS_MUTEX = threading.Lock()
     _WRITERS = None
@@ -289,6 +321,12 @@ def _forget_commits() -> None:
 
 os.register_at_fork(after_in_child=_forget_commits)
 
+
+QUEUED_WAIT = 0.02
+"""Seconds a record queued with :meth:`Ledger.queue` (which no one waits for) waits for the
+file's next write to go with, before a write of its own starts: a team's ``task_started``
+then shares its run's first record's fsync instead of taking the writer thread while the
+run makes its first model call, and that record waited for it (docs/performance.md)."""
 
 INLINE_TEXT = 1024
 """Records with less text than this are redacted on the loop (a millisecond at most);
@@ -399,14 +437,19 @@ class Ledger:
         at once: :meth:`PendingAppend.written` waits (on the loop) until they are on disk.
         Any record appended after this call is chained after them, so once a later record
         is on disk these are too. For a record the caller need not wait for (a team's
-        ``task_started``: its run begins meanwhile)."""
-        return self._pending(self._prepare(records))
+        ``task_started``: its run begins meanwhile). They go with the file's next write
+        (one fsync for both), or alone :data:`QUEUED_WAIT` seconds later when none came."""
+        pending = self._pending(self._prepare(records), start=False)
+        if pending.batch is not None:
+            asyncio.get_running_loop().call_later(QUEUED_WAIT, self._start_line)
+        return pending
 
-    def _pending(self, bodies: list[dict[str, object]]) -> PendingAppend:
-        """Queue prepared ``bodies`` (none: nothing to wait for) and return the handle."""
+    def _pending(self, bodies: list[dict[str, object]], start: bool = True) -> PendingAppend:
+        """Queue prepared ``bodies`` (none: nothing to wait for) and return the handle
+        (``start=False``: no write starts for them; the next one takes them)."""
         pending = PendingAppend(self, bodies)
         if bodies:
-            pending.batch = self._queue(bodies, pending.notify)
+            pending.batch = self._queue(bodies, pending.notify, start=start)
         return pending
 
     async def append_async(self, records: Sequence[Mapping[str, object]]
@@ -476,22 +519,32 @@ class Ledger:
     # --- group commit ----------------------------------------------------------------------
 
     def _queue(self, bodies: list[dict[str, object]],
-               notify: Callable[[], None] | None = None) -> _Batch:
+               notify: Callable[[], None] | None = None, start: bool = True) -> _Batch:
         """Put a batch in line (its place in the chain is fixed now). With no write under
         way, a synchronous caller (no ``notify``) writes it itself in :meth:`_wait`; for
-        one on the loop a writer thread starts, so the loop never waits on the disk."""
+        one on the loop a writer thread starts, so the loop never waits on the disk
+        (``start=False``: none starts; the next write, or :meth:`_start_line`, takes it)."""
         batch = _Batch(bodies, notify)
         commit = self._commit
         with commit.mutex:
             commit.waiting.append(batch)
-            start = not commit.writing
-            commit.writing = True
+            start = start and not commit.writing
+            commit.writing = commit.writing or start
         if start:
             if notify is None:
                 batch.lead = True
             else:
                 self._writer_thread()
         return batch
+
+    def _start_line(self) -> None:
+        """Have a writer thread take what waits in line, unless one has it already."""
+        commit = self._commit
+        with commit.mutex:
+            start = bool(commit.waiting) and not commit.writing
+            commit.writing = commit.writing or start
+        if start:
+            self._writer_thread()
 
     def _writer_thread(self) -> None:
         """Have one of the process's ledger writer threads drain the line (two threads,
@@ -559,14 +612,14 @@ class Ledger:
         tell each caller. All or none: a failed write removes every line of the group (a
         batch that cannot be made a line fails alone, before anything is written)."""
         error: BaseException | None = None
+        commit = self._commit
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            try:
+            try:  # the lock file is made with its folder, which the ledger is in
                 held = self._lock.acquire()
             except OSError as exc:
                 raise LedgerError(f"cannot lock the ledger: {exc}") from exc
             with held:
-                fd = self._open()
+                fd = self._kept_file()
                 try:
                     last, _ = self._heal(fd)
                     lines = []
@@ -581,9 +634,11 @@ class Ledger:
                         last = head
                     if lines:
                         self._write(fd, ("\n".join(lines) + "\n").encode("utf-8"))
-                finally:
-                    os.close(fd)
-            self._commit.groups += 1
+                except BaseException:  # opened afresh by the next group
+                    commit.file.close()
+                    raise
+            commit.groups += 1
+            _kept_open(commit)
         except BaseException as exc:
             error = exc
             raise
@@ -622,6 +677,16 @@ class Ledger:
     def _reader(self) -> IO[bytes]:
         """The ledger opened for reading, never through a link nor waiting on a FIFO."""
         return os.fdopen(open_fd(self.root, self.path.name, os.O_RDONLY), "rb")
+
+    def _kept_file(self) -> int:
+        """Under the lock: the ledger kept open, still the file at its name (else opened
+        afresh, as :meth:`_open`)."""
+        try:
+            return self._commit.file.fd()
+        except UnsafeWorkspacePath as exc:
+            raise LedgerError(f"cannot open the ledger: {exc}") from exc
+        except OSError as exc:
+            raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
 
     def _open(self) -> int:
         try:

@@ -317,13 +317,26 @@ class LockTimeout(TimeoutError):
 
 class WorkspaceLock:
     """A cross-process lock on ``root/path`` (``flock``), opened through :func:`open_fd`, so a
-    planted link is refused and its target never truncated; re-entrant within a process."""
+    planted link is refused and its target never truncated; re-entrant within a process.
 
-    def __init__(self, root: Path, path: str | PurePath, timeout: float = -1) -> None:
+    ``keep_open`` keeps the lock file open between holds (for a lock taken many times a
+    second, the ledger's): the next hold locks the same open file, then checks with one
+    ``lstat`` that the name still is that file, and opens the name again (the same walk)
+    when it is not: a lock file removed or replaced meanwhile is never the one held. Only
+    for a ``path`` of one name (the check then reads what the walk would)."""
+
+    def __init__(self, root: Path, path: str | PurePath, timeout: float = -1,
+                 keep_open: bool = False) -> None:
         self.root, self.path, self.timeout = root, path, timeout
         self._thread_lock = threading.RLock()
         self._fd: int | None = None
         self._count = 0
+        self._kept: KeptFile | None = None
+        if keep_open:
+            parts = parts_of(root, path)
+            if len(parts) != 1:
+                raise ValueError(f"a lock kept open is one name in its folder, not {path}")
+            self._kept = KeptFile(root, parts[0], os.O_RDWR | os.O_CREAT, create_folder=True)
 
     @property
     def is_locked(self) -> bool:
@@ -338,27 +351,40 @@ class WorkspaceLock:
             raise LockTimeout(f"{self.path} is held by another thread")
         try:
             if self._count == 0:
-                fd = open_fd(self.root, self.path, os.O_RDWR | os.O_CREAT,
-                             create_folders=True)
-                try:
-                    while True:
-                        try:
-                            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                            break
-                        except BlockingIOError:
-                            if deadline is not None and time.monotonic() >= deadline:
-                                raise LockTimeout(f"{self.path} is held by another "
-                                                  f"process") from None
-                            time.sleep(0.02)
-                except BaseException:
-                    os.close(fd)
-                    raise
-                self._fd = fd
+                self._fd = self._lock_file(deadline)
             self._count += 1
         except BaseException:
             self._thread_lock.release()
             raise
         return _Held(self)
+
+    def _lock_file(self, deadline: float | None) -> int:
+        """The lock file, open and locked (a kept one: still the file at its name)."""
+        while True:
+            kept = self._kept
+            fd = kept.fd(check=False) if kept is not None else open_fd(
+                self.root, self.path, os.O_RDWR | os.O_CREAT, create_folders=True)
+            try:
+                self._flock(fd, deadline)
+            except BaseException:
+                if kept is None:
+                    os.close(fd)
+                raise
+            if kept is None or kept.still_named():
+                return fd
+            with contextlib.suppress(OSError):  # a file no one else locks any more
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            kept.close()
+
+    def _flock(self, fd: int, deadline: float | None) -> None:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise LockTimeout(f"{self.path} is held by another process") from None
+                time.sleep(0.02)
 
     def release(self) -> None:
         """Let go once (the file lock goes with the last release)."""
@@ -369,8 +395,24 @@ class WorkspaceLock:
             fd, self._fd = self._fd, None
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+            if self._kept is None:
+                os.close(fd)
         self._thread_lock.release()
+
+    def close_kept(self, *guarded: KeptFile) -> bool:
+        """Close a kept lock file now, and the files only used under this lock
+        (``guarded``), unless a thread holds the lock (False then: nothing was closed)."""
+        if not self._thread_lock.acquire(blocking=False):
+            return False
+        try:
+            if self._count:  # this thread holds it
+                return False
+            for kept in (self._kept, *guarded):
+                if kept is not None:
+                    kept.close()
+            return True
+        finally:
+            self._thread_lock.release()
 
     def __enter__(self) -> WorkspaceLock:
         self.acquire()
@@ -379,6 +421,46 @@ class WorkspaceLock:
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  traceback: TracebackType | None) -> None:
         self.release()
+
+
+class KeptFile:
+    """A regular file ``root/name`` opened once through :func:`open_fd` and kept open: each
+    :meth:`fd` checks with one ``lstat`` that the name still is that file (the walk's
+    answer, for one name below ``root``), and opens the name again when it is not, or when
+    it is gone (``flags`` with ``O_CREAT`` then makes it). The caller serialises its uses."""
+
+    def __init__(self, root: Path, name: str, flags: int, create_folder: bool = False) -> None:
+        _file_name(name)
+        self.root, self.name, self.flags, self.create_folder = root, name, flags, create_folder
+        self._fd: int | None = None
+        self._ident = (0, 0)
+
+    def fd(self, check: bool = True) -> int:
+        """The open file, still the one at its name (opened again if not; ``check=False``:
+        the open file as it is, for a caller that checks later); raises as
+        :func:`open_fd`."""
+        if self._fd is not None and (not check or self.still_named()):
+            return self._fd
+        self.close()
+        fd = open_fd(self.root, self.name, self.flags, create_folders=self.create_folder)
+        info = os.fstat(fd)
+        self._fd, self._ident = fd, (info.st_dev, info.st_ino)
+        return fd
+
+    def still_named(self) -> bool:
+        """Whether the name in the folder is still the open file (never through a link)."""
+        try:
+            info = os.stat(self.root / self.name, follow_symlinks=False)
+        except OSError:
+            return False
+        return (info.st_dev, info.st_ino) == self._ident and stat.S_ISREG(info.st_mode)
+
+    def close(self) -> None:
+        """Close it (the next :meth:`fd` opens the name again)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 class _Held:

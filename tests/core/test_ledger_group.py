@@ -6,11 +6,14 @@ appends that arrive meanwhile must wait and go together in the next write.
 
 from __future__ import annotations
 
+import asyncio
+import os
 import subprocess
 import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -196,3 +199,97 @@ def test_which_records_are_redacted_on_the_loop() -> None:
     assert _text_size([{"value": object()}], INLINE_TEXT) >= INLINE_TEXT
     assert _text_size([{"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": "x"}}}}}}}}],
                       INLINE_TEXT) >= INLINE_TEXT
+
+
+async def test_a_queued_record_waits_for_the_next_write_and_shares_its_fsync(
+        tmp_path: Path) -> None:
+    """``task_started`` starts no write of its own: the run's first record takes it along."""
+    ledger = Ledger(tmp_path / LEDGER_FILE)
+    ledger.append({"kind": "before"})
+    groups = ledger._commit.groups
+    pending = ledger.queue([{"kind": "task_started", "task_id": "t1"}])
+    assert [r["kind"] for r in ledger.records()] == ["before"]  # no writer was started
+    await ledger.arecord_event("tool_call", task_id="t1")
+    await pending.written()
+    assert ledger._commit.groups == groups + 1
+    assert [r["kind"] for r in ledger.records()] == ["before", "task_started", "tool_call"]
+
+
+async def test_a_queued_record_alone_is_written_a_moment_later(tmp_path: Path) -> None:
+    from agent_kernel.core.ledger import QUEUED_WAIT
+
+    ledger = Ledger(tmp_path / LEDGER_FILE)
+    pending = ledger.queue([{"kind": "task_started", "task_id": "t1"}])
+    assert ledger.records() == []
+    [started] = await asyncio.wait_for(pending.written(), 30 + QUEUED_WAIT)
+    assert [r["hash"] for r in ledger.records()] == [started["hash"]]
+    # a synchronous append meanwhile writes it first, in its own thread
+    pending = ledger.queue([{"kind": "task_started", "task_id": "t2"}])
+    ledger.append({"kind": "plain"})
+    assert [r["kind"] for r in ledger.records()] == ["task_started", "task_started", "plain"]
+    await pending.written()
+
+
+def _open_here(root: Path) -> list[str]:
+    """The names under ``root`` this process has open (its descriptors, as Linux lists them)."""
+    found = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = Path(os.readlink(fd))
+        except OSError:
+            continue
+        if target.is_relative_to(root):
+            found.append(str(target.relative_to(root)))
+    return sorted(found)
+
+
+def test_the_ledger_and_its_lock_stay_open_and_a_name_changed_meanwhile_is_opened_anew(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_kernel.core import safe_open
+
+    opened: list[str] = []
+    real = safe_open.open_fd
+
+    def counted(root: Path, path: str, *args: Any, **kwargs: Any) -> int:
+        opened.append(str(path))
+        return real(root, path, *args, **kwargs)
+
+    monkeypatch.setattr(safe_open, "open_fd", counted)
+    ledger = Ledger(tmp_path / "ws" / LEDGER_FILE)
+    for value in range(3):
+        _append(ledger, "a", value)
+    assert opened == [LEDGER_FILE + ".lock", LEDGER_FILE]  # once each, for three writes
+    assert _open_here(tmp_path) == ["ws/" + LEDGER_FILE, "ws/" + LEDGER_FILE + ".lock"]
+
+    # moved aside: the next record goes to a new file at the name, the old one is untouched
+    (tmp_path / "ws" / LEDGER_FILE).rename(tmp_path / "ws" / "old.jsonl")
+    (tmp_path / "ws" / (LEDGER_FILE + ".lock")).unlink()
+    _append(ledger, "a", 3)
+    assert opened[2:] == [LEDGER_FILE + ".lock", LEDGER_FILE]
+    assert Ledger(tmp_path / "ws" / "old.jsonl").verify().count == 3
+    assert [r["arguments"] for r in ledger.records()] == [{"value": 3}]
+    assert (tmp_path / "ws" / (LEDGER_FILE + ".lock")).is_file()
+
+    # a link planted at the name is refused, never written through
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep\n")
+    (tmp_path / "ws" / LEDGER_FILE).unlink()
+    (tmp_path / "ws" / LEDGER_FILE).symlink_to(outside)
+    with pytest.raises(LedgerError, match="symbolic link"):
+        _append(ledger, "a", 4)
+    assert outside.read_text() == "keep\n"
+
+
+def test_a_process_keeps_few_ledgers_open(tmp_path: Path) -> None:
+    from agent_kernel.core.ledger import KEPT_OPEN
+
+    ledgers = [Ledger(tmp_path / f"ws{n}" / LEDGER_FILE) for n in range(KEPT_OPEN + 3)]
+    for ledger in ledgers:
+        _append(ledger, "a", 0)
+    still = _open_here(tmp_path)
+    assert len(still) == 2 * KEPT_OPEN, still
+    assert f"ws{KEPT_OPEN + 2}/{LEDGER_FILE}" in still  # the last written are kept
+    assert not any(name.startswith("ws0/") for name in still)
+    for ledger in ledgers:  # a closed one opens again when it writes
+        _append(ledger, "a", 1)
+        assert ledger.verify().count == 2
