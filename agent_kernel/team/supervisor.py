@@ -124,6 +124,11 @@ class DelegatedLife(TaskLife):
 MAX_TAKEN = 64
 """Agent numbers a team takes from the workspace's counter at most at once."""
 
+TAKEN_AHEAD = 8
+"""Agent numbers a team takes from the counter at least at once: the lock and the counter's
+file cost 0.25-0.3 ms on the way to a task's first model call, twice a delegated task
+(docs/performance.md); a kernel that ends leaves at most seven of its numbers unused."""
+
 MAX_SCHEMA_SETS = 32
 """Distinct tool sets whose schemas a team keeps (a role each, and the tool sets the session's
 ``@tool`` functions made as they changed)."""
@@ -287,14 +292,15 @@ class Supervisor:
     def next_agent_id(self, role: str, waiting: int = 0) -> str:
         """A new ``planner-N`` / ``worker-N`` (:meth:`dispatch` checks there is one left),
         unique on the workspace: another team there (another kernel's) takes numbers too.
-        With ``waiting`` more tasks about to start, their numbers are taken with this one
-        (one lock for a fan-out, not one per task); the team hands them out in order to
-        whichever agents it makes next, and a number taken and never used is skipped,
-        never given twice."""
+        Numbers are taken :data:`TAKEN_AHEAD` at a time, or with ``waiting`` more tasks
+        about to start, theirs with this one (one lock for a fan-out, not one per task);
+        the team hands them out in order to whichever agents it makes next, and a number
+        taken and never used is skipped, never given twice."""
         if self._taken:
             number = self._taken.pop(0)
         else:
-            count = max(1, min(waiting + 1, MAX_TAKEN, MAX_AGENT_NUMBER - self._next_number + 1))
+            count = max(1, min(max(waiting + 1, TAKEN_AHEAD), MAX_TAKEN,
+                               MAX_AGENT_NUMBER - self._next_number + 1))
             number = reserve_agent_number(self.workspace.root, self._next_number, count)
             self._taken = list(range(number + 1, min(number + count, MAX_AGENT_NUMBER + 1)))
         self._next_number = number + 1

@@ -26,9 +26,12 @@ def test_two_teams_on_one_workspace_never_share_an_agent_name(tmp_path: Path) ->
         names.append(second.supervisor.next_agent_id("worker"))
         names.append(second.supervisor.next_agent_id("planner"))
     assert len(set(names)) == len(names), names
-    assert names[:3] == ["worker-1", "worker-2", "planner-3"]
-    # a team made later, after a restart, goes on from there too
-    assert Team(workspace=tmp_path / "ws").supervisor.next_agent_id("worker") == "worker-16"
+    # each team takes eight numbers at a time (TAKEN_AHEAD), and uses them in order
+    assert names[:6] == ["worker-1", "worker-9", "planner-10", "worker-2", "worker-11",
+                         "planner-12"]
+    assert names[-3:] == ["worker-5", "worker-17", "planner-18"]
+    # a team made later, after a restart, goes on after every number taken
+    assert Team(workspace=tmp_path / "ws").supervisor.next_agent_id("worker") == "worker-25"
 
 
 def test_a_team_takes_the_numbers_of_the_tasks_about_to_start_at_once(
@@ -46,12 +49,12 @@ def test_a_team_takes_the_numbers_of_the_tasks_about_to_start_at_once(
 
     monkeypatch.setattr(supervisor, "reserve_agent_number", counted)
     first, second = Team(workspace=tmp_path / "ws"), Team(workspace=tmp_path / "ws")
-    names = [first.supervisor.next_agent_id("worker", waiting=4)]
+    names = [first.supervisor.next_agent_id("worker", waiting=11)]
     names.append(second.supervisor.next_agent_id("worker"))
-    names += [first.supervisor.next_agent_id("worker", waiting=3 - n) for n in range(4)]
-    assert names == ["worker-1", "worker-6", "worker-2", "worker-3", "worker-4", "worker-5"]
-    assert taken == [5, 1]
-    assert Team(workspace=tmp_path / "ws").supervisor.next_agent_id("planner") == "planner-7"
+    names += [first.supervisor.next_agent_id("worker", waiting=10 - n) for n in range(11)]
+    assert names == ["worker-1", "worker-13", *(f"worker-{n}" for n in range(2, 13))]
+    assert taken == [12, 8]  # the twelve about to start; eight at least
+    assert Team(workspace=tmp_path / "ws").supervisor.next_agent_id("planner") == "planner-21"
 
 
 def test_kernels_reserving_at_once_get_distinct_numbers(tmp_path: Path) -> None:
