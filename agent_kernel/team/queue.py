@@ -338,9 +338,11 @@ class TaskStore:
         self.interrupted_folder: Path = workspace.root / INTERRUPTED
         self._pending: dict[str, Future[None]] = {}
         """The last write queued for each task and not yet done."""
+        self._next: dict[str, tuple[bytes, Future[None]]] = {}
+        """Files :meth:`save_next` writes on the loop once its current step yields."""
         self._failed: dict[str, Future[None]] = {}
-        """A write made at once (:meth:`save_first`) that failed, until :meth:`written`
-        raises it or a later write of the task is queued."""
+        """A write made on the loop (:meth:`save_first`, :meth:`save_next`) that failed,
+        until :meth:`written` raises it or a later write of the task is queued."""
         self._lock = threading.Lock()
         self._line: list[_FileStep] = []
         """Writes and deletions queued for the writer thread and not yet taken, in order."""
@@ -370,18 +372,42 @@ class TaskStore:
     def save_first(self, task: Task) -> Future[None]:
         """Write ``task``'s file here and now when no write of it is queued, else queue it
         after them (:meth:`save_soon`); the future says how it went, and a failure is
-        raised by :meth:`written` too. For a file the team waits for at once (a starting
-        task's, a held delegation's): the writer thread, handed one small file (no fsync)
-        as the loop made the agent and sent its first request, started it 1-1.6 ms late
-        and took 1.6 ms more (docs/performance.md, "The delegated task (ninth session)")."""
+        raised by :meth:`written` too. For a file the team waits for at once (a held
+        delegation's; a starting task's, through :meth:`save_next`): the writer thread,
+        handed one small file (no fsync) as the loop made the agent and sent its first
+        request, started it 1-1.6 ms late and took 1.6 ms more (docs/performance.md, "The
+        delegated task (ninth session)")."""
         if self.pending(task.id):
             return self.save_soon(task)
         done: Future[None] = Future()
-        self._steps([(task.id, self._data(task), done)])
-        if done.exception() is not None:  # told to whoever awaits it (written)
-            self._failed[task.id] = done
-            log.warning("team task file %s: %s", task.id, done.exception())
+        self._write_first(task.id, self._data(task), done)
         return done
+
+    def save_next(self, task: Task) -> Future[None]:
+        """:meth:`save_first` once the loop's current step yields: for a starting task's
+        file, so the run spawned just before sends its first request first and the file
+        is written while the model works on it. ``task`` is taken as it is now; a write,
+        deletion or :meth:`written` of it asked for before then writes it first, in order.
+        Call on the loop."""
+        if self.pending(task.id):
+            return self.save_soon(task)
+        done: Future[None] = Future()
+        self._next[task.id] = (self._data(task), done)
+        asyncio.get_running_loop().call_soon(self._write_next, task.id)
+        return done
+
+    def _write_next(self, task_id: str) -> None:
+        """Write the file :meth:`save_next` left, if it still waits."""
+        step = self._next.pop(task_id, None)
+        if step is not None:
+            self._write_first(task_id, *step)
+
+    def _write_first(self, task_id: str, data: bytes, done: Future[None]) -> None:
+        """Write here and now; a failure is kept for whoever awaits it (:meth:`written`)."""
+        self._steps([(task_id, data, done)])
+        if done.exception() is not None:
+            self._failed[task_id] = done
+            log.warning("team task file %s: %s", task_id, done.exception())
 
     async def asave(self, task: Task) -> None:
         """Write ``task`` off the loop and return once it is on disk (raises as
@@ -395,6 +421,10 @@ class TaskStore:
 
     async def written(self, task_id: str) -> None:
         """Wait until every write queued for ``task_id`` is done; raises as the last did."""
+        step = self._next.get(task_id)
+        if step is not None:  # written when the step that left it yields (now, here)
+            with contextlib.suppress(Exception):  # raised below, once
+                await asyncio.wrap_future(step[1])
         future = self._pending.get(task_id)
         if future is not None:
             await asyncio.wrap_future(future)
@@ -403,10 +433,12 @@ class TaskStore:
 
     def pending(self, task_id: str) -> bool:
         """Whether a write or deletion of ``task_id``'s file is queued and not yet done."""
-        return task_id in self._pending
+        return task_id in self._pending or task_id in self._next
 
     def flush(self) -> None:
         """Wait until every queued write of this store is done (their errors were logged)."""
+        for task_id in list(self._next):
+            self._write_next(task_id)
         for future in list(self._pending.values()):
             with contextlib.suppress(Exception):
                 future.result()
@@ -414,6 +446,7 @@ class TaskStore:
     def _queue(self, task_id: str, data: bytes | None) -> Future[None]:
         """Queue the write of ``data`` as ``task_id``'s file (None: its deletion)."""
         self._path(task_id)  # refuses an id that is not a file name, here and now
+        self._write_next(task_id)  # a write left for after the step comes first
         future: Future[None] = Future()
         try:
             asyncio.get_running_loop()

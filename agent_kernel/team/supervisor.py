@@ -100,8 +100,8 @@ class DelegatedLife(TaskLife):
             if task.role == PLANNER else None)
 
     async def before_run(self) -> None:
-        """A run in this kernel sends its first model call while its ``running`` file is
-        written (queued when the task started, :meth:`Supervisor._start`), and its tool
+        """A run in this kernel sends its first model call, then its ``running`` file is
+        written while the model works (:meth:`Supervisor._start`), and its tool
         calls (its first effects) wait for the file (docs/team.md, "Persistence"); a run
         elsewhere (a subclass's own ``run``) waits for it first."""
         written = self.supervisor.start_writes.pop(self.task.id)  # every life is _start's
@@ -445,10 +445,11 @@ class Supervisor:
         task.run_id = new_id("run")
         task.agent_id = self.next_agent_id(task.role, len(self.board.queues[task.role]))
         self.board.begin(task)
-        # its file says running from now on (after its earlier writes); its life waits for
-        # the write where it must (DelegatedLife.before_run)
-        self.start_writes[task.id] = self.board.store.save_first(task)
         self.board.spawn(self._run(task), name=f"team-{task.agent_id}")
+        # its file says running from now on (after its earlier writes), written on the loop
+        # once the run's first step has sent its request; its life waits for the write
+        # where it must (DelegatedLife.before_run)
+        self.start_writes[task.id] = self.board.store.save_next(task)
         self.board.changed(task)
 
     async def _run(self, task: Task) -> None:

@@ -164,6 +164,36 @@ async def test_a_starting_tasks_file_is_written_at_once_unless_a_write_of_it_wai
         name.startswith("team-task-files") for name in threads[1:]), threads
 
 
+async def test_a_starting_tasks_file_is_written_once_the_run_spawned_before_it_has_stepped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``save_next``: the run sends its first request, then the file is written on the loop
+    (while the model works); a write or deletion asked for before then writes it first."""
+    threads = writing_threads(monkeypatch)
+    root = tmp_path / "ws"
+    store = TaskStore(Workspace(root))
+    task = Task(id="task_one", role=WORKER, prompt="first", status="running")
+    seen: list[dict[str, dict[str, Any]]] = []
+
+    async def first_step() -> None:  # what the run does before it yields: no file yet
+        seen.append(saved(root))
+
+    run = asyncio.get_running_loop().create_task(first_step())
+    written = store.save_next(task)
+    task.status = "ok"  # taken as it was when asked
+    assert not written.done() and store.pending(task.id) and saved(root) == {}
+    await store.written(task.id)
+    assert seen == [{}] and run.done()
+    assert saved(root)["first"]["status"] == "running"
+    assert threads == [threading.current_thread().name] and not store.pending(task.id)
+
+    second = Task(id="task_two", role=WORKER, prompt="second", status="running")
+    store.save_next(second)
+    store.delete_soon(second.id)  # after the write left for later, never before it
+    await store.written(second.id)
+    assert "second" not in saved(root)  # deleted on the thread after it was written here
+    assert threads[1:] == [threading.current_thread().name]
+
+
 async def test_a_failed_write_reaches_whoever_waits_for_it(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     (root / "team").mkdir(parents=True)
