@@ -257,7 +257,6 @@ class _Commit:
         self.groups = 0
         """Groups written so far (each one write and one fsync): tests read it."""
 
-
     def close_files(self) -> bool:
         """Close the kept files unless a thread holds the lock (False: still open)."""
         return self.lock.close_kept(self.file)

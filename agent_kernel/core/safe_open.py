@@ -360,21 +360,25 @@ class WorkspaceLock:
 
     def _lock_file(self, deadline: float | None) -> int:
         """The lock file, open and locked (a kept one: still the file at its name)."""
-        while True:
-            kept = self._kept
-            fd = kept.fd(check=False) if kept is not None else open_fd(
-                self.root, self.path, os.O_RDWR | os.O_CREAT, create_folders=True)
+        kept = self._kept
+        if kept is None:
+            fd = open_fd(self.root, self.path, os.O_RDWR | os.O_CREAT, create_folders=True)
             try:
                 self._flock(fd, deadline)
             except BaseException:
-                if kept is None:
-                    os.close(fd)
+                os.close(fd)
                 raise
-            if kept is None or kept.still_named():
-                return fd
-            with contextlib.suppress(OSError):  # a file no one else locks any more
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            kept.close()
+            return fd
+        fd = kept.fd(check=False)
+        self._flock(fd, deadline)
+        if kept.still_named():
+            return fd
+        with contextlib.suppress(OSError):  # a file no one else locks any more
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        kept.close()
+        fd = kept.fd(check=False)  # walked and opened afresh, as a lock not kept is
+        self._flock(fd, deadline)
+        return fd
 
     def _flock(self, fd: int, deadline: float | None) -> None:
         while True:

@@ -347,3 +347,37 @@ def test_the_cli_refuses_a_linked_default_workspace_in_words(tmp_path: Path) -> 
     assert done.returncode == 2
     assert "is a symbolic link" in done.stderr and "Traceback" not in done.stderr
     assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_a_lock_kept_open_locks_the_file_at_its_name_when_the_name_changed(
+        tmp_path: Path) -> None:
+    """A lock file replaced between holds: the next hold is on the new file, the one another
+    process would lock, never on the old one kept open."""
+    import fcntl
+
+    from agent_kernel.core.safe_open import LockTimeout
+
+    lock = WorkspaceLock(tmp_path, "x.lock", keep_open=True)
+    with lock:
+        pass
+    (tmp_path / "x.lock").unlink()
+    (tmp_path / "x.lock").write_text("")
+    other = os.open(tmp_path / "x.lock", os.O_RDWR)  # another process's hold, on the new file
+    fcntl.flock(other, fcntl.LOCK_EX)
+    try:
+        with pytest.raises(LockTimeout), lock.acquire(timeout=0.1):
+            pass
+    finally:
+        os.close(other)
+    with lock.acquire(timeout=5):  # free again: taken, on the file at the name
+        other = os.open(tmp_path / "x.lock", os.O_RDWR)
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.close(other)
+    (tmp_path / "x.lock").unlink()
+    (tmp_path / "x.lock").symlink_to(tmp_path / "elsewhere")  # a link: refused, not followed
+    with pytest.raises(UnsafeWorkspacePath), lock:
+        pass
+    assert not (tmp_path / "elsewhere").exists()
+    with pytest.raises(ValueError, match="one name"):
+        WorkspaceLock(tmp_path, "a/x.lock", keep_open=True)
