@@ -38,6 +38,7 @@ named by their SHA-256, which the record names and ``verify`` checks
 from __future__ import annotations
 
 import asyncio
+import atexit
 import base64
 import contextlib
 import hashlib
@@ -45,6 +46,7 @@ import json
 import logging
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -274,8 +276,8 @@ _OPEN: OrderedDict[str, _Commit] = OrderedDict()
 
 
 def _kept_open(commit: _Commit) -> None:
-    """``commit`` wrote just now with its files open: close the least recently written
-    others' beyond :data:`KEPT_OPEN` (a ledger being written keeps its own)."""
+    """``commit`` held its lock just now (its files may be open): close the least recently
+    used others' beyond :data:`KEPT_OPEN` (a ledger being written keeps its own)."""
     with _COMMITS_MUTEX:
         _OPEN[commit.key] = commit
         _OPEN.move_to_end(commit.key)
@@ -309,10 +311,8 @@ def _forget_commits() -> None:
     """In a forked child: the parent's waiting appends, held locks, open files and threads
     are not its own."""
     global _COMMITS_MUTEX, _WRITERS
-    for commit in _OPEN.values():  # the child's copies (a lock a parent's thread held
-        commit.close_files()        # stays open: its thread is not in the child)
-        commit.file.close()
-    _OPEN.clear()
+    _OPEN.clear()  # their open files are closed in the child already (safe_open.KeptFile)
+    _QUEUED.clear()  # the parent's records, its to write
     _COMMITS.clear()
     _COMMITS_MUTEX = threading.Lock()
     _WRITERS = None
@@ -320,6 +320,23 @@ def _forget_commits() -> None:
 
 os.register_at_fork(after_in_child=_forget_commits)
 
+
+_QUEUED: weakref.WeakSet[Ledger] = weakref.WeakSet()
+"""Ledgers that queued records with :meth:`Ledger.queue` (their timers need a loop)."""
+
+
+def _write_queued_at_exit() -> None:
+    """At the process's exit: write what :meth:`Ledger.queue` left for a loop that ended
+    before its timer, when nothing wrote the file since (a writer thread under way
+    finishes by itself: the interpreter joins it first)."""
+    for ledger in list(_QUEUED):
+        try:
+            ledger._start_line(here=True)
+        except Exception:  # each waiting record's caller was told; nothing more to do
+            log.exception("writing queued ledger records at exit")
+
+
+atexit.register(_write_queued_at_exit)
 
 QUEUED_WAIT = 0.02
 """Seconds a record queued with :meth:`Ledger.queue` (which no one waits for) waits for the
@@ -441,6 +458,7 @@ class Ledger:
         pending = self._pending(self._prepare(records), start=False)
         if pending.batch is not None:
             asyncio.get_running_loop().call_later(QUEUED_WAIT, self._start_line)
+            _QUEUED.add(self)  # a loop that ends first leaves them to the process's exit
         return pending
 
     def _pending(self, bodies: list[dict[str, object]], start: bool = True) -> PendingAppend:
@@ -536,13 +554,16 @@ class Ledger:
                 self._writer_thread()
         return batch
 
-    def _start_line(self) -> None:
-        """Have a writer thread take what waits in line, unless one has it already."""
+    def _start_line(self, here: bool = False) -> None:
+        """Have a writer thread take what waits in line, unless one has it already
+        (``here``: write it in this thread)."""
         commit = self._commit
         with commit.mutex:
             start = bool(commit.waiting) and not commit.writing
             commit.writing = commit.writing or start
-        if start:
+        if start and here:
+            self._drain()
+        elif start:
             self._writer_thread()
 
     def _writer_thread(self) -> None:
@@ -637,11 +658,11 @@ class Ledger:
                     commit.file.close()
                     raise
             commit.groups += 1
-            _kept_open(commit)
         except BaseException as exc:
             error = exc
             raise
         finally:
+            _kept_open(commit)
             for batch in group:
                 batch.done(error)
 
@@ -667,6 +688,7 @@ class Ledger:
                 _, report = self._heal(fd)
             finally:
                 os.close(fd)
+        _kept_open(self._commit)
         report.partials_removed = partials
         verdict = self.verify()
         if not verdict.ok and verdict.bad_index is not None:
@@ -836,6 +858,8 @@ class Ledger:
                 return self.path.stat().st_size
         except OSError:  # a read-only folder, a stuck lock (LockTimeout): read what is there
             return self.path.stat().st_size
+        finally:
+            _kept_open(self._commit)
 
     def _verify(self, anchor: str | None) -> VerifyResult:
         wanted = anchor.strip().lower() if anchor is not None else None

@@ -22,6 +22,7 @@ import os
 import stat
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path, PurePath
 from types import TracebackType
@@ -322,8 +323,10 @@ class WorkspaceLock:
     ``keep_open`` keeps the lock file open between holds (for a lock taken many times a
     second, the ledger's): the next hold locks the same open file, then checks with one
     ``lstat`` that the name still is that file, and opens the name again (the same walk)
-    when it is not: a lock file removed or replaced meanwhile is never the one held. Only
-    for a ``path`` of one name (the check then reads what the walk would)."""
+    when it is not, as a lock not kept is opened for every hold: a lock file removed or
+    replaced between holds is not the one held. Only for a ``path`` of one name (the
+    check then reads what the walk would). A forked child never uses the parent's open
+    file (:class:`KeptFile`)."""
 
     def __init__(self, root: Path, path: str | PurePath, timeout: float = -1,
                  keep_open: bool = False) -> None:
@@ -431,13 +434,17 @@ class KeptFile:
     """A regular file ``root/name`` opened once through :func:`open_fd` and kept open: each
     :meth:`fd` checks with one ``lstat`` that the name still is that file (the walk's
     answer, for one name below ``root``), and opens the name again when it is not, or when
-    it is gone (``flags`` with ``O_CREAT`` then makes it). The caller serialises its uses."""
+    it is gone (``flags`` with ``O_CREAT`` then makes it). The caller serialises its uses.
+
+    A forked child closes its copy and opens the name afresh: an ``flock`` on a copy would
+    be the parent's lock, held by both at once."""
 
     def __init__(self, root: Path, name: str, flags: int, create_folder: bool = False) -> None:
         _file_name(name)
         self.root, self.name, self.flags, self.create_folder = root, name, flags, create_folder
         self._fd: int | None = None
         self._ident = (0, 0)
+        _KEPT.add(self)
 
     def fd(self, check: bool = True) -> int:
         """The open file, still the one at its name (opened again if not; ``check=False``:
@@ -465,6 +472,18 @@ class KeptFile:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+_KEPT: weakref.WeakSet[KeptFile] = weakref.WeakSet()
+"""Every :class:`KeptFile` of the process, for a forked child to close."""
+
+
+def _close_kept_in_child() -> None:
+    for kept in list(_KEPT):
+        kept.close()
+
+
+os.register_at_fork(after_in_child=_close_kept_in_child)
 
 
 class _Held:

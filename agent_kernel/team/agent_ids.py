@@ -93,6 +93,12 @@ def reserve_agent_number(root: Path, at_least: int, count: int = 1) -> int:
     to start: one lock for a fan-out's Workers, not one each. A counter that does not read
     as a number a workspace may have named counts as none; a lock held past a few seconds
     (a stuck process) gives ``at_least``, as before the counter."""
+    return reserve_agent_numbers(root, at_least, count)[0]
+
+
+def reserve_agent_numbers(root: Path, at_least: int, count: int = 1) -> tuple[int, int]:
+    """:func:`reserve_agent_number`, and how many numbers from it were reserved: ``count``,
+    or 0 when the counter could not be used (then only the one returned is handed out)."""
     try:
         with WorkspaceLock(root, COUNTER_LOCK, timeout=5.0):
             try:  # the lock made team/ already: no folder to make
@@ -100,7 +106,7 @@ def reserve_agent_number(root: Path, at_least: int, count: int = 1) -> int:
             except UnsafeWorkspacePath:  # a planted link or FIFO: replaced, never followed
                 number = _next(b"", at_least)
                 write_atomic(root, COUNTER, f"{number + max(1, count) - 1}\n".encode())
-                return number
+                return number, max(1, count)
             try:  # rewritten in place under the lock: no temporary file, no rename per agent
                 size = os.fstat(fd).st_size
                 number = _next(os.pread(fd, 64, 0) if size <= 64 else b"", at_least)
@@ -109,9 +115,9 @@ def reserve_agent_number(root: Path, at_least: int, count: int = 1) -> int:
                 os.ftruncate(fd, len(data))
             finally:
                 os.close(fd)
-            return number
+            return number, max(1, count)
     except (LockTimeout, OSError):
-        return at_least
+        return at_least, 0
 
 
 def _next(saved: bytes, at_least: int) -> int:
@@ -122,4 +128,5 @@ def _next(saved: bytes, at_least: int) -> int:
     return max(at_least, last + 1 if last <= TRUSTED_AGENT_NUMBER else 0)
 
 
-__all__ = ["TRUSTED_AGENT_NUMBER", "first_agent_number", "reserve_agent_number"]
+__all__ = ["TRUSTED_AGENT_NUMBER", "first_agent_number", "reserve_agent_number",
+           "reserve_agent_numbers"]

@@ -47,7 +47,7 @@ from agent_kernel.engine.services import (
 from agent_kernel.team.agent_ids import (
     TRUSTED_AGENT_NUMBER,
     first_agent_number,
-    reserve_agent_number,
+    reserve_agent_numbers,
 )
 from agent_kernel.team.asking import NamedQuestions, PendingQuestion, QuestionStore
 from agent_kernel.team.board import TaskBoard, TaskLife
@@ -301,7 +301,7 @@ class Supervisor:
         else:
             count = max(1, min(max(waiting + 1, TAKEN_AHEAD), MAX_TAKEN,
                                MAX_AGENT_NUMBER - self._next_number + 1))
-            number = reserve_agent_number(self.workspace.root, self._next_number, count)
+            number, count = reserve_agent_numbers(self.workspace.root, self._next_number, count)
             self._taken = list(range(number + 1, min(number + count, MAX_AGENT_NUMBER + 1)))
         self._next_number = number + 1
         return f"{role}-{number}"

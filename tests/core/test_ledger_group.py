@@ -293,3 +293,59 @@ def test_a_process_keeps_few_ledgers_open(tmp_path: Path) -> None:
     for ledger in ledgers:  # a closed one opens again when it writes
         _append(ledger, "a", 1)
         assert ledger.verify().count == 2
+    for n in range(KEPT_OPEN + 3):  # ledgers only read (verify holds the lock too)
+        (tmp_path / f"read{n}").mkdir()
+        (tmp_path / f"read{n}" / LEDGER_FILE).write_bytes(ledgers[0].path.read_bytes())
+        assert Ledger(tmp_path / f"read{n}" / LEDGER_FILE).verify().count == 2
+    assert len(_open_here(tmp_path)) <= 2 * KEPT_OPEN, _open_here(tmp_path)
+
+
+def test_a_record_queued_as_a_loop_ends_is_written_when_the_process_exits(
+        tmp_path: Path) -> None:
+    """The timer that starts its write needs the loop; a script whose loop ended first
+    still leaves it on disk."""
+    script = textwrap.dedent("""
+        import asyncio, sys
+        from agent_kernel.core.ledger import Ledger
+        async def main():
+            Ledger(sys.argv[1]).queue([{"kind": "task_started", "task_id": "t1"}])
+        asyncio.run(main())
+    """)
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / LEDGER_FILE)], check=True,
+                   timeout=60)
+    ledger = Ledger(tmp_path / LEDGER_FILE)
+    assert [r["kind"] for r in ledger.records()] == ["task_started"]
+    assert ledger.verify().ok
+
+
+def test_a_forked_child_never_holds_the_parents_open_lock(tmp_path: Path) -> None:
+    """The child's lock is its own open file: while the parent holds the ledger's lock,
+    the child cannot take it (an flock on an inherited copy would be the parent's)."""
+    from agent_kernel.core.safe_open import LockTimeout
+
+    ledger = Ledger(tmp_path / LEDGER_FILE)
+    ledger.verify()  # the lock file is open now, kept
+    _append(ledger, "a", 0)
+    to_child, from_parent = os.pipe()
+    to_parent, from_child = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: wait until the parent holds the lock, then try it
+        said = b"error"
+        try:
+            os.read(to_child, 1)
+            with ledger._lock.acquire(timeout=0.2):
+                said = b"held"
+        except LockTimeout:
+            said = b"refused"
+        finally:
+            os.write(from_child, said)
+            os._exit(0)
+    with ledger._lock:
+        os.write(from_parent, b"go")
+        answer = os.read(to_parent, 16)
+    os.waitpid(pid, 0)
+    for fd in (to_child, from_parent, to_parent, from_child):
+        os.close(fd)
+    assert answer == b"refused"
+    _append(ledger, "a", 1)
+    assert ledger.verify().count == 2

@@ -41,13 +41,13 @@ def test_a_team_takes_the_numbers_of_the_tasks_about_to_start_at_once(
     from agent_kernel.team import supervisor
 
     taken: list[int] = []
-    real = supervisor.reserve_agent_number
+    real = supervisor.reserve_agent_numbers
 
-    def counted(root: Path, at_least: int, count: int = 1) -> int:
+    def counted(root: Path, at_least: int, count: int = 1) -> tuple[int, int]:
         taken.append(count)
         return real(root, at_least, count)
 
-    monkeypatch.setattr(supervisor, "reserve_agent_number", counted)
+    monkeypatch.setattr(supervisor, "reserve_agent_numbers", counted)
     first, second = Team(workspace=tmp_path / "ws"), Team(workspace=tmp_path / "ws")
     names = [first.supervisor.next_agent_id("worker", waiting=11)]
     names.append(second.supervisor.next_agent_id("worker"))
@@ -55,6 +55,25 @@ def test_a_team_takes_the_numbers_of_the_tasks_about_to_start_at_once(
     assert names == ["worker-1", "worker-13", *(f"worker-{n}" for n in range(2, 13))]
     assert taken == [12, 8]  # the twelve about to start; eight at least
     assert Team(workspace=tmp_path / "ws").supervisor.next_agent_id("planner") == "planner-21"
+
+
+def test_a_team_that_cannot_use_the_counter_takes_no_numbers_ahead(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stuck lock or a read-only folder: one number at a time, each asked for again, so
+    a team never hands out eight numbers no counter holds."""
+    from agent_kernel.team import supervisor
+
+    asked: list[int] = []
+
+    def unusable(root: Path, at_least: int, count: int = 1) -> tuple[int, int]:
+        asked.append(at_least)
+        return at_least, 0  # what reserve_agent_numbers says when the counter fails
+
+    monkeypatch.setattr(supervisor, "reserve_agent_numbers", unusable)
+    team = Team(workspace=tmp_path / "ws")
+    assert [team.supervisor.next_agent_id("worker") for _ in range(3)] == [
+        "worker-1", "worker-2", "worker-3"]
+    assert asked == [1, 2, 3]
 
 
 def test_kernels_reserving_at_once_get_distinct_numbers(tmp_path: Path) -> None:
