@@ -322,7 +322,9 @@ os.register_at_fork(after_in_child=_forget_commits)
 
 
 _QUEUED: weakref.WeakSet[Ledger] = weakref.WeakSet()
-"""Ledgers that queued records with :meth:`Ledger.queue` (their timers need a loop)."""
+"""Ledgers that queued records with :meth:`Ledger.queue` (their timers need a loop). A
+record still waiting keeps its ledger here: the ``_Commit`` holds its batch, the batch
+its ``PendingAppend``, and that the ledger."""
 
 
 def _write_queued_at_exit() -> None:
