@@ -685,11 +685,7 @@ class Ledger:
         if not self.path.exists():
             return RepairReport(partials_removed=partials)
         with self._lock:
-            fd = self._open()
-            try:
-                _, report = self._heal(fd)
-            finally:
-                os.close(fd)
+            _, report = self._heal(self._kept_file())
         _kept_open(self._commit)
         report.partials_removed = partials
         verdict = self.verify()
@@ -702,18 +698,10 @@ class Ledger:
         return os.fdopen(open_fd(self.root, self.path.name, os.O_RDONLY), "rb")
 
     def _kept_file(self) -> int:
-        """Under the lock: the ledger kept open, still the file at its name (else opened
-        afresh, as :meth:`_open`)."""
+        """Under the lock: the ledger kept open, still the file at its name (else walked to
+        and opened afresh, never through a link); LedgerError when it cannot be."""
         try:
             return self._commit.file.fd()
-        except UnsafeWorkspacePath as exc:
-            raise LedgerError(f"cannot open the ledger: {exc}") from exc
-        except OSError as exc:
-            raise LedgerError(f"cannot open the ledger {self.path}: {exc}") from exc
-
-    def _open(self) -> int:
-        try:
-            return open_fd(self.root, self.path.name, os.O_RDWR | os.O_CREAT | os.O_APPEND)
         except UnsafeWorkspacePath as exc:
             raise LedgerError(f"cannot open the ledger: {exc}") from exc
         except OSError as exc:
